@@ -1,0 +1,124 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { type InvocationResponse, PATHS, PROTOCOL } from '../protocol/index.ts';
+import type { HandlerContext } from './index.ts';
+import { operator } from './operator.ts';
+import { invocation, SECRET, signed, signedInvoke, signedManifest } from './test-helpers.ts';
+
+function example() {
+  const op = operator({ name: 'kopfexample', secret: SECRET });
+  op.on.create('kopfexamples', async function create_fn({ name, logger }) {
+    logger.info(`creating ${name}`);
+    return { message: `hello ${name}` };
+  });
+  op.on.create({ group: 'apps', version: 'v1', name: 'deployments' }, { id: 'watch-deployments' }, () => {});
+  return op;
+}
+
+describe('operator', () => {
+  it('refuses names that are not DNS-1123 labels', () => {
+    for (const name of ['', 'Kopf', 'kopf_example', '-kopf', 'kopf-', 'a'.repeat(64), undefined]) {
+      assert.throws(() => operator({ name } as never), /is not a DNS-1123 label/, String(name));
+    }
+    assert.equal(operator({ name: 'a'.repeat(63) }).name, 'a'.repeat(63));
+  });
+
+  it('refuses an explicit secret that is too short, at once', () => {
+    assert.throws(() => operator({ name: 'kopfexample', secret: 'short' }), /at least 32 bytes/);
+  });
+
+  it('answers the health check unsigned, naming the audience to sign for', async () => {
+    const response = await example().fetch(new Request(`http://functions.test${PATHS.health}`));
+    assert.equal(response.status, 200);
+    assert.deepEqual(await response.json(), { status: 'ok', protocol: PROTOCOL, name: 'kopfexample' });
+  });
+
+  it('publishes its handlers in the manifest', async () => {
+    const response = await example().fetch(await signedManifest('kopfexample'));
+    assert.equal(response.status, 200);
+    assert.deepEqual(await response.json(), {
+      protocol: PROTOCOL,
+      name: 'kopfexample',
+      handlers: [
+        { id: 'create_fn', kind: 'create', resource: { name: 'kopfexamples' } },
+        {
+          id: 'watch-deployments',
+          kind: 'create',
+          resource: { group: 'apps', version: 'v1', name: 'deployments' },
+        },
+      ],
+    });
+  });
+
+  it('invokes the due handlers and answers their outcomes and logs', async () => {
+    const response = await example().fetch(await signedInvoke('kopfexample', invocation(['create_fn'])));
+    assert.equal(response.status, 200);
+    assert.deepEqual(await response.json(), {
+      protocol: PROTOCOL,
+      outcomes: { create_fn: { status: 'success', result: { message: 'hello kex-1' } } },
+      logs: [{ level: 'info', message: 'creating kex-1', handler: 'create_fn' }],
+    });
+  });
+
+  it('lets a handler declare the shape of its spec', async () => {
+    interface ExampleSpec {
+      field: string;
+      items: string[];
+    }
+    const op = operator({ name: 'kopfexample', secret: SECRET });
+    op.on.create('kopfexamples', function shout({ spec }: HandlerContext<ExampleSpec>) {
+      return spec.field.toUpperCase();
+    });
+    op.on.create<ExampleSpec>('kopfexamples', function count({ spec }) {
+      return spec.items.length;
+    });
+    const response = await op.fetch(await signedInvoke('kopfexample', invocation(['shout', 'count'])));
+    assert.deepEqual(((await response.json()) as InvocationResponse).outcomes, {
+      shout: { status: 'success', result: 'VALUE' },
+      count: { status: 'success', result: 2 },
+    });
+  });
+
+  it('answers unknown routes with a JSON 404', async () => {
+    const response = await example().fetch(
+      new Request('http://functions.test/elsewhere', { method: 'DELETE' }),
+    );
+    assert.equal(response.status, 404);
+    assert.deepEqual(await response.json(), { protocol: PROTOCOL, error: 'no route for DELETE /elsewhere' });
+  });
+});
+
+describe('bad invocations are answered with 400', () => {
+  const valid = invocation(['create_fn']);
+  const cases: [string, string, RegExp][] = [
+    ['no body', '', /has no body/],
+    ['invalid JSON', '{"protocol":', /not JSON/],
+    ['not an object', '[]', /not a JSON object/],
+    [
+      'another protocol',
+      JSON.stringify({ ...valid, protocol: 'causeway.dev/v2' }),
+      /"causeway.dev\/v2" is not spoken/,
+    ],
+    ['no object', JSON.stringify({ ...valid, body: undefined }), /carries no object/],
+    ['no handlers', JSON.stringify({ ...valid, handlers: undefined }), /no "handlers" list/],
+    [
+      'an unknown handler',
+      JSON.stringify(invocation(['nope'])),
+      /no handler "nope" here; this service has: create_fn/,
+    ],
+    ['a handler twice', JSON.stringify(invocation(['create_fn', 'create_fn'])), /listed twice/],
+    ['another reason', JSON.stringify({ ...valid, reason: 'update' }), /not due for reason "update"/],
+    ['a bad start time', JSON.stringify(invocation(['create_fn'], { started: 'yesterday' })), /ISO 8601/],
+  ];
+  for (const [what, body, error] of cases) {
+    it(what, async () => {
+      const response = await example().fetch(
+        await signed({ audience: 'kopfexample', path: PATHS.invoke, body }),
+      );
+      assert.equal(response.status, 400);
+      const answer = (await response.json()) as { protocol: string; error: string };
+      assert.equal(answer.protocol, PROTOCOL);
+      assert.match(answer.error, error);
+    });
+  }
+});

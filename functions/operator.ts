@@ -1,0 +1,59 @@
+import { Hono } from 'hono';
+import { type Health, type InvocationRequest, type Manifest, PATHS, PROTOCOL } from '../protocol/index.ts';
+import { errorResponse } from './error-response.ts';
+import { BadRequest, parseInvocation } from './invocation.ts';
+import { invoke } from './invoke.ts';
+import { verify } from './middleware/verify/index.ts';
+import { createRegistry, type On } from './registry.ts';
+import { secretSource } from './secret.ts';
+
+export interface OperatorOptions {
+  /** The service's name: gateways sign every request for it as the audience. */
+  name: string;
+  /** At least 32 bytes. Defaults to `CAUSEWAY_SECRET` from the Workers `env`, then from the process environment. */
+  secret?: string | Uint8Array;
+}
+
+export interface Operator {
+  readonly name: string;
+  /** `op.on.<kind>(resource, options?, handler)`, one per kind of cause. */
+  readonly on: On;
+  /** A fetch handler for any runtime; `env` is where Workers pass their bindings. */
+  readonly fetch: (request: Request, env?: unknown) => Promise<Response>;
+}
+
+// A DNS-1123 label: the name is also used in URLs, Kubernetes objects and token audiences.
+const NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+export function operator(options: OperatorOptions): Operator {
+  const name = options?.name;
+  if (typeof name !== 'string' || !NAME.test(name)) {
+    throw new TypeError(
+      `operator name ${JSON.stringify(name)} is not a DNS-1123 label: ` +
+        'up to 63 lowercase letters, digits and "-", starting and ending with a letter or digit',
+    );
+  }
+  const { on, handlers } = createRegistry();
+  const signed = verify({ audience: name, secret: secretSource(options.secret) });
+
+  const app = new Hono()
+    .get(PATHS.health, (c) => c.json({ status: 'ok', protocol: PROTOCOL, name } satisfies Health))
+    .get(PATHS.manifest, signed, (c) => {
+      const specs = [...handlers.values()].map(({ id, kind, resource }) => ({ id, kind, resource }));
+      return c.json({ protocol: PROTOCOL, name, handlers: specs } satisfies Manifest);
+    })
+    .post(PATHS.invoke, signed, async (c) => {
+      let request: InvocationRequest;
+      try {
+        request = parseInvocation(c.get('body'), handlers);
+      } catch (error) {
+        if (error instanceof BadRequest) return errorResponse(c, 400, error.message);
+        throw error;
+      }
+      return c.json(await invoke(request, handlers));
+    });
+  app.notFound((c) => errorResponse(c, 404, `no route for ${c.req.method} ${c.req.path}`));
+  app.onError((error, c) => errorResponse(c, 500, `internal error: ${error.message}`));
+
+  return { name, on, fetch: async (request, env) => app.fetch(request, env ?? {}) };
+}

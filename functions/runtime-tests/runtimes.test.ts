@@ -1,0 +1,136 @@
+/**
+ * One behavioural suite, run against the same operator module on each runtime: in-process on Node,
+ * and bundled for workerd (Cloudflare Workers) inside miniflare, which proves the SDK has no Node-only code
+ * and takes its secret from the Workers `env` binding.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+import { Miniflare } from 'miniflare';
+import { PATHS, PROTOCOL } from '../../protocol/index.ts';
+import { invocation, SECRET, signed, signedInvoke, signedManifest } from '../test-helpers.ts';
+import example from './fixture.ts';
+
+interface Answer {
+  status: number;
+  json(): Promise<unknown>;
+}
+
+interface Runtime {
+  fetch(request: Request): Promise<Answer>;
+  close(): Promise<void>;
+}
+
+const FIXTURE = fileURLToPath(new URL('./fixture.ts', import.meta.url));
+
+const runtimes: Record<string, () => Promise<Runtime>> = {
+  async node() {
+    return { fetch: (request) => example.fetch(request, { CAUSEWAY_SECRET: SECRET }), close: async () => {} };
+  },
+
+  async workerd() {
+    const bundle = await build({
+      entryPoints: [FIXTURE],
+      bundle: true,
+      format: 'esm',
+      platform: 'neutral',
+      conditions: ['workerd', 'worker', 'browser'],
+      mainFields: ['module', 'main'],
+      write: false,
+    });
+    const mf = new Miniflare({
+      modules: true,
+      script: bundle.outputFiles[0]?.text,
+      compatibilityDate: '2025-09-01',
+      bindings: { CAUSEWAY_SECRET: SECRET },
+    });
+    await mf.ready;
+    return {
+      // Miniflare brings its own fetch classes, so the request crosses over as plain parts.
+      fetch: async (request) =>
+        mf.dispatchFetch(request.url, {
+          method: request.method,
+          headers: Object.fromEntries(request.headers),
+          body: request.method === 'GET' ? undefined : await request.text(),
+        }),
+      close: () => mf.dispose(),
+    };
+  },
+};
+
+for (const [name, start] of Object.entries(runtimes)) {
+  describe(`the example operator on ${name}`, () => {
+    let runtime: Runtime;
+    before(async () => {
+      runtime = await start();
+    });
+    after(() => runtime?.close());
+
+    it('answers the health check unsigned', async () => {
+      const response = await runtime.fetch(new Request(`http://functions.test${PATHS.health}`));
+      assert.equal(response.status, 200);
+      assert.deepEqual(await response.json(), { status: 'ok', protocol: PROTOCOL, name: 'kopfexample' });
+    });
+
+    it('publishes its manifest to a signed request', async () => {
+      const response = await runtime.fetch(await signedManifest('kopfexample'));
+      assert.equal(response.status, 200);
+      assert.deepEqual(await response.json(), {
+        protocol: PROTOCOL,
+        name: 'kopfexample',
+        handlers: [
+          { id: 'create_fn', kind: 'create', resource: { name: 'kopfexamples' } },
+          { id: 'wait_for_children', kind: 'create', resource: { group: 'kopf.dev', name: 'kopfexamples' } },
+        ],
+      });
+    });
+
+    it('runs the handlers of a signed invocation', async () => {
+      const request = invocation(['create_fn', 'wait_for_children']);
+      const response = await runtime.fetch(await signedInvoke('kopfexample', request));
+      assert.equal(response.status, 200);
+      assert.deepEqual(await response.json(), {
+        protocol: PROTOCOL,
+        outcomes: {
+          create_fn: { status: 'success', result: { message: 'hello kex-1', field: 'value' } },
+          wait_for_children: { status: 'temporary', message: 'children are not ready', delay: 10 },
+        },
+        logs: [{ level: 'info', message: 'creating kex-1', handler: 'create_fn' }],
+      });
+    });
+
+    const refusals: [string, () => Promise<Request>, RegExp][] = [
+      ['an unsigned request', async () => new Request(`http://functions.test${PATHS.manifest}`), /^unsigned/],
+      [
+        'a tampered body',
+        async () => {
+          const body = JSON.stringify(invocation(['create_fn']));
+          const genuine = await signed({ audience: 'kopfexample', path: PATHS.invoke, body });
+          return new Request(genuine, { body: body.replace('kex-1', 'kex-2') });
+        },
+        /body does not match/,
+      ],
+      ['a foreign audience', () => signedManifest('another-operator'), /another audience/],
+      [
+        'a secret other than the binding',
+        () => signedManifest('kopfexample', 'x'.repeat(32)),
+        /bad signature/,
+      ],
+    ];
+    for (const [what, request, error] of refusals) {
+      it(`refuses ${what} with 401`, async () => {
+        const response = await runtime.fetch(await request());
+        assert.equal(response.status, 401);
+        assert.match(((await response.json()) as { error: string }).error, error);
+      });
+    }
+
+    it('refuses a replayed request with 401', async () => {
+      const request = await signedManifest('kopfexample');
+      const replay = request.clone();
+      assert.equal((await runtime.fetch(request)).status, 200);
+      assert.equal((await runtime.fetch(replay)).status, 401);
+    });
+  });
+}

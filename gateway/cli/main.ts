@@ -1,0 +1,176 @@
+#!/usr/bin/env node
+/** `causeway`: run operators written with causeway/functions, as `kopf run` runs Kopf's. */
+import { type ParseArgsConfig, parseArgs } from 'node:util';
+import type { LogLevel } from '../../protocol/index.ts';
+import { startGateway } from '../gateway.ts';
+import { createLogger, type Logger } from '../logging.ts';
+import { loadOperatorModule } from './operator-module.ts';
+import { ensureProcessSecret, readSecret, SECRET_VARIABLE } from './secret.ts';
+import { serveFetch } from './serve.ts';
+
+const HELP = `Usage: causeway <command> [options]
+
+Commands:
+  run <module>          Run an operator: its function service and a gateway in one process,
+                        like \`kopf run\`. The module's default export is made with causeway/functions.
+  serve <module>        Serve only the function service of a module over HTTP, for a gateway
+                        deployed elsewhere. Needs the shared secret in $${SECRET_VARIABLE}.
+  gateway               Run only the gateway: watch the cluster and call the function services
+                        given with --functions. Needs the same secret as the services.
+
+Options for run and gateway:
+  -n, --namespace <ns>      Serve this namespace; repeat for several.
+  -A, --all-namespaces      Serve every namespace (the default when no --namespace is given).
+      --concurrency <n>     Objects processed at once, per resource (default 64).
+      --functions <url>     (gateway) A function service's base URL; repeat for several.
+      --function-timeout <s>  Seconds one function call may take (default 30).
+
+Options for serve:
+  -p, --port <port>         Port to listen on (default 8080).
+      --host <address>      Address to listen on (default 0.0.0.0).
+
+Common options:
+      --secret-file <path>  (serve, gateway) File with the shared signing secret; default $${SECRET_VARIABLE}.
+  -v, --verbose             Log debug lines too.
+  -q, --quiet               Log only warnings and errors.
+  -h, --help                Show this help.
+
+The cluster is the current context of $KUBECONFIG or ~/.kube/config, or the in-cluster account.
+`;
+
+const OPTIONS = {
+  namespace: { type: 'string', short: 'n', multiple: true },
+  'all-namespaces': { type: 'boolean', short: 'A' },
+  concurrency: { type: 'string' },
+  functions: { type: 'string', multiple: true },
+  'function-timeout': { type: 'string' },
+  port: { type: 'string', short: 'p' },
+  host: { type: 'string' },
+  'secret-file': { type: 'string' },
+  verbose: { type: 'boolean', short: 'v' },
+  quiet: { type: 'boolean', short: 'q' },
+  help: { type: 'boolean', short: 'h' },
+} satisfies ParseArgsConfig['options'];
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
+
+class UsageError extends Error {}
+
+export async function main(argv: string[]): Promise<void> {
+  let values: Values;
+  let positionals: string[];
+  try {
+    ({ values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true }));
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const [command, ...rest] = positionals;
+  if (values.help || !command) {
+    process.stdout.write(HELP);
+    return;
+  }
+  const logger = createLogger({ level: logLevel(values) });
+  switch (command) {
+    case 'run':
+      return run(requireModule(rest, 'run'), values, logger);
+    case 'serve':
+      return serveOnly(requireModule(rest, 'serve'), values, logger);
+    case 'gateway':
+      if (!values.functions?.length) throw new UsageError('gateway needs at least one --functions <url>');
+      return gatewayOnly(values.functions, values, logger);
+    default:
+      throw new UsageError(`unknown command "${command}"`);
+  }
+}
+
+async function run(module: string, values: Values, logger: Logger): Promise<void> {
+  const secret = ensureProcessSecret();
+  const server = await serveFetch(await loadOperatorModule(module), { port: 0, host: '127.0.0.1' });
+  logger.debug(`function service listening on ${server.url}`);
+  const gateway = await startGateway({ ...gatewayOptions(values, logger), functions: [server.url], secret });
+  await untilSignal(logger);
+  await gateway.stop();
+  await server.close();
+}
+
+async function serveOnly(module: string, values: Values, logger: Logger): Promise<void> {
+  readSecret(values['secret-file']); // refuse to start without a secret rather than answer 500 later
+  const server = await serveFetch(await loadOperatorModule(module), {
+    port: integer(values.port ?? '8080', '--port'),
+    host: values.host ?? '0.0.0.0',
+  });
+  logger.info(`function service listening on ${server.url}`);
+  await untilSignal(logger);
+  await server.close();
+}
+
+async function gatewayOnly(functions: string[], values: Values, logger: Logger): Promise<void> {
+  const gateway = await startGateway({
+    ...gatewayOptions(values, logger),
+    functions,
+    secret: readSecret(values['secret-file']),
+  });
+  await untilSignal(logger);
+  await gateway.stop();
+}
+
+function gatewayOptions(values: Values, logger: Logger) {
+  if (values.namespace?.length && values['all-namespaces']) {
+    throw new UsageError('--namespace and --all-namespaces exclude each other');
+  }
+  if (!values.namespace?.length && !values['all-namespaces']) {
+    logger.warning('neither --namespace nor --all-namespaces given: serving all namespaces');
+  }
+  return {
+    logger,
+    ...(values.namespace?.length ? { namespaces: values.namespace } : {}),
+    ...(values.concurrency ? { concurrency: integer(values.concurrency, '--concurrency') } : {}),
+    ...(values['function-timeout']
+      ? { functionTimeoutMs: integer(values['function-timeout'], '--function-timeout') * 1000 }
+      : {}),
+  };
+}
+
+function requireModule(rest: string[], command: string): string {
+  const [module, ...extra] = rest;
+  if (!module)
+    throw new UsageError(
+      `${command} needs the operator module's path, e.g. causeway ${command} ./operator.ts`,
+    );
+  if (extra.length) throw new UsageError(`unexpected arguments: ${extra.join(' ')}`);
+  return module;
+}
+
+function integer(value: string, flag: string): number {
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 0)
+    throw new UsageError(`${flag} expects a whole number, got "${value}"`);
+  return number;
+}
+
+function logLevel(values: Values): LogLevel {
+  if (values.verbose) return 'debug';
+  return values.quiet ? 'warning' : 'info';
+}
+
+/** Resolves on the first SIGINT or SIGTERM; a second one exits at once. */
+export function untilSignal(logger: Logger): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = (signal: string) => {
+      logger.info(`${signal} received, stopping`);
+      process.once('SIGINT', () => process.exit(130));
+      process.once('SIGTERM', () => process.exit(143));
+      resolve();
+    };
+    process.once('SIGINT', () => stop('SIGINT'));
+    process.once('SIGTERM', () => stop('SIGTERM'));
+  });
+}
+
+if (import.meta.main) {
+  main(process.argv.slice(2)).catch((error: unknown) => {
+    process.stderr.write(`causeway: ${error instanceof Error ? error.message : error}\n`);
+    if (error instanceof UsageError) process.stderr.write('Run `causeway --help` for usage.\n');
+    process.exit(error instanceof UsageError ? 2 : 1);
+  });
+}

@@ -1,0 +1,34 @@
+/** The Node server adapter for function services: the SDK itself stays free of Node built-ins. */
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import type { FetchHandler } from './operator-module.ts';
+
+export interface RunningServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function serveFetch(
+  handler: FetchHandler,
+  options: { port: number; host: string },
+): Promise<RunningServer> {
+  const server = serve({
+    fetch: (request) => handler.fetch(request),
+    port: options.port,
+    hostname: options.host,
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = options.host === '0.0.0.0' || options.host === '::' ? '127.0.0.1' : options.host;
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        if ('closeAllConnections' in server) server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,116 @@
+/**
+ * Checks what function services send back before the gateway acts on it: a malformed answer must
+ * produce a clear error, never a half-applied result.
+ */
+import {
+  type HandlerKind,
+  type HandlerSpec,
+  type Health,
+  type InvocationResponse,
+  type LogLevel,
+  type LogLine,
+  type Manifest,
+  type Outcome,
+  PROTOCOL,
+} from '../../protocol/index.ts';
+
+export class ProtocolError extends Error {
+  override name = 'ProtocolError';
+}
+
+const KNOWN_KINDS: ReadonlySet<HandlerKind> = new Set(['create']);
+const LOG_LEVELS: ReadonlySet<LogLevel> = new Set(['debug', 'info', 'warning', 'error']);
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function checkProtocol(value: Record<string, unknown>, what: string): void {
+  if (value.protocol !== PROTOCOL) {
+    throw new ProtocolError(
+      `${what} speaks protocol ${JSON.stringify(value.protocol)}, expected "${PROTOCOL}"`,
+    );
+  }
+}
+
+export function parseHealth(value: unknown): Health {
+  if (!isObject(value)) throw new ProtocolError('health answer is not a JSON object');
+  checkProtocol(value, 'health answer');
+  if (typeof value.name !== 'string' || !value.name)
+    throw new ProtocolError('health answer has no service name');
+  return value as unknown as Health;
+}
+
+/** Returns the manifest with the handlers this gateway understands, and the kinds it skipped. */
+export function parseManifest(value: unknown): { manifest: Manifest; unknownKinds: string[] } {
+  if (!isObject(value)) throw new ProtocolError('manifest is not a JSON object');
+  checkProtocol(value, 'manifest');
+  if (typeof value.name !== 'string' || !value.name) throw new ProtocolError('manifest has no service name');
+  if (!Array.isArray(value.handlers)) throw new ProtocolError('manifest.handlers is not an array');
+  const handlers: HandlerSpec[] = [];
+  const unknownKinds: string[] = [];
+  const ids = new Set<string>();
+  for (const [index, handler] of value.handlers.entries()) {
+    const where = `manifest.handlers[${index}]`;
+    if (!isObject(handler)) throw new ProtocolError(`${where} is not an object`);
+    if (typeof handler.id !== 'string' || !handler.id) throw new ProtocolError(`${where}.id is missing`);
+    if (ids.has(handler.id)) throw new ProtocolError(`${where}.id "${handler.id}" is declared twice`);
+    ids.add(handler.id);
+    if (!isObject(handler.resource) || typeof handler.resource.name !== 'string' || !handler.resource.name) {
+      throw new ProtocolError(`${where}.resource.name is missing`);
+    }
+    for (const field of ['group', 'version'] as const) {
+      if (handler.resource[field] !== undefined && typeof handler.resource[field] !== 'string') {
+        throw new ProtocolError(`${where}.resource.${field} must be a string`);
+      }
+    }
+    if (!KNOWN_KINDS.has(handler.kind as HandlerKind)) {
+      unknownKinds.push(String(handler.kind));
+      continue;
+    }
+    handlers.push(handler as unknown as HandlerSpec);
+  }
+  return { manifest: { protocol: PROTOCOL, name: value.name, handlers }, unknownKinds };
+}
+
+export function parseInvocationResponse(value: unknown, handlerIds: readonly string[]): InvocationResponse {
+  if (!isObject(value)) throw new ProtocolError('response is not a JSON object');
+  checkProtocol(value, 'response');
+  if (!isObject(value.outcomes)) throw new ProtocolError('response.outcomes is not an object');
+  const outcomes: Record<string, Outcome> = {};
+  for (const id of handlerIds) {
+    const outcome = value.outcomes[id];
+    if (outcome === undefined) throw new ProtocolError(`response has no outcome for handler "${id}"`);
+    outcomes[id] = parseOutcome(outcome, `response.outcomes.${id}`);
+  }
+  const logs: LogLine[] = [];
+  if (value.logs !== undefined) {
+    if (!Array.isArray(value.logs)) throw new ProtocolError('response.logs is not an array');
+    for (const line of value.logs) {
+      if (!isObject(line) || typeof line.message !== 'string' || !LOG_LEVELS.has(line.level as LogLevel)) {
+        throw new ProtocolError(`response.logs has a malformed line: ${JSON.stringify(line).slice(0, 200)}`);
+      }
+      logs.push(line as unknown as LogLine);
+    }
+  }
+  return { protocol: PROTOCOL, outcomes, logs };
+}
+
+function parseOutcome(value: unknown, where: string): Outcome {
+  if (!isObject(value)) throw new ProtocolError(`${where} is not an object`);
+  switch (value.status) {
+    case 'success':
+      return value.result === undefined ? { status: 'success' } : { status: 'success', result: value.result };
+    case 'temporary':
+      if (typeof value.delay !== 'number' || !(value.delay >= 0)) {
+        throw new ProtocolError(`${where}.delay must be a number of seconds ≥ 0`);
+      }
+      return { status: 'temporary', message: String(value.message ?? ''), delay: value.delay };
+    case 'permanent':
+      return { status: 'permanent', message: String(value.message ?? '') };
+    default:
+      throw new ProtocolError(
+        `${where}.status ${JSON.stringify(value.status)} is not success, temporary or permanent`,
+      );
+  }
+}

@@ -1,0 +1,210 @@
+/**
+ * Wires the gateway together: connects to the function services, resolves the resources their
+ * handlers name, decides where state is kept for each, and runs one watcher per resource and scope
+ * feeding one queue per resource.
+ */
+import { KubeConfig } from '@kubernetes/client-node';
+import type { HandlerSpec } from '../protocol/index.ts';
+import { FunctionService } from './dispatch/function-service.ts';
+import { DEFAULT_IDENTITY, type Identity } from './identity.ts';
+import { KubeClient } from './kube/client.ts';
+import {
+  collectionPath,
+  type DiscoveredResource,
+  Discovery,
+  describe as describeSelector,
+} from './kube/discovery.ts';
+import { ApiError } from './kube/errors.ts';
+import { Watcher } from './kube/watcher.ts';
+import { createLogger, type Logger } from './logging.ts';
+import { type Binding, createProcessor, type ServedResource } from './processor.ts';
+import { ObjectQueue } from './queue.ts';
+import { statusKeeps, versionSchema } from './state/schema.ts';
+import { type StateLocation, StateStorage } from './state/storage.ts';
+import { jitter, sleep } from './timing.ts';
+
+export interface GatewayOptions {
+  /** Function service base URLs. */
+  functions: string[];
+  /** The secret shared with the function services (≥ 32 bytes). */
+  secret: Uint8Array;
+  /** Namespaces to serve; undefined serves all of them (cluster-wide). */
+  namespaces?: string[];
+  /** Defaults to the usual kubeconfig lookup: $KUBECONFIG, ~/.kube/config, in-cluster. */
+  kubeconfig?: KubeConfig;
+  /** Objects processed at once (across all resources). */
+  concurrency?: number;
+  identity?: Partial<Identity>;
+  logger?: Logger;
+  /** Timeout of one function call. */
+  functionTimeoutMs?: number;
+}
+
+export interface Gateway {
+  /** Resolves once every watched resource has been listed and its objects queued. */
+  readonly synced: Promise<void>;
+  readonly resources: readonly ServedResource[];
+  stop(): Promise<void>;
+}
+
+export async function startGateway(options: GatewayOptions): Promise<Gateway> {
+  const logger = options.logger ?? createLogger();
+  const identity = { ...DEFAULT_IDENTITY, ...options.identity };
+  const stopping = new AbortController();
+
+  const services = await Promise.all(
+    options.functions.map((url) => connectWithRetry(url, options, logger, stopping.signal)),
+  );
+  const kubeconfig = options.kubeconfig ?? defaultKubeConfig();
+  const client = await KubeClient.fromConfig(kubeconfig);
+  const discovery = await Discovery.load(client);
+
+  const served = await Promise.all(
+    bindByResource(services, discovery, logger).map(async ({ resource, bindings }) => ({
+      resource,
+      bindings,
+      storage: new StateStorage(await chooseStateLocation(client, resource, identity, logger), identity),
+    })),
+  );
+
+  const watchers: Watcher[] = [];
+  const queues: ObjectQueue[] = [];
+  const synced: Promise<void>[] = [];
+  const concurrency = options.concurrency ?? 64;
+  for (const resource of served) {
+    const process = createProcessor({ client, served: resource, identity, logger });
+    const queue = new ObjectQueue({ concurrency, process: process.run, logger });
+    queues.push(queue);
+    const scopes = resource.resource.namespaced && options.namespaces ? options.namespaces : [undefined];
+    for (const namespace of scopes) {
+      const path = collectionPath(resource.resource, namespace);
+      const { promise, resolve } = Promise.withResolvers<void>();
+      synced.push(promise);
+      const watcher = new Watcher({
+        client,
+        path,
+        logger,
+        onSynced: resolve,
+        onEvent: ({ type, object }) => {
+          if (type === 'DELETED') process.forget(object.metadata.uid);
+          queue.push(type, object);
+        },
+      });
+      watchers.push(watcher);
+      watcher.start();
+      logger.info(`watching ${path}`);
+    }
+  }
+
+  return {
+    synced: Promise.all(synced).then(() => undefined),
+    resources: served,
+    async stop() {
+      stopping.abort();
+      await Promise.all(watchers.map((watcher) => watcher.stop()));
+      await Promise.all(queues.map((queue) => queue.stop()));
+      await Promise.all(services.map((service) => service.close()));
+    },
+  };
+}
+
+function defaultKubeConfig(): KubeConfig {
+  const config = new KubeConfig();
+  config.loadFromDefault();
+  return config;
+}
+
+async function connectWithRetry(
+  url: string,
+  options: GatewayOptions,
+  logger: Logger,
+  signal: AbortSignal,
+): Promise<FunctionService> {
+  for (let delay = 250; ; delay = Math.min(delay * 2, 10_000)) {
+    try {
+      const service = await FunctionService.connect({
+        url,
+        secret: options.secret,
+        ...(options.functionTimeoutMs ? { timeoutMs: options.functionTimeoutMs } : {}),
+      });
+      const ids = service.manifest.handlers.map((handler) => handler.id).join(', ');
+      logger.info(`function service "${service.name}" at ${service.url}: handlers ${ids || '(none)'}`);
+      if (service.unknownKinds.length > 0) {
+        logger.warning(
+          `"${service.name}" declares handler kinds this gateway does not know: ${service.unknownKinds.join(', ')}`,
+        );
+      }
+      return service;
+    } catch (error) {
+      if (signal.aborted) throw error;
+      logger.warning(
+        `function service ${url} is not reachable yet: ${error instanceof Error ? error.message : error}`,
+      );
+      await sleep(jitter(delay), signal);
+    }
+  }
+}
+
+/** Groups every handler of every service under the resource it names, resolved through discovery. */
+function bindByResource(
+  services: FunctionService[],
+  discovery: Discovery,
+  logger: Logger,
+): Array<{ resource: DiscoveredResource; bindings: Binding[] }> {
+  const byResource = new Map<
+    string,
+    { resource: DiscoveredResource; bindings: Map<FunctionService, HandlerSpec[]> }
+  >();
+  for (const service of services) {
+    for (const handler of service.manifest.handlers) {
+      let resource: DiscoveredResource;
+      try {
+        resource = discovery.resolve(handler.resource);
+      } catch (error) {
+        logger.error(
+          `handler "${handler.id}" of "${service.name}" names ${describeSelector(handler.resource)}: ${(error as Error).message}`,
+        );
+        continue;
+      }
+      const key = `${resource.plural}.${resource.group}/${resource.version}`;
+      const entry = byResource.get(key) ?? { resource, bindings: new Map() };
+      byResource.set(key, entry);
+      const handlers = entry.bindings.get(service) ?? [];
+      entry.bindings.set(service, [...handlers, handler]);
+    }
+  }
+  return [...byResource.values()].map(({ resource, bindings }) => ({
+    resource,
+    bindings: [...bindings].map(([service, handlers]) => ({ service, handlers })),
+  }));
+}
+
+/**
+ * State goes in the status when the status is a subresource whose schema keeps our key: then results
+ * and state share one write. Otherwise annotations. Built-in resources have fixed status schemas.
+ */
+async function chooseStateLocation(
+  client: KubeClient,
+  resource: DiscoveredResource,
+  identity: Identity,
+  logger: Logger,
+): Promise<StateLocation> {
+  if (!resource.subresources.includes('status') || resource.group === '' || !resource.group.includes('.')) {
+    return 'annotations';
+  }
+  try {
+    const crd = await client.get<Parameters<typeof versionSchema>[0]>(
+      `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${resource.plural}.${resource.group}`,
+    );
+    if (statusKeeps(versionSchema(crd, resource.version), identity.statusKey)) return 'status';
+    logger.warning(
+      `${resource.plural}.${resource.group}: the schema of status prunes status.${identity.statusKey}; ` +
+        'keeping state in annotations (add x-kubernetes-preserve-unknown-fields to status to save a write per change)',
+    );
+    return 'annotations';
+  } catch (error) {
+    // Without read access to CRDs, try the status; a pruned write is detected and moves state to annotations.
+    if (error instanceof ApiError && (error.status === 403 || error.status === 404)) return 'status';
+    throw error;
+  }
+}

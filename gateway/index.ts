@@ -1,0 +1,3 @@
+export { type Gateway, type GatewayOptions, startGateway } from './gateway.ts';
+export { DEFAULT_IDENTITY, type Identity } from './identity.ts';
+export { createLogger, type Logger } from './logging.ts';

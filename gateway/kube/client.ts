@@ -1,0 +1,168 @@
+/**
+ * The gateway's one way to talk to the Kubernetes API. client-node loads the kubeconfig and does
+ * authentication (tokens, certificates, exec plugins, in-cluster accounts); the requests themselves go
+ * through one pooled undici dispatcher, because client-node builds a new connection pool per call.
+ */
+import type { RequestOptions } from 'node:https';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { Agent, type Dispatcher, ProxyAgent, request } from 'undici';
+import { jitter, sleep } from '../timing.ts';
+import { ApiError, isTransient } from './errors.ts';
+
+export type PatchType = 'merge' | 'json' | 'apply';
+const PATCH_CONTENT_TYPES: Record<PatchType, string> = {
+  merge: 'application/merge-patch+json',
+  json: 'application/json-patch+json',
+  apply: 'application/apply-patch+yaml',
+};
+
+export interface RequestInit {
+  method?: string;
+  query?: Record<string, string | number | boolean | undefined>;
+  body?: unknown;
+  contentType?: string;
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+/** Delays between tries of a request that failed transiently (429, 5xx, broken connections). */
+const RETRY_DELAYS_MS = [250, 500, 1000, 2000, 4000, 8000];
+
+export class KubeClient {
+  readonly server: string;
+  readonly #config: KubeConfig;
+  readonly #dispatcher: Dispatcher | undefined;
+
+  private constructor(config: KubeConfig, server: string, dispatcher: Dispatcher | undefined) {
+    this.#config = config;
+    this.server = server.replace(/\/+$/, '');
+    this.#dispatcher = dispatcher;
+  }
+
+  static async fromConfig(config: KubeConfig): Promise<KubeClient> {
+    const cluster = config.getCurrentCluster();
+    if (!cluster) throw new Error('the kubeconfig has no current cluster: set a current-context');
+    const tls: RequestOptions = {};
+    await config.applyToHTTPSOptions(tls);
+    const options = config.createDispatcherOptions(cluster, {
+      ca: tls.ca,
+      cert: tls.cert,
+      key: tls.key,
+      ...(tls.rejectUnauthorized === undefined ? {} : { rejectUnauthorized: tls.rejectUnauthorized }),
+      ...(tls.servername === undefined ? {} : { servername: tls.servername }),
+    });
+    let dispatcher: Dispatcher | undefined;
+    switch (options.type) {
+      case 'agent':
+        dispatcher = new Agent({ connect: options.connect, pipelining: 1 });
+        break;
+      case 'proxy':
+        dispatcher = new ProxyAgent({
+          uri: options.uri,
+          requestTls: options.requestTls,
+          connect: options.connect,
+        });
+        break;
+      case 'socks':
+        throw new Error(
+          `SOCKS proxies (${options.uri}) are not supported by the gateway; use an HTTP(S) proxy`,
+        );
+      case 'none':
+        dispatcher = undefined;
+    }
+    return new KubeClient(config, cluster.server, dispatcher);
+  }
+
+  /** Sends one request and parses the JSON answer; retries transient failures with backoff. */
+  async request<T>(path: string, init: RequestInit = {}): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.#once<T>(path, init);
+      } catch (error) {
+        const delay = RETRY_DELAYS_MS[attempt];
+        if (delay === undefined || !isTransient(error) || init.signal?.aborted) throw error;
+        const retryAfterMs = error instanceof ApiError ? (error.retryAfterSeconds ?? 0) * 1000 : 0;
+        await sleep(Math.max(jitter(delay), retryAfterMs), init.signal);
+      }
+    }
+  }
+
+  get<T>(path: string, query?: RequestInit['query']): Promise<T> {
+    return this.request<T>(path, { query });
+  }
+
+  patch<T>(path: string, type: PatchType, body: unknown, query?: RequestInit['query']): Promise<T> {
+    return this.request<T>(path, { method: 'PATCH', contentType: PATCH_CONTENT_TYPES[type], body, query });
+  }
+
+  /** Opens a streaming GET (for watches); the caller reads and closes the body. */
+  async stream(path: string, init: RequestInit): Promise<Dispatcher.ResponseData['body']> {
+    const response = await request(this.url(path, init.query), {
+      method: 'GET',
+      headers: await this.#headers(init),
+      dispatcher: this.#dispatcher,
+      signal: init.signal,
+    });
+    if (response.statusCode !== 200) {
+      throw new ApiError(
+        'GET',
+        path,
+        response.statusCode,
+        await readBody(response.body),
+        retryAfter(response),
+      );
+    }
+    return response.body;
+  }
+
+  url(path: string, query?: RequestInit['query']): string {
+    const url = new URL(this.server + path);
+    for (const [key, value] of Object.entries(query ?? {})) {
+      if (value !== undefined) url.searchParams.set(key, String(value));
+    }
+    return url.toString();
+  }
+
+  async #headers(init: RequestInit): Promise<Record<string, string>> {
+    // Asked per request: exec plugins and bound service-account tokens rotate.
+    const auth: RequestOptions = { headers: {} };
+    await this.#config.applyToHTTPSOptions(auth);
+    const headers: Record<string, string> = { accept: 'application/json', ...init.headers };
+    for (const [key, value] of Object.entries(auth.headers ?? {})) headers[key.toLowerCase()] = String(value);
+    if (init.contentType) headers['content-type'] = init.contentType;
+    return headers;
+  }
+
+  async #once<T>(path: string, init: RequestInit): Promise<T> {
+    const method = init.method ?? 'GET';
+    const hasBody = init.body !== undefined;
+    const response = await request(this.url(path, init.query), {
+      method,
+      headers: await this.#headers({
+        ...init,
+        contentType: init.contentType ?? (hasBody ? 'application/json' : ''),
+      }),
+      body: hasBody ? JSON.stringify(init.body) : undefined,
+      dispatcher: this.#dispatcher,
+      signal: init.signal,
+    });
+    const body = await readBody(response.body);
+    if (response.statusCode >= 300)
+      throw new ApiError(method, path, response.statusCode, body, retryAfter(response));
+    return body as T;
+  }
+}
+
+async function readBody(body: Dispatcher.ResponseData['body']): Promise<unknown> {
+  const text = await body.text();
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+function retryAfter(response: Dispatcher.ResponseData): number | undefined {
+  const value = Number(response.headers['retry-after']);
+  return Number.isFinite(value) && value > 0 ? value : undefined;
+}

@@ -1,0 +1,134 @@
+/**
+ * Resolves resource names the way kubectl does (plural, singular, kind or short name, optionally
+ * `plural.group`), from aggregated discovery: two requests describe every resource of the cluster.
+ */
+import type { ResolvedResource, ResourceSelector } from '../../protocol/index.ts';
+import type { KubeClient } from './client.ts';
+
+const AGGREGATED = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
+
+export interface DiscoveredResource extends ResolvedResource {
+  singular: string;
+  shortNames: string[];
+  subresources: string[];
+  verbs: string[];
+}
+
+interface GroupDiscoveryList {
+  kind: string;
+  items: Array<{
+    metadata: { name?: string };
+    versions: Array<{
+      version: string;
+      resources: Array<{
+        resource: string;
+        responseKind?: { kind: string };
+        scope: 'Namespaced' | 'Cluster';
+        singularResource?: string;
+        shortNames?: string[];
+        verbs: string[];
+        subresources?: Array<{ subresource: string }>;
+      }>;
+    }>;
+  }>;
+}
+
+export class ResourceNotFound extends Error {
+  override name = 'ResourceNotFound';
+}
+
+export class Discovery {
+  /** Every resource, each group's versions in the server's order of preference. */
+  readonly resources: DiscoveredResource[];
+
+  constructor(resources: DiscoveredResource[]) {
+    this.resources = resources;
+  }
+
+  static async load(client: KubeClient): Promise<Discovery> {
+    const lists = await Promise.all(
+      ['/api', '/apis'].map((path) =>
+        client.request<GroupDiscoveryList>(path, { headers: { accept: `${AGGREGATED}, application/json` } }),
+      ),
+    );
+    const resources: DiscoveredResource[] = [];
+    for (const list of lists) {
+      if (list.kind !== 'APIGroupDiscoveryList') {
+        throw new Error(
+          'the API server does not serve aggregated discovery (apidiscovery.k8s.io/v2, Kubernetes ≥ 1.30)',
+        );
+      }
+      for (const group of list.items) {
+        for (const version of group.versions) {
+          for (const resource of version.resources) {
+            if (resource.resource.includes('/')) continue;
+            resources.push({
+              group: group.metadata.name ?? '',
+              version: version.version,
+              plural: resource.resource,
+              kind: resource.responseKind?.kind ?? '',
+              namespaced: resource.scope === 'Namespaced',
+              singular: resource.singularResource ?? '',
+              shortNames: resource.shortNames ?? [],
+              subresources: (resource.subresources ?? []).map((sub) => sub.subresource),
+              verbs: resource.verbs,
+            });
+          }
+        }
+      }
+    }
+    return new Discovery(resources);
+  }
+
+  /** Finds the one resource a selector means, or says precisely why there is none. */
+  resolve(selector: ResourceSelector): DiscoveredResource {
+    const { name, group } = splitGroup(selector);
+    const wanted = name.toLowerCase();
+    const matches = this.resources.filter(
+      (resource) =>
+        (group === undefined || resource.group === group) &&
+        (selector.version === undefined || resource.version === selector.version) &&
+        (resource.plural === wanted ||
+          resource.singular === wanted ||
+          resource.kind.toLowerCase() === wanted ||
+          resource.shortNames.includes(wanted)),
+    );
+    // The first version listed for a group is its preferred one.
+    const preferred = new Map<string, DiscoveredResource>();
+    for (const match of matches) if (!preferred.has(match.group)) preferred.set(match.group, match);
+    const candidates = [...preferred.values()];
+    if (candidates.length === 0)
+      throw new ResourceNotFound(`no resource "${describe(selector)}" in API discovery`);
+    if (candidates.length === 1) return candidates[0] as DiscoveredResource;
+    // kubectl gives the core group precedence; anything else needs the user to say which group.
+    const core = candidates.find((candidate) => candidate.group === '');
+    if (core) return core;
+    const names = candidates.map((candidate) => `${candidate.plural}.${candidate.group}`).join(', ');
+    throw new ResourceNotFound(`"${describe(selector)}" is ambiguous: ${names}; name the group`);
+  }
+}
+
+function splitGroup(selector: ResourceSelector): { name: string; group: string | undefined } {
+  if (selector.group !== undefined || !selector.name.includes('.')) {
+    return { name: selector.name, group: selector.group };
+  }
+  const dot = selector.name.indexOf('.');
+  return { name: selector.name.slice(0, dot), group: selector.name.slice(dot + 1) };
+}
+
+export function describe(selector: ResourceSelector): string {
+  return [selector.name, selector.version, selector.group].filter(Boolean).join('.');
+}
+
+/** The REST path of a resource's collection, in one namespace or across all of them. */
+export function collectionPath(resource: ResolvedResource, namespace?: string): string {
+  const base =
+    resource.group === '' ? `/api/${resource.version}` : `/apis/${resource.group}/${resource.version}`;
+  return namespace && resource.namespaced
+    ? `${base}/namespaces/${namespace}/${resource.plural}`
+    : `${base}/${resource.plural}`;
+}
+
+export function objectPath(resource: ResolvedResource, name: string, namespace?: string): string {
+  return `${collectionPath(resource, namespace)}/${name}`;
+}

@@ -1,0 +1,179 @@
+/**
+ * List, then watch from the list's resourceVersion, forever: bookmarks keep the position fresh, a 410
+ * (position too old) triggers a re-list, other failures reconnect with backoff and jitter, and a watch
+ * that falls silent is dropped so it can never hang the gateway.
+ */
+import type { KubernetesObject } from '../../protocol/index.ts';
+import type { Logger } from '../logging.ts';
+import { jitter, sleep } from '../timing.ts';
+import type { KubeClient } from './client.ts';
+import { ApiError } from './errors.ts';
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+export interface WatchEvent {
+  type: WatchEventType;
+  object: KubernetesObject;
+}
+
+export interface WatcherOptions {
+  client: KubeClient;
+  /** Collection path, e.g. `/apis/kopf.dev/v1/namespaces/default/kopfexamples`. */
+  path: string;
+  labelSelector?: string;
+  logger: Logger;
+  onEvent(event: WatchEvent): void;
+  /** Called once the first list has been delivered. */
+  onSynced?(): void;
+}
+
+const PAGE_SIZE = 500;
+const WATCH_SECONDS = 300;
+/** More than the server's own watch timeout plus its bookmark interval: silence beyond it means a dead stream. */
+const SILENCE_MS = (WATCH_SECONDS + 60) * 1000;
+const BACKOFF_MS = { first: 250, max: 30_000 };
+
+interface ListPage {
+  metadata: { resourceVersion: string; continue?: string };
+  items: KubernetesObject[];
+}
+
+class Expired extends Error {}
+
+export class Watcher {
+  readonly #options: WatcherOptions;
+  readonly #abort = new AbortController();
+  /** uid → object, to report deletions that happened while the watch was away. */
+  readonly #known = new Map<string, KubernetesObject>();
+  #resourceVersion: string | undefined;
+  #running: Promise<void> | undefined;
+
+  constructor(options: WatcherOptions) {
+    this.#options = options;
+  }
+
+  start(): void {
+    this.#running ??= this.#loop();
+  }
+
+  async stop(): Promise<void> {
+    this.#abort.abort();
+    await this.#running;
+  }
+
+  async #loop(): Promise<void> {
+    let backoff = BACKOFF_MS.first;
+    let synced = false;
+    while (!this.#abort.signal.aborted) {
+      try {
+        if (this.#resourceVersion === undefined) {
+          await this.#list();
+          if (!synced) {
+            synced = true;
+            this.#options.onSynced?.();
+          }
+        }
+        await this.#watch();
+        backoff = BACKOFF_MS.first;
+      } catch (error) {
+        if (this.#abort.signal.aborted) return;
+        if (error instanceof Expired || (error instanceof ApiError && error.status === 410)) {
+          this.#resourceVersion = undefined;
+          continue;
+        }
+        this.#options.logger.warning(
+          `watch of ${this.#options.path} failed, retrying: ${describeError(error)}`,
+        );
+        const retryAfter = error instanceof ApiError ? (error.retryAfterSeconds ?? 0) * 1000 : 0;
+        await sleep(Math.max(jitter(backoff), retryAfter), this.#abort.signal);
+        backoff = Math.min(backoff * 2, BACKOFF_MS.max);
+      }
+    }
+  }
+
+  async #list(): Promise<void> {
+    const seen = new Set<string>();
+    let continueToken: string | undefined;
+    let resourceVersion = '';
+    do {
+      const page = await this.#options.client.request<ListPage>(this.#options.path, {
+        query: { limit: PAGE_SIZE, continue: continueToken, labelSelector: this.#options.labelSelector },
+        signal: this.#abort.signal,
+      });
+      resourceVersion = page.metadata.resourceVersion;
+      continueToken = page.metadata.continue || undefined;
+      for (const object of page.items) {
+        seen.add(object.metadata.uid);
+        this.#deliver(this.#known.has(object.metadata.uid) ? 'MODIFIED' : 'ADDED', object);
+      }
+    } while (continueToken);
+    for (const [uid, object] of this.#known) if (!seen.has(uid)) this.#deliver('DELETED', object);
+    this.#resourceVersion = resourceVersion;
+  }
+
+  async #watch(): Promise<void> {
+    const silence = new AbortController();
+    const signal = AbortSignal.any([this.#abort.signal, silence.signal]);
+    let timer = setTimeout(() => silence.abort(), SILENCE_MS);
+    try {
+      const body = await this.#options.client.stream(this.#options.path, {
+        query: {
+          watch: true,
+          resourceVersion: this.#resourceVersion,
+          allowWatchBookmarks: true,
+          timeoutSeconds: WATCH_SECONDS,
+          labelSelector: this.#options.labelSelector,
+        },
+        signal,
+      });
+      let pending = '';
+      for await (const chunk of body) {
+        clearTimeout(timer);
+        timer = setTimeout(() => silence.abort(), SILENCE_MS);
+        pending += chunk.toString();
+        let newline = pending.indexOf('\n');
+        while (newline >= 0) {
+          const line = pending.slice(0, newline);
+          pending = pending.slice(newline + 1);
+          if (line.trim()) this.#handleLine(line);
+          newline = pending.indexOf('\n');
+        }
+      }
+    } catch (error) {
+      // A silent stream is dropped and reopened from the last position; anything else is a failure.
+      if (!silence.signal.aborted) throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  #handleLine(line: string): void {
+    const event = JSON.parse(line) as { type: string; object: KubernetesObject & { code?: number } };
+    switch (event.type) {
+      case 'ADDED':
+      case 'MODIFIED':
+      case 'DELETED':
+        this.#resourceVersion = event.object.metadata.resourceVersion;
+        this.#deliver(event.type, event.object);
+        return;
+      case 'BOOKMARK':
+        this.#resourceVersion = event.object.metadata.resourceVersion;
+        return;
+      case 'ERROR':
+        if (event.object.code === 410) throw new Expired();
+        throw new Error(`watch error: ${JSON.stringify(event.object)}`);
+    }
+  }
+
+  #deliver(type: WatchEventType, object: KubernetesObject): void {
+    if (type === 'DELETED') this.#known.delete(object.metadata.uid);
+    else this.#known.set(object.metadata.uid, object);
+    this.#options.onEvent({ type, object });
+  }
+}
+
+function describeError(error: unknown): string {
+  if (error instanceof Error)
+    return error.cause instanceof Error ? `${error.message} (${error.cause.message})` : error.message;
+  return String(error);
+}

@@ -1,0 +1,137 @@
+/**
+ * How the gateway proves to a function service that a request is its own, fresh and untouched:
+ * a JWT (HS256 over a shared secret) bound to the service (audience), the request (method and path)
+ * and the exact body bytes (SHA-256). Web Crypto only, so it runs on every runtime.
+ */
+import { errors, jwtVerify, SignJWT } from 'jose';
+
+export const ISSUER = 'causeway-gateway';
+/** Tokens may live at most this long; the gateway signs for less. */
+export const MAX_TOKEN_SECONDS = 60;
+export const DEFAULT_TOKEN_SECONDS = 30;
+const CLOCK_TOLERANCE_SECONDS = 5;
+const MIN_SECRET_BYTES = 32;
+
+export interface RequestToSign {
+  audience: string;
+  method: string;
+  path: string;
+  body: Uint8Array;
+}
+
+export interface SignedClaims {
+  iss: string;
+  aud: string;
+  iat: number;
+  exp: number;
+  jti: string;
+  /** HTTP method and path, e.g. `POST /causeway/v1/invoke`. */
+  req: string;
+  /** base64url SHA-256 of the body bytes. */
+  bsh: string;
+}
+
+/** Why a request was refused, in words an operator can act on. */
+export class TrustError extends Error {
+  override name = 'TrustError';
+}
+
+export function encodeSecret(secret: string | Uint8Array): Uint8Array {
+  const bytes = typeof secret === 'string' ? new TextEncoder().encode(secret) : secret;
+  if (bytes.byteLength < MIN_SECRET_BYTES) {
+    throw new TrustError(`the signing secret must be at least ${MIN_SECRET_BYTES} bytes long`);
+  }
+  return bytes;
+}
+
+export async function bodyDigest(body: Uint8Array): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', body as Uint8Array<ArrayBuffer>));
+  let binary = '';
+  for (const byte of digest) binary += String.fromCharCode(byte);
+  return btoa(binary).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '');
+}
+
+export async function signRequest(
+  secret: Uint8Array,
+  request: RequestToSign,
+  ttlSeconds = DEFAULT_TOKEN_SECONDS,
+): Promise<string> {
+  if (ttlSeconds > MAX_TOKEN_SECONDS)
+    throw new TrustError(`token lifetime is capped at ${MAX_TOKEN_SECONDS}s`);
+  const now = Math.floor(Date.now() / 1000);
+  return new SignJWT({ req: `${request.method} ${request.path}`, bsh: await bodyDigest(request.body) })
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setIssuer(ISSUER)
+    .setAudience(request.audience)
+    .setIssuedAt(now)
+    .setExpirationTime(now + ttlSeconds)
+    .setJti(crypto.randomUUID())
+    .sign(secret);
+}
+
+/** Remembers token ids until they expire, so a captured request cannot be sent again. */
+export class ReplayGuard {
+  readonly #seen = new Map<string, number>();
+
+  /** Returns false when the id was already used. */
+  admit(jti: string, exp: number): boolean {
+    const now = Math.floor(Date.now() / 1000);
+    for (const [id, until] of this.#seen) {
+      if (until + CLOCK_TOLERANCE_SECONDS < now) this.#seen.delete(id);
+      else break; // insertion order ≈ expiry order: the rest are younger
+    }
+    if (this.#seen.has(jti)) return false;
+    this.#seen.set(jti, exp);
+    return true;
+  }
+}
+
+export async function verifyRequest(
+  secret: Uint8Array,
+  authorization: string | null | undefined,
+  request: RequestToSign,
+  replays: ReplayGuard,
+): Promise<SignedClaims> {
+  const token = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1];
+  if (!token)
+    throw new TrustError('unsigned request: expected "Authorization: Bearer <token>" from the gateway');
+  let claims: SignedClaims;
+  try {
+    const verified = await jwtVerify<SignedClaims>(token, secret, {
+      algorithms: ['HS256'],
+      issuer: ISSUER,
+      audience: request.audience,
+      clockTolerance: CLOCK_TOLERANCE_SECONDS,
+      requiredClaims: ['iat', 'exp', 'jti', 'req', 'bsh'],
+    });
+    claims = verified.payload;
+  } catch (error) {
+    throw new TrustError(describeJoseError(error, request.audience));
+  }
+  if (claims.exp - claims.iat > MAX_TOKEN_SECONDS) {
+    throw new TrustError(
+      `token lifetime ${claims.exp - claims.iat}s exceeds the ${MAX_TOKEN_SECONDS}s limit`,
+    );
+  }
+  const expected = `${request.method} ${request.path}`;
+  if (claims.req !== expected)
+    throw new TrustError(`token was signed for "${claims.req}", not "${expected}"`);
+  if (claims.bsh !== (await bodyDigest(request.body))) {
+    throw new TrustError('body does not match the signed digest: the request was altered');
+  }
+  if (!replays.admit(claims.jti, claims.exp))
+    throw new TrustError('token was already used: replayed request');
+  return claims;
+}
+
+function describeJoseError(error: unknown, audience: string): string {
+  if (error instanceof errors.JWTExpired) return 'token expired';
+  if (error instanceof errors.JWTClaimValidationFailed) {
+    if (error.claim === 'aud') return `token is for another audience, not "${audience}"`;
+    return `token claim "${error.claim}" is invalid: ${error.message}`;
+  }
+  if (error instanceof errors.JWSSignatureVerificationFailed)
+    return 'bad signature: signed with another secret';
+  if (error instanceof errors.JOSEError) return `malformed token: ${error.message}`;
+  return `malformed token: ${String(error)}`;
+}

@@ -1,0 +1,85 @@
+/**
+ * Runs operators inside a test the way `causeway run` does (function service over HTTP + gateway),
+ * against the test control plane.
+ */
+import { readFileSync } from 'node:fs';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { Operator } from '../../functions/index.ts';
+import { serveFetch } from '../../gateway/cli/serve.ts';
+import { type Gateway, type GatewayOptions, startGateway } from '../../gateway/gateway.ts';
+import { applyManifests, parseManifests } from '../../gateway/kube/apply.ts';
+import { KubeClient } from '../../gateway/kube/client.ts';
+import { createLogger, type Logger } from '../../gateway/logging.ts';
+import type { KubernetesObject } from '../../protocol/index.ts';
+import { testCluster } from './cluster.ts';
+
+export const TEST_SECRET = 'test-secret-that-is-at-least-32-bytes-long';
+
+export async function kubeConfig(): Promise<KubeConfig> {
+  const config = new KubeConfig();
+  config.loadFromFile((await testCluster()).kubeconfigPath);
+  return config;
+}
+
+export async function kubeClient(): Promise<KubeClient> {
+  return KubeClient.fromConfig(await kubeConfig());
+}
+
+export async function applyFile(path: URL, namespace?: string): Promise<KubernetesObject[]> {
+  const objects = parseManifests(readFileSync(path, 'utf8'));
+  return applyManifests(await kubeClient(), objects, {
+    fieldManager: 'causeway-tests',
+    ...(namespace ? { namespace } : {}),
+  });
+}
+
+/** Collects log lines so tests can assert on what the gateway said. */
+export function memoryLogger(): Logger & { lines: string[] } {
+  const lines: string[] = [];
+  const logger = createLogger({ level: 'debug', sink: { write: (line) => lines.push(line) } });
+  return Object.assign(logger, { lines });
+}
+
+export interface RunningOperator {
+  gateway: Gateway;
+  url: string;
+  stop(): Promise<void>;
+}
+
+export async function runOperator(
+  op: Operator,
+  options: Partial<GatewayOptions> & { namespaces: string[] },
+): Promise<RunningOperator> {
+  const server = await serveFetch(op, { port: 0, host: '127.0.0.1' });
+  const gateway = await startGateway({
+    functions: [server.url],
+    secret: new TextEncoder().encode(TEST_SECRET),
+    kubeconfig: await kubeConfig(),
+    logger: memoryLogger(),
+    ...options,
+  });
+  await gateway.synced;
+  return {
+    gateway,
+    url: server.url,
+    async stop() {
+      await gateway.stop();
+      await server.close();
+    },
+  };
+}
+
+/** Polls until `read` returns something other than undefined, or fails with `what` at the deadline. */
+export async function eventually<T>(
+  what: string,
+  read: () => Promise<T | undefined>,
+  timeoutMs = 15_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import type { DueHandler, HandlerSpec, KubernetesObject, Outcome } from '../protocol/index.ts';
 import { detectCause } from './causes.ts';
 import type { FunctionService } from './dispatch/function-service.ts';
+import { invocationRequest } from './dispatch/invocation.ts';
 import type { Identity } from './identity.ts';
 import type { KubeClient } from './kube/client.ts';
 import type { DiscoveredResource } from './kube/discovery.ts';
@@ -76,14 +77,9 @@ export function createProcessor(options: ProcessorOptions): Processor {
       }
       if (due.length === 0) return [] as Array<[string, Outcome]>;
       try {
-        const response = await service.invoke({
-          protocol: service.manifest.protocol,
-          reason: cause.reason,
-          resource: served.resource,
-          body: object,
-          handlers: due,
-          deadline: new Date(Date.now() + service.timeoutMs).toISOString(),
-        });
+        const response = await service.invoke(
+          invocationRequest(cause.reason, served.resource, object, due, service.timeoutMs),
+        );
         for (const line of response.logs)
           log.log(line.level, line.handler ? `${line.handler}: ${line.message}` : line.message);
         return Object.entries(response.outcomes);

@@ -1,0 +1,36 @@
+/** Reads the apiserver's own request counters, so write counts come from the server, not from us. */
+
+const WRITE_VERBS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+export interface WriteCounts {
+  total: number;
+  /** e.g. `PATCH kopfexamples/status`, `POST events`. */
+  byRequest: Record<string, number>;
+}
+
+/** Sums `apiserver_request_total` over write verbs for the given resources. */
+export function countWrites(metricsText: string, resources: readonly string[]): WriteCounts {
+  const byRequest: Record<string, number> = {};
+  let total = 0;
+  for (const line of metricsText.split('\n')) {
+    if (!line.startsWith('apiserver_request_total{')) continue;
+    const labels = Object.fromEntries(
+      [...line.matchAll(/(\w+)="([^"]*)"/g)].map((match) => [match[1] as string, match[2] as string]),
+    );
+    if (!WRITE_VERBS.has(labels.verb ?? '') || !resources.includes(labels.resource ?? '')) continue;
+    const value = Number(line.slice(line.lastIndexOf(' ') + 1));
+    const key = `${labels.verb} ${labels.resource}${labels.subresource ? `/${labels.subresource}` : ''}`;
+    byRequest[key] = (byRequest[key] ?? 0) + value;
+    total += value;
+  }
+  return { total, byRequest };
+}
+
+export function difference(after: WriteCounts, before: WriteCounts): WriteCounts {
+  const byRequest: Record<string, number> = {};
+  for (const [key, value] of Object.entries(after.byRequest)) {
+    const delta = value - (before.byRequest[key] ?? 0);
+    if (delta !== 0) byRequest[key] = delta;
+  }
+  return { total: after.total - before.total, byRequest };
+}

@@ -1,0 +1,36 @@
+import {
+  type DueHandler,
+  type InvocationRequest,
+  type KubernetesObject,
+  PROTOCOL,
+  type Reason,
+  type ResolvedResource,
+} from '../../protocol/index.ts';
+
+/**
+ * The request for one cycle of one object. managedFields are left out: they are bookkeeping of the
+ * API server, often the largest part of an object, and no handler should decide on them.
+ */
+export function invocationRequest(
+  reason: Reason,
+  resource: ResolvedResource,
+  object: KubernetesObject,
+  handlers: DueHandler[],
+  timeoutMs: number,
+): InvocationRequest {
+  const { managedFields: _managedFields, ...metadata } = object.metadata;
+  return {
+    protocol: PROTOCOL,
+    reason,
+    resource: {
+      group: resource.group,
+      version: resource.version,
+      plural: resource.plural,
+      kind: resource.kind,
+      namespaced: resource.namespaced,
+    },
+    body: { ...object, metadata: metadata as KubernetesObject['metadata'] },
+    handlers,
+    deadline: new Date(Date.now() + timeoutMs).toISOString(),
+  };
+}

@@ -1,0 +1,121 @@
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ensureBinaries } from './build.ts';
+import { randomToken } from './credentials.ts';
+import { startEtcd } from './etcd.ts';
+import { apiRequest } from './https.ts';
+import { stopOnInterrupt } from './interrupts.ts';
+import { startKubeApiserver } from './kube-apiserver.ts';
+import { startKubeControllerManager } from './kube-controller-manager.ts';
+import { writeKubeconfig } from './kubeconfig.ts';
+import { freePorts } from './ports.ts';
+import type { Supervised } from './processes.ts';
+import { type Progress, seconds, silent } from './progress.ts';
+import { controlPlaneDir } from './temp-dir.ts';
+
+export interface ControlPlane {
+  /** https://127.0.0.1:PORT */
+  readonly server: string;
+  /** A kubeconfig with the cluster, the admin token user and one context, which is current. */
+  readonly kubeconfigPath: string;
+  /** Bearer token of causeway-admin, a member of system:masters. */
+  readonly token: string;
+  /** The CA that verifies the apiserver's serving cert. */
+  readonly caPem: string;
+  /** Temporary directory with the components' logs; removed by stop(). */
+  readonly dir: string;
+  /** The apiserver's Prometheus metrics, read as admin. */
+  metrics(): Promise<string>;
+  /** Idempotent. */
+  stop(): Promise<void>;
+}
+
+export interface ControlPlaneOptions {
+  onProgress?: Progress;
+  /** Garbage collection, namespace deletion and default service accounts; default true. */
+  controllerManager?: boolean;
+  /** Audit write requests at Metadata level to `auditLogPath`; default false. */
+  auditLog?: boolean;
+}
+
+/**
+ * etcd, kube-apiserver and (optionally) kube-controller-manager on loopback, in a fresh temporary
+ * directory. The processes end with stop(), with SIGINT/SIGTERM, and even if this process is killed.
+ */
+export async function startControlPlane({
+  onProgress = silent,
+  controllerManager = true,
+  auditLog = false,
+}: ControlPlaneOptions = {}): Promise<ControlPlane & { auditLogPath?: string }> {
+  const binaries = await ensureBinaries({ onProgress });
+  const started = performance.now();
+  const dir = await controlPlaneDir();
+  const components: Supervised[] = [];
+  const stopComponents = async () => {
+    // Dependents first, so that none of them logs the loss of what it depends on.
+    for (const component of components.toReversed()) await component.stop();
+  };
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= (async () => {
+      // From here on a second Ctrl-C ends the process at once; the supervisors still stop the components.
+      unregister();
+      const stopStarted = performance.now();
+      await stopComponents();
+      await rm(dir, { recursive: true, force: true });
+      onProgress(`control plane stopped in ${seconds(stopStarted)}`);
+    })();
+    return stopping;
+  };
+  const unregister = stopOnInterrupt(stop);
+  const onSpawn = (component: Supervised) => {
+    components.push(component);
+    // Interrupted between two components: this one's readiness wait then fails at once.
+    if (stopping) void component.stop();
+  };
+
+  try {
+    const [clientPort, peerPort, apiPort] = (await freePorts(3)) as [number, number, number];
+    onProgress('starting etcd…');
+    const etcd = await startEtcd(binaries.etcd, { dir, clientPort, peerPort, onSpawn });
+
+    onProgress('starting kube-apiserver…');
+    const auditLogPath = auditLog ? join(dir, 'audit.log') : undefined;
+    const token = randomToken();
+    const api = await startKubeApiserver(binaries.kubeApiserver, {
+      dir,
+      etcdUrl: etcd.url,
+      port: apiPort,
+      token,
+      auditLogPath,
+      onSpawn,
+    });
+    const kubeconfigPath = join(dir, 'kubeconfig');
+    await writeKubeconfig(kubeconfigPath, api);
+
+    if (controllerManager) {
+      onProgress('starting kube-controller-manager…');
+      await startKubeControllerManager(binaries.kubeControllerManager, { dir, kubeconfigPath, api, onSpawn });
+    }
+    onProgress(`control plane ready in ${seconds(started)}: ${api.server}, kubeconfig ${kubeconfigPath}`);
+
+    return {
+      ...api,
+      kubeconfigPath,
+      dir,
+      ...(auditLogPath ? { auditLogPath } : {}),
+      async metrics() {
+        const response = await apiRequest(api, 'GET', '/metrics');
+        if (response.status !== 200) throw new Error(`GET /metrics: ${response.status} ${response.body}`);
+        return response.body;
+      },
+      stop,
+    };
+  } catch (error) {
+    unregister();
+    await stopComponents();
+    // The logs in `dir` are what explains the failure, so it stays.
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(`control plane failed to start (logs in ${dir}): ${reason}`, { cause: error });
+  }
+}

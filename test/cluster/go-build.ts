@@ -1,0 +1,138 @@
+import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describeExit, logTail, supervise } from './processes.ts';
+import type { Progress } from './progress.ts';
+
+export interface GoProgram {
+  /** File name of the built binary. */
+  binary: string;
+  /** Import path of its main package. */
+  package: string;
+}
+
+/** A published module whose main packages are built through a throwaway wrapper module. */
+export interface GoMainModule {
+  /** Names the wrapper module, causeway.local/<name>. */
+  name: string;
+  path: string;
+  version: string;
+  /**
+   * Requirements the module pins at v0.0.0 because it develops them in-tree (Kubernetes' staging
+   * modules) are published separately at this version.
+   */
+  stagingVersion?: string;
+  programs: GoProgram[];
+  tags?: string[];
+  ldflags: string[];
+}
+
+function goEnv(): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    CGO_ENABLED: '0',
+    // A toolchain download would be a surprise network fetch on a machine that has a recent enough Go.
+    GOTOOLCHAIN: 'local',
+    GOFLAGS: '-buildvcs=false',
+    GOWORK: 'off',
+  };
+}
+
+/** Builds `programs` of `module` into `<workDir>/bin`. */
+export async function buildGoPrograms(
+  module: GoMainModule,
+  programs: GoProgram[],
+  { workDir, logPath, onProgress }: { workDir: string; logPath: string; onProgress: Progress },
+): Promise<string> {
+  const moduleDir = join(workDir, module.name);
+  const binDir = join(workDir, 'bin');
+  await mkdir(moduleDir, { recursive: true });
+  const go = (step: string, args: string[], stdoutPath?: string) =>
+    runGo(step, args, { cwd: moduleDir, logPath, stdoutPath, onProgress });
+
+  const infoPath = join(workDir, `${module.name}.download.json`);
+  await go(
+    `downloading ${module.path} ${module.version}`,
+    ['mod', 'download', '-json', `${module.path}@${module.version}`],
+    infoPath,
+  );
+  const { GoMod } = JSON.parse(await readFile(infoPath, 'utf8')) as { GoMod: string };
+  await writeFile(join(moduleDir, 'go.mod'), wrapperGoMod(module, await readFile(GoMod, 'utf8')));
+
+  const packages = programs.map((program) => `${program.package}@${module.version}`);
+  await go(`resolving the dependencies of ${module.path}`, ['get', ...packages]);
+  for (const program of programs) {
+    await go(`compiling ${program.binary} ${module.version}`, [
+      'build',
+      ...(module.tags ? ['-tags', module.tags.join(',')] : []),
+      '-ldflags',
+      module.ldflags.join(' '),
+      '-o',
+      join(binDir, program.binary),
+      program.package,
+    ]);
+  }
+  return binDir;
+}
+
+/**
+ * The wrapper takes over the main module's `go` and `godebug` lines, because those set the language and
+ * runtime defaults the code was written for and a dependency's own lines are ignored.
+ */
+function wrapperGoMod(module: GoMainModule, upstream: string): string {
+  const goVersion = /^go\s+(\S+)/m.exec(upstream)?.[1];
+  if (!goVersion) throw new Error(`${module.path}@${module.version}: go.mod has no go directive`);
+  const godebug = [
+    ...[...upstream.matchAll(/^godebug\s+([^(\s].*)$/gm)].map((m) => m[1]),
+    ...[...upstream.matchAll(/^godebug\s*\(\n([\s\S]*?)^\)/gm)].flatMap((m) =>
+      (m[1] ?? '').split('\n').map((line) => line.trim()),
+    ),
+  ].filter((line) => line && !line.startsWith('//'));
+  const staging = [...upstream.matchAll(/^\t(\S+) v0\.0\.0(?:\s*\/\/.*)?$/gm)].map((m) => m[1]);
+  if (staging.length > 0 && !module.stagingVersion) {
+    throw new Error(`${module.path}@${module.version} requires ${staging.join(', ')} at v0.0.0`);
+  }
+  return [
+    `module causeway.local/${module.name}`,
+    '',
+    `go ${goVersion}`,
+    ...godebug.map((line) => `godebug ${line}`),
+    '',
+    `require ${module.path} ${module.version}`,
+    ...(staging.length > 0
+      ? ['', 'replace (', ...staging.map((path) => `\t${path} => ${path} ${module.stagingVersion}`), ')']
+      : []),
+    '',
+  ].join('\n');
+}
+
+const HEARTBEAT_MS = 30_000;
+
+async function runGo(
+  step: string,
+  args: string[],
+  options: { cwd: string; logPath: string; stdoutPath?: string; onProgress: Progress },
+): Promise<void> {
+  const { logPath, onProgress } = options;
+  onProgress(`${step}…`);
+  await appendFile(logPath, `\n$ go ${args.map((arg) => (/\s/.test(arg) ? `'${arg}'` : arg)).join(' ')}\n`);
+  const started = performance.now();
+  const heartbeat = setInterval(
+    () => onProgress(`still ${step} (${Math.round((performance.now() - started) / 1000)} s)…`),
+    HEARTBEAT_MS,
+  );
+  try {
+    const proc = await supervise('go', 'go', args, { ...options, env: goEnv(), graceSeconds: 5 });
+    const exit = await proc.exited;
+    if (exit.code === 0) return;
+    const hint =
+      exit.code === 127
+        ? '\nGo 1.24 or newer must be on PATH to build the control plane (or set CAUSEWAY_ETCD, ' +
+          'CAUSEWAY_KUBE_APISERVER and CAUSEWAY_KUBE_CONTROLLER_MANAGER to existing binaries).'
+        : '';
+    throw new Error(
+      `go ${args[0]} failed while ${step} (${describeExit(exit)})${hint}\n${await logTail(logPath)}`,
+    );
+  } finally {
+    clearInterval(heartbeat);
+  }
+}

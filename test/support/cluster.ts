@@ -1,0 +1,40 @@
+import type { TestContext } from 'node:test';
+import { type ApiTarget, apiRequest } from '../cluster/https.ts';
+import { readKubeconfig } from '../cluster/kubeconfig.ts';
+
+export interface TestCluster extends ApiTarget {
+  kubeconfigPath: string;
+}
+
+let cluster: Promise<TestCluster> | undefined;
+
+/** The control plane test/setup.ts started for this run. */
+export function testCluster(): Promise<TestCluster> {
+  cluster ??= (async () => {
+    const kubeconfigPath = process.env.CAUSEWAY_TEST_KUBECONFIG;
+    if (!kubeconfigPath) {
+      throw new Error(
+        'CAUSEWAY_TEST_KUBECONFIG is not set: run node --test with --test-global-setup=test/setup.ts',
+      );
+    }
+    return { kubeconfigPath, ...(await readKubeconfig(kubeconfigPath)) };
+  })();
+  return cluster;
+}
+
+/** A fresh namespace, deleted after `t` (without waiting for it to terminate). */
+export async function testNamespace(t?: TestContext): Promise<string> {
+  const api = await testCluster();
+  const response = await apiRequest(api, 'POST', '/api/v1/namespaces', {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { generateName: 'causeway-test-' },
+  });
+  if (response.status !== 201)
+    throw new Error(`creating a test namespace: ${response.status} ${response.body}`);
+  const name: string = JSON.parse(response.body).metadata.name;
+  t?.after(async () => {
+    await apiRequest(api, 'DELETE', `/api/v1/namespaces/${name}`);
+  });
+  return name;
+}

@@ -1,15 +1,18 @@
 /**
  * Backlog benchmark: N KopfExamples are created while the operator is down; then it starts, and we
  * time until every object has status.create_fn. Kopf and Causeway run the same way, on the same
- * fresh control plane, in the same run; figures are reported as ratios against Kopf.
+ * fresh control plane, in the same run, and figures are given as ratios against Kopf. A third row
+ * shows the ceiling: the apiserver taking the same status writes sent straight to it.
  *
- *   npm run bench -- [--objects 1000] [--only causeway|kopf]
+ *   npm run bench -- [--objects 1000] [--only kopf|causeway|apiserver]
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
+import { bundleCli } from '../deploy/bundle.ts';
 import { applyManifests, parseManifests } from '../gateway/kube/apply.ts';
 import { KubeClient } from '../gateway/kube/client.ts';
 import { Watcher } from '../gateway/kube/watcher.ts';
@@ -22,10 +25,18 @@ const ROOT = new URL('..', import.meta.url).pathname;
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const quiet = createLogger({ level: 'error' });
 const WRITTEN_RESOURCES = ['kopfexamples', 'events'];
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** Something that handles the backlog once started; `pid` when it is a process of its own. */
+interface Running {
+  pid?: number;
+  exited: Promise<string>;
+  stop(): Promise<void>;
+}
 
 interface Contender {
   name: string;
-  command(namespace: string): { file: string; args: string[] };
+  start(namespace: string, client: KubeClient, kubeconfigPath: string): Running;
 }
 
 interface Result {
@@ -34,7 +45,8 @@ interface Result {
   totalSeconds: number;
   spanSeconds: number;
   writes: WriteCounts;
-  peakRssMiB: number;
+  peakRssMiB?: number;
+  cpuSeconds?: number;
 }
 
 const { values } = parseArgs({
@@ -43,35 +55,43 @@ const { values } = parseArgs({
 const OBJECTS = Number(values.objects);
 
 async function main(): Promise<void> {
+  // The CLI as it is deployed: bundled (deploy/bundle.ts).
+  const cli = await bundleCli(join(mkdtempSync(join(tmpdir(), 'causeway-bench-')), 'causeway.mjs'));
+  const kopf = `${ensureKopf(cacheRoot(), say)}`;
   const all: Contender[] = [
     {
       name: `kopf ${KOPF_VERSION}`,
-      command: (namespace) => ({
-        file: ensureKopf(cacheRoot(), say),
-        args: [
-          'run',
-          '--standalone',
-          '--quiet',
-          '--namespace',
-          namespace,
-          join(ROOT, 'bench/operators/kopf_operator.py'),
-        ],
-      }),
+      start: (namespace, _client, kubeconfig) =>
+        operatorProcess(
+          kopf,
+          [
+            'run',
+            '--standalone',
+            '--quiet',
+            '--namespace',
+            namespace,
+            join(ROOT, 'bench/operators/kopf_operator.py'),
+          ],
+          kubeconfig,
+        ),
     },
     {
       name: 'causeway',
-      command: (namespace) => ({
-        file: process.execPath,
-        args: [
-          join(ROOT, 'gateway/cli/main.ts'),
-          'run',
-          join(ROOT, 'bench/operators/causeway-operator.ts'),
-          '--quiet',
-          '--namespace',
-          namespace,
-        ],
-      }),
+      start: (namespace, _client, kubeconfig) =>
+        operatorProcess(
+          process.execPath,
+          [
+            cli,
+            'run',
+            join(ROOT, 'bench/operators/causeway-operator.ts'),
+            '--quiet',
+            '--namespace',
+            namespace,
+          ],
+          kubeconfig,
+        ),
     },
+    { name: 'apiserver alone', start: (namespace, client) => directWrites(namespace, client) },
   ];
   const contenders = all.filter((contender) => !values.only || contender.name.startsWith(values.only));
 
@@ -89,7 +109,7 @@ async function main(): Promise<void> {
     const results: Result[] = [];
     for (const [index, contender] of contenders.entries()) {
       const namespace = `bench-${index}`;
-      say(`\n${contender.name}: creating ${OBJECTS} KopfExamples in ${namespace} while it is down`);
+      say(`${contender.name}: creating ${OBJECTS} KopfExamples in ${namespace} while it is down`);
       await createBacklog(client, namespace);
       results.push(await measure(contender, namespace, client, controlPlane));
     }
@@ -99,23 +119,59 @@ async function main(): Promise<void> {
   }
 }
 
+function names(): string[] {
+  return Array.from({ length: OBJECTS }, (_, index) => `kex-${String(index).padStart(5, '0')}`);
+}
+
+/** Runs `task` for every name, `concurrency` at a time. */
+async function forEachName(concurrency: number, task: (name: string) => Promise<unknown>): Promise<void> {
+  const pending = names();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      for (let name = pending.pop(); name; name = pending.pop()) await task(name);
+    }),
+  );
+}
+
 async function createBacklog(client: KubeClient, namespace: string): Promise<void> {
   await client.request('/api/v1/namespaces', { method: 'POST', body: { metadata: { name: namespace } } });
-  const names = Array.from({ length: OBJECTS }, (_, index) => `kex-${String(index).padStart(5, '0')}`);
-  const workers = Array.from({ length: 32 }, async () => {
-    for (let name = names.pop(); name; name = names.pop()) {
-      await client.request(`/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`, {
-        method: 'POST',
-        body: {
-          apiVersion: 'kopf.dev/v1',
-          kind: 'KopfExample',
-          metadata: { name },
-          spec: { field: 'value' },
-        },
-      });
-    }
+  await forEachName(32, (name) =>
+    client.request(`/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`, {
+      method: 'POST',
+      body: { apiVersion: 'kopf.dev/v1', kind: 'KopfExample', metadata: { name }, spec: { field: 'value' } },
+    }),
+  );
+}
+
+function operatorProcess(file: string, args: string[], kubeconfig: string): Running {
+  const child = spawn(file, args, {
+    cwd: ROOT,
+    env: { ...process.env, KUBECONFIG: kubeconfig },
+    stdio: ['ignore', 'ignore', 'pipe'],
   });
-  await Promise.all(workers);
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4000);
+  });
+  const exited = new Promise<string>((settle) => child.once('exit', () => settle(stderr)));
+  return {
+    ...(child.pid ? { pid: child.pid } : {}),
+    exited,
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** The ceiling: the same status writes, sent straight to the apiserver by this process. */
+function directWrites(namespace: string, client: KubeClient): Running {
+  const done = forEachName(64, (name) =>
+    client.patch(`/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/${name}/status`, 'merge', {
+      status: { create_fn: { message: `hello ${name}` } },
+    }),
+  );
+  return { exited: done.then(() => new Promise<string>(() => {})), stop: () => done };
 }
 
 async function measure(
@@ -143,27 +199,14 @@ async function measure(
   await listed.promise;
 
   const before = countWrites(await controlPlane.metrics(), WRITTEN_RESOURCES);
-  const { file, args } = contender.command(namespace);
   const started = performance.now();
-  const child = spawn(file, args, {
-    cwd: ROOT,
-    env: { ...process.env, KUBECONFIG: controlPlane.kubeconfigPath },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString()).slice(-4000);
-  });
-  const exited = new Promise<void>((settle) => child.once('exit', () => settle()));
-  const outcome = await Promise.race([
-    allHandled.promise.then(() => 'done' as const),
-    exited.then(() => 'exited' as const),
-  ]);
-  if (outcome === 'exited') throw new Error(`${contender.name} exited early:\n${stderr}`);
+  const running = contender.start(namespace, client, controlPlane.kubeconfigPath);
+  const early = await Promise.race([allHandled.promise.then(() => undefined), running.exited]);
+  if (early !== undefined)
+    throw new Error(`${contender.name} exited before handling every object:\n${early}`);
   const finished = performance.now();
-  const peakRssMiB = peakRss(child);
-  child.kill('SIGTERM');
-  await exited;
+  const usage = running.pid ? processUsage(running.pid) : {};
+  await running.stop();
   await watcher.stop();
   const writes = difference(countWrites(await controlPlane.metrics(), WRITTEN_RESOURCES), before);
   const times = [...handledAt.values()];
@@ -173,47 +216,65 @@ async function measure(
     totalSeconds: (finished - started) / 1000,
     spanSeconds: (Math.max(...times) - Math.min(...times)) / 1000,
     writes,
-    peakRssMiB,
+    ...usage,
   };
 }
 
-/** Peak resident memory of a running process, from the kernel's high-water mark. */
-function peakRss(child: ChildProcess): number {
-  const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
-  const kib = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1]);
-  return kib / 1024;
+/** Peak resident memory (the kernel's high-water mark) and CPU time of a running process. */
+function processUsage(pid: number): { peakRssMiB: number; cpuSeconds: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const peakRssMiB = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1]) / 1024;
+  // Fields 14 and 15 of /proc/<pid>/stat, counted after the parenthesised command name.
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const cpuSeconds = (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+  return { peakRssMiB, cpuSeconds };
 }
 
 function report(results: Result[]): void {
   const baseline = results.find((result) => result.name.startsWith('kopf'));
+  const ratio = (value: number | undefined, base: number | undefined) =>
+    value !== undefined && base ? ` (${(value / base).toFixed(2)}x)` : '';
   const rows = results.map((result) => {
+    const base = baseline && baseline !== result ? baseline : undefined;
     const rate = result.objects / result.totalSeconds;
     const spanRate = result.objects / result.spanSeconds;
-    const writesPerObject = result.writes.total / result.objects;
-    const ratio = (value: number, base: number | undefined) =>
-      base ? ` (${(value / base).toFixed(2)}x)` : '';
-    const base = baseline && baseline !== result ? baseline : undefined;
     return [
       result.name,
       `${result.totalSeconds.toFixed(2)} s`,
       `${rate.toFixed(0)}/s${ratio(rate, base && base.objects / base.totalSeconds)}`,
       `${spanRate.toFixed(0)}/s${ratio(spanRate, base && base.objects / base.spanSeconds)}`,
-      `${writesPerObject.toFixed(2)}`,
-      `${result.peakRssMiB.toFixed(0)} MiB${ratio(result.peakRssMiB, base?.peakRssMiB)}`,
+      (result.writes.total / result.objects).toFixed(2),
+      result.peakRssMiB === undefined
+        ? '-'
+        : `${result.peakRssMiB.toFixed(0)} MiB${ratio(result.peakRssMiB, base?.peakRssMiB)}`,
+      result.cpuSeconds === undefined
+        ? '-'
+        : `${result.cpuSeconds.toFixed(2)} s${ratio(result.cpuSeconds, base?.cpuSeconds)}`,
       Object.entries(result.writes.byRequest)
         .map(([request, count]) => `${request}: ${count}`)
         .join(', '),
     ];
   });
-  const header = ['operator', 'total', 'objects/s', 'span rate', 'writes/object', 'peak RSS', 'writes'];
+  const header = [
+    'operator',
+    'total',
+    'objects/s',
+    'span rate',
+    'writes/object',
+    'peak RSS',
+    'CPU',
+    'writes',
+  ];
   const widths = header.map((title, column) =>
     Math.max(title.length, ...rows.map((row) => (row[column] as string).length)),
   );
   const line = (cells: string[]) =>
     cells.map((cell, column) => cell.padEnd(widths[column] as number)).join('  ');
   say(
-    `\n${OBJECTS} objects created while the operator was down; time from start until all have status.create_fn`,
+    `\n${OBJECTS} objects created while the operator was down; time from its start until all have status.create_fn`,
   );
+  say('(span rate: objects per second between the first and the last result, i.e. without start-up)');
   say(line(header));
   for (const row of rows) say(line(row));
   const out = join(ROOT, 'bench/results');

@@ -6,6 +6,7 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import type { HandlerSpec } from '../protocol/index.ts';
 import { FunctionService } from './dispatch/function-service.ts';
+import { type FetchHandler, httpTransport, inProcessTransport } from './dispatch/transport.ts';
 import { DEFAULT_IDENTITY, type Identity } from './identity.ts';
 import { KubeClient } from './kube/client.ts';
 import {
@@ -24,8 +25,8 @@ import { type StateLocation, StateStorage } from './state/storage.ts';
 import { jitter, sleep } from './timing.ts';
 
 export interface GatewayOptions {
-  /** Function service base URLs. */
-  functions: string[];
+  /** Function services: base URLs, or fetch handlers to call in this process (`causeway run`). */
+  functions: Array<string | FetchHandler>;
   /** The secret shared with the function services (≥ 32 bytes). */
   secret: Uint8Array;
   /** Namespaces to serve; undefined serves all of them (cluster-wide). */
@@ -53,7 +54,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const stopping = new AbortController();
 
   const services = await Promise.all(
-    options.functions.map((url) => connectWithRetry(url, options, logger, stopping.signal)),
+    options.functions.map((endpoint) => connectWithRetry(endpoint, options, logger, stopping.signal)),
   );
   const kubeconfig = options.kubeconfig ?? defaultKubeConfig();
   const client = await KubeClient.fromConfig(kubeconfig);
@@ -115,15 +116,16 @@ function defaultKubeConfig(): KubeConfig {
 }
 
 async function connectWithRetry(
-  url: string,
+  endpoint: string | FetchHandler,
   options: GatewayOptions,
   logger: Logger,
   signal: AbortSignal,
 ): Promise<FunctionService> {
+  const transport = typeof endpoint === 'string' ? httpTransport(endpoint) : inProcessTransport(endpoint);
   for (let delay = 250; ; delay = Math.min(delay * 2, 10_000)) {
     try {
       const service = await FunctionService.connect({
-        url,
+        transport,
         secret: options.secret,
         ...(options.functionTimeoutMs ? { timeoutMs: options.functionTimeoutMs } : {}),
       });
@@ -138,7 +140,7 @@ async function connectWithRetry(
     } catch (error) {
       if (signal.aborted) throw error;
       logger.warning(
-        `function service ${url} is not reachable yet: ${error instanceof Error ? error.message : error}`,
+        `function service ${transport.url} is not reachable yet: ${error instanceof Error ? error.message : error}`,
       );
       await sleep(jitter(delay), signal);
     }

@@ -83,14 +83,13 @@ export async function main(argv: string[]): Promise<void> {
   }
 }
 
+/** One process: the gateway calls the module's fetch handler directly, still signed and verified. */
 async function run(module: string, values: Values, logger: Logger): Promise<void> {
   const secret = ensureProcessSecret();
-  const server = await serveFetch(await loadOperatorModule(module), { port: 0, host: '127.0.0.1' });
-  logger.debug(`function service listening on ${server.url}`);
-  const gateway = await startGateway({ ...gatewayOptions(values, logger), functions: [server.url], secret });
+  const functions = await loadOperatorModule(module);
+  const gateway = await startGateway({ ...gatewayOptions(values, logger), functions: [functions], secret });
   await untilSignal(logger);
   await gateway.stop();
-  await server.close();
 }
 
 async function serveOnly(module: string, values: Values, logger: Logger): Promise<void> {

@@ -1,10 +1,7 @@
 /** Loads a user's operator module: its default export is a fetch handler made with `causeway/functions`. */
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-
-export interface FetchHandler {
-  fetch(request: Request): Promise<Response> | Response;
-}
+import type { FetchHandler } from '../dispatch/transport.ts';
 
 export async function loadOperatorModule(path: string): Promise<FetchHandler> {
   const url = pathToFileURL(resolve(path)).href;

@@ -17,7 +17,6 @@ import { sleep } from '../timing.ts';
 import { untilSignal } from './main.ts';
 import { loadOperatorModule } from './operator-module.ts';
 import { ensureProcessSecret } from './secret.ts';
-import { serveFetch } from './serve.ts';
 
 const EXAMPLE = new URL('../../examples/01-minimal/', import.meta.url);
 const NAMESPACE = 'default';
@@ -54,12 +53,9 @@ async function quickstart(): Promise<void> {
 
     say('Running examples/01-minimal/operator.ts (function service + gateway).');
     const secret = ensureProcessSecret();
-    const server = await serveFetch(await loadOperatorModule(new URL('operator.ts', EXAMPLE).pathname), {
-      port: 0,
-      host: '127.0.0.1',
-    });
+    const functions = await loadOperatorModule(new URL('operator.ts', EXAMPLE).pathname);
     const gateway = await startGateway({
-      functions: [server.url],
+      functions: [functions],
       secret,
       kubeconfig,
       namespaces: [NAMESPACE],
@@ -72,7 +68,6 @@ async function quickstart(): Promise<void> {
       await untilSignal(logger);
     } finally {
       await gateway.stop();
-      await server.close();
     }
   } finally {
     await stopControlPlane();

@@ -1,7 +1,7 @@
 /** The Node server adapter for function services: the SDK itself stays free of Node built-ins. */
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
-import type { FetchHandler } from './operator-module.ts';
+import type { FetchHandler } from '../dispatch/transport.ts';
 
 export interface RunningServer {
   url: string;

@@ -2,18 +2,18 @@
  * The gateway's side of one function service: learns its name (the audience to sign for) from the
  * unsigned health check, fetches its manifest, and sends signed invocations with a deadline.
  */
-import { Agent, type Dispatcher, request } from 'undici';
 import {
   type InvocationRequest,
   type InvocationResponse,
   type Manifest,
   PATHS,
-  signRequest,
 } from '../../protocol/index.ts';
+import { nodeSigner, type Signer } from './signer.ts';
+import type { Transport } from './transport.ts';
 import { ProtocolError, parseHealth, parseInvocationResponse, parseManifest } from './validation.ts';
 
 export interface FunctionServiceOptions {
-  url: string;
+  transport: Transport;
   secret: Uint8Array;
   /** How long one invocation may take before the gateway gives up on it. */
   timeoutMs?: number;
@@ -28,22 +28,21 @@ const DEFAULT_TIMEOUT_MS = 30_000;
 const encoder = new TextEncoder();
 
 export class FunctionService {
-  readonly url: string;
   readonly manifest: Manifest;
   readonly unknownKinds: string[];
   readonly timeoutMs: number;
-  readonly #secret: Uint8Array;
-  readonly #dispatcher: Dispatcher;
+  readonly #transport: Transport;
+  readonly #sign: Signer;
 
   private constructor(
+    transport: Transport,
+    sign: Signer,
     options: FunctionServiceOptions,
-    dispatcher: Dispatcher,
     parsed: ReturnType<typeof parseManifest>,
   ) {
-    this.url = options.url;
+    this.#transport = transport;
+    this.#sign = sign;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    this.#secret = options.secret;
-    this.#dispatcher = dispatcher;
     this.manifest = parsed.manifest;
     this.unknownKinds = parsed.unknownKinds;
   }
@@ -52,31 +51,34 @@ export class FunctionService {
     return this.manifest.name;
   }
 
+  get url(): string {
+    return this.#transport.url;
+  }
+
   static async connect(options: FunctionServiceOptions): Promise<FunctionService> {
-    const url = options.url.replace(/\/+$/, '');
-    const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 128 });
-    const call = (path: string, audience: string | undefined) =>
-      send(dispatcher, url, path, 'GET', new Uint8Array(), audience, options.secret, DEFAULT_TIMEOUT_MS);
-    const health = parseHealth(await call(PATHS.health, undefined));
-    const parsed = parseManifest(await call(PATHS.manifest, health.name));
+    const { transport } = options;
+    const sign = nodeSigner(options.secret);
+    const get = (path: string, audience: string | undefined) =>
+      send(transport, sign, 'GET', path, new Uint8Array(), audience, DEFAULT_TIMEOUT_MS);
+    const health = parseHealth(await get(PATHS.health, undefined));
+    const parsed = parseManifest(await get(PATHS.manifest, health.name));
     if (parsed.manifest.name !== health.name) {
       throw new ProtocolError(
-        `${url} calls itself "${health.name}" but its manifest says "${parsed.manifest.name}"`,
+        `${options.transport.url} calls itself "${health.name}" but its manifest says "${parsed.manifest.name}"`,
       );
     }
-    return new FunctionService({ ...options, url }, dispatcher, parsed);
+    return new FunctionService(transport, sign, options, parsed);
   }
 
   async invoke(invocation: InvocationRequest): Promise<InvocationResponse> {
     const body = encoder.encode(JSON.stringify(invocation));
     const answer = await send(
-      this.#dispatcher,
-      this.url,
-      PATHS.invoke,
+      this.#transport,
+      this.#sign,
       'POST',
+      PATHS.invoke,
       body,
       this.name,
-      this.#secret,
       this.timeoutMs,
     );
     return parseInvocationResponse(
@@ -85,55 +87,51 @@ export class FunctionService {
     );
   }
 
-  async close(): Promise<void> {
-    await this.#dispatcher.close();
+  close(): Promise<void> {
+    return this.#transport.close();
   }
 }
 
+/** Signs for `audience` (unsigned when undefined), sends, and returns the parsed 200 answer. */
 async function send(
-  dispatcher: Dispatcher,
-  base: string,
-  path: string,
+  transport: Transport,
+  sign: Signer,
   method: 'GET' | 'POST',
-  body: Uint8Array,
+  path: string,
+  body: Uint8Array | undefined,
   audience: string | undefined,
-  secret: Uint8Array,
   timeoutMs: number,
 ): Promise<unknown> {
+  const where = `${method} ${transport.url}${path}`;
   const headers: Record<string, string> = { accept: 'application/json' };
   if (method === 'POST') headers['content-type'] = 'application/json';
   if (audience !== undefined) {
-    headers.authorization = `Bearer ${await signRequest(secret, { audience, method, path, body })}`;
+    const signed = { audience, method, path, body: body ?? new Uint8Array() };
+    headers.authorization = `Bearer ${sign(signed)}`;
   }
-  let status: number;
-  let text: string;
+  let answer: { status: number; text: string };
   try {
-    const response = await request(`${base}${path}`, {
+    answer = await transport.send({
       method,
+      path,
       headers,
       body: method === 'POST' ? body : undefined,
-      dispatcher,
-      signal: AbortSignal.timeout(timeoutMs),
+      timeoutMs,
     });
-    status = response.statusCode;
-    text = await response.body.text();
   } catch (error) {
-    const reason =
-      error instanceof Error && error.name === 'TimeoutError'
-        ? `no answer within ${timeoutMs} ms`
-        : describe(error);
-    throw new ServiceError(`${method} ${base}${path}: ${reason}`);
+    const timedOut = error instanceof Error && error.name === 'TimeoutError';
+    throw new ServiceError(`${where}: ${timedOut ? `no answer within ${timeoutMs} ms` : describe(error)}`);
   }
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    parsed = JSON.parse(answer.text);
   } catch {
-    throw new ServiceError(`${method} ${base}${path}: ${status}, not JSON: ${text.slice(0, 200)}`);
+    throw new ServiceError(`${where}: ${answer.status}, not JSON: ${answer.text.slice(0, 200)}`);
   }
-  if (status !== 200) {
+  if (answer.status !== 200) {
     const message = (parsed as { error?: unknown })?.error;
     throw new ServiceError(
-      `${method} ${base}${path}: ${status} ${typeof message === 'string' ? message : text.slice(0, 200)}`,
+      `${where}: ${answer.status} ${typeof message === 'string' ? message : answer.text.slice(0, 200)}`,
     );
   }
   return parsed;

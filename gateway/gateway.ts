@@ -9,16 +9,11 @@ import { FunctionService } from './dispatch/function-service.ts';
 import { type FetchHandler, httpTransport, inProcessTransport } from './dispatch/transport.ts';
 import { DEFAULT_IDENTITY, type Identity } from './identity.ts';
 import { KubeClient } from './kube/client.ts';
-import {
-  collectionPath,
-  type DiscoveredResource,
-  Discovery,
-  describe as describeSelector,
-} from './kube/discovery.ts';
+import { collectionPath, type DiscoveredResource, Discovery, ResourceNotFound } from './kube/discovery.ts';
 import { ApiError } from './kube/errors.ts';
 import { Watcher } from './kube/watcher.ts';
 import { createLogger, type Logger } from './logging.ts';
-import { type Binding, createProcessor, type ServedResource } from './processor.ts';
+import { createProcessor, type ServedResource } from './processor.ts';
 import { ObjectQueue } from './queue.ts';
 import { statusKeeps, versionSchema } from './state/schema.ts';
 import { type StateLocation, StateStorage } from './state/storage.ts';
@@ -44,13 +39,13 @@ export interface GatewayOptions {
 export interface Gateway {
   /** Resolves once every watched resource has been listed and its objects queued. */
   readonly synced: Promise<void>;
-  readonly resources: readonly ServedResource[];
   stop(): Promise<void>;
 }
 
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const logger = options.logger ?? createLogger();
   const identity = { ...DEFAULT_IDENTITY, ...options.identity };
+  const concurrency = options.concurrency ?? 64;
   const stopping = new AbortController();
 
   const services = await Promise.all(
@@ -58,34 +53,46 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   );
   const kubeconfig = options.kubeconfig ?? defaultKubeConfig();
   const client = await KubeClient.fromConfig(kubeconfig);
-  const discovery = await Discovery.load(client);
 
-  const served = await Promise.all(
-    bindByResource(services, discovery, logger).map(async ({ resource, bindings }) => ({
-      resource,
-      bindings,
-      storage: new StateStorage(await chooseStateLocation(client, resource, identity, logger), identity),
-    })),
-  );
-
+  const served = new Map<string, ServedResource>();
   const watchers: Watcher[] = [];
   const queues: ObjectQueue[] = [];
   const synced: Promise<void>[] = [];
-  const concurrency = options.concurrency ?? 64;
-  for (const resource of served) {
-    const process = createProcessor({ client, served: resource, identity, logger });
+
+  /** Adds a handler to the resource it names, and starts watching the resource the first time. */
+  async function serve(
+    resource: DiscoveredResource,
+    service: FunctionService,
+    handler: HandlerSpec,
+  ): Promise<void> {
+    const key = `${resource.plural}.${resource.group}/${resource.version}`;
+    const existing = served.get(key);
+    if (existing) {
+      const binding = existing.bindings.find((candidate) => candidate.service === service);
+      if (binding) binding.handlers.push(handler);
+      else existing.bindings.push({ service, handlers: [handler] });
+      return;
+    }
+    const location = await chooseStateLocation(client, resource, identity, logger);
+    const entry: ServedResource = {
+      resource,
+      bindings: [{ service, handlers: [handler] }],
+      storage: new StateStorage(location, identity),
+    };
+    served.set(key, entry);
+    const process = createProcessor({ client, served: entry, identity, logger });
     const queue = new ObjectQueue({ concurrency, process: process.run, logger });
     queues.push(queue);
-    const scopes = resource.resource.namespaced && options.namespaces ? options.namespaces : [undefined];
+    const scopes = resource.namespaced && options.namespaces ? options.namespaces : [undefined];
     for (const namespace of scopes) {
-      const path = collectionPath(resource.resource, namespace);
-      const { promise, resolve } = Promise.withResolvers<void>();
-      synced.push(promise);
+      const path = collectionPath(resource, namespace);
+      const listed = Promise.withResolvers<void>();
+      synced.push(listed.promise);
       const watcher = new Watcher({
         client,
         path,
         logger,
-        onSynced: resolve,
+        onSynced: listed.resolve,
         onEvent: ({ type, object }) => {
           if (type === 'DELETED') process.forget(object.metadata.uid);
           queue.push(type, object);
@@ -97,16 +104,64 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     }
   }
 
+  /** Serves every handler whose resource discovery knows now; returns the others. */
+  async function resolve(pending: Unresolved[], announce: boolean): Promise<Unresolved[]> {
+    const discovery = await Discovery.load(client);
+    const left: Unresolved[] = [];
+    for (const item of pending) {
+      try {
+        await serve(discovery.resolve(item.handler.resource), item.service, item.handler);
+      } catch (error) {
+        if (!(error instanceof ResourceNotFound)) throw error;
+        left.push(item);
+        if (announce) {
+          logger.warning(
+            `handler "${item.handler.id}" of "${item.service.name}": ${error.message}; ` +
+              'it will be served once the resource appears',
+          );
+        }
+      }
+    }
+    return left;
+  }
+
+  /** Resources that are not there yet (a CRD applied later) are looked for again, less and less often. */
+  async function resolveLater(pending: Unresolved[]): Promise<void> {
+    for (
+      let delay = 1000;
+      pending.length > 0 && !stopping.signal.aborted;
+      delay = Math.min(delay * 2, 30_000)
+    ) {
+      await sleep(delay, stopping.signal);
+      if (stopping.signal.aborted) return;
+      try {
+        pending = await resolve(pending, false);
+      } catch (error) {
+        logger.warning(`API discovery failed, retrying: ${error instanceof Error ? error.message : error}`);
+      }
+    }
+  }
+
+  const handlers = services.flatMap((service) =>
+    service.manifest.handlers.map((handler) => ({ service, handler })),
+  );
+  const background = resolveLater(await resolve(handlers, true));
+
   return {
     synced: Promise.all(synced).then(() => undefined),
-    resources: served,
     async stop() {
       stopping.abort();
+      await background;
       await Promise.all(watchers.map((watcher) => watcher.stop()));
       await Promise.all(queues.map((queue) => queue.stop()));
       await Promise.all(services.map((service) => service.close()));
     },
   };
+}
+
+interface Unresolved {
+  service: FunctionService;
+  handler: HandlerSpec;
 }
 
 function defaultKubeConfig(): KubeConfig {
@@ -145,40 +200,6 @@ async function connectWithRetry(
       await sleep(jitter(delay), signal);
     }
   }
-}
-
-/** Groups every handler of every service under the resource it names, resolved through discovery. */
-function bindByResource(
-  services: FunctionService[],
-  discovery: Discovery,
-  logger: Logger,
-): Array<{ resource: DiscoveredResource; bindings: Binding[] }> {
-  const byResource = new Map<
-    string,
-    { resource: DiscoveredResource; bindings: Map<FunctionService, HandlerSpec[]> }
-  >();
-  for (const service of services) {
-    for (const handler of service.manifest.handlers) {
-      let resource: DiscoveredResource;
-      try {
-        resource = discovery.resolve(handler.resource);
-      } catch (error) {
-        logger.error(
-          `handler "${handler.id}" of "${service.name}" names ${describeSelector(handler.resource)}: ${(error as Error).message}`,
-        );
-        continue;
-      }
-      const key = `${resource.plural}.${resource.group}/${resource.version}`;
-      const entry = byResource.get(key) ?? { resource, bindings: new Map() };
-      byResource.set(key, entry);
-      const handlers = entry.bindings.get(service) ?? [];
-      entry.bindings.set(service, [...handlers, handler]);
-    }
-  }
-  return [...byResource.values()].map(({ resource, bindings }) => ({
-    resource,
-    bindings: [...bindings].map(([service, handlers]) => ({ service, handlers })),
-  }));
 }
 
 /**

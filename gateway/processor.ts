@@ -85,7 +85,10 @@ export function createProcessor(options: ProcessorOptions): Processor {
         return Object.entries(response.outcomes);
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);
-        return due.map(({ id }): [string, Outcome] => [id, { status: 'temporary', message, delay: 10 }]);
+        return due.map(({ id, retry }): [string, Outcome] => [
+          id,
+          { status: 'temporary', message, delay: serviceRetryDelay(retry) },
+        ]);
       }
     });
 
@@ -154,6 +157,13 @@ async function moveStateToAnnotations(
   const changes = emptyChanges();
   Object.assign(changes.object, served.storage.write({ essence }).object);
   return applyChanges(options.client, served.resource, object, changes, identity.fieldManager);
+}
+
+/** Seconds before calling a service again after it could not be reached or answered badly. */
+const SERVICE_RETRY_DELAYS_S = [1, 2, 5, 10, 30, 60];
+
+function serviceRetryDelay(retry: number): number {
+  return SERVICE_RETRY_DELAYS_S[Math.min(retry, SERVICE_RETRY_DELAYS_S.length - 1)] as number;
 }
 
 function dueHandler(object: KubernetesObject, id: string, record: HandlerProgress): DueHandler {

@@ -3,10 +3,10 @@
  * put CRDs and objects in place. Waits for CRDs to be established before applying their objects.
  */
 import { parseAllDocuments } from 'yaml';
-import type { KubernetesObject } from '../../protocol/index.ts';
+import type { KubernetesObject, ResourceSelector } from '../../protocol/index.ts';
 import { sleep } from '../timing.ts';
 import type { KubeClient } from './client.ts';
-import { Discovery, objectPath, ResourceNotFound } from './discovery.ts';
+import { Discovery, describe, objectPath, ResourceNotFound } from './discovery.ts';
 
 export function parseManifests(text: string): KubernetesObject[] {
   return parseAllDocuments(text)
@@ -22,25 +22,25 @@ export async function applyManifests(
   objects: KubernetesObject[],
   options: { fieldManager: string; namespace?: string; timeoutMs?: number },
 ): Promise<KubernetesObject[]> {
+  const timeoutMs = options.timeoutMs ?? 30_000;
   let discovery = await Discovery.load(client);
+  /** Resolves from discovery, refreshing it until the resource is served (a CRD just applied). */
+  const served = async (selector: ResourceSelector) => {
+    const deadline = Date.now() + timeoutMs;
+    for (let resource = tryResolve(discovery, selector); ; resource = tryResolve(discovery, selector)) {
+      if (resource) return resource;
+      if (Date.now() > deadline)
+        throw new ResourceNotFound(`no resource ${describe(selector)} within ${timeoutMs} ms`);
+      await sleep(100);
+      discovery = await Discovery.load(client);
+    }
+  };
   const applied: KubernetesObject[] = [];
   for (const object of objects) {
     const [group, version] = object.apiVersion.includes('/')
       ? object.apiVersion.split('/')
       : ['', object.apiVersion];
-    const selector = { group: group as string, version: version as string, name: object.kind };
-    let resource = tryResolve(discovery, selector);
-    if (!resource) {
-      // Served only once its CRD is established: refresh discovery until it shows up.
-      const deadline = Date.now() + (options.timeoutMs ?? 30_000);
-      while (!resource) {
-        if (Date.now() > deadline)
-          throw new ResourceNotFound(`no resource ${object.kind} in ${object.apiVersion}`);
-        await sleep(100);
-        discovery = await Discovery.load(client);
-        resource = tryResolve(discovery, selector);
-      }
-    }
+    const resource = await served({ group: group as string, version: version as string, name: object.kind });
     const namespace = resource.namespaced
       ? (object.metadata.namespace ?? options.namespace ?? 'default')
       : undefined;
@@ -55,11 +55,16 @@ export async function applyManifests(
       },
     );
     applied.push(result);
+    if (object.kind === 'CustomResourceDefinition' && group === 'apiextensions.k8s.io') {
+      // Like `kubectl wait --for=condition=established`: its objects can be applied and watched on return.
+      const spec = (object as unknown as { spec: { group: string; names: { plural: string } } }).spec;
+      await served({ group: spec.group, name: spec.names.plural });
+    }
   }
   return applied;
 }
 
-function tryResolve(discovery: Discovery, selector: { group: string; version: string; name: string }) {
+function tryResolve(discovery: Discovery, selector: ResourceSelector) {
   try {
     return discovery.resolve(selector);
   } catch (error) {

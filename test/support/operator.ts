@@ -4,8 +4,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
-import type { Operator } from '../../functions/index.ts';
 import { serveFetch } from '../../gateway/cli/serve.ts';
+import type { FetchHandler } from '../../gateway/dispatch/transport.ts';
 import { type Gateway, type GatewayOptions, startGateway } from '../../gateway/gateway.ts';
 import { applyManifests, parseManifests } from '../../gateway/kube/apply.ts';
 import { KubeClient } from '../../gateway/kube/client.ts';
@@ -42,29 +42,32 @@ export function memoryLogger(): Logger & { lines: string[] } {
 
 export interface RunningOperator {
   gateway: Gateway;
-  url: string;
   stop(): Promise<void>;
 }
 
+/**
+ * Starts a gateway for `service` on the test control plane. Over HTTP by default, the way separate
+ * deployments talk; in-process the way `causeway run` does.
+ */
 export async function runOperator(
-  op: Operator,
-  options: Partial<GatewayOptions> & { namespaces: string[] },
+  service: FetchHandler,
+  options: Partial<GatewayOptions> & { namespaces: string[]; transport?: 'http' | 'in-process' },
 ): Promise<RunningOperator> {
-  const server = await serveFetch(op, { port: 0, host: '127.0.0.1' });
+  const { transport = 'http', ...gatewayOptions } = options;
+  const server = transport === 'http' ? await serveFetch(service, { port: 0, host: '127.0.0.1' }) : undefined;
   const gateway = await startGateway({
-    functions: [server.url],
+    functions: [server?.url ?? service],
     secret: new TextEncoder().encode(TEST_SECRET),
     kubeconfig: await kubeConfig(),
     logger: memoryLogger(),
-    ...options,
+    ...gatewayOptions,
   });
   await gateway.synced;
   return {
     gateway,
-    url: server.url,
     async stop() {
       await gateway.stop();
-      await server.close();
+      await server?.close();
     },
   };
 }

@@ -1,0 +1,132 @@
+import assert from 'node:assert/strict';
+import { before, describe, it } from 'node:test';
+import { operator, PermanentError, TemporaryError } from '../../functions/index.ts';
+import type { KubeClient } from '../../gateway/kube/client.ts';
+import type { KubernetesObject } from '../../protocol/index.ts';
+import { testNamespace } from '../support/cluster.ts';
+import {
+  applyFile,
+  eventually,
+  kubeClient,
+  memoryLogger,
+  runOperator,
+  TEST_SECRET,
+} from '../support/operator.ts';
+
+const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
+
+describe('failures on a real apiserver', () => {
+  let client: KubeClient;
+  before(async () => {
+    await applyFile(CRD);
+    client = await kubeClient();
+  });
+
+  const path = (namespace: string, name = '') =>
+    `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples${name ? `/${name}` : ''}`;
+  const create = (namespace: string, name: string) =>
+    client.request(path(namespace), {
+      method: 'POST',
+      body: { apiVersion: 'kopf.dev/v1', kind: 'KopfExample', metadata: { name }, spec: {} },
+    });
+  const read = (namespace: string, name: string) => client.get<KubernetesObject>(path(namespace, name));
+  const handled = (object: KubernetesObject) =>
+    (object.status?.causeway as { essence?: string } | undefined)?.essence !== undefined;
+
+  it('retries a temporary error after its delay, with the same idempotency key, then stores the result', async (t) => {
+    const namespace = await testNamespace(t);
+    const calls: Array<{ retry: number; key: string }> = [];
+    const op = operator({ name: 'flaky', secret: TEST_SECRET });
+    op.on.create('kopfexamples', async function create_fn({ retry, idempotencyKey }) {
+      calls.push({ retry, key: idempotencyKey });
+      if (retry === 0) throw new TemporaryError('not ready yet', { delay: 0.2 });
+      return { attempts: retry + 1 };
+    });
+    const logger = memoryLogger();
+    const running = await runOperator(op, { namespaces: [namespace], logger });
+    t.after(() => running.stop());
+
+    await create(namespace, 'flaky-1');
+    const object = await eventually('the retried result', async () => {
+      const current = await read(namespace, 'flaky-1');
+      return current.status?.create_fn === undefined ? undefined : current;
+    });
+    assert.deepEqual(object.status?.create_fn, { attempts: 2 });
+    assert.deepEqual(
+      calls.map((call) => call.retry),
+      [0, 1],
+    );
+    assert.equal(calls[0]?.key, calls[1]?.key, 'retries of one change share the idempotency key');
+    assert.ok(
+      logger.lines.some((line) => /create_fn failed temporarily, retrying in 0.2s: not ready yet/.test(line)),
+    );
+  });
+
+  it('records a permanent error as handled, stores no result, and does not call again', async (t) => {
+    const namespace = await testNamespace(t);
+    let calls = 0;
+    const op = operator({ name: 'broken', secret: TEST_SECRET });
+    op.on.create('kopfexamples', async function create_fn() {
+      calls++;
+      throw new PermanentError('this can never work');
+    });
+    const logger = memoryLogger();
+    const running = await runOperator(op, { namespaces: [namespace], logger });
+    t.after(() => running.stop());
+
+    await create(namespace, 'doomed');
+    const object = await eventually('the handled-record', async () => {
+      const current = await read(namespace, 'doomed');
+      return handled(current) ? current : undefined;
+    });
+    assert.equal(object.status?.create_fn, undefined);
+    assert.equal(calls, 1);
+    assert.ok(
+      logger.lines.some((line) =>
+        /\[.*\/doomed\] handler create_fn failed permanently: this can never work/.test(line),
+      ),
+    );
+  });
+
+  it('writes nothing while a function service answers malformed responses, and recovers when it is fixed', async (t) => {
+    const namespace = await testNamespace(t);
+    const op = operator({ name: 'garbled', secret: TEST_SECRET });
+    op.on.create('kopfexamples', async function create_fn() {
+      return { message: 'finally' };
+    });
+    let broken = true;
+    let malformedAnswers = 0;
+    const service = {
+      async fetch(request: Request) {
+        if (broken && new URL(request.url).pathname === '/causeway/v1/invoke') {
+          malformedAnswers++;
+          return Response.json({ protocol: 'causeway.dev/v1', outcomes: { create_fn: { status: 'maybe' } } });
+        }
+        return op.fetch(request);
+      },
+    };
+    const logger = memoryLogger();
+    const running = await runOperator(service, { namespaces: [namespace], logger, transport: 'in-process' });
+    t.after(() => running.stop());
+
+    await create(namespace, 'patient');
+    await eventually('a malformed answer', async () => (malformedAnswers > 0 ? true : undefined));
+    const untouched = await read(namespace, 'patient');
+    assert.equal(untouched.status, undefined, 'nothing was written to the object');
+    assert.ok(
+      logger.lines.some((line) => /status "maybe" is not success, temporary or permanent/.test(line)),
+      logger.lines.join(''),
+    );
+
+    broken = false;
+    const object = await eventually(
+      'the result after the fix',
+      async () => {
+        const current = await read(namespace, 'patient');
+        return current.status?.create_fn === undefined ? undefined : current;
+      },
+      30_000,
+    );
+    assert.deepEqual(object.status?.create_fn, { message: 'finally' });
+  });
+});

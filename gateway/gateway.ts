@@ -21,11 +21,11 @@ import { jitter, sleep } from './timing.ts';
 
 export interface GatewayOptions {
   /** Function services: base URLs, or fetch handlers to call in this process (`causeway run`). */
-  functions: Array<string | FetchHandler>;
+  functions: ReadonlyArray<string | FetchHandler>;
   /** The secret shared with the function services (≥ 32 bytes). */
   secret: Uint8Array;
   /** Namespaces to serve; undefined serves all of them (cluster-wide). */
-  namespaces?: string[];
+  namespaces?: readonly string[];
   /** Defaults to the usual kubeconfig lookup: $KUBECONFIG, ~/.kube/config, in-cluster. */
   kubeconfig?: KubeConfig;
   /** Objects processed at once (across all resources). */
@@ -34,6 +34,11 @@ export interface GatewayOptions {
   logger?: Logger;
   /** Timeout of one function call. */
   functionTimeoutMs?: number;
+  /**
+   * Where the handled-record is kept: `auto` (the status where it keeps it, one write per change;
+   * else annotations) or always `annotations`, for resources whose status other tools replace.
+   */
+  stateIn?: 'auto' | 'annotations';
 }
 
 export interface Gateway {
@@ -73,7 +78,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       else existing.bindings.push({ service, handlers: [handler] });
       return;
     }
-    const location = await chooseStateLocation(client, resource, identity, logger);
+    const location =
+      options.stateIn === 'annotations'
+        ? 'annotations'
+        : await chooseStateLocation(client, resource, identity, logger);
     const entry: ServedResource = {
       resource,
       bindings: [{ service, handlers: [handler] }],

@@ -2,7 +2,7 @@
 /** `causeway`: run operators written with causeway/functions, as `kopf run` runs Kopf's. */
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import type { LogLevel } from '../../protocol/index.ts';
-import { startGateway } from '../gateway.ts';
+import { type GatewayOptions, startGateway } from '../gateway.ts';
 import { createLogger, type Logger } from '../logging.ts';
 import { loadOperatorModule } from './operator-module.ts';
 import { ensureProcessSecret, readSecret, SECRET_VARIABLE } from './secret.ts';
@@ -24,6 +24,8 @@ Options for run and gateway:
       --concurrency <n>     Objects processed at once, per resource (default 64).
       --functions <url>     (gateway) A function service's base URL; repeat for several.
       --function-timeout <s>  Seconds one function call may take (default 30).
+      --state-in <where>    Where to record that an object was handled: auto (the status when the
+                            resource's status keeps it, else annotations; the default) or annotations.
 
 Options for serve:
   -p, --port <port>         Port to listen on (default 8080).
@@ -44,6 +46,7 @@ const OPTIONS = {
   concurrency: { type: 'string' },
   functions: { type: 'string', multiple: true },
   'function-timeout': { type: 'string' },
+  'state-in': { type: 'string' },
   port: { type: 'string', short: 'p' },
   host: { type: 'string' },
   'secret-file': { type: 'string' },
@@ -113,15 +116,20 @@ async function gatewayOnly(functions: string[], values: Values, logger: Logger):
   await gateway.stop();
 }
 
-function gatewayOptions(values: Values, logger: Logger) {
+function gatewayOptions(values: Values, logger: Logger): Omit<GatewayOptions, 'functions' | 'secret'> {
   if (values.namespace?.length && values['all-namespaces']) {
     throw new UsageError('--namespace and --all-namespaces exclude each other');
   }
   if (!values.namespace?.length && !values['all-namespaces']) {
     logger.warning('neither --namespace nor --all-namespaces given: serving all namespaces');
   }
+  const stateIn = values['state-in'] ?? 'auto';
+  if (stateIn !== 'auto' && stateIn !== 'annotations') {
+    throw new UsageError(`--state-in expects auto or annotations, got "${stateIn}"`);
+  }
   return {
     logger,
+    stateIn,
     ...(values.namespace?.length ? { namespaces: values.namespace } : {}),
     ...(values.concurrency ? { concurrency: integer(values.concurrency, '--concurrency') } : {}),
     ...(values['function-timeout']

@@ -51,7 +51,7 @@ export interface RunningOperator {
  */
 export async function runOperator(
   service: FetchHandler,
-  options: Partial<GatewayOptions> & { namespaces: string[]; transport?: 'http' | 'in-process' },
+  options: Partial<GatewayOptions> & { namespaces: readonly string[]; transport?: 'http' | 'in-process' },
 ): Promise<RunningOperator> {
   const { transport = 'http', ...gatewayOptions } = options;
   const server = transport === 'http' ? await serveFetch(service, { port: 0, host: '127.0.0.1' }) : undefined;

@@ -1,0 +1,602 @@
+/**
+ * deploy/: the kustomize manifests for examples/01-minimal, checked against the real test control
+ * plane — server-side dry run under the restricted pod security standard, the gateway's RBAC applied
+ * for real and probed with `kubectl auth can-i`, and the containers' commands run with nothing but
+ * the gateway's service account token.
+ */
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { before, describe, it, type TestContext } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { parseAllDocuments, stringify } from 'yaml';
+import { bundleCli } from '../../deploy/bundle.ts';
+import type { KubernetesObject } from '../../protocol/index.ts';
+import { testCluster, testNamespace } from '../support/cluster.ts';
+import { applyFile, eventually, kubeClient } from '../support/operator.ts';
+
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
+const OVERLAY = join(REPO, 'deploy/examples/01-minimal');
+const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
+const OBJECT = new URL('../../examples/01-minimal/object.yaml', import.meta.url);
+/** The overlay's own namespace. */
+const EXAMPLE_NAMESPACE = 'kopfexample';
+const GATEWAY = 'causeway-gateway';
+const FUNCTIONS = 'kopfexample-functions';
+const CLUSTER_RBAC = 'causeway-gateway-kopfexample';
+const SECRET = { name: 'causeway-secret', key: 'secret' };
+
+/** Every object the overlay renders, as `kubectl apply` names them. */
+const EXPECTED = [
+  `serviceaccount/${GATEWAY}`,
+  `serviceaccount/${FUNCTIONS}`,
+  `role.rbac.authorization.k8s.io/${GATEWAY}`,
+  `rolebinding.rbac.authorization.k8s.io/${GATEWAY}`,
+  `clusterrole.rbac.authorization.k8s.io/${CLUSTER_RBAC}`,
+  `clusterrolebinding.rbac.authorization.k8s.io/${CLUSTER_RBAC}`,
+  `deployment.apps/${GATEWAY}`,
+  `deployment.apps/${FUNCTIONS}`,
+  `service/${FUNCTIONS}`,
+].sort();
+
+const CLUSTER_SCOPED = new Set(['ClusterRole', 'ClusterRoleBinding']);
+
+interface Manifest {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  [field: string]: unknown;
+}
+
+interface SecurityContext {
+  runAsNonRoot?: boolean;
+  runAsUser?: number;
+  readOnlyRootFilesystem?: boolean;
+  allowPrivilegeEscalation?: boolean;
+  capabilities?: { drop?: string[]; add?: string[] };
+  seccompProfile?: { type: string };
+}
+
+interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: { fieldRef?: { fieldPath: string }; secretKeyRef?: { name: string; key: string } };
+}
+
+interface Container {
+  name: string;
+  image: string;
+  args?: string[];
+  env?: EnvVar[];
+  ports?: Array<{ name?: string; containerPort: number }>;
+  readinessProbe?: { httpGet?: { path: string; port: string | number } };
+  livenessProbe?: { httpGet?: { path: string; port: string | number } };
+  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+  securityContext?: SecurityContext;
+}
+
+interface PodSpec {
+  serviceAccountName?: string;
+  automountServiceAccountToken?: boolean;
+  securityContext?: SecurityContext;
+  containers: Container[];
+}
+
+interface Deployment extends Manifest {
+  spec: {
+    replicas?: number;
+    selector: { matchLabels: Record<string, string> };
+    template: { metadata: { labels: Record<string, string> }; spec: PodSpec };
+  };
+}
+
+interface Service extends Manifest {
+  spec: { selector: Record<string, string>; ports: Array<{ port: number; targetPort?: string | number }> };
+}
+
+interface PolicyRule {
+  apiGroups?: string[];
+  resources?: string[];
+  resourceNames?: string[];
+  verbs: string[];
+  nonResourceURLs?: string[];
+}
+
+interface Binding extends Manifest {
+  roleRef: { kind: string; name: string };
+  subjects: Array<{ kind: string; name: string; namespace?: string }>;
+}
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function run(command: string, args: string[], input = ''): Promise<Run> {
+  return new Promise<Run>((resolve, reject) => {
+    const child = spawn(command, args, { cwd: REPO });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+    });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(input);
+  });
+}
+
+async function kubectl(args: string[], input?: string): Promise<Run> {
+  const { kubeconfigPath } = await testCluster();
+  return run('kubectl', [`--kubeconfig=${kubeconfigPath}`, ...args], input);
+}
+
+/** Runs kubectl and fails the test, with what kubectl said, unless it exits 0. */
+async function kubectlOk(args: string[], input?: string): Promise<string> {
+  const result = await kubectl(args, input);
+  assert.equal(result.code, 0, `kubectl ${args.join(' ')} failed:\n${result.stderr}${result.stdout}`);
+  return result.stdout;
+}
+
+function parseYaml(text: string): Manifest[] {
+  return parseAllDocuments(text).map((document) => {
+    if (document.errors.length > 0) throw document.errors[0];
+    return document.toJS() as Manifest;
+  });
+}
+
+function toYaml(objects: Manifest[]): string {
+  return objects.map((object) => stringify(object)).join('---\n');
+}
+
+/** `kubectl kustomize` of the overlay, or of a throwaway overlay on top of it that sets `namespace`. */
+async function render(namespace?: string): Promise<Manifest[]> {
+  if (namespace === undefined) return parseYaml(await kubectlOk(['kustomize', OVERLAY]));
+  const dir = await mkdtemp(join(tmpdir(), 'causeway-deploy-'));
+  try {
+    // kustomize refuses absolute paths to other kustomizations, not relative ones outside the root.
+    const kustomization = {
+      apiVersion: 'kustomize.config.k8s.io/v1beta1',
+      kind: 'Kustomization',
+      namespace,
+      resources: [relative(dir, OVERLAY)],
+    };
+    await writeFile(join(dir, 'kustomization.yaml'), JSON.stringify(kustomization));
+    return parseYaml(await kubectlOk(['kustomize', dir]));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+function find<T extends Manifest>(objects: Manifest[], kind: string, name: string): T {
+  const found = objects.find((object) => object.kind === kind && object.metadata.name === name);
+  assert.ok(found, `no ${kind} ${name} in the rendered manifests`);
+  return found as T;
+}
+
+function onlyContainer(deployment: Deployment): Container {
+  const [container, ...more] = deployment.spec.template.spec.containers;
+  assert.ok(container, `${deployment.metadata.name} has no container`);
+  assert.equal(more.length, 0, `${deployment.metadata.name} has more than one container`);
+  return container;
+}
+
+/** The value that follows `flag` in `args`. */
+function flagValue(args: string[], flag: string): string | undefined {
+  const index = args.indexOf(flag);
+  return index < 0 ? undefined : args[index + 1];
+}
+
+function withFlag(args: string[], flag: string, value: string): string[] {
+  const index = args.indexOf(flag);
+  assert.ok(index >= 0, `${flag} is not among ${args.join(' ')}`);
+  return args.map((arg, i) => (i === index + 1 ? value : arg));
+}
+
+/** Cluster-scoped names are shared by every test: give them the test namespace's name as a suffix. */
+function uniqueClusterNames(objects: Manifest[], suffix: string): Manifest[] {
+  const renamed = (name: string) => `${name}-${suffix}`;
+  return objects.map((object) => {
+    if (!CLUSTER_SCOPED.has(object.kind)) return object;
+    const copy = structuredClone(object);
+    copy.metadata.name = renamed(copy.metadata.name);
+    if (copy.kind === 'ClusterRoleBinding') {
+      const binding = copy as Binding;
+      binding.roleRef.name = renamed(binding.roleRef.name);
+    }
+    return copy;
+  });
+}
+
+/** Applies the service accounts and the RBAC of the overlay for real in `namespace`. */
+async function installRbac(t: TestContext, namespace: string): Promise<void> {
+  const rbacKinds = new Set(['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding']);
+  const objects = uniqueClusterNames(await render(namespace), namespace).filter((object) =>
+    rbacKinds.has(object.kind),
+  );
+  const clusterScoped = objects
+    .filter((object) => CLUSTER_SCOPED.has(object.kind))
+    .map((object) => `${object.kind.toLowerCase()}/${object.metadata.name}`);
+  t.after(async () => {
+    await kubectl(['delete', '--ignore-not-found', '--wait=false', ...clusterScoped]);
+  });
+  await kubectlOk(['apply', '--server-side', '--field-manager=causeway-tests', '-f', '-'], toYaml(objects));
+}
+
+const serviceAccount = (namespace: string, name: string) => `system:serviceaccount:${namespace}:${name}`;
+
+/** `kubectl auth can-i`: true for yes (exit 0), false for no (exit 1); anything else fails the test. */
+async function canI(user: string, namespace: string, args: string[]): Promise<boolean> {
+  const result = await kubectl(['auth', 'can-i', `--as=${user}`, `--namespace=${namespace}`, ...args]);
+  assert.ok(
+    result.code === 0 || result.code === 1,
+    `kubectl auth can-i ${args.join(' ')} failed: ${result.stderr}`,
+  );
+  return result.code === 0;
+}
+
+interface RulesReview {
+  status: { resourceRules: PolicyRule[]; nonResourceRules: PolicyRule[] };
+}
+
+/** What `user` may do in `namespace`, one string per verb and resource, from a SelfSubjectRulesReview. */
+async function permissions(user: string, namespace: string): Promise<Set<string>> {
+  const review = {
+    apiVersion: 'authorization.k8s.io/v1',
+    kind: 'SelfSubjectRulesReview',
+    spec: { namespace },
+  };
+  const answer = JSON.parse(
+    await kubectlOk(
+      ['create', '--validate=false', `--as=${user}`, '-o', 'json', '-f', '-'],
+      JSON.stringify(review),
+    ),
+  ) as RulesReview;
+  const found = new Set<string>();
+  for (const rule of answer.status.resourceRules) {
+    for (const group of rule.apiGroups ?? [''])
+      for (const resource of rule.resources ?? [])
+        for (const verb of rule.verbs)
+          found.add(
+            `${verb} ${group}/${resource}${rule.resourceNames ? `/${rule.resourceNames.join(',')}` : ''}`,
+          );
+  }
+  for (const rule of answer.status.nonResourceRules) {
+    for (const url of rule.nonResourceURLs ?? []) for (const verb of rule.verbs) found.add(`${verb} ${url}`);
+  }
+  return found;
+}
+
+function difference(a: Set<string>, b: Set<string>): string[] {
+  return [...a].filter((entry) => !b.has(entry)).sort();
+}
+
+/** Starts `node <bundled CLI> <args>` — the image's entrypoint — and stops it after `t`. */
+function startCli(
+  t: TestContext,
+  cli: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): ChildProcess & { output(): string } {
+  const child = spawn(process.execPath, [cli, ...args], {
+    cwd: REPO,
+    env: { PATH: process.env.PATH, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    output += chunk;
+  });
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    output += chunk;
+  });
+  t.after(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = once(child, 'exit');
+      child.kill('SIGTERM');
+      await exited;
+    }
+  });
+  return Object.assign(child, { output: () => output });
+}
+
+describe('deploy/examples/01-minimal', () => {
+  before(async () => {
+    // The Role names kopfexamples.kopf.dev: the resource must exist for the checks to mean anything.
+    await applyFile(CRD);
+  });
+
+  it('renders with kubectl kustomize: every object, in the overlay namespace, bound to its service account', async () => {
+    const objects = await render();
+    assert.deepEqual(
+      objects.map((object) => `${object.kind}/${object.metadata.name}`).sort(),
+      [
+        `ClusterRole/${CLUSTER_RBAC}`,
+        `ClusterRoleBinding/${CLUSTER_RBAC}`,
+        `Deployment/${FUNCTIONS}`,
+        `Deployment/${GATEWAY}`,
+        `Role/${GATEWAY}`,
+        `RoleBinding/${GATEWAY}`,
+        `Service/${FUNCTIONS}`,
+        `ServiceAccount/${FUNCTIONS}`,
+        `ServiceAccount/${GATEWAY}`,
+      ].sort(),
+    );
+    for (const object of objects) {
+      const expected = CLUSTER_SCOPED.has(object.kind) ? undefined : EXAMPLE_NAMESPACE;
+      assert.equal(
+        object.metadata.namespace,
+        expected,
+        `namespace of ${object.kind} ${object.metadata.name}`,
+      );
+    }
+    for (const binding of objects.filter((object) => object.kind.endsWith('Binding')) as Binding[]) {
+      assert.deepEqual(
+        binding.subjects,
+        [{ kind: 'ServiceAccount', name: GATEWAY, namespace: EXAMPLE_NAMESPACE }],
+        `subjects of ${binding.kind} ${binding.metadata.name}`,
+      );
+    }
+    for (const name of [GATEWAY, FUNCTIONS]) {
+      const deployment = find<Deployment>(objects, 'Deployment', name);
+      assert.equal(onlyContainer(deployment).image, 'causeway:0.1.0');
+      assert.equal(deployment.spec.template.spec.serviceAccountName, name);
+      assert.equal(deployment.spec.replicas, 1);
+    }
+  });
+
+  it('passes kubectl apply --dry-run=server in a namespace that enforces the restricted pod security standard', async (t) => {
+    const namespace = await testNamespace(t);
+    await kubectlOk([
+      'label',
+      'namespace',
+      namespace,
+      'pod-security.kubernetes.io/enforce=restricted',
+      'pod-security.kubernetes.io/warn=restricted',
+    ]);
+    const objects = await render(namespace);
+
+    const result = await kubectl(['apply', '--dry-run=server', '-f', '-'], toYaml(objects));
+    assert.equal(result.code, 0, result.stderr);
+    const reported = result.stdout
+      .trim()
+      .split('\n')
+      .map((line) => {
+        const match = /^(\S+) (?:created|configured|unchanged) \(server dry run\)$/.exec(line);
+        assert.ok(match?.[1], `unexpected line from kubectl apply: ${line}`);
+        return match[1];
+      });
+    assert.deepEqual(reported.sort(), EXPECTED);
+    // Pod security admission warns about pod templates that the namespace's pods could not have.
+    assert.doesNotMatch(result.stderr, /PodSecurity/, result.stderr);
+
+    // The same check notices a weaker pod template: the absence of the warning above means something.
+    const weakened = structuredClone(objects);
+    const container = onlyContainer(find<Deployment>(weakened, 'Deployment', FUNCTIONS));
+    container.securityContext = { ...container.securityContext, allowPrivilegeEscalation: true };
+    const weak = await kubectl(['apply', '--dry-run=server', '-f', '-'], toYaml(weakened));
+    assert.equal(weak.code, 0, weak.stderr);
+    assert.match(weak.stderr, /would violate PodSecurity "restricted:latest": allowPrivilegeEscalation/);
+  });
+
+  it('grants the gateway what it uses and nothing more, and the functions nothing', async (t) => {
+    const namespace = await testNamespace(t);
+    const elsewhere = await testNamespace(t);
+    await installRbac(t, namespace);
+    const gateway = serviceAccount(namespace, GATEWAY);
+    const functions = serviceAccount(namespace, FUNCTIONS);
+    const kex = 'kopfexamples.kopf.dev';
+
+    const expectations: Array<[user: string, ns: string, args: string[], allowed: boolean]> = [
+      // What gateway/gateway.ts does: discovery, list + watch, merge patches, the CRD's schema.
+      [gateway, namespace, ['get', '/api'], true],
+      [gateway, namespace, ['get', '/apis'], true],
+      [gateway, namespace, ['list', kex], true],
+      [gateway, namespace, ['watch', kex], true],
+      [gateway, namespace, ['get', kex], true],
+      [gateway, namespace, ['patch', kex], true],
+      [gateway, namespace, ['patch', kex, '--subresource=status'], true],
+      [gateway, namespace, ['get', `customresourcedefinitions.apiextensions.k8s.io/${kex}`], true],
+      // Never more than that.
+      [gateway, namespace, ['create', kex], false],
+      [gateway, namespace, ['update', kex], false],
+      [gateway, namespace, ['delete', kex], false],
+      [gateway, namespace, ['deletecollection', kex], false],
+      [gateway, namespace, ['update', kex, '--subresource=status'], false],
+      [gateway, namespace, ['get', kex, '--subresource=status'], false],
+      [gateway, namespace, ['get', 'secrets'], false],
+      [gateway, namespace, ['list', 'secrets'], false],
+      [gateway, namespace, ['list', 'pods'], false],
+      [gateway, namespace, ['create', 'events'], false],
+      [gateway, elsewhere, ['list', kex], false],
+      [gateway, elsewhere, ['patch', kex], false],
+      [gateway, namespace, ['list', kex, '--all-namespaces'], false],
+      [gateway, namespace, ['list', 'customresourcedefinitions.apiextensions.k8s.io'], false],
+      [
+        gateway,
+        namespace,
+        ['get', 'customresourcedefinitions.apiextensions.k8s.io/widgets.example.com'],
+        false,
+      ],
+      [gateway, namespace, ['patch', `customresourcedefinitions.apiextensions.k8s.io/${kex}`], false],
+      // The function service has no cluster credentials, and no permissions either.
+      [functions, namespace, ['list', kex], false],
+      [functions, namespace, ['patch', kex], false],
+      [functions, namespace, ['get', 'pods'], false],
+      [functions, namespace, ['get', 'secrets'], false],
+      [functions, namespace, ['get', `customresourcedefinitions.apiextensions.k8s.io/${kex}`], false],
+    ];
+    const answers = await Promise.all(expectations.map(async ([user, ns, args]) => canI(user, ns, args)));
+    const wrong = expectations
+      .filter(([, , , allowed], i) => answers[i] !== allowed)
+      .map(
+        ([user, ns, args, allowed]) =>
+          `${user} in ${ns}: ${args.join(' ')} should be ${allowed ? 'allowed' : 'denied'}`,
+      );
+    assert.deepEqual(wrong, []);
+
+    // The complete list, beyond what any authenticated account may do (an account bound to nothing).
+    const baseline = await permissions(serviceAccount(namespace, 'bound-to-nothing'), namespace);
+    assert.ok(baseline.has('get /api'), 'discovery is open to every authenticated user (system:discovery)');
+    assert.deepEqual(difference(await permissions(gateway, namespace), baseline), [
+      'get apiextensions.k8s.io/customresourcedefinitions/kopfexamples.kopf.dev',
+      'get kopf.dev/kopfexamples',
+      'list kopf.dev/kopfexamples',
+      'patch kopf.dev/kopfexamples',
+      'patch kopf.dev/kopfexamples/status',
+      'watch kopf.dev/kopfexamples',
+    ]);
+    assert.deepEqual(difference(await permissions(functions, namespace), baseline), []);
+  });
+
+  it('keeps the hardened defaults in every container and mounts no token into the functions', async () => {
+    const objects = await render();
+    for (const name of [GATEWAY, FUNCTIONS]) {
+      const pod = find<Deployment>(objects, 'Deployment', name).spec.template.spec;
+      const container = onlyContainer(find<Deployment>(objects, 'Deployment', name));
+      // A container's own securityContext wins over the pod's.
+      const effective = { ...pod.securityContext, ...container.securityContext };
+      const where = `${name}/${container.name}`;
+      assert.equal(effective.runAsNonRoot, true, `${where}: runAsNonRoot`);
+      assert.ok((effective.runAsUser ?? 1000) > 0, `${where}: runAsUser`);
+      assert.equal(effective.readOnlyRootFilesystem, true, `${where}: readOnlyRootFilesystem`);
+      assert.equal(effective.allowPrivilegeEscalation, false, `${where}: allowPrivilegeEscalation`);
+      assert.deepEqual(effective.capabilities, { drop: ['ALL'] }, `${where}: capabilities`);
+      assert.equal(effective.seccompProfile?.type, 'RuntimeDefault', `${where}: seccompProfile`);
+      for (const part of ['requests', 'limits'] as const) {
+        assert.ok(container.resources?.[part]?.cpu, `${where}: resources.${part}.cpu`);
+        assert.ok(container.resources?.[part]?.memory, `${where}: resources.${part}.memory`);
+      }
+      // The shared secret comes from the Secret that deploy/README.md has users create.
+      const secret = container.env?.find((variable) => variable.name === 'CAUSEWAY_SECRET');
+      assert.deepEqual(secret?.valueFrom?.secretKeyRef, SECRET, `${where}: CAUSEWAY_SECRET`);
+    }
+
+    const functionsPod = find<Deployment>(objects, 'Deployment', FUNCTIONS).spec.template.spec;
+    assert.equal(functionsPod.automountServiceAccountToken, false);
+    assert.equal(find(objects, 'ServiceAccount', FUNCTIONS).automountServiceAccountToken, false);
+    const gatewayPod = find<Deployment>(objects, 'Deployment', GATEWAY).spec.template.spec;
+    assert.equal(gatewayPod.automountServiceAccountToken, true);
+
+    // Only the gateway's account is bound to anything; no rule has a wildcard or a writing verb but patch.
+    const bindings = objects.filter((object) => object.kind.endsWith('Binding')) as Binding[];
+    assert.deepEqual(
+      [...new Set(bindings.flatMap((binding) => binding.subjects.map((s) => s.name)))],
+      [GATEWAY],
+    );
+    const rules = objects.flatMap((object) => (object.rules as PolicyRule[] | undefined) ?? []);
+    assert.ok(rules.length > 0);
+    for (const rule of rules) {
+      const fields = [...rule.verbs, ...(rule.resources ?? []), ...(rule.apiGroups ?? [])];
+      assert.ok(!fields.includes('*'), `wildcard in ${JSON.stringify(rule)}`);
+      assert.deepEqual(
+        rule.verbs.filter((verb) => !['get', 'list', 'watch', 'patch'].includes(verb)),
+        [],
+        `verbs of ${JSON.stringify(rule)}`,
+      );
+    }
+  });
+
+  it('wires the gateway to the function service and its namespace, and probes the health check', async () => {
+    const objects = await render();
+    const gateway = onlyContainer(find<Deployment>(objects, 'Deployment', GATEWAY));
+    const args = gateway.args ?? [];
+    assert.equal(args[0], 'gateway');
+    assert.equal(args.includes('--all-namespaces'), false);
+    assert.equal(flagValue(args, '--namespace'), '$(POD_NAMESPACE)');
+    assert.deepEqual(gateway.env?.find((variable) => variable.name === 'POD_NAMESPACE')?.valueFrom, {
+      fieldRef: { fieldPath: 'metadata.namespace' },
+    });
+
+    // --functions names the Service, on a port of it that leads to the functions' serving port.
+    const url = new URL(flagValue(args, '--functions') ?? '');
+    const service = find<Service>(objects, 'Service', url.hostname);
+    const servicePort = service.spec.ports.find((port) => port.port === Number(url.port));
+    assert.ok(servicePort, `Service ${url.hostname} has no port ${url.port}`);
+    const deployment = find<Deployment>(objects, 'Deployment', FUNCTIONS);
+    for (const [label, value] of Object.entries(service.spec.selector)) {
+      assert.equal(deployment.spec.template.metadata.labels[label], value, `pod label ${label}`);
+    }
+    const functions = onlyContainer(deployment);
+    const containerPort = functions.ports?.find(
+      (port) => port.name === servicePort.targetPort || port.containerPort === servicePort.targetPort,
+    );
+    assert.ok(containerPort, `no container port for targetPort ${servicePort.targetPort}`);
+    assert.equal(flagValue(functions.args ?? [], '--port'), String(containerPort.containerPort));
+    for (const probe of [functions.readinessProbe, functions.livenessProbe]) {
+      assert.equal(probe?.httpGet?.path, '/healthz');
+      assert.ok([containerPort.name, containerPort.containerPort].includes(probe?.httpGet?.port));
+    }
+  });
+
+  it("runs the containers' commands: the function service, and a gateway holding only its service account's token", async (t) => {
+    const namespace = await testNamespace(t);
+    await installRbac(t, namespace);
+    const objects = await render(namespace);
+    const secret = 'a-shared-secret-for-this-test-that-is-long-enough';
+    // The image starts the bundled CLI with the container's args, as below.
+    const dockerfile = await readFile(join(REPO, 'deploy/Dockerfile'), 'utf8');
+    assert.match(dockerfile, /^ENTRYPOINT \["node", "dist\/causeway\.mjs"\]$/m);
+
+    // What the kubelet would give the gateway: a token of its service account, and the API server.
+    const token = (await kubectlOk(['create', 'token', GATEWAY, `--namespace=${namespace}`])).trim();
+    const { server, caPem } = await testCluster();
+    const dir = await mkdtemp(join(tmpdir(), 'causeway-deploy-'));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    const cli = await bundleCli(join(dir, 'causeway.mjs'));
+    const kubeconfig = join(dir, 'kubeconfig');
+    await writeFile(
+      kubeconfig,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'test', cluster: { server, 'certificate-authority-data': btoa(caPem) } }],
+        users: [{ name: GATEWAY, user: { token } }],
+        contexts: [{ name: GATEWAY, context: { cluster: 'test', user: GATEWAY, namespace } }],
+        'current-context': GATEWAY,
+      }),
+      { mode: 0o600 },
+    );
+
+    // The functions container's arguments, on a free loopback port instead of 0.0.0.0:8080.
+    const functionsArgs = onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [];
+    const functions = startCli(t, cli, [...withFlag(functionsArgs, '--port', '0'), '--host', '127.0.0.1'], {
+      CAUSEWAY_SECRET: secret,
+    });
+    const url = await eventually('the function service to listen', async () => {
+      assert.equal(functions.exitCode, null, functions.output());
+      return /listening on (http:\/\/\S+)/.exec(functions.output())?.[1];
+    });
+
+    // The gateway container's arguments, expanded as the kubelet would, calling that service.
+    const gatewayContainer = onlyContainer(find<Deployment>(objects, 'Deployment', GATEWAY));
+    const gatewayArgs = withFlag(gatewayContainer.args ?? [], '--functions', url).map((arg) =>
+      arg === '$(POD_NAMESPACE)' ? namespace : arg,
+    );
+    const gateway = startCli(t, cli, gatewayArgs, { CAUSEWAY_SECRET: secret, KUBECONFIG: kubeconfig });
+
+    const [example] = await applyFile(OBJECT, namespace);
+    assert.ok(example);
+    const client = await kubeClient();
+    const path = `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/${example.metadata.name}`;
+    const handled = await eventually('status.create_fn', async () => {
+      assert.equal(gateway.exitCode, null, gateway.output());
+      assert.doesNotMatch(gateway.output(), /[Ff]orbidden/, gateway.output()); // fail fast on a missing permission
+      const object = await client.get<KubernetesObject>(path);
+      return object.status?.create_fn === undefined ? undefined : object;
+    });
+    assert.deepEqual(handled.status?.create_fn, { message: `hello ${example.metadata.name}` });
+    assert.match(
+      gateway.output(),
+      new RegExp(`watching /apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`),
+    );
+    assert.doesNotMatch(gateway.output(), /\b(ERROR|WARNING)\b|[Ff]orbidden/, gateway.output());
+  });
+});

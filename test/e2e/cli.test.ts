@@ -1,0 +1,130 @@
+/**
+ * The two services deployed apart, as processes: `causeway serve` with the functions, `causeway gateway`
+ * calling them over HTTP, one shared secret. The function service refuses whatever the gateway did not sign.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { SignJWT } from 'jose';
+import { type KubernetesObject, PATHS, signRequest } from '../../protocol/index.ts';
+import { testNamespace } from '../support/cluster.ts';
+import { applyFile, eventually, kubeClient } from '../support/operator.ts';
+import { type CliProcess, causeway } from '../support/processes.ts';
+
+const SECRET = 'the-shared-secret-of-the-cli-tests-0123456789';
+const encoder = new TextEncoder();
+const EXAMPLE = 'examples/01-minimal/operator.ts';
+
+describe('causeway serve + causeway gateway', () => {
+  let functions: CliProcess;
+  let url: string;
+
+  before(async () => {
+    functions = causeway(['serve', EXAMPLE, '--port', '0', '--host', '127.0.0.1'], {
+      ...process.env,
+      CAUSEWAY_SECRET: SECRET,
+    });
+    url = (await functions.waitFor(/listening on (http:\/\/\S+)/))[1] as string;
+  });
+
+  after(async () => {
+    assert.equal(await functions.stop(), 0, 'the function service exits cleanly on SIGTERM');
+  });
+
+  async function invoke(
+    headers: Record<string, string>,
+    body: string,
+  ): Promise<{ status: number; error: string }> {
+    const response = await fetch(`${url}${PATHS.invoke}`, { method: 'POST', headers, body });
+    return { status: response.status, error: ((await response.json()) as { error: string }).error };
+  }
+
+  const body = JSON.stringify({ protocol: 'causeway.dev/v1' });
+  const sign = (audience: string, signedBody = body) =>
+    signRequest(encoder.encode(SECRET), {
+      audience,
+      method: 'POST',
+      path: PATHS.invoke,
+      body: encoder.encode(signedBody),
+    });
+
+  it('answers its health check unsigned, naming itself', async () => {
+    const response = await fetch(`${url}${PATHS.health}`);
+    assert.deepEqual(await response.json(), {
+      status: 'ok',
+      protocol: 'causeway.dev/v1',
+      name: 'kopfexample',
+    });
+  });
+
+  it('refuses unsigned, expired, foreign-audience and tampered requests with 401 and the reason', async () => {
+    assert.deepEqual(await invoke({}, body), {
+      status: 401,
+      error: 'unsigned request: expected "Authorization: Bearer <token>" from the gateway',
+    });
+
+    const now = Math.floor(Date.now() / 1000);
+    const expired = await new SignJWT({ req: `POST ${PATHS.invoke}`, bsh: 'x' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setIssuer('causeway-gateway')
+      .setAudience('kopfexample')
+      .setIssuedAt(now - 120)
+      .setExpirationTime(now - 90)
+      .setJti('expired-1')
+      .sign(encoder.encode(SECRET));
+    assert.deepEqual(await invoke({ authorization: `Bearer ${expired}` }, body), {
+      status: 401,
+      error: 'token expired',
+    });
+
+    assert.deepEqual(await invoke({ authorization: `Bearer ${await sign('another-service')}` }, body), {
+      status: 401,
+      error: 'token is for another audience, not "kopfexample"',
+    });
+
+    const tampered = await invoke(
+      { authorization: `Bearer ${await sign('kopfexample')}` },
+      body.replace('v1', 'v2'),
+    );
+    assert.deepEqual(tampered, {
+      status: 401,
+      error: 'body does not match the signed digest: the request was altered',
+    });
+  });
+
+  it('handles objects for a gateway that holds the same secret', async (t) => {
+    await applyFile(new URL('../../examples/01-minimal/crd.yaml', import.meta.url));
+    const namespace = await testNamespace(t);
+    const gateway = causeway(['gateway', '--functions', url, '--namespace', namespace], {
+      ...process.env,
+      CAUSEWAY_SECRET: SECRET,
+    });
+    t.after(() => gateway.stop());
+    await gateway.waitFor(/watching \/apis\/kopf.dev\/v1\/namespaces\//);
+
+    const client = await kubeClient();
+    await client.request(`/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`, {
+      method: 'POST',
+      body: {
+        apiVersion: 'kopf.dev/v1',
+        kind: 'KopfExample',
+        metadata: { name: 'over-http' },
+        spec: { field: 'x' },
+      },
+    });
+    const object = await eventually('status.create_fn', async () => {
+      const current = await client.get<KubernetesObject>(
+        `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/over-http`,
+      );
+      return current.status?.create_fn === undefined ? undefined : current;
+    });
+    assert.deepEqual(object.status?.create_fn, { message: 'hello over-http' });
+    assert.equal(await gateway.stop(), 0, 'the gateway exits cleanly on SIGTERM');
+  });
+
+  it('refuses to start a gateway without a secret, saying how to give one', async () => {
+    const { CAUSEWAY_SECRET: _unset, ...env } = process.env;
+    const gateway = causeway(['gateway', '--functions', url], env);
+    assert.equal(await gateway.exited(), 1);
+    assert.match(gateway.output(), /no signing secret: set CAUSEWAY_SECRET or pass --secret-file/);
+  });
+});

@@ -1,0 +1,129 @@
+/** Where the handled-record goes, on real CRDs: the status when it keeps it, annotations otherwise. */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { before, describe, it } from 'node:test';
+import { operator } from '../../functions/index.ts';
+import { applyManifests } from '../../gateway/kube/apply.ts';
+import type { KubeClient } from '../../gateway/kube/client.ts';
+import type { KubernetesObject } from '../../protocol/index.ts';
+import { testNamespace } from '../support/cluster.ts';
+import {
+  applyFile,
+  eventually,
+  kubeClient,
+  memoryLogger,
+  runOperator,
+  TEST_SECRET,
+} from '../support/operator.ts';
+
+const group = `state${randomBytes(4).toString('hex')}.causeway.test`;
+const RECORD = 'causeway.dev/last-handled';
+const STRICTS = { group, plural: 'stricts', kind: 'Strict' };
+const KOPF_EXAMPLES = { group: 'kopf.dev', plural: 'kopfexamples', kind: 'KopfExample' };
+
+/** A CRD whose status keeps `create_fn` but prunes every other field, `causeway` included. */
+function strictCrd(): KubernetesObject {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `stricts.${group}` },
+    spec: {
+      group,
+      scope: 'Namespaced',
+      names: { kind: 'Strict', plural: 'stricts', singular: 'strict' },
+      versions: [
+        {
+          name: 'v1',
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          schema: {
+            openAPIV3Schema: {
+              type: 'object',
+              properties: {
+                spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+                status: {
+                  type: 'object',
+                  properties: { create_fn: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+                },
+              },
+            },
+          },
+        },
+      ],
+    },
+  } as unknown as KubernetesObject;
+}
+
+function greeter(name: string) {
+  const op = operator({ name, secret: TEST_SECRET });
+  op.on.create(`stricts.${group}`, async function create_fn({ name: objectName }) {
+    return { message: `hello ${objectName}` };
+  });
+  return op;
+}
+
+describe('where the handled-record is kept', () => {
+  let client: KubeClient;
+  before(async () => {
+    client = await kubeClient();
+    await applyManifests(client, [strictCrd()], { fieldManager: 'causeway-tests' });
+  });
+
+  async function createAndWait(namespace: string, name: string, kind = STRICTS): Promise<KubernetesObject> {
+    const path = `/apis/${kind.group}/v1/namespaces/${namespace}/${kind.plural}`;
+    await client.request(path, {
+      method: 'POST',
+      body: { apiVersion: `${kind.group}/v1`, kind: kind.kind, metadata: { name } },
+    });
+    return eventually(`the record on ${name}`, async () => {
+      const object = await client.get<KubernetesObject>(`${path}/${name}`);
+      return object.metadata.annotations?.[RECORD] === undefined ? undefined : object;
+    });
+  }
+
+  it('goes to an annotation when the status schema would prune it, with a warning, and the result still lands', async (t) => {
+    const namespace = await testNamespace(t);
+    const logger = memoryLogger();
+    const running = await runOperator(greeter('strict'), {
+      namespaces: [namespace],
+      logger,
+      transport: 'in-process',
+    });
+    t.after(() => running.stop());
+
+    const object = await createAndWait(namespace, 'pruned');
+    assert.deepEqual(object.status, { create_fn: { message: 'hello pruned' } });
+    assert.ok(
+      logger.lines.some((line) =>
+        /schema of status prunes status\.causeway; keeping state in annotations/.test(line),
+      ),
+    );
+  });
+
+  it('goes to an annotation when the gateway is told so, though the status would keep it; a restart honours it', async (t) => {
+    await applyFile(new URL('../../examples/01-minimal/crd.yaml', import.meta.url));
+    const namespace = await testNamespace(t);
+    const calls: string[] = [];
+    const op = operator({ name: 'annotated', secret: TEST_SECRET });
+    op.on.create('kopfexamples', async function create_fn({ name }) {
+      calls.push(name);
+      return { message: `hello ${name}` };
+    });
+    const options = { namespaces: [namespace], stateIn: 'annotations', transport: 'in-process' } as const;
+    const first = await runOperator(op, options);
+    const object = await createAndWait(namespace, 'told', KOPF_EXAMPLES);
+    assert.equal(typeof object.metadata.annotations?.[RECORD], 'string');
+    assert.deepEqual(
+      object.status,
+      { create_fn: { message: 'hello told' } },
+      'nothing of the gateway in the status',
+    );
+    await first.stop();
+
+    const second = await runOperator(op, options);
+    t.after(() => second.stop());
+    await createAndWait(namespace, 'told-later', KOPF_EXAMPLES);
+    assert.deepEqual(calls, ['told', 'told-later']);
+  });
+});

@@ -1,0 +1,77 @@
+/** Runs the CLI as users do, as a child process, and reads what it prints. */
+import { type ChildProcess, spawn } from 'node:child_process';
+
+const ROOT = new URL('../..', import.meta.url).pathname;
+
+export interface CliProcess {
+  child: ChildProcess;
+  output(): string;
+  /** Resolves with the first match of `pattern` in what the process printed, or fails when it exits first. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  /** Resolves with the exit code (or the signal that ended it) once the process ends by itself. */
+  exited(): Promise<number | NodeJS.Signals | null>;
+  /** Sends `signal` and resolves with the exit code, or the signal that ended the process. */
+  stop(signal?: NodeJS.Signals): Promise<number | NodeJS.Signals | null>;
+}
+
+/**
+ * Starts `command` in a process group of its own and signals the whole group, as a terminal's Ctrl+C
+ * does: wrappers such as `npm start` do not pass signals on to the program they run.
+ */
+export function startCli(command: string, args: string[], env: NodeJS.ProcessEnv): CliProcess {
+  const child = spawn(command, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  let output = '';
+  const listeners = new Set<() => void>();
+  const append = (chunk: Buffer) => {
+    output += chunk.toString();
+    for (const listener of listeners) listener();
+  };
+  child.stdout?.on('data', append);
+  child.stderr?.on('data', append);
+  // 'close' waits for every process that shares the output pipes (the program behind `npm start` too).
+  const exited = new Promise<number | NodeJS.Signals | null>((resolve) =>
+    child.once('close', (code, signal) => resolve(code ?? signal)),
+  );
+  return {
+    child,
+    output: () => output,
+    waitFor(pattern, timeoutMs = 60_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const match = pattern.exec(output);
+          if (match) finish(() => resolve(match));
+        };
+        const timer = setTimeout(
+          () => finish(() => reject(new Error(`no ${pattern} within ${timeoutMs} ms:\n${output}`))),
+          timeoutMs,
+        );
+        const finish = (settle: () => void) => {
+          clearTimeout(timer);
+          listeners.delete(check);
+          settle();
+        };
+        listeners.add(check);
+        void exited.then((code) =>
+          finish(() => reject(new Error(`exited (${code}) before printing ${pattern}:\n${output}`))),
+        );
+        check();
+      });
+    },
+    exited: () => exited,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null && child.pid) {
+        try {
+          process.kill(-child.pid, signal);
+        } catch {
+          // the group is gone already
+        }
+      }
+      return exited;
+    },
+  };
+}
+
+/** The causeway CLI from sources, on the Node that runs the tests. */
+export function causeway(args: string[], env: NodeJS.ProcessEnv): CliProcess {
+  return startCli(process.execPath, [`${ROOT}gateway/cli/main.ts`, ...args], env);
+}

@@ -1,0 +1,106 @@
+/**
+ * Calls an operator's handlers in-process with a synthetic cause, no cluster needed: the request is
+ * built, signed and answered exactly as it would be for the gateway, so it works with any operator
+ * made with causeway/functions. Needs Node (it shares the secret through the process environment).
+ */
+import { ensureProcessSecret } from '../gateway/cli/secret.ts';
+import {
+  type DueHandler,
+  type InvocationResponse,
+  type KubernetesObject,
+  type Manifest,
+  PATHS,
+  PROTOCOL,
+  type Reason,
+  type ResolvedResource,
+  signRequest,
+} from '../protocol/index.ts';
+
+export interface HandlerCall {
+  reason: Reason;
+  /** The object as the handlers should see it. */
+  body: KubernetesObject;
+  /** Which handlers to call, by id; defaults to every handler of the operator declared for `reason`. */
+  handlers?: string[];
+  /** Defaults to what the body's apiVersion and kind suggest (plural: the lowercase kind + "s"). */
+  resource?: ResolvedResource;
+  /** Per handler: the attempt (0 first) and when the first attempt started. */
+  retry?: number;
+  started?: Date;
+  /** The operator's secret, if it was given one explicitly; else $CAUSEWAY_SECRET, set if missing. */
+  secret?: string;
+}
+
+interface Service {
+  fetch(request: Request): Promise<Response> | Response;
+}
+
+const encoder = new TextEncoder();
+
+export async function callHandlers(operator: Service, call: HandlerCall): Promise<InvocationResponse> {
+  const secret = call.secret === undefined ? ensureProcessSecret() : encoder.encode(call.secret);
+  const health = (await (await operator.fetch(new Request(`http://operator${PATHS.health}`))).json()) as {
+    name: string;
+  };
+  const ids = call.handlers ?? (await declaredFor(operator, health.name, secret, call.reason));
+  const started = (call.started ?? new Date()).toISOString();
+  const handlers: DueHandler[] = ids.map((id) => ({
+    id,
+    retry: call.retry ?? 0,
+    started,
+    idempotencyKey: `test:${call.body.metadata.uid}:${id}`,
+  }));
+  const body = JSON.stringify({
+    protocol: PROTOCOL,
+    reason: call.reason,
+    resource: call.resource ?? resourceOf(call.body),
+    body: call.body,
+    handlers,
+    deadline: new Date(Date.now() + 30_000).toISOString(),
+  });
+  const response = await send(operator, health.name, secret, 'POST', PATHS.invoke, body);
+  return (await response.json()) as InvocationResponse;
+}
+
+async function declaredFor(
+  operator: Service,
+  audience: string,
+  secret: Uint8Array,
+  reason: Reason,
+): Promise<string[]> {
+  const manifest = (await (
+    await send(operator, audience, secret, 'GET', PATHS.manifest, '')
+  ).json()) as Manifest;
+  return manifest.handlers.filter((handler) => handler.kind === reason).map((handler) => handler.id);
+}
+
+async function send(
+  operator: Service,
+  audience: string,
+  secret: Uint8Array,
+  method: 'GET' | 'POST',
+  path: string,
+  body: string,
+) {
+  const token = await signRequest(secret, { audience, method, path, body: encoder.encode(body) });
+  const response = await operator.fetch(
+    new Request(`http://operator${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      ...(method === 'POST' ? { body } : {}),
+    }),
+  );
+  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
+  return response;
+}
+
+function resourceOf(body: KubernetesObject): ResolvedResource {
+  const [group, version] = body.apiVersion.includes('/') ? body.apiVersion.split('/') : ['', body.apiVersion];
+  return {
+    group: group as string,
+    version: version as string,
+    kind: body.kind,
+    plural: `${body.kind.toLowerCase()}s`,
+    namespaced: body.metadata.namespace !== undefined,
+  };
+}

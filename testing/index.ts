@@ -1,0 +1,2 @@
+export { callHandlers, type HandlerCall } from './handlers.ts';
+export { type RunningOperator, type RunOptions, runOperator } from './runner.ts';

@@ -54,7 +54,8 @@ export class KubeClient {
     let dispatcher: Dispatcher | undefined;
     switch (options.type) {
       case 'agent':
-        dispatcher = new Agent({ connect: options.connect, pipelining: 1 });
+        // HTTP/2: one connection carries every request; measured cheaper in CPU than a pool of HTTP/1.1 ones.
+        dispatcher = new Agent({ connect: options.connect, allowH2: true });
         break;
       case 'proxy':
         dispatcher = new ProxyAgent({

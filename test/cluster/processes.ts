@@ -10,17 +10,20 @@ import { open, readFile } from 'node:fs/promises';
  * in any way, SIGKILL included: the watcher then does what stop() would have done, TERM to the group
  * and KILL after the grace period.
  *
- * The command starts before `trap '' TERM` because ignored signals are inherited. The watcher reads fd
- * 3 because sh points a background job's stdin at /dev/null. It polls rather than sleeping the whole
+ * The command starts before `trap '' TERM` because ignored signals are inherited. Only then does the
+ * supervisor say "ready" on fd 3, so a stop() can never reach it before its trap is set. The watcher
+ * reads fd 4 because sh points a background job's stdin at /dev/null. It polls rather than sleeping the whole
  * grace so that after Node's death it outlives the command by at most 0.1 s. Its `wait`s send stderr
  * to /dev/null so that sh's job reports ("Terminated") stay out of the command's log.
  */
 const SUPERVISOR = `
 ticks=$1; shift
-"$@" </dev/null &
+"$@" </dev/null 3>&- &
 child=$!
 trap '' TERM
-exec 3<&0
+echo ready >&3
+exec 3>&-
+exec 4<&0
 {
   while read -r _; do :; done
   kill -TERM 0
@@ -30,7 +33,7 @@ exec 3<&0
     if [ "$n" -gt "$ticks" ]; then kill -KILL 0; fi
     sleep 0.1
   done
-} <&3 &
+} <&4 &
 watcher=$!
 wait "$child" 2>/dev/null
 status=$?
@@ -83,12 +86,15 @@ export async function supervise(
     // A process group of its own: group-wide signals must not reach Node, and a Ctrl-C in the
     // terminal must reach only Node, which then stops components in order.
     detached: true,
-    stdio: ['pipe', out.fd, log.fd],
+    stdio: ['pipe', out.fd, log.fd, 'pipe'],
   });
   try {
-    await new Promise((resolve, reject) => {
-      child.once('spawn', resolve);
+    await new Promise<void>((resolve, reject) => {
+      child.stdio[3]?.once('data', () => resolve());
       child.once('error', reject);
+      child.once('exit', (code, signal) =>
+        reject(new Error(`${name}: the supervisor exited (${code ?? signal})`)),
+      );
     });
   } finally {
     await log.close();

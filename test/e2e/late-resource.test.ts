@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { operator } from '../../functions/index.ts';
 import { applyManifests } from '../../gateway/kube/apply.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { testNamespace } from '../support/cluster.ts';
+import { customResourceDefinition, uniqueGroup } from '../support/crds.ts';
 import { eventually, kubeClient, memoryLogger, runOperator, TEST_SECRET } from '../support/operator.ts';
 
 describe('resources that appear after the gateway started', () => {
   it('serves a CRD applied later, once discovery shows it', async (t) => {
     const namespace = await testNamespace(t);
-    const group = `late${randomBytes(4).toString('hex')}.causeway.test`;
+    const group = uniqueGroup('late');
     const client = await kubeClient();
     const op = operator({ name: 'late', secret: TEST_SECRET });
     op.on.create(`latecomers.${group}`, async function create_fn({ name }) {
@@ -21,25 +21,7 @@ describe('resources that appear after the gateway started', () => {
     t.after(() => running.stop());
     assert.ok(logger.lines.some((line) => line.includes(`no resource "latecomers.${group}"`)));
 
-    const crd = {
-      apiVersion: 'apiextensions.k8s.io/v1',
-      kind: 'CustomResourceDefinition',
-      metadata: { name: `latecomers.${group}` },
-      spec: {
-        group,
-        scope: 'Namespaced',
-        names: { kind: 'Latecomer', plural: 'latecomers', singular: 'latecomer' },
-        versions: [
-          {
-            name: 'v1',
-            served: true,
-            storage: true,
-            subresources: { status: {} },
-            schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
-          },
-        ],
-      },
-    } as unknown as KubernetesObject;
+    const crd = customResourceDefinition({ group, kind: 'Latecomer', plural: 'latecomers' });
     const object = {
       apiVersion: `${group}/v1`,
       kind: 'Latecomer',

@@ -1,12 +1,12 @@
 /** Where the handled-record goes, on real CRDs: the status when it keeps it, annotations otherwise. */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { before, describe, it } from 'node:test';
 import { operator } from '../../functions/index.ts';
 import { applyManifests } from '../../gateway/kube/apply.ts';
 import type { KubeClient } from '../../gateway/kube/client.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { testNamespace } from '../support/cluster.ts';
+import { customResourceDefinition, uniqueGroup } from '../support/crds.ts';
 import {
   applyFile,
   eventually,
@@ -16,43 +16,23 @@ import {
   TEST_SECRET,
 } from '../support/operator.ts';
 
-const group = `state${randomBytes(4).toString('hex')}.causeway.test`;
+const group = uniqueGroup('state');
 const RECORD = 'causeway.dev/last-handled';
 const STRICTS = { group, plural: 'stricts', kind: 'Strict' };
 const KOPF_EXAMPLES = { group: 'kopf.dev', plural: 'kopfexamples', kind: 'KopfExample' };
 
 /** A CRD whose status keeps `create_fn` but prunes every other field, `causeway` included. */
 function strictCrd(): KubernetesObject {
-  return {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `stricts.${group}` },
-    spec: {
-      group,
-      scope: 'Namespaced',
-      names: { kind: 'Strict', plural: 'stricts', singular: 'strict' },
-      versions: [
-        {
-          name: 'v1',
-          served: true,
-          storage: true,
-          subresources: { status: {} },
-          schema: {
-            openAPIV3Schema: {
-              type: 'object',
-              properties: {
-                spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
-                status: {
-                  type: 'object',
-                  properties: { create_fn: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
-                },
-              },
-            },
-          },
-        },
-      ],
+  return customResourceDefinition(STRICTS, {
+    type: 'object',
+    properties: {
+      spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+      status: {
+        type: 'object',
+        properties: { create_fn: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+      },
     },
-  } as unknown as KubernetesObject;
+  });
 }
 
 function greeter(name: string) {

@@ -8,8 +8,8 @@ export interface WriteCounts {
   byRequest: Record<string, number>;
 }
 
-/** Sums `apiserver_request_total` over write verbs for the given resources. */
-export function countWrites(metricsText: string, resources: readonly string[]): WriteCounts {
+/** Sums `apiserver_request_total` over write verbs for the given resources (of one API group, if given). */
+export function countWrites(metricsText: string, resources: readonly string[], group?: string): WriteCounts {
   const byRequest: Record<string, number> = {};
   let total = 0;
   for (const line of metricsText.split('\n')) {
@@ -18,6 +18,7 @@ export function countWrites(metricsText: string, resources: readonly string[]): 
       [...line.matchAll(/(\w+)="([^"]*)"/g)].map((match) => [match[1] as string, match[2] as string]),
     );
     if (!WRITE_VERBS.has(labels.verb ?? '') || !resources.includes(labels.resource ?? '')) continue;
+    if (group !== undefined && labels.group !== group) continue;
     const value = Number(line.slice(line.lastIndexOf(' ') + 1));
     const key = `${labels.verb} ${labels.resource}${labels.subresource ? `/${labels.subresource}` : ''}`;
     byRequest[key] = (byRequest[key] ?? 0) + value;

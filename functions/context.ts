@@ -1,6 +1,8 @@
 import type {
+  DiffItem,
   DueHandler,
   InvocationRequest,
+  KubernetesEvent,
   KubernetesObject,
   Reason,
   ResolvedResource,
@@ -8,6 +10,27 @@ import type {
 import type { Logger } from './logger.ts';
 
 export type Fields = Record<string, unknown>;
+
+/**
+ * A JSON merge patch for the object being handled, filled by the handler and applied by the gateway
+ * after the call, whatever its outcome: `null` removes a key.
+ */
+export interface Patch {
+  metadata?: {
+    labels?: Record<string, string | null>;
+    annotations?: Record<string, string | null>;
+    [key: string]: unknown;
+  };
+  spec?: Fields;
+  status?: Fields;
+  [key: string]: unknown;
+}
+
+/** Kubernetes events about the object being handled, posted by the gateway after the call. */
+export interface Events {
+  normal(reason: string, message: string): void;
+  warning(reason: string, message: string): void;
+}
 
 /** What a handler receives, as Kopf's keyword arguments. `body` and everything under it is frozen. */
 export interface HandlerContext<Spec extends object = Fields, Status extends object = Fields> {
@@ -32,18 +55,53 @@ export interface HandlerContext<Spec extends object = Fields, Status extends obj
   /** The same for every attempt at the same change. */
   idempotencyKey: string;
   logger: Logger;
+  /**
+   * Creates and updates: the object's essence (or, with a `field`, the field's value) before and after
+   * the change, and their difference. Undefined when the gateway sent none (e.g. `old` on a creation).
+   */
+  old: unknown;
+  new: unknown;
+  diff: readonly DiffItem[] | undefined;
+  /** The `param` option the handler was registered with. */
+  param: unknown;
+  /**
+   * Kept for this object between calls (in the gateway's memory, so lost when it restarts). Set or delete
+   * keys; values must be JSON. Shared by the handlers of one call, in order.
+   */
+  memo: Record<string, unknown>;
+  /** Fill it to have the gateway merge-patch the object, e.g. `patch.metadata = { labels: { a: 'b' } }`. */
+  patch: Patch;
+  events: Events;
+  /** Event handlers: the type of the watch event. */
+  event: 'ADDED' | 'MODIFIED' | 'DELETED' | undefined;
 }
 
 export type Handler<Spec extends object = Fields, Status extends object = Fields> = (
   context: HandlerContext<Spec, Status>,
 ) => unknown;
 
+/** The parts of a context that are not read from the request. */
+export interface Extras {
+  memo: Record<string, unknown>;
+  patch: Patch;
+  events: KubernetesEvent[];
+  param: unknown;
+}
+
 const EMPTY = Object.freeze({});
 
-export function handlerContext(request: InvocationRequest, due: DueHandler, logger: Logger): HandlerContext {
+export function handlerContext(
+  request: InvocationRequest,
+  due: DueHandler,
+  logger: Logger,
+  extras: Extras,
+): HandlerContext {
   const { body } = request;
   const { metadata } = body;
   const started = new Date(due.started);
+  const post = (type: KubernetesEvent['type']) => (reason: string, message: string) => {
+    extras.events.push({ type, reason: String(reason), message: String(message) });
+  };
   return {
     body,
     spec: body.spec ?? EMPTY,
@@ -61,6 +119,14 @@ export function handlerContext(request: InvocationRequest, due: DueHandler, logg
     runtime: Date.now() - started.getTime(),
     idempotencyKey: due.idempotencyKey,
     logger,
+    old: due.old,
+    new: due.new,
+    diff: due.diff,
+    param: extras.param,
+    memo: extras.memo,
+    patch: extras.patch,
+    events: { normal: post('Normal'), warning: post('Warning') },
+    event: request.event,
   };
 }
 

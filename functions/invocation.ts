@@ -1,5 +1,8 @@
 import { type InvocationRequest, PROTOCOL } from '../protocol/index.ts';
+import { isObject } from './json.ts';
 import { handles, type Registered } from './registry.ts';
+
+const EVENT_TYPES: readonly unknown[] = ['ADDED', 'MODIFIED', 'DELETED'];
 
 /** The request is not one this service can act on; answered with 400. */
 export class BadRequest extends Error {
@@ -30,6 +33,14 @@ export function parseInvocation(
   }
   if (!isObject(request.resource)) throw new BadRequest('the request has no "resource"');
   if (!Array.isArray(request.handlers)) throw new BadRequest('the request has no "handlers" list');
+  if (request.memo !== undefined && !isObject(request.memo)) {
+    throw new BadRequest('"memo" must be an object of keys to values');
+  }
+  if (request.event !== undefined && !EVENT_TYPES.includes(request.event)) {
+    throw new BadRequest(
+      `"event" must be one of ${EVENT_TYPES.join(', ')}, got ${JSON.stringify(request.event)}`,
+    );
+  }
   const seen = new Set<string>();
   for (const due of request.handlers) {
     const handler = handlers.get(due?.id);
@@ -54,10 +65,9 @@ export function parseInvocation(
     if (typeof due.idempotencyKey !== 'string') {
       throw new BadRequest(`handler "${due.id}": "idempotencyKey" must be a string`);
     }
+    if (due.diff !== undefined && !Array.isArray(due.diff)) {
+      throw new BadRequest(`handler "${due.id}": "diff" must be a list of differences`);
+    }
   }
   return request;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { InvocationRequest } from '../protocol/index.ts';
+import type { DueHandler, InvocationRequest } from '../protocol/index.ts';
 import type { Handler, HandlerContext } from './context.ts';
 import { PermanentError, TemporaryError } from './errors.ts';
 import { invoke } from './invoke.ts';
-import { createRegistry } from './registry.ts';
+import { createRegistry, type On } from './registry.ts';
+import { requeue } from './requeue.ts';
 import { invocation } from './test-helpers.ts';
 
 /** Registers each handler under its key as id and invokes them all, in the given order. */
@@ -192,5 +193,429 @@ describe('handler context', () => {
     const { outcomes } = await invoke(invocation(['b', 'a']), registry.handlers);
     assert.deepEqual(events, ['b starts', 'b ends', 'a starts', 'a ends']);
     assert.deepEqual(Object.keys(outcomes), ['b', 'a']);
+  });
+});
+
+/** A registry filled by `register`, and a function that invokes it. */
+function service(register: (on: On) => void) {
+  const registry = createRegistry();
+  register(registry.on);
+  return (request: InvocationRequest) => invoke(request, registry.handlers);
+}
+
+const UPDATE: Partial<DueHandler> = {
+  old: 1,
+  new: 3,
+  diff: [['change', [], 1, 3]],
+};
+
+describe('filters decided in code', () => {
+  it('skips the handler, without calling it, when a callback or `when` says no', async () => {
+    const called: string[] = [];
+    const track = (id: string) => () => {
+      called.push(id);
+    };
+    const run = service((on) => {
+      on.create('kex', { id: 'whenNo', when: () => false }, track('whenNo'));
+      on.create('kex', { id: 'whenAsyncNo', when: async () => false }, track('whenAsyncNo'));
+      on.create('kex', { id: 'whenYes', when: ({ name }) => name === 'kex-1' }, track('whenYes'));
+      on.create('kex', { id: 'labelNo', labels: { app: (value) => value === 'other' } }, track('labelNo'));
+      on.create('kex', { id: 'labelYes', labels: { app: (value) => value === 'demo' } }, track('labelYes'));
+      on.create(
+        'kex',
+        { id: 'absentLabel', labels: { tier: (value) => value === undefined } },
+        track('absentLabel'),
+      );
+      on.create(
+        'kex',
+        { id: 'annotationNo', annotations: { note: (value) => value !== undefined } },
+        track('annotationNo'),
+      );
+      on.create(
+        'kex',
+        { id: 'valueNo', field: 'spec.items', value: (items) => (items as string[]).length > 5 },
+        track('valueNo'),
+      );
+      on.create(
+        'kex',
+        { id: 'valueYes', field: 'spec.field', value: (value) => value === 'value' },
+        track('valueYes'),
+      );
+      on.create(
+        'kex',
+        { id: 'paramNo', param: 'no', when: ({ param }) => param === 'yes' },
+        track('paramNo'),
+      );
+    });
+    const { outcomes } = await run(
+      invocation([
+        'whenNo',
+        'whenAsyncNo',
+        'whenYes',
+        'labelNo',
+        'labelYes',
+        'absentLabel',
+        'annotationNo',
+        'valueNo',
+        'valueYes',
+        'paramNo',
+      ]),
+    );
+    assert.deepEqual(called, ['whenYes', 'labelYes', 'absentLabel', 'valueYes']);
+    assert.deepEqual(outcomes, {
+      whenNo: { status: 'skipped' },
+      whenAsyncNo: { status: 'skipped' },
+      whenYes: { status: 'success' },
+      labelNo: { status: 'skipped' },
+      labelYes: { status: 'success' },
+      absentLabel: { status: 'success' },
+      annotationNo: { status: 'skipped' },
+      valueNo: { status: 'skipped' },
+      valueYes: { status: 'success' },
+      paramNo: { status: 'skipped' },
+    });
+  });
+
+  it('checks old and new callbacks on updates, against the old and new values', async () => {
+    const seen: unknown[] = [];
+    const run = service((on) => {
+      on.update(
+        'kex',
+        { id: 'grew', field: 'spec.replicas', old: (v) => v === 1, new: (v) => v === 3 },
+        () => 'grew',
+      );
+      on.update(
+        'kex',
+        { id: 'shrank', field: 'spec.replicas', new: (v) => (v as number) < 1 },
+        () => 'shrank',
+      );
+      on.field(
+        'kex',
+        'spec.replicas',
+        { id: 'fieldNew', new: (v, ctx) => seen.push([v, ctx.reason]) > 0 },
+        () => 'f',
+      );
+    });
+    const update = await run(invocation(['grew', 'shrank', 'fieldNew'], UPDATE, { reason: 'update' }));
+    assert.deepEqual(update.outcomes, {
+      grew: { status: 'success', result: 'grew' },
+      shrank: { status: 'skipped' },
+      fieldNew: { status: 'success', result: 'f' },
+    });
+    assert.deepEqual(seen, [[3, 'update']]);
+    // On a creation there is no change to compare: old/new do not apply, as the protocol says.
+    const create = await run(invocation(['fieldNew'], { new: 5 }));
+    assert.deepEqual(create.outcomes, { fieldNew: { status: 'success', result: 'f' } });
+    assert.deepEqual(seen, [[3, 'update']]);
+  });
+
+  it('treats a callback that throws as a failure of the handler', async () => {
+    const run = service((on) => {
+      on.create(
+        'kex',
+        {
+          id: 'broken',
+          backoff: 7,
+          when: () => {
+            throw new Error('cannot decide');
+          },
+        },
+        () => 'never',
+      );
+    });
+    const { outcomes } = await run(invocation(['broken']));
+    assert.deepEqual(outcomes, { broken: { status: 'temporary', message: 'cannot decide', delay: 7 } });
+  });
+});
+
+describe('kwargs of the extended protocol', () => {
+  it('passes old, new, diff, param and the reason', async () => {
+    let seen: HandlerContext | undefined;
+    const run = service((on) => {
+      on.update('kex', { id: 'inspect', field: 'spec.replicas', param: { tier: 'gold' } }, (context) => {
+        seen = context;
+      });
+    });
+    await run(invocation(['inspect'], UPDATE, { reason: 'update' }));
+    assert.ok(seen);
+    assert.deepEqual(
+      { old: seen.old, new: seen.new, diff: seen.diff, param: seen.param, reason: seen.reason },
+      { old: 1, new: 3, diff: [['change', [], 1, 3]], param: { tier: 'gold' }, reason: 'update' },
+    );
+    assert.equal(seen.event, undefined);
+  });
+
+  it('leaves old, new and diff undefined when the gateway sends none', async () => {
+    let seen: HandlerContext | undefined;
+    await service((on) => {
+      on.create('kex', { id: 'inspect' }, (context) => {
+        seen = context;
+      });
+    })(invocation(['inspect']));
+    assert.ok(seen);
+    assert.deepEqual(
+      [seen.old, seen.new, seen.diff, seen.param],
+      [undefined, undefined, undefined, undefined],
+    );
+  });
+
+  it('gives event handlers the type of the watch event', async () => {
+    const run = service((on) => {
+      on.event('kex', function seen({ event, reason }) {
+        return `${reason}:${event}`;
+      });
+    });
+    const { outcomes } = await run(invocation(['seen'], {}, { reason: 'event', event: 'MODIFIED' }));
+    assert.deepEqual(outcomes, { seen: { status: 'success', result: 'event:MODIFIED' } });
+  });
+
+  it('returns the patch and the events a handler made, only when there are any', async () => {
+    const run = service((on) => {
+      on.create('kex', function labelled({ patch, events }) {
+        patch.metadata = { labels: { handled: 'yes' } };
+        patch.status = { phase: 'Ready' };
+        events.normal('Created', 'children created');
+        events.warning('Slow', 'took long');
+        return 'ok';
+      });
+      on.create('kex', function quiet({ patch }) {
+        patch.spec = undefined;
+      });
+    });
+    const { outcomes } = await run(invocation(['labelled', 'quiet']));
+    assert.deepEqual(outcomes, {
+      labelled: {
+        status: 'success',
+        result: 'ok',
+        patch: { metadata: { labels: { handled: 'yes' } }, status: { phase: 'Ready' } },
+        events: [
+          { type: 'Normal', reason: 'Created', message: 'children created' },
+          { type: 'Warning', reason: 'Slow', message: 'took long' },
+        ],
+      },
+      quiet: { status: 'success' },
+    });
+  });
+
+  it('keeps each handler its own patch and events', async () => {
+    const run = service((on) => {
+      on.create('kex', function first({ patch, events }) {
+        patch.spec = { a: 1 };
+        events.normal('First', 'one');
+      });
+      on.create('kex', function second({ patch, events }) {
+        assert.deepEqual(patch, {});
+        patch.spec = { b: 2 };
+        events.normal('Second', 'two');
+      });
+    });
+    const { outcomes } = await run(invocation(['first', 'second']));
+    assert.deepEqual(outcomes.first?.patch, { spec: { a: 1 } });
+    assert.deepEqual(outcomes.second?.patch, { spec: { b: 2 } });
+    assert.deepEqual(outcomes.second?.events, [{ type: 'Normal', reason: 'Second', message: 'two' }]);
+  });
+
+  it('refuses a patch JSON cannot hold, permanently', async () => {
+    const { outcomes } = await service((on) => {
+      on.create('kex', function bad({ patch }) {
+        patch.spec = { when: 1n };
+        return 'done';
+      });
+    })(invocation(['bad']));
+    assert.equal(outcomes.bad?.status, 'permanent');
+    assert.match(
+      (outcomes.bad as { message: string }).message,
+      /^the patch cannot be applied: "when" is a bigint/,
+    );
+  });
+});
+
+describe('memo', () => {
+  it('starts from the request, is shared in order, and returns what changed', async () => {
+    const run = service((on) => {
+      on.create('kex', function first({ memo }) {
+        memo.count = (memo.count as number) + 1;
+        memo.added = { by: 'first' };
+        delete memo.stale;
+        (memo.nested as { items: string[] }).items.push('c');
+      });
+      on.create('kex', function second({ memo }) {
+        return { count: memo.count, added: memo.added };
+      });
+    });
+    const memo = { count: 1, stale: true, kept: 'same', nested: { items: ['a', 'b'] } };
+    const response = await run(invocation(['first', 'second'], {}, { memo }));
+    assert.deepEqual(response.outcomes.second, {
+      status: 'success',
+      result: { count: 2, added: { by: 'first' } },
+    });
+    assert.deepEqual(response.memo, {
+      count: 2,
+      added: { by: 'first' },
+      nested: { items: ['a', 'b', 'c'] },
+      stale: null,
+    });
+    assert.deepEqual(memo.nested.items, ['a', 'b'], "the request's memo is not changed");
+  });
+
+  it('reports keys set to null or undefined as removed, and only if they were there', async () => {
+    const response = await service((on) => {
+      on.create('kex', function clear({ memo }) {
+        memo.gone = null;
+        memo.alsoGone = undefined;
+        memo.neverThere = null;
+      });
+    })(invocation(['clear'], {}, { memo: { gone: 1, alsoGone: 2 } }));
+    assert.deepEqual(response.memo, { gone: null, alsoGone: null });
+  });
+
+  it('answers no memo when nothing changed, even with no memo in the request', async () => {
+    const run = service((on) => {
+      on.create('kex', function reader({ memo }) {
+        return memo.count ?? 'none';
+      });
+    });
+    const without = await run(invocation(['reader']));
+    assert.deepEqual(without.outcomes.reader, { status: 'success', result: 'none' });
+    assert.equal('memo' in without, false);
+    const unchanged = await run(invocation(['reader'], {}, { memo: { count: 4 } }));
+    assert.equal('memo' in unchanged, false);
+  });
+
+  it('logs, and does not keep, a value JSON cannot hold', async () => {
+    const response = await service((on) => {
+      on.create('kex', function keep({ memo }) {
+        memo.callback = () => {};
+        memo.fine = 'yes';
+      });
+    })(invocation(['keep']));
+    assert.deepEqual(response.memo, { fine: 'yes' });
+    assert.deepEqual(response.logs, [
+      { level: 'error', message: 'memo "callback" cannot be kept: it is a function, which JSON cannot hold' },
+    ]);
+  });
+});
+
+describe('requeue', () => {
+  it('asks a reconcile handler to be called again, with or without a result', async () => {
+    const run = service((on) => {
+      on.reconcile('kex', function waiting() {
+        return requeue(30);
+      });
+      on.reconcile('kex', function polling() {
+        return requeue(2.5, { phase: 'Pending' });
+      });
+    });
+    const { outcomes } = await run(invocation(['waiting', 'polling'], {}, { reason: 'reconcile' }));
+    assert.deepEqual(outcomes, {
+      waiting: { status: 'success', requeueAfter: 30 },
+      polling: { status: 'success', result: { phase: 'Pending' }, requeueAfter: 2.5 },
+    });
+  });
+
+  it('is refused from other kinds, permanently', async () => {
+    const { outcomes } = await service((on) => {
+      on.create('kex', function eager() {
+        return requeue(30);
+      });
+    })(invocation(['eager']));
+    assert.deepEqual(outcomes, {
+      eager: {
+        status: 'permanent',
+        message: 'requeue() is for reconcile handlers; a create handler cannot be requeued',
+      },
+    });
+  });
+
+  it('needs a positive number of seconds', () => {
+    for (const seconds of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, '5' as never]) {
+      assert.throws(
+        () => requeue(seconds),
+        /requeue\(\) needs a positive number of seconds/,
+        String(seconds),
+      );
+    }
+  });
+});
+
+describe('errors of the extended protocol', () => {
+  it("retries arbitrary errors after the handler's backoff; TemporaryError keeps its own delay", async () => {
+    const run = service((on) => {
+      on.update('kex', { id: 'quick', backoff: 5 }, () => {
+        throw new Error('flaky');
+      });
+      on.update('kex', { id: 'immediate', backoff: 0 }, () => {
+        throw new Error('flaky');
+      });
+      on.update('kex', { id: 'explicit', backoff: 5 }, () => {
+        throw new TemporaryError('later', { delay: 90 });
+      });
+      on.update('kex', { id: 'default' }, () => {
+        throw new Error('flaky');
+      });
+    });
+    const { outcomes } = await run(
+      invocation(['quick', 'immediate', 'explicit', 'default'], UPDATE, { reason: 'update' }),
+    );
+    assert.deepEqual(outcomes, {
+      quick: { status: 'temporary', message: 'flaky', delay: 5 },
+      immediate: { status: 'temporary', message: 'flaky', delay: 0 },
+      explicit: { status: 'temporary', message: 'later', delay: 90 },
+      default: { status: 'temporary', message: 'flaky', delay: 60 },
+    });
+  });
+
+  it('logs every error of an event handler and never retries it', async () => {
+    const run = service((on) => {
+      on.event('kex', { id: 'arbitrary' }, () => {
+        throw new Error('boom');
+      });
+      on.event('kex', { id: 'temporary' }, () => {
+        throw new TemporaryError('not now', { delay: 5 });
+      });
+      on.event('kex', { id: 'permanent' }, () => {
+        throw new PermanentError('never');
+      });
+    });
+    const { outcomes, logs } = await run(
+      invocation(['arbitrary', 'temporary', 'permanent'], {}, { reason: 'event', event: 'ADDED' }),
+    );
+    assert.deepEqual(outcomes, {
+      arbitrary: { status: 'permanent', message: 'boom' },
+      temporary: { status: 'permanent', message: 'not now' },
+      permanent: { status: 'permanent', message: 'never' },
+    });
+    assert.deepEqual(logs, [
+      { level: 'error', message: 'event handler failed, not to be retried: boom', handler: 'arbitrary' },
+      { level: 'error', message: 'event handler failed, not to be retried: not now', handler: 'temporary' },
+      { level: 'error', message: 'event handler failed, not to be retried: never', handler: 'permanent' },
+    ]);
+  });
+
+  it('keeps the effects a handler made before it failed', async () => {
+    const run = service((on) => {
+      on.delete('kex', function half({ patch, events, memo }) {
+        patch.metadata = { annotations: { step: '1' } };
+        events.warning('Partial', 'step 1 of 2');
+        memo.step = 1;
+        throw new TemporaryError('step 2 failed', { delay: 3 });
+      });
+      on.delete('kex', function refused({ patch }) {
+        patch.status = { phase: 'Failed' };
+        throw new PermanentError('cannot');
+      });
+    });
+    const response = await run(invocation(['half', 'refused'], {}, { reason: 'delete' }));
+    assert.deepEqual(response.outcomes, {
+      half: {
+        status: 'temporary',
+        message: 'step 2 failed',
+        delay: 3,
+        patch: { metadata: { annotations: { step: '1' } } },
+        events: [{ type: 'Warning', reason: 'Partial', message: 'step 1 of 2' }],
+      },
+      refused: { status: 'permanent', message: 'cannot', patch: { status: { phase: 'Failed' } } },
+    });
+    assert.deepEqual(response.memo, { step: 1 });
   });
 });

@@ -1,17 +1,18 @@
 import {
+  type Effects,
   type InvocationRequest,
   type InvocationResponse,
+  type KubernetesEvent,
   type LogLine,
   type Outcome,
   PROTOCOL,
 } from '../protocol/index.ts';
-import { deepFreeze, type Handler, type HandlerContext, handlerContext } from './context.ts';
+import { deepFreeze, type HandlerContext, handlerContext, type Patch } from './context.ts';
 import { PermanentError, TemporaryError } from './errors.ts';
-import { collectingLogger } from './logger.ts';
+import { asJson, equal } from './json.ts';
+import { collectingLogger, type Logger } from './logger.ts';
 import type { Registered } from './registry.ts';
-
-/** Arbitrary errors are retried, as Kopf does by default. */
-const ARBITRARY_ERROR_DELAY_SECONDS = 60;
+import { Requeue } from './requeue.ts';
 
 /** Runs the due handlers one after another, in the request's order, as Kopf runs the handlers of one cause. */
 export async function invoke(
@@ -19,24 +20,50 @@ export async function invoke(
   handlers: ReadonlyMap<string, Registered>,
 ): Promise<InvocationResponse> {
   const frozen = deepFreeze(request);
+  const before = frozen.memo ?? {};
+  const memo: Record<string, unknown> = structuredClone(before);
   const logs: LogLine[] = [];
   const outcomes: [string, Outcome][] = [];
   for (const due of frozen.handlers) {
-    const { fn } = handlers.get(due.id) as Registered;
+    const handler = handlers.get(due.id) as Registered;
     const logger = collectingLogger(logs, due.id);
-    outcomes.push([due.id, await attempt(fn, handlerContext(frozen, due, logger))]);
+    const patch: Patch = {};
+    const events: KubernetesEvent[] = [];
+    const context = handlerContext(frozen, due, logger, { memo, patch, events, param: handler.param });
+    const outcome = await attempt(handler, context);
+    outcomes.push([due.id, withEffects(outcome, patch, events)]);
   }
-  // fromEntries defines own properties, so an id such as "__proto__" stays an ordinary key.
-  return { protocol: PROTOCOL, outcomes: Object.fromEntries(outcomes), logs };
+  const updates = memoUpdates(before, memo, logs);
+  return {
+    protocol: PROTOCOL,
+    // fromEntries defines own properties, so an id such as "__proto__" stays an ordinary key.
+    outcomes: Object.fromEntries(outcomes),
+    logs,
+    ...(updates ? { memo: updates } : {}),
+  };
 }
 
-async function attempt(fn: Handler, context: HandlerContext): Promise<Outcome> {
-  let result: unknown;
+async function attempt(handler: Registered, context: HandlerContext): Promise<Outcome> {
+  let returned: unknown;
   try {
-    result = await fn(context);
+    if (handler.applies && !(await handler.applies(context))) return { status: 'skipped' };
+    returned = await handler.fn(context);
   } catch (error) {
-    return failure(error);
+    return failure(handler, error, context.logger);
   }
+  if (returned instanceof Requeue) {
+    if (handler.kind !== 'reconcile') {
+      return {
+        status: 'permanent',
+        message: `requeue() is for reconcile handlers; a ${handler.kind} handler cannot be requeued`,
+      };
+    }
+    return { ...success(returned.result), requeueAfter: returned.seconds };
+  }
+  return success(returned);
+}
+
+function success(result: unknown): Outcome {
   if (result === undefined || result === null) return { status: 'success' };
   try {
     return { status: 'success', result: asJson(result) };
@@ -48,24 +75,60 @@ async function attempt(fn: Handler, context: HandlerContext): Promise<Outcome> {
   }
 }
 
-function failure(error: unknown): Outcome {
-  if (error instanceof PermanentError) return { status: 'permanent', message: error.message };
-  if (error instanceof TemporaryError) {
-    return { status: 'temporary', message: error.message, delay: error.delay };
-  }
+function failure(handler: Registered, error: unknown, logger: Logger): Outcome {
   const message = error instanceof Error ? error.message || error.name : String(error);
-  return { status: 'temporary', message, delay: ARBITRARY_ERROR_DELAY_SECONDS };
+  // Kopf ignores the errors of event handlers: logged, never retried.
+  if (handler.kind === 'event') {
+    logger.error(`event handler failed, not to be retried: ${message}`);
+    return { status: 'permanent', message };
+  }
+  if (error instanceof PermanentError) return { status: 'permanent', message };
+  if (error instanceof TemporaryError) return { status: 'temporary', message, delay: error.delay };
+  return { status: 'temporary', message, delay: handler.backoff };
 }
 
-/** JSON.stringify drops functions and symbols silently; a result that would lose parts must fail loudly instead. */
-function asJson(value: unknown): unknown {
-  const text = JSON.stringify(value, (key, item) => {
-    const type = typeof item;
-    if (type === 'function' || type === 'symbol' || type === 'bigint') {
-      throw new TypeError(`${key ? `"${key}" is` : 'it is'} a ${type}, which JSON cannot hold`);
+/** The gateway applies effects whatever the outcome, so what a handler did before failing is kept. */
+function withEffects(outcome: Outcome, patch: Patch, events: KubernetesEvent[]): Outcome {
+  const effects: Effects = {};
+  if (events.length > 0) effects.events = events;
+  let merge: unknown;
+  try {
+    merge = asJson(patch);
+  } catch (error) {
+    return {
+      ...effects,
+      status: 'permanent',
+      message: `the patch cannot be applied: ${(error as Error).message}`,
+    };
+  }
+  if (Object.keys(merge as object).length > 0) effects.patch = merge as Record<string, unknown>;
+  return { ...outcome, ...effects };
+}
+
+/** Keys set or changed since the call began, and `null` for keys deleted (or set to null or undefined). */
+function memoUpdates(
+  before: Readonly<Record<string, unknown>>,
+  after: Record<string, unknown>,
+  logs: LogLine[],
+): Record<string, unknown> | undefined {
+  const updates: [string, unknown][] = [];
+  for (const [key, value] of Object.entries(after)) {
+    const existed = Object.hasOwn(before, key);
+    if (value === undefined || value === null) {
+      if (existed && before[key] !== null) updates.push([key, null]);
+      continue;
     }
-    return item;
-  });
-  if (text === undefined) throw new TypeError('it has no JSON form');
-  return JSON.parse(text);
+    let json: unknown;
+    try {
+      json = asJson(value);
+    } catch (error) {
+      logs.push({ level: 'error', message: `memo "${key}" cannot be kept: ${(error as Error).message}` });
+      continue;
+    }
+    if (!existed || !equal(before[key], json)) updates.push([key, json]);
+  }
+  for (const key of Object.keys(before)) {
+    if (!Object.hasOwn(after, key)) updates.push([key, null]);
+  }
+  return updates.length > 0 ? Object.fromEntries(updates) : undefined;
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type InvocationResponse, PATHS, PROTOCOL } from '../protocol/index.ts';
-import type { HandlerContext } from './index.ts';
+import { type InvocationResponse, type Manifest, PATHS, PROTOCOL } from '../protocol/index.ts';
+import { type HandlerContext, PRESENT } from './index.ts';
 import { operator } from './operator.ts';
 import { invocation, SECRET, signed, signedInvoke, signedManifest } from './test-helpers.ts';
 
@@ -79,6 +79,47 @@ describe('operator', () => {
     });
   });
 
+  it('publishes filters and options, and answers effects, skips and memo updates over HTTP', async () => {
+    const op = operator({ name: 'kopfexample', secret: SECRET });
+    op.on.field(
+      'kopfexamples',
+      'spec.field',
+      { labels: { app: PRESENT }, retries: 5 },
+      function relabel({ new: value, patch, memo }) {
+        patch.metadata = { labels: { field: String(value) } };
+        memo.seen = ((memo.seen as number | undefined) ?? 0) + 1;
+      },
+    );
+    op.on.update('kopfexamples', { id: 'never', when: () => false }, () => 'not called');
+    const manifest = (await (await op.fetch(await signedManifest('kopfexample'))).json()) as Manifest;
+    assert.deepEqual(manifest.handlers, [
+      {
+        id: 'relabel/spec.field',
+        kind: 'field',
+        resource: { name: 'kopfexamples' },
+        filters: { labels: { app: { present: true } }, field: 'spec.field' },
+        options: { retries: 5 },
+      },
+      { id: 'never', kind: 'update', resource: { name: 'kopfexamples' }, filters: { when: true } },
+    ]);
+    const request = invocation(
+      ['relabel/spec.field', 'never'],
+      { old: 'before', new: 'after', diff: [['change', [], 'before', 'after']] },
+      { reason: 'update', memo: { seen: 1 } },
+    );
+    const response = await op.fetch(await signedInvoke('kopfexample', request));
+    assert.equal(response.status, 200);
+    assert.deepEqual(await response.json(), {
+      protocol: PROTOCOL,
+      outcomes: {
+        'relabel/spec.field': { status: 'success', patch: { metadata: { labels: { field: 'after' } } } },
+        never: { status: 'skipped' },
+      },
+      logs: [],
+      memo: { seen: 2 },
+    });
+  });
+
   it('answers unknown routes with a JSON 404', async () => {
     const response = await example().fetch(
       new Request('http://functions.test/elsewhere', { method: 'DELETE' }),
@@ -109,6 +150,18 @@ describe('bad invocations are answered with 400', () => {
     ['a handler twice', JSON.stringify(invocation(['create_fn', 'create_fn'])), /listed twice/],
     ['another reason', JSON.stringify({ ...valid, reason: 'update' }), /not due for reason "update"/],
     ['a bad start time', JSON.stringify(invocation(['create_fn'], { started: 'yesterday' })), /ISO 8601/],
+    ['a memo that is a list', JSON.stringify({ ...valid, memo: [1] }), /"memo" must be an object/],
+    [
+      'an unknown event type',
+      JSON.stringify({ ...valid, event: 'BOOKMARK' }),
+      /"event" must be one of ADDED, MODIFIED, DELETED/,
+    ],
+    [
+      'a diff that is no list',
+      JSON.stringify(invocation(['create_fn'], { diff: {} as never })),
+      /"diff" must be a list/,
+    ],
+    ['an unknown reason', JSON.stringify({ ...valid, reason: 'pause' }), /not due for reason "pause"/],
   ];
   for (const [what, body, error] of cases) {
     it(what, async () => {

@@ -4,7 +4,7 @@ import { errorResponse } from './error-response.ts';
 import { BadRequest, parseInvocation } from './invocation.ts';
 import { invoke } from './invoke.ts';
 import { verify } from './middleware/verify/index.ts';
-import { createRegistry, type On } from './registry.ts';
+import { createRegistry, type On, specOf } from './registry.ts';
 import { secretSource } from './secret.ts';
 
 export interface OperatorOptions {
@@ -39,7 +39,7 @@ export function operator(options: OperatorOptions): Operator {
   const app = new Hono()
     .get(PATHS.health, (c) => c.json({ status: 'ok', protocol: PROTOCOL, name } satisfies Health))
     .get(PATHS.manifest, signed, (c) => {
-      const specs = [...handlers.values()].map(({ id, kind, resource }) => ({ id, kind, resource }));
+      const specs = [...handlers.values()].map(specOf);
       return c.json({ protocol: PROTOCOL, name, handlers: specs } satisfies Manifest);
     })
     .post(PATHS.invoke, signed, async (c) => {

@@ -1,28 +1,64 @@
-import type { HandlerKind, HandlerSpec, Reason } from '../protocol/index.ts';
-import type { Fields, Handler } from './context.ts';
+import type { HandlerKind, HandlerSpec, Reason, HandlerOptions as SpecOptions } from '../protocol/index.ts';
+import type { Fields, Handler, HandlerContext } from './context.ts';
+import { checkField, compileFilters, type FilterOptions } from './filters.ts';
 import { type Resource, selectResource } from './resource.ts';
 
-export interface HandlerOptions {
-  /** Defaults to the function's name; the result is stored under `status.<id>`. */
+/** Every option of every kind; each kind takes the part of them its entry in KINDS lists. */
+export interface HandlerOptions extends FilterOptions {
+  /**
+   * Defaults to the function's name, followed by `/<field>` when there is a field (as in Kopf, so one
+   * function can serve several fields); the result is stored under `status.<id>`.
+   */
   id?: string;
+  /** Any value: passed back to the handler as `param`. */
+  param?: unknown;
+  /** Attempts before the handler is given up as failed. */
+  retries?: number;
+  /** Seconds since the first attempt before the handler is given up as failed. */
+  timeout?: number;
+  /** Seconds before retrying after an error that is neither a TemporaryError nor a PermanentError; 60 by default. */
+  backoff?: number;
+  /** Delete handlers: not worth holding the object for, so the gateway adds no finalizer for it. */
+  optional?: boolean;
+  /** Resume handlers: also for objects already being deleted. */
+  deleted?: boolean;
 }
 
-/** Each kind's options; a kind the protocol adds gets its own entry here and in KINDS. */
-interface OptionsOf {
-  create: HandlerOptions;
-}
+type OptionName = keyof HandlerOptions;
 
 interface KindRules {
   /** The causes that make a handler of this kind due. */
   reasons: readonly Reason[];
   /** Checked at registration too, so that plain JavaScript cannot pass an option that would be ignored. */
-  options: readonly string[];
+  options: readonly OptionName[];
+  /** Kinds that take the field as an argument before the options, as Kopf's `on.field`. */
+  argument?: 'field';
 }
 
-/** `satisfies` keeps this table in step with the protocol's kinds: a missing or unknown kind fails to typecheck. */
+const FILTERS = ['labels', 'annotations', 'value', 'when'] as const;
+const COMMON = ['id', 'param', ...FILTERS] as const;
+const RETRYING = ['retries', 'timeout', 'backoff'] as const;
+const CHANGES = ['old', 'new'] as const;
+
+/**
+ * `satisfies` keeps this table in step with the protocol's kinds: a missing or unknown kind fails to
+ * typecheck. Event handlers take no retry options: their errors are never retried, as in Kopf.
+ */
 const KINDS = {
-  create: { reasons: ['create'], options: ['id'] },
-} satisfies Record<HandlerKind, KindRules>;
+  create: { reasons: ['create'], options: [...COMMON, 'field', ...RETRYING] },
+  update: { reasons: ['update'], options: [...COMMON, 'field', ...RETRYING, ...CHANGES] },
+  delete: { reasons: ['delete'], options: [...COMMON, 'field', ...RETRYING, 'optional'] },
+  resume: { reasons: ['resume'], options: [...COMMON, 'field', ...RETRYING, 'deleted'] },
+  // Kopf's on.field: the field changed, appearing included.
+  field: { reasons: ['create', 'update'], options: [...COMMON, ...RETRYING, ...CHANGES], argument: 'field' },
+  event: { reasons: ['event'], options: [...COMMON, 'field'] },
+  reconcile: { reasons: ['reconcile'], options: [...COMMON, 'field', ...RETRYING] },
+} as const satisfies Record<HandlerKind, KindRules>;
+
+type Kinds = typeof KINDS;
+
+/** The options `op.on.<kind>` takes. */
+export type OptionsOf<Kind extends HandlerKind> = Pick<HandlerOptions, Kinds[Kind]['options'][number]>;
 
 /** `Spec` and `Status` type what a handler reads from the object; they are not checked at run time. */
 export interface Register<Options> {
@@ -37,10 +73,34 @@ export interface Register<Options> {
   ): void;
 }
 
-export type On = { [Kind in HandlerKind]: Register<OptionsOf[Kind]> };
+/** Kopf's `on.field(resource, field, options?, handler)`. */
+export interface RegisterField<Options> {
+  <Spec extends object = Fields, Status extends object = Fields>(
+    resource: Resource,
+    field: string,
+    handler: Handler<Spec, Status>,
+  ): void;
+  <Spec extends object = Fields, Status extends object = Fields>(
+    resource: Resource,
+    field: string,
+    options: Options,
+    handler: Handler<Spec, Status>,
+  ): void;
+}
+
+export type On = {
+  [Kind in HandlerKind]: Kinds[Kind] extends { argument: 'field' }
+    ? RegisterField<OptionsOf<Kind>>
+    : Register<OptionsOf<Kind>>;
+};
 
 export interface Registered extends HandlerSpec {
   fn: Handler;
+  param: unknown;
+  /** Seconds before retrying after an arbitrary error. */
+  backoff: number;
+  /** The filters' callbacks; false means the handler is skipped. Absent when there are none. */
+  applies?: (context: HandlerContext) => Promise<boolean>;
 }
 
 export interface Registry {
@@ -49,50 +109,116 @@ export interface Registry {
   handlers: ReadonlyMap<string, Registered>;
 }
 
+/** Arbitrary errors are retried, as Kopf does by default (settings.execution.default_backoff). */
+const DEFAULT_BACKOFF_SECONDS = 60;
+
 export function createRegistry(): Registry {
   const handlers = new Map<string, Registered>();
   const register =
     (kind: HandlerKind) =>
-    (resource: Resource, ...rest: [Handler] | [HandlerOptions, Handler]): void => {
-      const [options, fn] = rest.length === 1 ? [{}, rest[0]] : rest;
-      if (typeof fn !== 'function') throw new TypeError(`on.${kind}: the handler must be a function`);
-      checkOptions(kind, options);
-      const id = options.id ?? fn.name;
+    (resource: Resource, ...rest: unknown[]): void => {
+      const where = `on.${kind}`;
+      const rules: KindRules = KINDS[kind];
+      const takesField = rules.argument === 'field';
+      let field: string | undefined;
+      if (takesField) {
+        const argument = rest.shift();
+        checkField(where, argument);
+        field = argument;
+      }
+      if (rest.length < 1 || rest.length > 2) {
+        throw new TypeError(
+          `${where}: expected (resource, ${takesField ? 'field, ' : ''}options?, handler), ` +
+            `got ${rest.length + (takesField ? 2 : 1)} arguments`,
+        );
+      }
+      const [given, fn] = rest.length === 1 ? [{}, rest[0]] : rest;
+      if (typeof fn !== 'function') throw new TypeError(`${where}: the handler must be a function`);
+      checkOptions(where, rules.options, given);
+      const options: HandlerOptions = field === undefined ? given : { ...given, field };
+      const { filters, applies } = compileFilters(where, options);
+      const id = options.id ?? handlerId(fn.name, options.field);
       if (!id) {
         throw new TypeError(
-          `on.${kind}: an anonymous handler needs an id: pass { id: '...' } or use a named function`,
+          `${where}: an anonymous handler needs an id: pass { id: '...' } or use a named function`,
         );
       }
-      if (/\s/.test(id)) throw new TypeError(`on.${kind}: handler id "${id}" must not contain whitespace`);
+      if (/\s/.test(id)) throw new TypeError(`${where}: handler id "${id}" must not contain whitespace`);
       if (handlers.has(id)) {
-        throw new Error(
-          `on.${kind}: handler id "${id}" is already registered; pass a distinct { id: '...' }`,
-        );
+        throw new Error(`${where}: handler id "${id}" is already registered; pass a distinct { id: '...' }`);
       }
-      handlers.set(id, { id, kind, resource: selectResource(resource), fn });
+      const specOptions = pick(options, ['retries', 'timeout', 'backoff', 'optional', 'deleted']);
+      handlers.set(id, {
+        id,
+        kind,
+        resource: selectResource(resource),
+        ...(filters ? { filters } : {}),
+        ...(specOptions ? { options: specOptions } : {}),
+        fn: fn as Handler,
+        param: options.param,
+        backoff: options.backoff ?? DEFAULT_BACKOFF_SECONDS,
+        ...(applies ? { applies } : {}),
+      });
     };
   const on = Object.fromEntries(
     Object.keys(KINDS).map((kind) => [kind, register(kind as HandlerKind)]),
-  ) as On;
+  ) as unknown as On;
   return { on, handlers };
 }
 
-export function handles(kind: HandlerKind, reason: Reason): boolean {
-  return KINDS[kind].reasons.includes(reason);
+/** What the manifest publishes of a handler. */
+export function specOf({ id, kind, resource, filters, options }: Registered): HandlerSpec {
+  return { id, kind, resource, ...(filters ? { filters } : {}), ...(options ? { options } : {}) };
 }
 
-function checkOptions(kind: HandlerKind, options: unknown): asserts options is HandlerOptions {
-  if (typeof options !== 'object' || options === null) {
-    throw new TypeError(`on.${kind}: options must be an object, got ${String(options)}`);
+export function handles(kind: HandlerKind, reason: Reason): boolean {
+  return (KINDS[kind].reasons as readonly Reason[]).includes(reason);
+}
+
+function handlerId(name: string, field: string | undefined): string {
+  if (!name) return '';
+  return field === undefined ? name : `${name}/${field}`;
+}
+
+function pick(options: HandlerOptions, names: (keyof SpecOptions)[]): SpecOptions | undefined {
+  const picked = Object.fromEntries(
+    names.flatMap((name) => (options[name] === undefined ? [] : [[name, options[name]]])),
+  );
+  return Object.keys(picked).length > 0 ? picked : undefined;
+}
+
+function checkOptions(
+  where: string,
+  known: readonly OptionName[],
+  options: unknown,
+): asserts options is HandlerOptions {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new TypeError(`${where}: options must be an object, got ${String(options)}`);
   }
-  const known: readonly string[] = KINDS[kind].options;
   for (const name of Object.keys(options)) {
-    if (!known.includes(name)) {
-      throw new TypeError(`on.${kind}: unknown option "${name}"; known options: ${known.join(', ')}`);
+    if (!(known as readonly string[]).includes(name)) {
+      throw new TypeError(`${where}: unknown option "${name}"; known options: ${known.join(', ')}`);
     }
   }
-  const { id } = options as HandlerOptions;
+  const { id, retries, timeout, backoff, optional, deleted } = options as HandlerOptions;
   if (id !== undefined && (typeof id !== 'string' || id === '')) {
-    throw new TypeError(`on.${kind}: option "id" must be a non-empty string`);
+    throw new TypeError(`${where}: option "id" must be a non-empty string`);
+  }
+  if (retries !== undefined && !(Number.isInteger(retries) && retries >= 1)) {
+    throw new TypeError(`${where}: option "retries" must be a whole number of attempts, at least 1`);
+  }
+  if (timeout !== undefined && !(typeof timeout === 'number' && Number.isFinite(timeout) && timeout > 0)) {
+    throw new TypeError(`${where}: option "timeout" must be a positive number of seconds`);
+  }
+  if (backoff !== undefined && !(typeof backoff === 'number' && Number.isFinite(backoff) && backoff >= 0)) {
+    throw new TypeError(`${where}: option "backoff" must be a non-negative number of seconds`);
+  }
+  for (const [name, flag] of [
+    ['optional', optional],
+    ['deleted', deleted],
+  ] as const) {
+    if (flag !== undefined && typeof flag !== 'boolean') {
+      throw new TypeError(`${where}: option "${name}" must be true or false`);
+    }
   }
 }

@@ -34,8 +34,15 @@ export function signedInvoke(
   return signed({ audience, path: PATHS.invoke, body: JSON.stringify(request), secret });
 }
 
-/** A create call for a namespaced `KopfExample` named `kex-1`, with every given handler due on its first attempt. */
-export function invocation(ids: string[], due: Partial<DueHandler> = {}): InvocationRequest {
+/**
+ * A create call for a namespaced `KopfExample` named `kex-1`, with every given handler due on its first
+ * attempt; `request` replaces parts of the request (the reason, the memo, ...).
+ */
+export function invocation(
+  ids: string[],
+  due: Partial<DueHandler> = {},
+  request: Partial<InvocationRequest> = {},
+): InvocationRequest {
   return {
     protocol: PROTOCOL,
     reason: 'create',
@@ -60,5 +67,6 @@ export function invocation(ids: string[], due: Partial<DueHandler> = {}): Invoca
       ...due,
     })),
     deadline: new Date(Date.now() + 30_000).toISOString(),
+    ...request,
   };
 }

@@ -1,15 +1,50 @@
 /**
- * Decides what happened to an object since it was last handled: pure logic on the object and the
- * state stored on it, so it is tested without a cluster.
+ * Decides what happened to an object since it was last handled, by comparing its essence with the one
+ * stored on it (Kopf's diff-base): pure logic, tested without a cluster.
  */
-import type { KubernetesObject, Reason } from '../protocol/index.ts';
+import type { DiffItem, KubernetesObject, Reason } from '../protocol/index.ts';
+import { diff } from './state/diff.ts';
+import { type Essence, essenceOf, serializeEssence } from './state/essence.ts';
 import type { StoredState } from './state/storage.ts';
 
-export type Cause = { reason: Reason } | { reason: 'none' };
+export interface Cause {
+  reason: Reason | 'none';
+  /** The essence last handled (absent before the first creation). */
+  old?: Essence;
+  new: Essence;
+  diff: DiffItem[];
+  /** `new`, serialised as it is stored. */
+  essence: string;
+}
 
-export function detectCause(object: KubernetesObject, stored: StoredState): Cause {
-  // An object already on its way out is not created; deletion handling arrives with delete handlers.
-  if (object.metadata.deletionTimestamp) return { reason: 'none' };
-  if (stored.essence === undefined) return { reason: 'create' };
-  return { reason: 'none' };
+export interface CauseContext {
+  annotationPrefix: string;
+  /** True the first time this gateway process sees the object: existing objects are resumed. */
+  firstSight: boolean;
+}
+
+export function detectCause(object: KubernetesObject, stored: StoredState, context: CauseContext): Cause {
+  const current = essenceOf(object, context.annotationPrefix);
+  const essence = serializeEssence(current);
+  const old = stored.essence === undefined ? undefined : parseEssence(stored.essence);
+  const changes = old === undefined ? [] : diff(old, current);
+  const cause = (reason: Cause['reason']): Cause => ({
+    reason,
+    ...(old === undefined ? {} : { old }),
+    new: current,
+    diff: reason === 'create' ? diff(undefined, current) : changes,
+    essence,
+  });
+  if (object.metadata.deletionTimestamp) return cause('delete');
+  if (old === undefined) return cause('create');
+  if (changes.length > 0) return cause('update');
+  return cause(context.firstSight ? 'resume' : 'none');
+}
+
+function parseEssence(text: string): Essence | undefined {
+  try {
+    return JSON.parse(text) as Essence;
+  } catch {
+    return undefined; // a damaged record: handle the object as new rather than never
+  }
 }

@@ -9,10 +9,13 @@ export interface Identity {
   annotationPrefix: string;
   /** Recorded as the manager of the fields the gateway writes. */
   fieldManager: string;
+  /** Holds objects with delete handlers until those have run. */
+  finalizer: string;
 }
 
 export const DEFAULT_IDENTITY: Identity = {
   statusKey: 'causeway',
   annotationPrefix: 'causeway.dev',
   fieldManager: 'causeway',
+  finalizer: 'causeway.dev/finalizer',
 };

@@ -1,22 +1,43 @@
 /**
- * Applies what a cycle produced in the fewest writes: one merge PATCH of the object, one of its
- * `/status` when the status is a subresource, either skipped when empty. Results go out before (or
- * with) the record that the object was handled, so a crash between the two can only repeat a call,
- * never lose a result.
+ * Applies what a cycle produced in the fewest writes: one merge PATCH of `/status` when the status is
+ * a subresource, one of the object, either skipped when empty, status first. So results go out
+ * before, or with, the record that they were delivered: a crash between two writes can only repeat a
+ * call, never lose a result.
  */
 import type { KubernetesObject } from '../protocol/index.ts';
+import type { JsonPatch } from './finalizers.ts';
 import type { KubeClient } from './kube/client.ts';
 import { type DiscoveredResource, objectPath } from './kube/discovery.ts';
 
 export interface ObjectChanges {
-  /** Merge patch for `status` (results, and state kept in the status). */
+  /** Merge patch for `status`. */
   status: Record<string, unknown>;
-  /** Merge patch for the object outside `status` (state kept in annotations). */
+  /** Merge patch for the object outside `status`. */
   object: Record<string, unknown>;
 }
 
 export function emptyChanges(): ObjectChanges {
   return { status: {}, object: {} };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Merges merge patch `patch` into merge patch `into`: later values win, `null` (removal) is kept. */
+export function mergePatches(into: Record<string, unknown>, patch: Record<string, unknown>): void {
+  for (const [key, value] of Object.entries(patch)) {
+    const existing = into[key];
+    if (isObject(value) && isObject(existing)) mergePatches(existing, value);
+    else into[key] = isObject(value) ? structuredClone(value) : value;
+  }
+}
+
+/** Adds a whole-object merge patch (as handlers return it) to the changes, its `status` apart. */
+export function addObjectPatch(changes: ObjectChanges, patch: Record<string, unknown>): void {
+  const { status, ...rest } = patch;
+  if (isObject(status)) mergePatches(changes.status, status);
+  mergePatches(changes.object, rest);
 }
 
 /** Returns the object as the API answered the last write, or undefined when nothing was written. */
@@ -40,4 +61,15 @@ export async function applyChanges(
     written = await client.patch(path, 'merge', body, query);
   }
   return written;
+}
+
+export function applyJsonPatch(
+  client: KubeClient,
+  resource: DiscoveredResource,
+  target: KubernetesObject,
+  patch: JsonPatch,
+  fieldManager: string,
+): Promise<KubernetesObject> {
+  const path = objectPath(resource, target.metadata.name, target.metadata.namespace);
+  return client.patch(path, 'json', patch, { fieldManager });
 }

@@ -1,21 +1,31 @@
 /**
- * One processing cycle for one object: detect the cause, call each function service once with all of
- * its handlers that are due, then write results and state back through the patcher.
+ * One processing cycle for one object: detect the cause, plan which handlers are due, call each
+ * function service once with all of its due handlers, and write back results, progress, patches and
+ * the handled-record in the fewest PATCHes, results first.
  */
 import { createHash } from 'node:crypto';
-import type { DueHandler, HandlerSpec, KubernetesObject, Outcome } from '../protocol/index.ts';
-import { detectCause } from './causes.ts';
+import type {
+  DueHandler,
+  HandlerSpec,
+  KubernetesEvent,
+  KubernetesObject,
+  Outcome,
+} from '../protocol/index.ts';
+import { type Cause, detectCause } from './causes.ts';
 import type { FunctionService } from './dispatch/function-service.ts';
 import { invocationRequest } from './dispatch/invocation.ts';
+import { postEvents } from './events.ts';
+import { objectMatches } from './filters.ts';
+import { addFinalizer, hasFinalizer, removeFinalizer } from './finalizers.ts';
 import type { Identity } from './identity.ts';
 import type { KubeClient } from './kube/client.ts';
 import type { DiscoveredResource } from './kube/discovery.ts';
 import { ApiError } from './kube/errors.ts';
 import type { Logger } from './logging.ts';
-import { applyChanges, emptyChanges } from './patcher.ts';
+import { addObjectPatch, applyChanges, applyJsonPatch, emptyChanges, type ObjectChanges } from './patcher.ts';
+import { type Candidate, type DueCall, planCause } from './plan.ts';
 import { type CycleOutcome, describe } from './queue.ts';
-import { essenceOf, serializeEssence } from './state/essence.ts';
-import { StateStorage } from './state/storage.ts';
+import { type ProgressMap, StateStorage, type StateUpdate } from './state/storage.ts';
 
 export interface Binding {
   service: FunctionService;
@@ -27,12 +37,6 @@ export interface ServedResource {
   resource: DiscoveredResource;
   storage: StateStorage;
   bindings: Binding[];
-}
-
-interface HandlerProgress {
-  started: string;
-  retry: number;
-  done: boolean;
 }
 
 export interface ProcessorOptions {
@@ -48,128 +52,321 @@ export interface Processor {
   forget(uid: string): void;
 }
 
+/** Seconds before calling a service again after it could not be reached or answered badly. */
+const SERVICE_RETRY_DELAYS_S = [1, 2, 5, 10, 30, 60];
+/** After a write lost a race (a guarded patch on a changed object), look again this soon. */
+const CONFLICT_RETRY_MS = 100;
+
 export function createProcessor(options: ProcessorOptions): Processor {
   const { client, served, identity, logger } = options;
-  // Progress of handlers that have not all finished, by object uid. In memory only, for now.
-  const progress = new Map<string, Map<string, HandlerProgress>>();
+  const seen = new Set<string>();
+  const memos = new Map<string, Record<string, unknown>>();
 
   const run = async (object: KubernetesObject): Promise<CycleOutcome> => {
+    const uid = object.metadata.uid;
+    const firstSight = !seen.has(uid);
+    seen.add(uid);
     const stored = served.storage.read(object);
-    const cause = detectCause(object, stored);
-    if (cause.reason === 'none') {
-      progress.delete(object.metadata.uid);
-      return {};
-    }
+    const cause = detectCause(object, stored, { annotationPrefix: identity.annotationPrefix, firstSight });
+    const candidates = served.bindings.flatMap(({ service, handlers }) =>
+      handlers.map((spec) => ({ service, spec })),
+    );
     const log = logger.child(describe(object));
-    const records = progress.get(object.metadata.uid) ?? new Map<string, HandlerProgress>();
-    progress.set(object.metadata.uid, records);
-    const now = new Date().toISOString();
 
-    const calls = served.bindings.map(async ({ service, handlers }) => {
-      const due: DueHandler[] = [];
-      for (const handler of handlers) {
-        let record = records.get(handler.id);
-        if (!record) {
-          record = { started: now, retry: 0, done: false };
-          records.set(handler.id, record);
-        }
-        if (!record.done) due.push(dueHandler(object, handler.id, record));
-      }
-      if (due.length === 0) return [] as Array<[string, Outcome]>;
-      try {
-        const response = await service.invoke(
-          invocationRequest(cause.reason, served.resource, object, due, service.timeoutMs),
-        );
-        for (const line of response.logs)
-          log.log(line.level, line.handler ? `${line.handler}: ${line.message}` : line.message);
-        return Object.entries(response.outcomes);
-      } catch (error) {
-        const message = error instanceof Error ? error.message : String(error);
-        return due.map(({ id, retry }): [string, Outcome] => [
-          id,
-          { status: 'temporary', message, delay: serviceRetryDelay(retry) },
-        ]);
-      }
-    });
-
-    const changes = emptyChanges();
-    let retryAfterMs: number | undefined;
-    for (const [id, outcome] of (await Promise.all(calls)).flat()) {
-      const record = records.get(id) as HandlerProgress;
-      switch (outcome.status) {
-        case 'success':
-          record.done = true;
-          if (outcome.result !== undefined && outcome.result !== null) changes.status[id] = outcome.result;
-          log.info(`handler ${id} succeeded`);
-          break;
-        case 'permanent':
-          record.done = true;
-          log.error(`handler ${id} failed permanently: ${outcome.message}`);
-          break;
-        case 'temporary':
-          record.retry++;
-          retryAfterMs = Math.min(retryAfterMs ?? Number.POSITIVE_INFINITY, outcome.delay * 1000);
-          log.warning(`handler ${id} failed temporarily, retrying in ${outcome.delay}s: ${outcome.message}`);
-          break;
-      }
-    }
-
-    const finished = [...records.values()].every((record) => record.done);
-    const essence = serializeEssence(essenceOf(object, identity.annotationPrefix));
-    if (finished) {
-      const state = served.storage.write({ essence });
-      Object.assign(changes.status, state.status);
-      Object.assign(changes.object, state.object);
-    }
-
-    let written: KubernetesObject | undefined;
     try {
-      written = await applyChanges(client, served.resource, object, changes, identity.fieldManager);
-      if (finished && written && !served.storage.kept(written, { essence })) {
-        written = await moveStateToAnnotations(options, object, essence, log);
+      let current = object;
+      let written: string | undefined;
+      // The finalizer goes on before any handler runs, so a deletion can never slip past them.
+      if (
+        cause.reason !== 'delete' &&
+        needsFinalizer(object, candidates) &&
+        !hasFinalizer(object, identity.finalizer)
+      ) {
+        current = await applyJsonPatch(
+          client,
+          served.resource,
+          object,
+          addFinalizer(object, identity.finalizer),
+          identity.fieldManager,
+        );
+        written = current.metadata.resourceVersion;
       }
+
+      const now = new Date();
+      const plan = planCause(current, cause, candidates, stored.progress, now);
+      if (plan.concerned.length === 0) {
+        // Nothing concerns it: no call, no log. A finalizer of ours that nothing needs any more goes.
+        const release = releaseIfUnneeded(current, cause, candidates, identity);
+        if (release)
+          current = await applyJsonPatch(client, served.resource, current, release, identity.fieldManager);
+        return written || release ? { written: current.metadata.resourceVersion } : {};
+      }
+
+      const progress: ProgressMap = { ...stored.progress };
+      const changes = emptyChanges();
+      const events: KubernetesEvent[] = [];
+      for (const given of plan.givenUp) {
+        progress[given.spec.id] = { ...given.progress, failure: true, message: given.message };
+        log.error(`handler ${given.spec.id} ${given.message}`);
+        events.push({
+          type: 'Warning',
+          reason: 'HandlerFailed',
+          message: `${given.spec.id} ${given.message}`,
+        });
+      }
+
+      const outcomes = await callServices(
+        plan.due,
+        cause,
+        current,
+        stored.essence,
+        memos,
+        served.resource,
+        log,
+      );
+      let retryAfterMs = plan.wakeInMs;
+      for (const [call, outcome] of outcomes) {
+        const id = call.spec.id;
+        const record = { ...call.progress };
+        if (outcome.patch) addObjectPatch(changes, outcome.patch);
+        if (outcome.events) events.push(...outcome.events);
+        if (outcome.requeueAfter !== undefined)
+          retryAfterMs = Math.min(retryAfterMs ?? Infinity, outcome.requeueAfter * 1000);
+        switch (outcome.status) {
+          case 'success':
+            record.success = true;
+            delete record.delayedUntil;
+            if (outcome.result !== undefined && outcome.result !== null && cause.reason !== 'delete') {
+              changes.status[id] = outcome.result;
+            }
+            log.info(`handler ${id} succeeded`);
+            break;
+          case 'skipped':
+            record.success = true;
+            record.message = 'skipped';
+            break;
+          case 'permanent':
+            record.failure = true;
+            record.message = outcome.message;
+            log.error(`handler ${id} failed permanently: ${outcome.message}`);
+            events.push({
+              type: 'Warning',
+              reason: 'HandlerFailed',
+              message: `${id} failed permanently: ${outcome.message}`,
+            });
+            break;
+          case 'temporary':
+            record.retries += 1;
+            record.message = outcome.message;
+            record.delayedUntil = new Date(now.getTime() + outcome.delay * 1000).toISOString();
+            retryAfterMs = Math.min(retryAfterMs ?? Infinity, outcome.delay * 1000);
+            log.warning(
+              `handler ${id} failed temporarily, retrying in ${outcome.delay}s: ${outcome.message}`,
+            );
+            events.push({ type: 'Warning', reason: 'HandlerRetrying', message: `${id}: ${outcome.message}` });
+            break;
+        }
+        progress[id] = record;
+      }
+
+      const finished = plan.concerned.every(
+        ({ spec }) => progress[spec.id]?.success || progress[spec.id]?.failure,
+      );
+      const last = await writeBack(current, cause, finished, progress, changes, options, log);
+      if (last) current = last;
+      written = last?.metadata.resourceVersion ?? written;
+      if (events.length > 0) await postEvents(client, current, events, log);
+      return {
+        ...(written ? { written } : {}),
+        ...(finished || retryAfterMs === undefined ? {} : { retryAfterMs }),
+      };
     } catch (error) {
-      if (error instanceof ApiError && error.status === 404) return {}; // deleted meanwhile: nothing to record
+      if (error instanceof ApiError && error.status === 404) return {}; // gone meanwhile: nothing to record
+      if (
+        error instanceof ApiError &&
+        (error.status === 409 || error.status === 422) &&
+        /test/i.test(error.message)
+      ) {
+        return { retryAfterMs: CONFLICT_RETRY_MS }; // a guarded patch met a newer object: look again
+      }
       throw error;
     }
-    if (finished) progress.delete(object.metadata.uid);
-    return {
-      ...(written?.metadata.resourceVersion ? { written: written.metadata.resourceVersion } : {}),
-      ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
-    };
   };
-  return { run, forget: (uid) => progress.delete(uid) };
+
+  return {
+    run,
+    forget: (uid) => {
+      seen.delete(uid);
+      memos.delete(uid);
+    },
+  };
+}
+
+function needsFinalizer<S>(object: KubernetesObject, candidates: readonly Candidate<S>[]): boolean {
+  return candidates.some(
+    ({ spec }) => spec.kind === 'delete' && !spec.options?.optional && objectMatches(object, spec.filters),
+  );
+}
+
+function releaseIfUnneeded<S>(
+  object: KubernetesObject,
+  cause: Cause,
+  candidates: readonly Candidate<S>[],
+  identity: Identity,
+) {
+  if (!hasFinalizer(object, identity.finalizer)) return undefined;
+  if (cause.reason !== 'delete' && needsFinalizer(object, candidates)) return undefined;
+  return removeFinalizer(object, identity.finalizer);
+}
+
+/** Calls each service once with all of its due handlers, in parallel across services. */
+async function callServices(
+  due: DueCall<FunctionService>[],
+  cause: Cause,
+  object: KubernetesObject,
+  storedEssence: string | undefined,
+  memos: Map<string, Record<string, unknown>>,
+  resource: DiscoveredResource,
+  log: Logger,
+): Promise<Array<[DueCall<FunctionService>, Outcome]>> {
+  const byService = new Map<FunctionService, DueCall<FunctionService>[]>();
+  for (const call of due) byService.set(call.service, [...(byService.get(call.service) ?? []), call]);
+  const uid = object.metadata.uid;
+  const results = await Promise.all(
+    [...byService].map(async ([service, calls]) => {
+      const handlers = calls.map((call) => dueHandler(call, uid, cause, storedEssence));
+      try {
+        const request = invocationRequest(
+          cause.reason as Exclude<Cause['reason'], 'none'>,
+          resource,
+          object,
+          handlers,
+          service.timeoutMs,
+        );
+        const response = await service.invoke({ ...request, memo: memos.get(uid) ?? {} });
+        for (const line of response.logs)
+          log.log(line.level, line.handler ? `${line.handler}: ${line.message}` : line.message);
+        if (response.memo) updateMemo(memos, uid, response.memo);
+        return calls.map((call): [DueCall<FunctionService>, Outcome] => [
+          call,
+          response.outcomes[call.spec.id] as Outcome,
+        ]);
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        return calls.map((call): [DueCall<FunctionService>, Outcome] => [
+          call,
+          { status: 'temporary', message, delay: serviceRetryDelay(call.progress.retries) },
+        ]);
+      }
+    }),
+  );
+  return results.flat();
+}
+
+/**
+ * Writes what the cycle produced. When the cause is fully handled: the new handled-record, progress
+ * purged (or, for a deletion, the finalizer removed and nothing else). Otherwise: the progress.
+ */
+async function writeBack(
+  object: KubernetesObject,
+  cause: Cause,
+  finished: boolean,
+  progress: ProgressMap,
+  changes: ObjectChanges,
+  { client, served, identity }: ProcessorOptions,
+  log: Logger,
+): Promise<KubernetesObject | undefined> {
+  const deleting = cause.reason === 'delete';
+  let update: StateUpdate;
+  if (deleting && finished) update = {};
+  else if (finished)
+    update = {
+      essence: cause.essence,
+      ...(Object.keys(progressOf(object, served)).length ? { progress: null } : {}),
+    };
+  else update = { progress };
+  const state = served.storage.write(update);
+  if (state.status) addObjectPatch(changes, { status: state.status });
+  if (state.object) addObjectPatch(changes, state.object);
+
+  let written = await applyChanges(client, served.resource, object, changes, identity.fieldManager);
+  if (update.essence && written && !served.storage.kept(written, cause.essence)) {
+    written = await moveStateToAnnotations(client, served, identity, written, cause.essence, log);
+  }
+  if (deleting && finished && hasFinalizer(written ?? object, identity.finalizer)) {
+    const target = written ?? object;
+    written = await applyJsonPatch(
+      client,
+      served.resource,
+      target,
+      removeFinalizer(target, identity.finalizer),
+      identity.fieldManager,
+    );
+  }
+  return written;
+}
+
+function progressOf(object: KubernetesObject, served: ServedResource): ProgressMap {
+  return served.storage.read(object).progress ?? {};
 }
 
 /** The status dropped our record (a structural schema pruned it): keep state in annotations from now on. */
 async function moveStateToAnnotations(
-  options: ProcessorOptions,
+  client: KubeClient,
+  served: ServedResource,
+  identity: Identity,
   object: KubernetesObject,
   essence: string,
   log: Logger,
 ): Promise<KubernetesObject | undefined> {
-  const { served, identity } = options;
   log.warning(
     `the status of ${served.resource.plural}.${served.resource.group} does not keep status.${identity.statusKey} ` +
       '(its schema prunes unknown fields); keeping state in annotations instead',
   );
   served.storage = new StateStorage('annotations', identity);
   const changes = emptyChanges();
-  Object.assign(changes.object, served.storage.write({ essence }).object);
-  return applyChanges(options.client, served.resource, object, changes, identity.fieldManager);
+  addObjectPatch(changes, served.storage.write({ essence }).object ?? {});
+  return applyChanges(client, served.resource, object, changes, identity.fieldManager);
 }
 
-/** Seconds before calling a service again after it could not be reached or answered badly. */
-const SERVICE_RETRY_DELAYS_S = [1, 2, 5, 10, 30, 60];
+function updateMemo(
+  memos: Map<string, Record<string, unknown>>,
+  uid: string,
+  updates: Record<string, unknown>,
+): void {
+  const memo = { ...memos.get(uid) };
+  for (const [key, value] of Object.entries(updates)) {
+    if (value === null) delete memo[key];
+    else memo[key] = value;
+  }
+  memos.set(uid, memo);
+}
 
 function serviceRetryDelay(retry: number): number {
   return SERVICE_RETRY_DELAYS_S[Math.min(retry, SERVICE_RETRY_DELAYS_S.length - 1)] as number;
 }
 
-function dueHandler(object: KubernetesObject, id: string, record: HandlerProgress): DueHandler {
+/**
+ * The idempotency key depends on the object, the handler, the cause and the state the change started
+ * from, which stay the same until the change is handled: across retries, restarts and crashes alike.
+ */
+function dueHandler(
+  call: DueCall<FunctionService>,
+  uid: string,
+  cause: Cause,
+  storedEssence: string | undefined,
+): DueHandler {
   const idempotencyKey = createHash('sha256')
-    .update(`${object.metadata.uid}/${id}/${record.started}`)
+    .update(`${uid}\0${call.spec.id}\0${cause.reason}\0${storedEssence ?? ''}`)
     .digest('base64url')
     .slice(0, 32);
-  return { id, retry: record.retry, started: record.started, idempotencyKey };
+  return {
+    id: call.spec.id,
+    retry: call.progress.retries,
+    started: call.progress.started,
+    idempotencyKey,
+    ...(call.old === undefined ? {} : { old: call.old }),
+    ...(call.new === undefined ? {} : { new: call.new }),
+    ...(call.diff === undefined ? {} : { diff: call.diff }),
+  };
 }

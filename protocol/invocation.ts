@@ -29,7 +29,13 @@ export interface KubernetesObject {
   [key: string]: unknown;
 }
 
-export type Reason = 'create';
+/** Why handlers are called: the cause the gateway detected, a raw watch event, or a reconciliation. */
+export type Reason = 'create' | 'update' | 'delete' | 'resume' | 'event' | 'reconcile';
+
+export type DiffOperation = 'add' | 'change' | 'remove';
+
+/** One difference, as Kopf gives it: operation, path (keys from the top), old value, new value. */
+export type DiffItem = [operation: DiffOperation, path: string[], old: unknown, new: unknown];
 
 /** One handler that is due in this call, with the progress the gateway keeps for it. */
 export interface DueHandler {
@@ -40,6 +46,13 @@ export interface DueHandler {
   started: string;
   /** The same for every attempt at the same change: lets handlers make external side effects idempotent. */
   idempotencyKey: string;
+  /**
+   * Creates and updates: the object's essence before and after (absent before a creation), and their
+   * difference. For a handler with a `field`, all three are relative to that field.
+   */
+  old?: unknown;
+  new?: unknown;
+  diff?: DiffItem[];
 }
 
 /** One call carries every handler due for one object in one processing cycle. */
@@ -51,15 +64,38 @@ export interface InvocationRequest {
   handlers: DueHandler[];
   /** ISO 8601: the gateway stops waiting for the answer then. */
   deadline: string;
+  /** What the handlers kept for this object in earlier calls (kept in the gateway's memory only). */
+  memo?: Record<string, unknown>;
+  /** Event handlers: the type of the raw watch event. */
+  event?: 'ADDED' | 'MODIFIED' | 'DELETED';
 }
 
-export type Outcome =
-  /** `result`, when present, is stored under `status.<handler id>`. */
-  | { status: 'success'; result?: unknown }
-  /** Retry after `delay` seconds. */
-  | { status: 'temporary'; message: string; delay: number }
-  /** Do not retry this change. */
-  | { status: 'permanent'; message: string };
+export interface KubernetesEvent {
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+}
+
+/** What a handler asks the gateway to do besides storing its result; applied whatever the outcome. */
+export interface Effects {
+  /** A JSON merge patch for the object (`status` included). */
+  patch?: Record<string, unknown>;
+  /** Kubernetes events to post about the object. */
+  events?: KubernetesEvent[];
+  /** Reconcile handlers: call again after this many seconds even if nothing changes. */
+  requeueAfter?: number;
+}
+
+export type Outcome = Effects &
+  (
+    | /** `result`, when present, is stored under `status.<handler id>`. */ {
+        status: 'success';
+        result?: unknown;
+      }
+    | /** Retry after `delay` seconds. */ { status: 'temporary'; message: string; delay: number }
+    | /** Do not retry this change. */ { status: 'permanent'; message: string }
+    | /** A `when` callback of the service decided the handler does not apply. */ { status: 'skipped' }
+  );
 
 export type LogLevel = 'debug' | 'info' | 'warning' | 'error';
 
@@ -75,6 +111,8 @@ export interface InvocationResponse {
   /** One outcome per handler of the request, by id. */
   outcomes: Record<string, Outcome>;
   logs: LogLine[];
+  /** Keys to set in the object's memo; `null` removes a key. */
+  memo?: Record<string, unknown>;
 }
 
 /** The body of every non-2xx answer from a function service. */

@@ -10,14 +10,53 @@ export interface ResourceSelector {
   name: string;
 }
 
-/** The causes a handler can be declared for. Later protocol revisions add kinds; gateways ignore kinds they do not know. */
-export type HandlerKind = 'create';
+/**
+ * The causes a handler can be declared for, as in Kopf, plus `reconcile` (level-based: called with the
+ * current state after any change). Gateways skip kinds they do not know, with a warning.
+ */
+export type HandlerKind = 'create' | 'update' | 'delete' | 'resume' | 'field' | 'event' | 'reconcile';
+
+/** A label or annotation condition: this exact value, or only presence or absence. */
+export type MetaMatch = string | { present: true } | { absent: true };
+
+/** A condition on a field: equal to this JSON value, or only presence or absence. */
+export type ValueMatch = { equals: unknown } | { present: true } | { absent: true };
+
+/** Checked by the gateway, so an object that does not match costs no call (except `when`). */
+export interface HandlerFilters {
+  labels?: Record<string, MetaMatch>;
+  annotations?: Record<string, MetaMatch>;
+  /** Dotted path the handler is about: updates elsewhere do not concern it; old/new/diff are relative to it. */
+  field?: string;
+  /** The field's current value. */
+  value?: ValueMatch;
+  /** Updates only: the field's value before, and after, the change. */
+  old?: ValueMatch;
+  new?: ValueMatch;
+  /** The service also decides in code (a `when` callback) and may answer `skipped`. */
+  when?: boolean;
+}
+
+export interface HandlerOptions {
+  /** Attempts before the handler is given up (as a permanent failure). */
+  retries?: number;
+  /** Seconds since the first attempt before the handler is given up. */
+  timeout?: number;
+  /** Seconds before retrying after an unexpected error (the service applies it; default 60). */
+  backoff?: number;
+  /** Delete handlers: not worth holding the object for, so no finalizer is added for it. */
+  optional?: boolean;
+  /** Resume handlers: also for objects already being deleted. */
+  deleted?: boolean;
+}
 
 export interface HandlerSpec {
   /** Unique within the service; the result is stored under `status.<id>`. */
   id: string;
   kind: HandlerKind;
   resource: ResourceSelector;
+  filters?: HandlerFilters;
+  options?: HandlerOptions;
 }
 
 /** What a function service publishes at `PATHS.manifest`: everything the gateway needs to decide what to watch. */

@@ -4,6 +4,7 @@
  * made with causeway/functions. Needs Node (it shares the secret through the process environment).
  */
 import { ensureProcessSecret } from '../gateway/cli/secret.ts';
+import { KINDS_FOR } from '../gateway/plan.ts';
 import {
   type DueHandler,
   type InvocationResponse,
@@ -20,7 +21,7 @@ export interface HandlerCall {
   reason: Reason;
   /** The object as the handlers should see it. */
   body: KubernetesObject;
-  /** Which handlers to call, by id; defaults to every handler of the operator declared for `reason`. */
+  /** Which handlers to call, by id; defaults to every handler of the operator that `reason` calls. */
   handlers?: string[];
   /** Defaults to what the body's apiVersion and kind suggest (plural: the lowercase kind + "s"). */
   resource?: ResolvedResource;
@@ -71,7 +72,9 @@ async function declaredFor(
   const manifest = (await (
     await send(operator, audience, secret, 'GET', PATHS.manifest, '')
   ).json()) as Manifest;
-  return manifest.handlers.filter((handler) => handler.kind === reason).map((handler) => handler.id);
+  return manifest.handlers
+    .filter((handler) => KINDS_FOR[reason].includes(handler.kind))
+    .map((handler) => handler.id);
 }
 
 async function send(

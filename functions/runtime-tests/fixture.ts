@@ -1,5 +1,5 @@
 /** An operator module as users write it; the runtime tests serve it in-process and bundled on workerd. */
-import { operator, TemporaryError } from 'causeway/functions';
+import { operator, PRESENT, TemporaryError } from 'causeway/functions';
 
 const op = operator({ name: 'kopfexample' });
 
@@ -11,5 +11,18 @@ op.on.create('kopfexamples', async function create_fn({ spec, name, logger }) {
 op.on.create('kopfexamples.kopf.dev', function wait_for_children() {
   throw new TemporaryError('children are not ready', { delay: 10 });
 });
+
+// Counts the changes of spec.field in the memo and mirrors the new value into a label.
+op.on.field(
+  'kopfexamples',
+  'spec.field',
+  { labels: { app: PRESENT } },
+  function mirror_field({ new: value, memo, patch }) {
+    const changes = ((memo.changes as number | undefined) ?? 0) + 1;
+    memo.changes = changes;
+    patch.metadata = { labels: { field: String(value) } };
+    return { changes };
+  },
+);
 
 export default op;

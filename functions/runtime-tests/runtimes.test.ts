@@ -82,6 +82,12 @@ for (const [name, start] of Object.entries(runtimes)) {
         handlers: [
           { id: 'create_fn', kind: 'create', resource: { name: 'kopfexamples' } },
           { id: 'wait_for_children', kind: 'create', resource: { group: 'kopf.dev', name: 'kopfexamples' } },
+          {
+            id: 'mirror_field/spec.field',
+            kind: 'field',
+            resource: { name: 'kopfexamples' },
+            filters: { labels: { app: { present: true } }, field: 'spec.field' },
+          },
         ],
       });
     });
@@ -97,6 +103,28 @@ for (const [name, start] of Object.entries(runtimes)) {
           wait_for_children: { status: 'temporary', message: 'children are not ready', delay: 10 },
         },
         logs: [{ level: 'info', message: 'creating kex-1', handler: 'create_fn' }],
+      });
+    });
+
+    it('runs a field handler with memo and patch', async () => {
+      const request = invocation(
+        ['mirror_field/spec.field'],
+        { old: 'before', new: 'value', diff: [['change', [], 'before', 'value']] },
+        { reason: 'update', memo: { changes: 2, other: 'kept' } },
+      );
+      const response = await runtime.fetch(await signedInvoke('kopfexample', request));
+      assert.equal(response.status, 200);
+      assert.deepEqual(await response.json(), {
+        protocol: PROTOCOL,
+        outcomes: {
+          'mirror_field/spec.field': {
+            status: 'success',
+            result: { changes: 3 },
+            patch: { metadata: { labels: { field: 'value' } } },
+          },
+        },
+        logs: [],
+        memo: { changes: 3 },
       });
     });
 

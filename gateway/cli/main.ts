@@ -3,8 +3,10 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import type { LogLevel } from '../../protocol/index.ts';
 import { type GatewayOptions, startGateway } from '../gateway.ts';
+import { DEFAULT_IDENTITY, type Identity } from '../identity.ts';
 import { createLogger, type Logger } from '../logging.ts';
 import { loadOperatorModule } from './operator-module.ts';
+import { release } from './release.ts';
 import { ensureProcessSecret, readSecret, SECRET_VARIABLE } from './secret.ts';
 import { serveFetch } from './serve.ts';
 
@@ -17,6 +19,9 @@ Commands:
                         deployed elsewhere. Needs the shared secret in $${SECRET_VARIABLE}.
   gateway               Run only the gateway: watch the cluster and call the function services
                         given with --functions. Needs the same secret as the services.
+  release <resource> <name>
+                        Remove the gateway's finalizer from one object, without calling any
+                        handler: for objects stuck in deletion after their operator is gone.
 
 Options for run and gateway:
   -n, --namespace <ns>      Serve this namespace; repeat for several.
@@ -26,6 +31,12 @@ Options for run and gateway:
       --function-timeout <s>  Seconds one function call may take (default 30).
       --state-in <where>    Where to record that an object was handled: auto (the status when the
                             resource's status keeps it, else annotations; the default) or annotations.
+
+Identity (run, gateway, release), so that two deployments can serve the same objects:
+      --status-key <key>          Key of the gateway's state under status (default causeway).
+      --annotation-prefix <prefix>  Prefix of its annotations (default causeway.dev).
+      --finalizer <name>          Its finalizer (default causeway.dev/finalizer).
+      --field-manager <name>      The field manager of its writes (default causeway).
 
 Options for serve:
   -p, --port <port>         Port to listen on (default 8080).
@@ -47,6 +58,10 @@ const OPTIONS = {
   functions: { type: 'string', multiple: true },
   'function-timeout': { type: 'string' },
   'state-in': { type: 'string' },
+  'status-key': { type: 'string' },
+  'annotation-prefix': { type: 'string' },
+  finalizer: { type: 'string' },
+  'field-manager': { type: 'string' },
   port: { type: 'string', short: 'p' },
   host: { type: 'string' },
   'secret-file': { type: 'string' },
@@ -81,6 +96,18 @@ export async function main(argv: string[]): Promise<void> {
     case 'gateway':
       if (!values.functions?.length) throw new UsageError('gateway needs at least one --functions <url>');
       return gatewayOnly(values.functions, values, logger);
+    case 'release': {
+      const [resource, name, ...extra] = rest;
+      if (!resource || !name || extra.length)
+        throw new UsageError(
+          'release needs a resource and a name, e.g. causeway release kex my-object -n default',
+        );
+      const { finalizer, fieldManager } = identityOf(values);
+      process.stdout.write(
+        `${await release({ resource, name, finalizer, fieldManager, ...(values.namespace?.[0] ? { namespace: values.namespace[0] } : {}) })}\n`,
+      );
+      return;
+    }
     default:
       throw new UsageError(`unknown command "${command}"`);
   }
@@ -130,11 +157,21 @@ function gatewayOptions(values: Values, logger: Logger): Omit<GatewayOptions, 'f
   return {
     logger,
     stateIn,
+    identity: identityOf(values),
     ...(values.namespace?.length ? { namespaces: values.namespace } : {}),
     ...(values.concurrency ? { concurrency: integer(values.concurrency, '--concurrency') } : {}),
     ...(values['function-timeout']
       ? { functionTimeoutMs: integer(values['function-timeout'], '--function-timeout') * 1000 }
       : {}),
+  };
+}
+
+function identityOf(values: Values): Identity {
+  return {
+    statusKey: values['status-key'] ?? DEFAULT_IDENTITY.statusKey,
+    annotationPrefix: values['annotation-prefix'] ?? DEFAULT_IDENTITY.annotationPrefix,
+    finalizer: values.finalizer ?? DEFAULT_IDENTITY.finalizer,
+    fieldManager: values['field-manager'] ?? DEFAULT_IDENTITY.fieldManager,
   };
 }
 

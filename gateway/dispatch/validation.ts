@@ -3,6 +3,7 @@
  * produce a clear error, never a half-applied result.
  */
 import {
+  type Effects,
   type HandlerKind,
   type HandlerSpec,
   type Health,
@@ -18,7 +19,15 @@ export class ProtocolError extends Error {
   override name = 'ProtocolError';
 }
 
-const KNOWN_KINDS: ReadonlySet<HandlerKind> = new Set(['create']);
+const KNOWN_KINDS: ReadonlySet<HandlerKind> = new Set([
+  'create',
+  'update',
+  'delete',
+  'resume',
+  'field',
+  'event',
+  'reconcile',
+]);
 const LOG_LEVELS: ReadonlySet<LogLevel> = new Set(['debug', 'info', 'warning', 'error']);
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -93,24 +102,69 @@ export function parseInvocationResponse(value: unknown, handlerIds: readonly str
       logs.push(line as unknown as LogLine);
     }
   }
-  return { protocol: PROTOCOL, outcomes, logs };
+  if (value.memo !== undefined && !isObject(value.memo))
+    throw new ProtocolError('response.memo is not an object');
+  return { protocol: PROTOCOL, outcomes, logs, ...(isObject(value.memo) ? { memo: value.memo } : {}) };
 }
 
 function parseOutcome(value: unknown, where: string): Outcome {
   if (!isObject(value)) throw new ProtocolError(`${where} is not an object`);
+  const effects = parseEffects(value, where);
   switch (value.status) {
     case 'success':
-      return value.result === undefined ? { status: 'success' } : { status: 'success', result: value.result };
+      return value.result === undefined
+        ? { status: 'success', ...effects }
+        : { status: 'success', result: value.result, ...effects };
     case 'temporary':
       if (typeof value.delay !== 'number' || !(value.delay >= 0)) {
         throw new ProtocolError(`${where}.delay must be a number of seconds ≥ 0`);
       }
-      return { status: 'temporary', message: String(value.message ?? ''), delay: value.delay };
+      return { status: 'temporary', message: String(value.message ?? ''), delay: value.delay, ...effects };
     case 'permanent':
-      return { status: 'permanent', message: String(value.message ?? '') };
+      return { status: 'permanent', message: String(value.message ?? ''), ...effects };
+    case 'skipped':
+      return { status: 'skipped', ...effects };
     default:
       throw new ProtocolError(
-        `${where}.status ${JSON.stringify(value.status)} is not success, temporary or permanent`,
+        `${where}.status ${JSON.stringify(value.status)} is not success, temporary, permanent or skipped`,
       );
   }
+}
+
+function parseEffects(value: Record<string, unknown>, where: string): Effects {
+  const effects: Effects = {};
+  if (value.patch !== undefined) {
+    if (!isObject(value.patch))
+      throw new ProtocolError(`${where}.patch must be a JSON merge patch (an object)`);
+    if ('metadata' in value.patch && isObject(value.patch.metadata)) {
+      for (const field of ['name', 'namespace', 'uid', 'resourceVersion'] as const) {
+        if (field in value.patch.metadata)
+          throw new ProtocolError(`${where}.patch may not change metadata.${field}`);
+      }
+    }
+    effects.patch = value.patch;
+  }
+  if (value.events !== undefined) {
+    if (!Array.isArray(value.events)) throw new ProtocolError(`${where}.events must be an array`);
+    effects.events = value.events.map((event, index) => {
+      if (
+        !isObject(event) ||
+        (event.type !== 'Normal' && event.type !== 'Warning') ||
+        typeof event.reason !== 'string' ||
+        typeof event.message !== 'string'
+      ) {
+        throw new ProtocolError(
+          `${where}.events[${index}] needs type Normal or Warning, a reason and a message`,
+        );
+      }
+      return { type: event.type, reason: event.reason, message: event.message };
+    });
+  }
+  if (value.requeueAfter !== undefined) {
+    if (typeof value.requeueAfter !== 'number' || !(value.requeueAfter > 0)) {
+      throw new ProtocolError(`${where}.requeueAfter must be a number of seconds > 0`);
+    }
+    effects.requeueAfter = value.requeueAfter;
+  }
+  return effects;
 }

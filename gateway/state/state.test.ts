@@ -55,6 +55,14 @@ describe('state storage', () => {
     assert.deepEqual(inAnnotations.write({ essence: 'E' }), {
       object: { metadata: { annotations: { 'causeway.dev/last-handled': 'E' } } },
     });
+    const progress = { create_fn: { started: 'T', retries: 1, delayedUntil: 'U' } };
+    assert.deepEqual(inStatus.write({ progress }), { status: { causeway: { progress } } });
+    assert.deepEqual(inAnnotations.write({ progress: null }), {
+      object: { metadata: { annotations: { 'causeway.dev/progress': null } } },
+    });
+    const annotatedProgress = object();
+    annotatedProgress.metadata.annotations = { 'causeway.dev/progress': JSON.stringify(progress) };
+    assert.deepEqual(inStatus.read(annotatedProgress).progress, progress);
     const annotated = object();
     assert.equal(inStatus.read(annotated).essence, '{}', 'a status storage still finds an annotation record');
     assert.equal(inAnnotations.read(object({ status: { causeway: { essence: 'S' } } })).essence, 'S');
@@ -71,15 +79,44 @@ describe('state storage', () => {
 });
 
 describe('cause detection', () => {
-  it('sees a never-handled object as created, a handled one as nothing new', () => {
-    assert.deepEqual(detectCause(object(), {}), { reason: 'create' });
-    assert.deepEqual(detectCause(object(), { essence: '{}' }), { reason: 'none' });
+  const context = { annotationPrefix: 'causeway.dev', firstSight: false };
+  const handled = (of: KubernetesObject) => serializeEssence(essenceOf(of, 'causeway.dev'));
+
+  it('sees a never-handled object as created, with the whole essence as its diff', () => {
+    const cause = detectCause(object(), {}, context);
+    assert.equal(cause.reason, 'create');
+    assert.equal(cause.old, undefined);
+    assert.deepEqual(cause.diff, [['add', [], undefined, cause.new]]);
   });
 
-  it('does not create an object that is being deleted', () => {
+  it('sees a change of spec, labels or foreign annotations as an update, with its diff', () => {
+    const changed = object({ spec: { b: 2, a: [1, 2] } });
+    changed.metadata.labels = { app: 'y' };
+    const cause = detectCause(changed, { essence: handled(object()) }, context);
+    assert.equal(cause.reason, 'update');
+    assert.deepEqual(cause.diff, [
+      ['change', ['metadata', 'labels', 'app'], 'x', 'y'],
+      ['change', ['spec', 'b'], 1, 2],
+    ]);
+  });
+
+  it('ignores status, system metadata and its own annotations; resumes on first sight', () => {
+    const touched = object({ status: { other: 1 } });
+    touched.metadata.resourceVersion = '99';
+    touched.metadata.generation = 9;
+    touched.metadata.annotations = { ...touched.metadata.annotations, 'causeway.dev/progress': '{}' };
+    assert.equal(detectCause(touched, { essence: handled(object()) }, context).reason, 'none');
+    assert.equal(
+      detectCause(touched, { essence: handled(object()) }, { ...context, firstSight: true }).reason,
+      'resume',
+    );
+  });
+
+  it('sees a deletion whatever else changed', () => {
     const deleting = object();
     deleting.metadata.deletionTimestamp = '2026-01-01T00:00:00Z';
-    assert.deepEqual(detectCause(deleting, {}), { reason: 'none' });
+    assert.equal(detectCause(deleting, {}, context).reason, 'delete');
+    assert.equal(detectCause(deleting, { essence: '{}' }, context).reason, 'delete');
   });
 });
 

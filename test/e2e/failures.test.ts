@@ -88,7 +88,7 @@ describe('failures on a real apiserver', () => {
     );
   });
 
-  it('writes nothing while a function service answers malformed responses, and recovers when it is fixed', async (t) => {
+  it('stores no result while a function service answers malformed responses, records why, and recovers when it is fixed', async (t) => {
     const namespace = await testNamespace(t);
     const op = operator({ name: 'garbled', secret: TEST_SECRET });
     op.on.create('kopfexamples', async function create_fn() {
@@ -111,10 +111,20 @@ describe('failures on a real apiserver', () => {
 
     await create(namespace, 'patient');
     await eventually('a malformed answer', async () => (malformedAnswers > 0 ? true : undefined));
+    const recorded = await eventually('the failure in the progress', async () => {
+      const current = await read(namespace, 'patient');
+      return (current.status?.causeway as { progress?: Record<string, { message?: string }> } | undefined)
+        ?.progress;
+    });
+    assert.match(
+      recorded.create_fn?.message ?? '',
+      /status "maybe" is not success, temporary, permanent or skipped/,
+    );
     const untouched = await read(namespace, 'patient');
-    assert.equal(untouched.status, undefined, 'nothing was written to the object');
+    assert.equal(untouched.status?.create_fn, undefined, 'no result from a malformed answer');
+    assert.equal(handled(untouched), false, 'not recorded as handled');
     assert.ok(
-      logger.lines.some((line) => /status "maybe" is not success, temporary or permanent/.test(line)),
+      logger.lines.some((line) => /status "maybe" is not success/.test(line)),
       logger.lines.join(''),
     );
 

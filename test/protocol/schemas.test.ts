@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { operator, PermanentError, TemporaryError } from '../../functions/index.ts';
+import { ABSENT, operator, PermanentError, PRESENT, requeue, TemporaryError } from '../../functions/index.ts';
 import { invocation as sdkInvocation, signedInvoke, signedManifest } from '../../functions/test-helpers.ts';
 import { invocationRequest } from '../../gateway/dispatch/invocation.ts';
 
@@ -55,6 +55,73 @@ describe('protocol JSON Schemas', () => {
       ['success', 'temporary', 'permanent'],
     );
     assertValid(responseSchema, body);
+  });
+
+  it('accept a manifest with every kind, declarative filters and options', async () => {
+    const op = operator({ name: 'schemas', secret: SECRET });
+    const fn = () => {};
+    op.on.create('kex', { id: 'c', labels: { app: 'demo', tier: PRESENT }, annotations: { x: ABSENT } }, fn);
+    op.on.update(
+      'kex',
+      { id: 'u', field: 'spec.a', old: ABSENT, new: { deep: [1] }, retries: 3, timeout: 60 },
+      fn,
+    );
+    op.on.delete('kex', { id: 'd', optional: true, backoff: 0 }, fn);
+    op.on.resume('kex', { id: 'r', deleted: true }, fn);
+    op.on.field('kex', 'spec.b', { id: 'f', value: null, when: () => true }, fn);
+    op.on.event('kex', { id: 'e', labels: { app: () => true } }, fn);
+    op.on.reconcile('kex', { id: 'rc', field: 'status.phase', value: PRESENT }, fn);
+    const manifest = (await (await op.fetch(await signedManifest('schemas', SECRET))).json()) as {
+      handlers: { kind: string; filters?: unknown; options?: unknown }[];
+    };
+    assert.deepEqual(
+      manifest.handlers.map(({ kind }) => kind),
+      ['create', 'update', 'delete', 'resume', 'field', 'event', 'reconcile'],
+    );
+    assert.equal(manifest.handlers.filter((handler) => handler.filters || handler.options).length, 7);
+    assertValid(manifestSchema, manifest);
+  });
+
+  it('accept the responses with effects, skips, requeues and memo updates', async () => {
+    const op = operator({ name: 'schemas', secret: SECRET });
+    op.on.reconcile('kex', function effects({ patch, events, memo }) {
+      patch.status = { phase: 'Ready' };
+      events.normal('Reconciled', 'all good');
+      memo.seen = true;
+      delete memo.old;
+      return requeue(30, { phase: 'Ready' });
+    });
+    op.on.reconcile('kex', { id: 'skip', when: () => false }, () => {});
+    op.on.reconcile('kex', function fails({ events }) {
+      events.warning('Failing', 'not yet');
+      throw new Error('not yet');
+    });
+    const request = sdkInvocation(
+      ['effects', 'skip', 'fails'],
+      {},
+      { reason: 'reconcile', memo: { old: 1 } },
+    );
+    const body = (await (await op.fetch(await signedInvoke('schemas', request, SECRET))).json()) as {
+      outcomes: Record<string, { status: string }>;
+      memo: unknown;
+    };
+    assert.deepEqual(
+      Object.values(body.outcomes).map((outcome) => outcome.status),
+      ['success', 'skipped', 'temporary'],
+    );
+    assert.deepEqual(body.memo, { seen: true, old: null });
+    assertValid(responseSchema, body);
+  });
+
+  it('accept the requests of the extended protocol: memo, event type, old, new and diff', () => {
+    const update = sdkInvocation(
+      ['u'],
+      { old: { spec: {} }, new: { spec: { a: 1 } }, diff: [['add', ['spec', 'a'], undefined, 1]] },
+      { reason: 'update', memo: { count: 1 } },
+    );
+    // As sent: JSON turns the undefined old value of an addition into null.
+    assertValid(requestSchema, JSON.parse(JSON.stringify(update)));
+    assertValid(requestSchema, sdkInvocation(['e'], {}, { reason: 'event', event: 'DELETED' }));
   });
 
   it('accept the error answers the SDK gives', async () => {
@@ -113,5 +180,35 @@ describe('protocol JSON Schemas', () => {
       false,
     );
     assert.equal(requestSchema({ ...sdkInvocation(['x']), handlers: [] }), false);
+    const manifest = (handler: Record<string, unknown>) =>
+      manifestSchema({
+        protocol: 'causeway.dev/v1',
+        name: 'ok',
+        handlers: [{ id: 'h', kind: 'update', resource: { name: 'kex' }, ...handler }],
+      });
+    assert.equal(manifest({}), true, 'the baseline is valid');
+    assert.equal(manifest({ filters: { field: 'spec.a', value: { equals: 1, present: true } } }), false);
+    assert.equal(manifest({ filters: { labels: { app: 1 } } }), false);
+    assert.equal(manifest({ filters: { labels: { app: { present: false } } } }), false);
+    assert.equal(manifest({ filters: { field: 'spec..a' } }), false);
+    assert.equal(manifest({ options: { retries: 0 } }), false);
+    assert.equal(manifest({ options: { backoff: -1 } }), false);
+    const response = (outcome: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+      responseSchema({ protocol: 'causeway.dev/v1', outcomes: { a: outcome }, logs: [], ...extra });
+    assert.equal(response({ status: 'skipped' }), true, 'the baseline is valid');
+    assert.equal(response({ status: 'success', requeueAfter: 0 }), false);
+    assert.equal(
+      response({ status: 'success', events: [{ type: 'Info', reason: 'r', message: 'm' }] }),
+      false,
+    );
+    assert.equal(response({ status: 'success', patch: [] }), false);
+    assert.equal(response({ status: 'success' }, { memo: [] }), false);
+    const request = (extra: Record<string, unknown>, due: Record<string, unknown> = {}) =>
+      requestSchema(sdkInvocation(['x'], due, extra as never));
+    assert.equal(request({}), true, 'the baseline is valid');
+    assert.equal(request({ reason: 'pause' }), false);
+    assert.equal(request({ event: 'BOOKMARK' }), false);
+    assert.equal(request({}, { diff: [['move', ['spec'], 1, 2]] }), false);
+    assert.equal(request({}, { diff: [['add', ['spec']]] }), false);
   });
 });

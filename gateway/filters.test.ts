@@ -1,0 +1,41 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { KubernetesObject } from '../protocol/index.ts';
+import { changeMatches, objectMatches } from './filters.ts';
+
+const object: KubernetesObject = {
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name: 'a', uid: 'u', labels: { app: 'web', tier: 'front' }, annotations: { owner: 'me' } },
+  spec: { replicas: 3, mode: 'fast' },
+};
+
+describe('handler filters', () => {
+  it('match labels and annotations by value, presence and absence', () => {
+    assert.equal(objectMatches(object, { labels: { app: 'web' } }), true);
+    assert.equal(objectMatches(object, { labels: { app: 'db' } }), false);
+    assert.equal(
+      objectMatches(object, { labels: { tier: { present: true }, canary: { absent: true } } }),
+      true,
+    );
+    assert.equal(objectMatches(object, { labels: { canary: { present: true } } }), false);
+    assert.equal(objectMatches(object, { annotations: { owner: { absent: true } } }), false);
+  });
+
+  it('match a field by value, presence and absence', () => {
+    assert.equal(objectMatches(object, { field: 'spec.replicas', value: { equals: 3 } }), true);
+    assert.equal(objectMatches(object, { field: 'spec.replicas', value: { equals: 4 } }), false);
+    assert.equal(objectMatches(object, { field: 'spec.missing', value: { absent: true } }), true);
+    assert.equal(
+      objectMatches(object, { field: 'spec.missing' }),
+      true,
+      'a field alone does not filter objects',
+    );
+  });
+
+  it('match the old and new values of a change', () => {
+    assert.equal(changeMatches('slow', 'fast', { old: { equals: 'slow' }, new: { equals: 'fast' } }), true);
+    assert.equal(changeMatches(undefined, 'fast', { old: { present: true } }), false);
+    assert.equal(changeMatches('slow', undefined, { new: { absent: true } }), true);
+  });
+});

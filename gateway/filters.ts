@@ -1,0 +1,46 @@
+/**
+ * Decides, in the gateway, which handlers an object concerns: labels, annotations, a field's value,
+ * and for updates the field's old and new values. An object that matches no handler costs no call,
+ * no write and no log line.
+ */
+import type { HandlerFilters, KubernetesObject, MetaMatch, ValueMatch } from '../protocol/index.ts';
+import { equal, valueAt } from './state/diff.ts';
+
+function metaMatches(
+  values: Record<string, string> | undefined,
+  wanted: Record<string, MetaMatch> | undefined,
+): boolean {
+  for (const [key, match] of Object.entries(wanted ?? {})) {
+    const value = values?.[key];
+    if (typeof match === 'string') {
+      if (value !== match) return false;
+    } else if ('present' in match) {
+      if (value === undefined) return false;
+    } else if (value !== undefined) {
+      return false;
+    }
+  }
+  return true;
+}
+
+export function valueMatches(value: unknown, match: ValueMatch | undefined): boolean {
+  if (match === undefined) return true;
+  if ('equals' in match) return equal(value, match.equals);
+  if ('present' in match) return value !== undefined;
+  return value === undefined;
+}
+
+/** Everything but old/new: what a handler asks of the object as it is now. */
+export function objectMatches(object: KubernetesObject, filters: HandlerFilters | undefined): boolean {
+  if (!filters) return true;
+  return (
+    metaMatches(object.metadata.labels, filters.labels) &&
+    metaMatches(object.metadata.annotations, filters.annotations) &&
+    (filters.field === undefined || valueMatches(valueAt(object, filters.field), filters.value))
+  );
+}
+
+/** For updates: what the handler asks of the field's value before and after the change. */
+export function changeMatches(old: unknown, current: unknown, filters: HandlerFilters | undefined): boolean {
+  return valueMatches(old, filters?.old) && valueMatches(current, filters?.new);
+}

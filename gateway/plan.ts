@@ -1,0 +1,111 @@
+/**
+ * Given a cause, decides which handlers it concerns (by kind and filters), which of them are due now
+ * (by the progress kept on the object), which must be given up (retries or time exhausted), and when
+ * to look again. Pure logic, tested without a cluster.
+ */
+import type { DiffItem, HandlerKind, HandlerSpec, KubernetesObject, Reason } from '../protocol/index.ts';
+import type { Cause } from './causes.ts';
+import { changeMatches, objectMatches } from './filters.ts';
+import { diff, valueAt } from './state/diff.ts';
+import type { Progress, ProgressMap } from './state/storage.ts';
+
+/** The kinds of handler each cause calls. */
+export const KINDS_FOR: Record<Reason, readonly HandlerKind[]> = {
+  create: ['create', 'field'],
+  update: ['update', 'field'],
+  delete: ['delete'],
+  resume: ['resume'],
+  event: ['event'],
+  reconcile: ['reconcile'],
+};
+
+export interface Candidate<S> {
+  service: S;
+  spec: HandlerSpec;
+}
+
+export interface DueCall<S> extends Candidate<S> {
+  progress: Progress;
+  old?: unknown;
+  new?: unknown;
+  diff?: DiffItem[];
+}
+
+export interface Plan<S> {
+  /** Every handler this cause concerns: when all are done, the cause is handled. */
+  concerned: Candidate<S>[];
+  due: DueCall<S>[];
+  /** Handlers out of retries or time: they fail now, without a call. */
+  givenUp: Array<Candidate<S> & { progress: Progress; message: string }>;
+  /** When the earliest delayed handler is due, in ms from now. */
+  wakeInMs?: number;
+}
+
+export function planCause<S>(
+  object: KubernetesObject,
+  cause: Cause,
+  candidates: readonly Candidate<S>[],
+  progress: ProgressMap | undefined,
+  now: Date,
+): Plan<S> {
+  const plan: Plan<S> = { concerned: [], due: [], givenUp: [] };
+  if (cause.reason === 'none') return plan;
+  const kinds = KINDS_FOR[cause.reason];
+  for (const candidate of candidates) {
+    const { spec } = candidate;
+    if (!kinds.includes(spec.kind) || !objectMatches(object, spec.filters)) continue;
+    const scoped = scope(cause, spec);
+    if (!scoped) continue;
+    plan.concerned.push(candidate);
+    const record = progress?.[spec.id] ?? { started: now.toISOString(), retries: 0 };
+    if (record.success || record.failure) continue;
+    const exhausted = exhaustion(spec, record, now);
+    if (exhausted) {
+      plan.givenUp.push({ ...candidate, progress: record, message: exhausted });
+      continue;
+    }
+    const delayedFor = record.delayedUntil ? Date.parse(record.delayedUntil) - now.getTime() : 0;
+    if (delayedFor > 0) {
+      plan.wakeInMs = Math.min(plan.wakeInMs ?? Number.POSITIVE_INFINITY, delayedFor);
+      continue;
+    }
+    plan.due.push({ ...candidate, progress: record, ...scoped.values });
+  }
+  return plan;
+}
+
+/**
+ * Whether a create/update concerns a handler, and what old/new/diff it sees: relative to its field
+ * when it has one (and only when that field changed), else the whole essence.
+ */
+function scope(
+  cause: Cause,
+  spec: HandlerSpec,
+): { values: Pick<DueCall<unknown>, 'old' | 'new' | 'diff'> } | undefined {
+  if (cause.reason !== 'create' && cause.reason !== 'update') return { values: {} };
+  const field = spec.filters?.field;
+  if (field === undefined) {
+    if (spec.kind === 'field') return undefined;
+    return { values: { ...(cause.old ? { old: cause.old } : {}), new: cause.new, diff: cause.diff } };
+  }
+  const old = cause.reason === 'create' ? undefined : valueAt(cause.old, field);
+  const current = valueAt(cause.new, field);
+  const changes = diff(old, current);
+  if (changes.length === 0 || !changeMatches(old, current, spec.filters)) return undefined;
+  return {
+    values: {
+      ...(old === undefined ? {} : { old }),
+      ...(current === undefined ? {} : { new: current }),
+      diff: changes,
+    },
+  };
+}
+
+function exhaustion(spec: HandlerSpec, record: Progress, now: Date): string | undefined {
+  const { retries, timeout } = spec.options ?? {};
+  if (retries !== undefined && record.retries >= retries) return `gave up after ${record.retries} retries`;
+  if (timeout !== undefined && now.getTime() - Date.parse(record.started) > timeout * 1000) {
+    return `gave up after its ${timeout}s timeout`;
+  }
+  return undefined;
+}

@@ -15,6 +15,7 @@ import { Watcher } from './kube/watcher.ts';
 import { createLogger, type Logger } from './logging.ts';
 import { createProcessor, type ServedResource } from './processor.ts';
 import { ObjectQueue } from './queue.ts';
+import { RawEvents } from './raw-events.ts';
 import { statusKeeps, versionSchema } from './state/schema.ts';
 import { type StateLocation, StateStorage } from './state/storage.ts';
 import { jitter, sleep } from './timing.ts';
@@ -62,6 +63,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const served = new Map<string, ServedResource>();
   const watchers: Watcher[] = [];
   const queues: ObjectQueue[] = [];
+  const eventStreams: RawEvents[] = [];
   const synced: Promise<void>[] = [];
 
   /** Adds a handler to the resource it names, and starts watching the resource the first time. */
@@ -90,7 +92,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     served.set(key, entry);
     const process = createProcessor({ client, served: entry, identity, logger });
     const queue = new ObjectQueue({ concurrency, process: process.run, logger });
+    const rawEvents = new RawEvents(entry, client, identity, logger);
     queues.push(queue);
+    eventStreams.push(rawEvents);
     const scopes = resource.namespaced && options.namespaces ? options.namespaces : [undefined];
     for (const namespace of scopes) {
       const path = collectionPath(resource, namespace);
@@ -102,6 +106,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         logger,
         onSynced: listed.resolve,
         onEvent: ({ type, object }) => {
+          rawEvents.push(type, object);
           if (type === 'DELETED') process.forget(object.metadata.uid);
           queue.push(type, object);
         },
@@ -162,6 +167,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       await background;
       await Promise.all(watchers.map((watcher) => watcher.stop()));
       await Promise.all(queues.map((queue) => queue.stop()));
+      await Promise.all(eventStreams.map((stream) => stream.stop()));
       await Promise.all(services.map((service) => service.close()));
     },
   };

@@ -10,6 +10,7 @@ import type {
   KubernetesEvent,
   KubernetesObject,
   Outcome,
+  Reason,
 } from '../protocol/index.ts';
 import { type Cause, detectCause } from './causes.ts';
 import type { FunctionService } from './dispatch/function-service.ts';
@@ -25,7 +26,8 @@ import type { Logger } from './logging.ts';
 import { addObjectPatch, applyChanges, applyJsonPatch, emptyChanges, type ObjectChanges } from './patcher.ts';
 import { type Candidate, type DueCall, planCause } from './plan.ts';
 import { type CycleOutcome, describe } from './queue.ts';
-import { type ProgressMap, StateStorage, type StateUpdate } from './state/storage.ts';
+import { Reconciliations } from './reconcile.ts';
+import { type Progress, type ProgressMap, StateStorage, type StateUpdate } from './state/storage.ts';
 
 export interface Binding {
   service: FunctionService;
@@ -61,6 +63,7 @@ export function createProcessor(options: ProcessorOptions): Processor {
   const { client, served, identity, logger } = options;
   const seen = new Set<string>();
   const memos = new Map<string, Record<string, unknown>>();
+  const reconciliations = new Reconciliations<FunctionService>();
 
   const run = async (object: KubernetesObject): Promise<CycleOutcome> => {
     const uid = object.metadata.uid;
@@ -94,91 +97,81 @@ export function createProcessor(options: ProcessorOptions): Processor {
 
       const now = new Date();
       const plan = planCause(current, cause, candidates, stored.progress, now);
-      if (plan.concerned.length === 0) {
+      const reconcile = reconciliations.due(current, cause.essence, candidates, now);
+      if (plan.concerned.length === 0 && reconcile.length === 0) {
         // Nothing concerns it: no call, no log. A finalizer of ours that nothing needs any more goes.
         const release = releaseIfUnneeded(current, cause, candidates, identity);
         if (release)
           current = await applyJsonPatch(client, served.resource, current, release, identity.fieldManager);
-        return written || release ? { written: current.metadata.resourceVersion } : {};
+        const wake = reconciliations.wakeInMs(uid, now);
+        return {
+          ...(written || release ? { written: current.metadata.resourceVersion } : {}),
+          ...(wake === undefined ? {} : { retryAfterMs: wake }),
+        };
       }
 
       const progress: ProgressMap = { ...stored.progress };
-      const changes = emptyChanges();
-      const events: KubernetesEvent[] = [];
+      const effects: CycleEffects = { changes: emptyChanges(), events: [] };
       for (const given of plan.givenUp) {
         progress[given.spec.id] = { ...given.progress, failure: true, message: given.message };
         log.error(`handler ${given.spec.id} ${given.message}`);
-        events.push({
+        effects.events.push({
           type: 'Warning',
           reason: 'HandlerFailed',
           message: `${given.spec.id} ${given.message}`,
         });
       }
 
-      const outcomes = await callServices(
-        plan.due,
-        cause,
-        current,
-        stored.essence,
-        memos,
-        served.resource,
-        log,
-      );
+      const call = (due: DueCall<FunctionService>[], reason: Reason) =>
+        callServices(due, reason, current, stored.essence, memos, served.resource, log);
+      const [causeOutcomes, reconcileOutcomes] = await Promise.all([
+        call(plan.due, cause.reason as Reason),
+        call(reconcile, 'reconcile'),
+      ]);
+
       let retryAfterMs = plan.wakeInMs;
-      for (const [call, outcome] of outcomes) {
-        const id = call.spec.id;
-        const record = { ...call.progress };
-        if (outcome.patch) addObjectPatch(changes, outcome.patch);
-        if (outcome.events) events.push(...outcome.events);
-        if (outcome.requeueAfter !== undefined)
-          retryAfterMs = Math.min(retryAfterMs ?? Infinity, outcome.requeueAfter * 1000);
-        switch (outcome.status) {
-          case 'success':
-            record.success = true;
-            delete record.delayedUntil;
-            if (outcome.result !== undefined && outcome.result !== null && cause.reason !== 'delete') {
-              changes.status[id] = outcome.result;
-            }
-            log.info(`handler ${id} succeeded`);
-            break;
-          case 'skipped':
-            record.success = true;
-            record.message = 'skipped';
-            break;
-          case 'permanent':
-            record.failure = true;
-            record.message = outcome.message;
-            log.error(`handler ${id} failed permanently: ${outcome.message}`);
-            events.push({
-              type: 'Warning',
-              reason: 'HandlerFailed',
-              message: `${id} failed permanently: ${outcome.message}`,
-            });
-            break;
-          case 'temporary':
-            record.retries += 1;
-            record.message = outcome.message;
-            record.delayedUntil = new Date(now.getTime() + outcome.delay * 1000).toISOString();
-            retryAfterMs = Math.min(retryAfterMs ?? Infinity, outcome.delay * 1000);
-            log.warning(
-              `handler ${id} failed temporarily, retrying in ${outcome.delay}s: ${outcome.message}`,
-            );
-            events.push({ type: 'Warning', reason: 'HandlerRetrying', message: `${id}: ${outcome.message}` });
-            break;
+      for (const [due, outcome] of causeOutcomes) {
+        const record = recordOutcome(due, outcome, cause.reason !== 'delete', effects, now, log);
+        progress[due.spec.id] = record;
+        if (record.delayedUntil)
+          retryAfterMs = Math.min(retryAfterMs ?? Infinity, Date.parse(record.delayedUntil) - now.getTime());
+      }
+      if (reconcile.length > 0) {
+        let requeueInMs: number | undefined;
+        let failed = false;
+        for (const [due, outcome] of reconcileOutcomes) {
+          const record = recordOutcome(due, outcome, true, effects, now, log);
+          if (outcome.requeueAfter !== undefined)
+            requeueInMs = Math.min(requeueInMs ?? Infinity, outcome.requeueAfter * 1000);
+          if (record.delayedUntil) {
+            failed = true;
+            requeueInMs = Math.min(requeueInMs ?? Infinity, Date.parse(record.delayedUntil) - now.getTime());
+          }
         }
-        progress[id] = record;
+        const started = reconcile[0]?.progress.started ?? now.toISOString();
+        reconciliations.record(
+          uid,
+          cause.essence,
+          started,
+          { ...(requeueInMs === undefined ? {} : { requeueInMs }), failed },
+          now,
+        );
+        if (requeueInMs !== undefined) retryAfterMs = Math.min(retryAfterMs ?? Infinity, requeueInMs);
       }
 
-      const finished = plan.concerned.every(
-        ({ spec }) => progress[spec.id]?.success || progress[spec.id]?.failure,
-      );
-      const last = await writeBack(current, cause, finished, progress, changes, options, log);
+      const state =
+        plan.concerned.length === 0
+          ? 'untouched'
+          : plan.concerned.every(({ spec }) => progress[spec.id]?.success || progress[spec.id]?.failure)
+            ? 'finished'
+            : 'in progress';
+      const last = await writeBack(current, cause, state, progress, effects.changes, options, log);
       if (last) current = last;
       written = last?.metadata.resourceVersion ?? written;
-      if (events.length > 0) await postEvents(client, current, events, log);
+      if (effects.events.length > 0) await postEvents(client, current, effects.events, log);
       return {
         ...(written ? { written } : {}),
-        ...(finished || retryAfterMs === undefined ? {} : { retryAfterMs }),
+        ...(retryAfterMs === undefined ? {} : { retryAfterMs: Math.max(0, retryAfterMs) }),
       };
     } catch (error) {
       if (error instanceof ApiError && error.status === 404) return {}; // gone meanwhile: nothing to record
@@ -198,8 +191,64 @@ export function createProcessor(options: ProcessorOptions): Processor {
     forget: (uid) => {
       seen.delete(uid);
       memos.delete(uid);
+      reconciliations.forget(uid);
     },
   };
+}
+
+interface CycleEffects {
+  changes: ObjectChanges;
+  events: KubernetesEvent[];
+}
+
+/** Turns one handler's outcome into its new progress record, collecting its result and effects. */
+function recordOutcome(
+  due: DueCall<FunctionService>,
+  outcome: Outcome,
+  storeResult: boolean,
+  effects: CycleEffects,
+  now: Date,
+  log: Logger,
+): Progress {
+  const id = due.spec.id;
+  const record: Progress = { ...due.progress };
+  if (outcome.patch) addObjectPatch(effects.changes, outcome.patch);
+  if (outcome.events) effects.events.push(...outcome.events);
+  switch (outcome.status) {
+    case 'success':
+      record.success = true;
+      delete record.delayedUntil;
+      if (storeResult && outcome.result !== undefined && outcome.result !== null)
+        effects.changes.status[id] = outcome.result;
+      log.info(`handler ${id} succeeded`);
+      break;
+    case 'skipped':
+      record.success = true;
+      record.message = 'skipped';
+      break;
+    case 'permanent':
+      record.failure = true;
+      record.message = outcome.message;
+      log.error(`handler ${id} failed permanently: ${outcome.message}`);
+      effects.events.push({
+        type: 'Warning',
+        reason: 'HandlerFailed',
+        message: `${id} failed permanently: ${outcome.message}`,
+      });
+      break;
+    case 'temporary':
+      record.retries += 1;
+      record.message = outcome.message;
+      record.delayedUntil = new Date(now.getTime() + outcome.delay * 1000).toISOString();
+      log.warning(`handler ${id} failed temporarily, retrying in ${outcome.delay}s: ${outcome.message}`);
+      effects.events.push({
+        type: 'Warning',
+        reason: 'HandlerRetrying',
+        message: `${id}: ${outcome.message}`,
+      });
+      break;
+  }
+  return record;
 }
 
 function needsFinalizer<S>(object: KubernetesObject, candidates: readonly Candidate<S>[]): boolean {
@@ -222,27 +271,22 @@ function releaseIfUnneeded<S>(
 /** Calls each service once with all of its due handlers, in parallel across services. */
 async function callServices(
   due: DueCall<FunctionService>[],
-  cause: Cause,
+  reason: Reason,
   object: KubernetesObject,
   storedEssence: string | undefined,
   memos: Map<string, Record<string, unknown>>,
   resource: DiscoveredResource,
   log: Logger,
 ): Promise<Array<[DueCall<FunctionService>, Outcome]>> {
+  if (due.length === 0) return [];
   const byService = new Map<FunctionService, DueCall<FunctionService>[]>();
   for (const call of due) byService.set(call.service, [...(byService.get(call.service) ?? []), call]);
   const uid = object.metadata.uid;
   const results = await Promise.all(
     [...byService].map(async ([service, calls]) => {
-      const handlers = calls.map((call) => dueHandler(call, uid, cause, storedEssence));
+      const handlers = calls.map((call) => dueHandler(call, uid, reason, storedEssence));
       try {
-        const request = invocationRequest(
-          cause.reason as Exclude<Cause['reason'], 'none'>,
-          resource,
-          object,
-          handlers,
-          service.timeoutMs,
-        );
+        const request = invocationRequest(reason, resource, object, handlers, service.timeoutMs);
         const response = await service.invoke({ ...request, memo: memos.get(uid) ?? {} });
         for (const line of response.logs)
           log.log(line.level, line.handler ? `${line.handler}: ${line.message}` : line.message);
@@ -270,24 +314,25 @@ async function callServices(
 async function writeBack(
   object: KubernetesObject,
   cause: Cause,
-  finished: boolean,
+  state: 'untouched' | 'in progress' | 'finished',
   progress: ProgressMap,
   changes: ObjectChanges,
   { client, served, identity }: ProcessorOptions,
   log: Logger,
 ): Promise<KubernetesObject | undefined> {
   const deleting = cause.reason === 'delete';
-  let update: StateUpdate;
-  if (deleting && finished) update = {};
-  else if (finished)
+  const finished = state === 'finished';
+  let update: StateUpdate = {};
+  if (state === 'in progress') update = { progress };
+  else if (finished && !deleting) {
     update = {
       essence: cause.essence,
       ...(Object.keys(progressOf(object, served)).length ? { progress: null } : {}),
     };
-  else update = { progress };
-  const state = served.storage.write(update);
-  if (state.status) addObjectPatch(changes, { status: state.status });
-  if (state.object) addObjectPatch(changes, state.object);
+  }
+  const patch = served.storage.write(update);
+  if (patch.status) addObjectPatch(changes, { status: patch.status });
+  if (patch.object) addObjectPatch(changes, patch.object);
 
   let written = await applyChanges(client, served.resource, object, changes, identity.fieldManager);
   if (update.essence && written && !served.storage.kept(written, cause.essence)) {
@@ -353,11 +398,11 @@ function serviceRetryDelay(retry: number): number {
 function dueHandler(
   call: DueCall<FunctionService>,
   uid: string,
-  cause: Cause,
+  reason: Reason,
   storedEssence: string | undefined,
 ): DueHandler {
   const idempotencyKey = createHash('sha256')
-    .update(`${uid}\0${call.spec.id}\0${cause.reason}\0${storedEssence ?? ''}`)
+    .update(`${uid}\0${call.spec.id}\0${reason}\0${storedEssence ?? ''}`)
     .digest('base64url')
     .slice(0, 32);
   return {

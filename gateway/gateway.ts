@@ -13,6 +13,7 @@ import { collectionPath, type DiscoveredResource, Discovery, ResourceNotFound } 
 import { ApiError } from './kube/errors.ts';
 import { Watcher } from './kube/watcher.ts';
 import { createLogger, type Logger } from './logging.ts';
+import { NamespaceWatch, selectNamespaces } from './namespaces.ts';
 import { createProcessor, type ServedResource } from './processor.ts';
 import { ObjectQueue } from './queue.ts';
 import { RawEvents } from './raw-events.ts';
@@ -25,7 +26,7 @@ export interface GatewayOptions {
   functions: ReadonlyArray<string | FetchHandler>;
   /** The secret shared with the function services (≥ 32 bytes). */
   secret: Uint8Array;
-  /** Namespaces to serve; undefined serves all of them (cluster-wide). */
+  /** Namespaces to serve: names, globs (`team-*`), negations (`!kube-*`); undefined serves all of them. */
   namespaces?: readonly string[];
   /** Defaults to the usual kubeconfig lookup: $KUBECONFIG, ~/.kube/config, in-cluster. */
   kubeconfig?: KubeConfig;
@@ -61,7 +62,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const client = await KubeClient.fromConfig(kubeconfig);
 
   const served = new Map<string, ServedResource>();
-  const watchers: Watcher[] = [];
+  const watchers = new Set<Watcher>();
+  const selection = options.namespaces ? selectNamespaces(options.namespaces) : undefined;
+  const namespaceWatch =
+    selection && !selection.names ? new NamespaceWatch(client, selection, logger) : undefined;
+  namespaceWatch?.start();
   const queues: ObjectQueue[] = [];
   const eventStreams: RawEvents[] = [];
   const synced: Promise<void>[] = [];
@@ -95,11 +100,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     const rawEvents = new RawEvents(entry, client, identity, logger);
     queues.push(queue);
     eventStreams.push(rawEvents);
-    const scopes = resource.namespaced && options.namespaces ? options.namespaces : [undefined];
-    for (const namespace of scopes) {
+    const watch = (namespace: string | undefined, initial: boolean): Watcher => {
       const path = collectionPath(resource, namespace);
       const listed = Promise.withResolvers<void>();
-      synced.push(listed.promise);
+      if (initial) synced.push(listed.promise);
       const watcher = new Watcher({
         client,
         path,
@@ -111,9 +115,27 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
           queue.push(type, object);
         },
       });
-      watchers.push(watcher);
+      watchers.add(watcher);
       watcher.start();
       logger.info(`watching ${path}`);
+      return watcher;
+    };
+    if (!resource.namespaced || !selection) watch(undefined, true);
+    else if (selection.names) for (const namespace of selection.names) watch(namespace, true);
+    else {
+      // Namespaces that appear (or start to match) later are served from then on; those that go, no longer.
+      const byNamespace = new Map<string, Watcher>();
+      namespaceWatch?.subscribe({
+        added: (namespace) => byNamespace.set(namespace, watch(namespace, false)),
+        removed: (namespace) => {
+          const watcher = byNamespace.get(namespace);
+          byNamespace.delete(namespace);
+          if (!watcher) return;
+          watchers.delete(watcher);
+          void watcher.stop();
+          logger.info(`no longer watching ${collectionPath(resource, namespace)}`);
+        },
+      });
     }
   }
 
@@ -165,7 +187,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     async stop() {
       stopping.abort();
       await background;
-      await Promise.all(watchers.map((watcher) => watcher.stop()));
+      await namespaceWatch?.stop();
+      await Promise.all([...watchers].map((watcher) => watcher.stop()));
       await Promise.all(queues.map((queue) => queue.stop()));
       await Promise.all(eventStreams.map((stream) => stream.stop()));
       await Promise.all(services.map((service) => service.close()));

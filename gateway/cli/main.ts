@@ -24,7 +24,8 @@ Commands:
                         handler: for objects stuck in deletion after their operator is gone.
 
 Options for run and gateway:
-  -n, --namespace <ns>      Serve this namespace; repeat for several.
+  -n, --namespace <ns>      Serve this namespace; repeat for several. Globs (team-*) and negations
+                            (!kube-*) serve namespaces as they appear and disappear.
   -A, --all-namespaces      Serve every namespace (the default when no --namespace is given).
       --concurrency <n>     Objects processed at once, per resource (default 64).
       --functions <url>     (gateway) A function service's base URL; repeat for several.

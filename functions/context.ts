@@ -4,6 +4,7 @@ import type {
   InvocationRequest,
   KubernetesEvent,
   KubernetesObject,
+  ObjectToApply,
   Reason,
   ResolvedResource,
 } from '../protocol/index.ts';
@@ -72,6 +73,11 @@ export interface HandlerContext<Spec extends object = Fields, Status extends obj
   /** Fill it to have the gateway merge-patch the object, e.g. `patch.metadata = { labels: { a: 'b' } }`. */
   patch: Patch;
   events: Events;
+  /**
+   * Have the gateway create or update these objects (server-side apply), e.g. children made with
+   * `adopt`. A namespaced object without a namespace goes to the handled object's namespace.
+   */
+  apply: (...objects: ObjectToApply[]) => void;
   /** Event handlers: the type of the watch event. */
   event: 'ADDED' | 'MODIFIED' | 'DELETED' | undefined;
 }
@@ -85,6 +91,7 @@ export interface Extras {
   memo: Record<string, unknown>;
   patch: Patch;
   events: KubernetesEvent[];
+  apply: ObjectToApply[];
   param: unknown;
 }
 
@@ -126,6 +133,9 @@ export function handlerContext(
     memo: extras.memo,
     patch: extras.patch,
     events: { normal: post('Normal'), warning: post('Warning') },
+    apply: (...objects) => {
+      extras.apply.push(...objects);
+    },
     event: request.event,
   };
 }

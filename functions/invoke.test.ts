@@ -619,3 +619,18 @@ describe('errors of the extended protocol', () => {
     assert.deepEqual(response.memo, { step: 1 });
   });
 });
+
+describe('objects to apply', () => {
+  it('returns what a handler asks the gateway to create or update, even when it then fails', async () => {
+    const { outcomes } = await run({
+      make_child: ({ name, apply }) => {
+        apply({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `${name}-child` }, data: { a: 'b' } });
+        throw new TemporaryError('not finished yet', { delay: 1 });
+      },
+    });
+    assert.equal(outcomes.make_child?.status, 'temporary');
+    assert.deepEqual(outcomes.make_child?.apply, [
+      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'kex-1-child' }, data: { a: 'b' } },
+    ]);
+  });
+});

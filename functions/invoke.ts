@@ -4,6 +4,7 @@ import {
   type InvocationResponse,
   type KubernetesEvent,
   type LogLine,
+  type ObjectToApply,
   type Outcome,
   PROTOCOL,
 } from '../protocol/index.ts';
@@ -29,9 +30,10 @@ export async function invoke(
     const logger = collectingLogger(logs, due.id);
     const patch: Patch = {};
     const events: KubernetesEvent[] = [];
-    const context = handlerContext(frozen, due, logger, { memo, patch, events, param: handler.param });
+    const apply: ObjectToApply[] = [];
+    const context = handlerContext(frozen, due, logger, { memo, patch, events, apply, param: handler.param });
     const outcome = await attempt(handler, context);
-    outcomes.push([due.id, withEffects(outcome, patch, events)]);
+    outcomes.push([due.id, withEffects(outcome, patch, events, apply)]);
   }
   const updates = memoUpdates(before, memo, logs);
   return {
@@ -88,20 +90,29 @@ function failure(handler: Registered, error: unknown, logger: Logger): Outcome {
 }
 
 /** The gateway applies effects whatever the outcome, so what a handler did before failing is kept. */
-function withEffects(outcome: Outcome, patch: Patch, events: KubernetesEvent[]): Outcome {
+function withEffects(
+  outcome: Outcome,
+  patch: Patch,
+  events: KubernetesEvent[],
+  apply: ObjectToApply[],
+): Outcome {
   const effects: Effects = {};
   if (events.length > 0) effects.events = events;
-  let merge: unknown;
-  try {
-    merge = asJson(patch);
-  } catch (error) {
-    return {
-      ...effects,
-      status: 'permanent',
-      message: `the patch cannot be applied: ${(error as Error).message}`,
-    };
+  const parts: Array<[string, unknown]> = [
+    ['the patch cannot be applied', patch],
+    ['the objects to apply are not JSON', apply],
+  ];
+  const json: unknown[] = [];
+  for (const [problem, value] of parts) {
+    try {
+      json.push(asJson(value));
+    } catch (error) {
+      return { ...effects, status: 'permanent', message: `${problem}: ${(error as Error).message}` };
+    }
   }
-  if (Object.keys(merge as object).length > 0) effects.patch = merge as Record<string, unknown>;
+  const [merge, objects] = json as [Record<string, unknown>, ObjectToApply[]];
+  if (Object.keys(merge).length > 0) effects.patch = merge;
+  if (objects.length > 0) effects.apply = objects;
   return { ...outcome, ...effects };
 }
 

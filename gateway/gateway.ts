@@ -9,7 +9,12 @@ import { FunctionService } from './dispatch/function-service.ts';
 import { type FetchHandler, httpTransport, inProcessTransport } from './dispatch/transport.ts';
 import { DEFAULT_IDENTITY, type Identity } from './identity.ts';
 import { KubeClient } from './kube/client.ts';
-import { collectionPath, type DiscoveredResource, Discovery, ResourceNotFound } from './kube/discovery.ts';
+import {
+  collectionPath,
+  type DiscoveredResource,
+  DiscoveryCache,
+  ResourceNotFound,
+} from './kube/discovery.ts';
 import { ApiError } from './kube/errors.ts';
 import { Watcher } from './kube/watcher.ts';
 import { createLogger, type Logger } from './logging.ts';
@@ -61,6 +66,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const kubeconfig = options.kubeconfig ?? defaultKubeConfig();
   const client = await KubeClient.fromConfig(kubeconfig);
 
+  const discovery = new DiscoveryCache(client);
   const served = new Map<string, ServedResource>();
   const watchers = new Set<Watcher>();
   const selection = options.namespaces ? selectNamespaces(options.namespaces) : undefined;
@@ -95,7 +101,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       storage: new StateStorage(location, identity),
     };
     served.set(key, entry);
-    const process = createProcessor({ client, served: entry, identity, logger });
+    const process = createProcessor({ client, discovery, served: entry, identity, logger });
     const queue = new ObjectQueue({ concurrency, process: process.run, logger });
     const rawEvents = new RawEvents(entry, client, identity, logger);
     queues.push(queue);
@@ -141,11 +147,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 
   /** Serves every handler whose resource discovery knows now; returns the others. */
   async function resolve(pending: Unresolved[], announce: boolean): Promise<Unresolved[]> {
-    const discovery = await Discovery.load(client);
+    const current = await discovery.reload();
     const left: Unresolved[] = [];
     for (const item of pending) {
       try {
-        await serve(discovery.resolve(item.handler.resource), item.service, item.handler);
+        await serve(current.resolve(item.handler.resource), item.service, item.handler);
       } catch (error) {
         if (!(error instanceof ResourceNotFound)) throw error;
         left.push(item);

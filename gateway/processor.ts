@@ -9,6 +9,7 @@ import type {
   HandlerSpec,
   KubernetesEvent,
   KubernetesObject,
+  ObjectToApply,
   Outcome,
   Reason,
 } from '../protocol/index.ts';
@@ -19,8 +20,9 @@ import { postEvents } from './events.ts';
 import { objectMatches } from './filters.ts';
 import { addFinalizer, hasFinalizer, removeFinalizer } from './finalizers.ts';
 import type { Identity } from './identity.ts';
+import { applyObject } from './kube/apply.ts';
 import type { KubeClient } from './kube/client.ts';
-import type { DiscoveredResource } from './kube/discovery.ts';
+import type { DiscoveredResource, DiscoveryCache } from './kube/discovery.ts';
 import { ApiError } from './kube/errors.ts';
 import type { Logger } from './logging.ts';
 import { addObjectPatch, applyChanges, applyJsonPatch, emptyChanges, type ObjectChanges } from './patcher.ts';
@@ -43,6 +45,8 @@ export interface ServedResource {
 
 export interface ProcessorOptions {
   client: KubeClient;
+  /** Resolves the kinds of objects that handlers ask to apply. */
+  discovery: DiscoveryCache;
   served: ServedResource;
   identity: Identity;
   logger: Logger;
@@ -111,7 +115,7 @@ export function createProcessor(options: ProcessorOptions): Processor {
       }
 
       const progress: ProgressMap = { ...stored.progress };
-      const effects: CycleEffects = { changes: emptyChanges(), events: [] };
+      const effects: CycleEffects = { changes: emptyChanges(), events: [], apply: [] };
       for (const given of plan.givenUp) {
         progress[given.spec.id] = { ...given.progress, failure: true, message: given.message };
         log.error(`handler ${given.spec.id} ${given.message}`);
@@ -165,6 +169,19 @@ export function createProcessor(options: ProcessorOptions): Processor {
           : plan.concerned.every(({ spec }) => progress[spec.id]?.success || progress[spec.id]?.failure)
             ? 'finished'
             : 'in progress';
+      // Objects the handlers asked for go first: if one fails, no success is recorded and the handler
+      // runs again (applying is idempotent), rather than a success recorded for something never made.
+      for (const child of effects.apply) {
+        const [group, version] = child.apiVersion.includes('/')
+          ? child.apiVersion.split('/')
+          : ['', child.apiVersion];
+        const kind = await options.discovery.resolve({
+          group: group as string,
+          version: version as string,
+          name: child.kind,
+        });
+        await applyObject(client, kind, child, identity.fieldManager, current.metadata.namespace);
+      }
       const last = await writeBack(current, cause, state, progress, effects.changes, options, log);
       if (last) current = last;
       written = last?.metadata.resourceVersion ?? written;
@@ -199,6 +216,7 @@ export function createProcessor(options: ProcessorOptions): Processor {
 interface CycleEffects {
   changes: ObjectChanges;
   events: KubernetesEvent[];
+  apply: ObjectToApply[];
 }
 
 /** Turns one handler's outcome into its new progress record, collecting its result and effects. */
@@ -214,6 +232,7 @@ function recordOutcome(
   const record: Progress = { ...due.progress };
   if (outcome.patch) addObjectPatch(effects.changes, outcome.patch);
   if (outcome.events) effects.events.push(...outcome.events);
+  if (outcome.apply) effects.apply.push(...outcome.apply);
   switch (outcome.status) {
     case 'success':
       record.success = true;

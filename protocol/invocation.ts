@@ -30,6 +30,14 @@ export interface KubernetesObject {
 }
 
 /** Why handlers are called: the cause the gateway detected, a raw watch event, or a reconciliation. */
+/** An object for the gateway to create or update: as a manifest, without what the API server assigns. */
+export interface ObjectToApply {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; [key: string]: unknown };
+  [key: string]: unknown;
+}
+
 export type Reason = 'create' | 'update' | 'delete' | 'resume' | 'event' | 'reconcile';
 
 export type DiffOperation = 'add' | 'change' | 'remove';
@@ -84,6 +92,12 @@ export interface Effects {
   events?: KubernetesEvent[];
   /** Reconcile handlers: call again after this many seconds even if nothing changes. */
   requeueAfter?: number;
+  /**
+   * Objects to create or update (server-side apply, as the gateway's field manager): children, for
+   * instance, with owner references set. A namespaced one without a namespace goes to the handled
+   * object's namespace.
+   */
+  apply?: ObjectToApply[];
 }
 
 export type Outcome = Effects &

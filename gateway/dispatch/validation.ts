@@ -11,6 +11,7 @@ import {
   type LogLevel,
   type LogLine,
   type Manifest,
+  type ObjectToApply,
   type Outcome,
   PROTOCOL,
 } from '../../protocol/index.ts';
@@ -158,6 +159,22 @@ function parseEffects(value: Record<string, unknown>, where: string): Effects {
         );
       }
       return { type: event.type, reason: event.reason, message: event.message };
+    });
+  }
+  if (value.apply !== undefined) {
+    if (!Array.isArray(value.apply)) throw new ProtocolError(`${where}.apply must be an array of objects`);
+    effects.apply = value.apply.map((object, index) => {
+      const metadata = isObject(object) ? object.metadata : undefined;
+      if (
+        !isObject(object) ||
+        typeof object.apiVersion !== 'string' ||
+        typeof object.kind !== 'string' ||
+        !isObject(metadata) ||
+        typeof metadata.name !== 'string'
+      ) {
+        throw new ProtocolError(`${where}.apply[${index}] needs apiVersion, kind and metadata.name`);
+      }
+      return object as unknown as ObjectToApply;
     });
   }
   if (value.requeueAfter !== undefined) {

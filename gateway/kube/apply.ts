@@ -3,10 +3,10 @@
  * put CRDs and objects in place. Waits for CRDs to be established before applying their objects.
  */
 import { parseAllDocuments } from 'yaml';
-import type { KubernetesObject, ResourceSelector } from '../../protocol/index.ts';
+import type { KubernetesObject, ObjectToApply, ResourceSelector } from '../../protocol/index.ts';
 import { sleep } from '../timing.ts';
 import type { KubeClient } from './client.ts';
-import { Discovery, describe, objectPath, ResourceNotFound } from './discovery.ts';
+import { type DiscoveredResource, Discovery, describe, objectPath, ResourceNotFound } from './discovery.ts';
 
 export function parseManifests(text: string): KubernetesObject[] {
   return parseAllDocuments(text)
@@ -62,6 +62,30 @@ export async function applyManifests(
     }
   }
   return applied;
+}
+
+/** Server-side apply of one object; a namespaced one without a namespace goes to `defaultNamespace`. */
+export function applyObject(
+  client: KubeClient,
+  resource: DiscoveredResource,
+  object: ObjectToApply,
+  fieldManager: string,
+  defaultNamespace: string | undefined,
+): Promise<KubernetesObject> {
+  const namespace = resource.namespaced ? (object.metadata.namespace ?? defaultNamespace) : undefined;
+  if (resource.namespaced && !namespace) {
+    throw new Error(`${object.kind} ${object.metadata.name} is namespaced but has no namespace`);
+  }
+  const body = namespace ? { ...object, metadata: { ...object.metadata, namespace } } : object;
+  return client.patch<KubernetesObject>(
+    objectPath(resource, object.metadata.name, namespace),
+    'apply',
+    body,
+    {
+      fieldManager,
+      force: true,
+    },
+  );
 }
 
 function tryResolve(discovery: Discovery, selector: ResourceSelector) {

@@ -108,6 +108,32 @@ export class Discovery {
   }
 }
 
+/** Discovery kept between lookups, reloaded (at most once a second) when a name is not found. */
+export class DiscoveryCache {
+  readonly #client: KubeClient;
+  #current: Promise<Discovery> | undefined;
+  #loadedAt = 0;
+
+  constructor(client: KubeClient) {
+    this.#client = client;
+  }
+
+  reload(): Promise<Discovery> {
+    this.#loadedAt = Date.now();
+    this.#current = Discovery.load(this.#client);
+    return this.#current;
+  }
+
+  async resolve(selector: ResourceSelector): Promise<DiscoveredResource> {
+    try {
+      return (await (this.#current ?? this.reload())).resolve(selector);
+    } catch (error) {
+      if (!(error instanceof ResourceNotFound) || Date.now() - this.#loadedAt < 1000) throw error;
+      return (await this.reload()).resolve(selector);
+    }
+  }
+}
+
 function splitGroup(selector: ResourceSelector): { name: string; group: string | undefined } {
   if (selector.group !== undefined || !selector.name.includes('.')) {
     return { name: selector.name, group: selector.group };

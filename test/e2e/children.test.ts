@@ -1,0 +1,61 @@
+/** examples/02-children: a child the function returns, created by the gateway, collected with its parent. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { KubernetesObject } from 'causeway/protocol';
+import { runOperator } from 'causeway/testing';
+import { testCluster, testNamespace } from '../support/cluster.ts';
+import { applyFile, eventually, kubeClient } from '../support/operator.ts';
+
+const example = (file: string) => new URL(`../../examples/02-children/${file}`, import.meta.url);
+
+describe('examples/02-children', () => {
+  it('creates a pod owned by the KopfExample, and Kubernetes deletes it with its parent', async (t) => {
+    await applyFile(new URL('../../examples/01-minimal/crd.yaml', import.meta.url));
+    const namespace = await testNamespace(t);
+    const { default: op } = await import(example('operator.ts').href);
+    const running = await runOperator(op, {
+      namespaces: [namespace],
+      kubeconfig: (await testCluster()).kubeconfigPath,
+    });
+    t.after(() => running.stop());
+    await applyFile(example('object.yaml'), namespace);
+    const client = await kubeClient();
+    const parent = await client.get<KubernetesObject>(
+      `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/kopf-example-2`,
+    );
+
+    const pod = await eventually('the child pod', async () => {
+      try {
+        return await client.get<KubernetesObject>(`/api/v1/namespaces/${namespace}/pods/kopf-example-2-pod`);
+      } catch {
+        return undefined;
+      }
+    });
+    assert.deepEqual(
+      (pod.metadata.ownerReferences as Array<{ kind: string; name: string; uid: string }>).map(
+        ({ kind, name, uid }) => ({ kind, name, uid }),
+      ),
+      [{ kind: 'KopfExample', name: 'kopf-example-2', uid: parent.metadata.uid }],
+    );
+    const handled = await client.get<KubernetesObject>(
+      `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/kopf-example-2`,
+    );
+    assert.deepEqual(handled.status?.create_fn, { 'pod-name': 'kopf-example-2-pod' });
+
+    await client.request(`/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/kopf-example-2`, {
+      method: 'DELETE',
+    });
+    await eventually(
+      'the garbage collector to delete the pod',
+      async () => {
+        try {
+          await client.get(`/api/v1/namespaces/${namespace}/pods/kopf-example-2-pod`);
+          return undefined;
+        } catch {
+          return true;
+        }
+      },
+      60_000,
+    );
+  });
+});

@@ -78,6 +78,12 @@ export interface HandlerContext<Spec extends object = Fields, Status extends obj
    * `adopt`. A namespaced object without a namespace goes to the handled object's namespace.
    */
   apply: (...objects: ObjectToApply[]) => void;
+  /**
+   * Runs sub-handlers, each with its own progress and retries (Kopf's `execute`): the ones that
+   * succeeded in an earlier attempt are skipped. Returns when all have succeeded; throws a
+   * TemporaryError while some are still to be retried, a PermanentError when one failed for good.
+   */
+  execute: (subhandlers: Record<string, Handler>) => Promise<void>;
   /** Event handlers: the type of the watch event. */
   event: 'ADDED' | 'MODIFIED' | 'DELETED' | undefined;
 }
@@ -93,6 +99,7 @@ export interface Extras {
   events: KubernetesEvent[];
   apply: ObjectToApply[];
   param: unknown;
+  execute: HandlerContext['execute'];
 }
 
 const EMPTY = Object.freeze({});
@@ -136,6 +143,7 @@ export function handlerContext(
     apply: (...objects) => {
       extras.apply.push(...objects);
     },
+    execute: extras.execute,
     event: request.event,
   };
 }

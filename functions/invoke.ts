@@ -1,4 +1,5 @@
 import {
+  type DueHandler,
   type Effects,
   type InvocationRequest,
   type InvocationResponse,
@@ -8,7 +9,7 @@ import {
   type Outcome,
   PROTOCOL,
 } from '../protocol/index.ts';
-import { deepFreeze, type HandlerContext, handlerContext, type Patch } from './context.ts';
+import { deepFreeze, type Handler, type HandlerContext, handlerContext, type Patch } from './context.ts';
 import { PermanentError, TemporaryError } from './errors.ts';
 import { asJson, equal } from './json.ts';
 import { collectingLogger, type Logger } from './logger.ts';
@@ -31,9 +32,18 @@ export async function invoke(
     const patch: Patch = {};
     const events: KubernetesEvent[] = [];
     const apply: ObjectToApply[] = [];
-    const context = handlerContext(frozen, due, logger, { memo, patch, events, apply, param: handler.param });
+    const subhandlers: Record<string, Outcome> = {};
+    const context: HandlerContext = handlerContext(frozen, due, logger, {
+      memo,
+      patch,
+      events,
+      apply,
+      param: handler.param,
+      execute: (fns) => execute(fns, handler, due, context, subhandlers),
+    });
     const outcome = await attempt(handler, context);
-    outcomes.push([due.id, withEffects(outcome, patch, events, apply)]);
+    const withSubhandlers = Object.keys(subhandlers).length > 0 ? { ...outcome, subhandlers } : outcome;
+    outcomes.push([due.id, withEffects(withSubhandlers, patch, events, apply)]);
   }
   const updates = memoUpdates(before, memo, logs);
   return {
@@ -63,6 +73,33 @@ async function attempt(handler: Registered, context: HandlerContext): Promise<Ou
     return { ...success(returned.result), requeueAfter: returned.seconds };
   }
   return success(returned);
+}
+
+/**
+ * Runs the sub-handlers not done yet, in order, each seeing its own retry count; their outcomes go
+ * back with the handler's so the gateway keeps their progress.
+ */
+async function execute(
+  fns: Record<string, Handler>,
+  parent: Registered,
+  due: DueHandler,
+  context: HandlerContext,
+  outcomes: Record<string, Outcome>,
+): Promise<void> {
+  let delay = Number.POSITIVE_INFINITY;
+  for (const [id, fn] of Object.entries(fns)) {
+    if (due.subhandlers?.[id]?.done || outcomes[id]?.status === 'success') continue;
+    const outcome = await attempt(
+      { ...parent, fn, applies: undefined },
+      { ...context, retry: due.subhandlers?.[id]?.retry ?? 0 },
+    );
+    outcomes[id] = outcome;
+    if (outcome.status === 'permanent')
+      throw new PermanentError(`sub-handler ${id} failed: ${outcome.message}`);
+    if (outcome.status === 'temporary') delay = Math.min(delay, outcome.delay);
+  }
+  if (delay < Number.POSITIVE_INFINITY)
+    throw new TemporaryError('sub-handlers are not all done yet', { delay });
 }
 
 function success(result: unknown): Outcome {

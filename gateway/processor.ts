@@ -29,7 +29,13 @@ import { addObjectPatch, applyChanges, applyJsonPatch, emptyChanges, type Object
 import { type Candidate, type DueCall, planCause } from './plan.ts';
 import { type CycleOutcome, describe } from './queue.ts';
 import { Reconciliations } from './reconcile.ts';
-import { type Progress, type ProgressMap, StateStorage, type StateUpdate } from './state/storage.ts';
+import {
+  type Progress,
+  type ProgressMap,
+  StateStorage,
+  type StateUpdate,
+  type StoredState,
+} from './state/storage.ts';
 
 export interface Binding {
   service: FunctionService;
@@ -127,7 +133,7 @@ export function createProcessor(options: ProcessorOptions): Processor {
       }
 
       const call = (due: DueCall<FunctionService>[], reason: Reason) =>
-        callServices(due, reason, current, stored.essence, memos, served.resource, log);
+        callServices(due, reason, current, stored, memos, served.resource, log);
       const [causeOutcomes, reconcileOutcomes] = await Promise.all([
         call(plan.due, cause.reason as Reason),
         call(reconcile, 'reconcile'),
@@ -137,6 +143,11 @@ export function createProcessor(options: ProcessorOptions): Processor {
       for (const [due, outcome] of causeOutcomes) {
         const record = recordOutcome(due, outcome, cause.reason !== 'delete', effects, now, log);
         progress[due.spec.id] = record;
+        for (const [sub, subOutcome] of Object.entries(outcome.subhandlers ?? {})) {
+          const key = subhandlerKey(due.spec.id, sub);
+          const previous = progress[key] ?? { started: now.toISOString(), retries: 0 };
+          progress[key] = subhandlerRecord(previous, subOutcome, now);
+        }
         if (record.delayedUntil)
           retryAfterMs = Math.min(retryAfterMs ?? Infinity, Date.parse(record.delayedUntil) - now.getTime());
       }
@@ -292,7 +303,7 @@ async function callServices(
   due: DueCall<FunctionService>[],
   reason: Reason,
   object: KubernetesObject,
-  storedEssence: string | undefined,
+  stored: StoredState,
   memos: Map<string, Record<string, unknown>>,
   resource: DiscoveredResource,
   log: Logger,
@@ -303,7 +314,7 @@ async function callServices(
   const uid = object.metadata.uid;
   const results = await Promise.all(
     [...byService].map(async ([service, calls]) => {
-      const handlers = calls.map((call) => dueHandler(call, uid, reason, storedEssence));
+      const handlers = calls.map((call) => dueHandler(call, uid, reason, stored));
       try {
         const request = invocationRequest(reason, resource, object, handlers, service.timeoutMs);
         const response = await service.invoke({ ...request, memo: memos.get(uid) ?? {} });
@@ -414,16 +425,56 @@ function serviceRetryDelay(retry: number): number {
  * The idempotency key depends on the object, the handler, the cause and the state the change started
  * from, which stay the same until the change is handled: across retries, restarts and crashes alike.
  */
+/** Sub-handlers keep their progress next to their parent's, under `<parent>#<sub>`. */
+function subhandlerKey(parent: string, sub: string): string {
+  return `${parent}#${sub}`;
+}
+
+function subhandlerRecord(previous: Progress, outcome: Outcome, now: Date): Progress {
+  switch (outcome.status) {
+    case 'success':
+    case 'skipped':
+      return { started: previous.started, retries: previous.retries, success: true };
+    case 'permanent':
+      return {
+        started: previous.started,
+        retries: previous.retries,
+        failure: true,
+        message: outcome.message,
+      };
+    case 'temporary':
+      return {
+        started: previous.started,
+        retries: previous.retries + 1,
+        message: outcome.message,
+        delayedUntil: new Date(now.getTime() + outcome.delay * 1000).toISOString(),
+      };
+  }
+}
+
+/**
+ * The idempotency key depends on the object, the handler, the cause and the state the change started
+ * from, which stay the same until the change is handled: across retries, restarts and crashes alike.
+ */
 function dueHandler(
   call: DueCall<FunctionService>,
   uid: string,
   reason: Reason,
-  storedEssence: string | undefined,
+  stored: StoredState,
 ): DueHandler {
   const idempotencyKey = createHash('sha256')
-    .update(`${uid}\0${call.spec.id}\0${reason}\0${storedEssence ?? ''}`)
+    .update(`${uid}\0${call.spec.id}\0${reason}\0${stored.essence ?? ''}`)
     .digest('base64url')
     .slice(0, 32);
+  const prefix = subhandlerKey(call.spec.id, '');
+  const subhandlers = Object.fromEntries(
+    Object.entries(stored.progress ?? {})
+      .filter(([key]) => key.startsWith(prefix))
+      .map(([key, record]) => [
+        key.slice(prefix.length),
+        { retry: record.retries, done: Boolean(record.success || record.failure) },
+      ]),
+  );
   return {
     id: call.spec.id,
     retry: call.progress.retries,
@@ -432,5 +483,6 @@ function dueHandler(
     ...(call.old === undefined ? {} : { old: call.old }),
     ...(call.new === undefined ? {} : { new: call.new }),
     ...(call.diff === undefined ? {} : { diff: call.diff }),
+    ...(Object.keys(subhandlers).length > 0 ? { subhandlers } : {}),
   };
 }

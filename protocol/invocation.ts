@@ -61,6 +61,8 @@ export interface DueHandler {
   old?: unknown;
   new?: unknown;
   diff?: DiffItem[];
+  /** Sub-handlers this handler ran in earlier attempts (Kopf's `execute`), by their id. */
+  subhandlers?: Record<string, { retry: number; done: boolean }>;
 }
 
 /** One call carries every handler due for one object in one processing cycle. */
@@ -98,6 +100,8 @@ export interface Effects {
    * object's namespace.
    */
   apply?: ObjectToApply[];
+  /** How the sub-handlers run in this call went (their effects are the handler's own). */
+  subhandlers?: Record<string, Outcome>;
 }
 
 export type Outcome = Effects &

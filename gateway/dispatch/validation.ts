@@ -177,6 +177,15 @@ function parseEffects(value: Record<string, unknown>, where: string): Effects {
       return object as unknown as ObjectToApply;
     });
   }
+  if (value.subhandlers !== undefined) {
+    if (!isObject(value.subhandlers)) throw new ProtocolError(`${where}.subhandlers must be an object`);
+    effects.subhandlers = Object.fromEntries(
+      Object.entries(value.subhandlers).map(([id, outcome]) => [
+        id,
+        parseOutcome(outcome, `${where}.subhandlers.${id}`),
+      ]),
+    );
+  }
   if (value.requeueAfter !== undefined) {
     if (typeof value.requeueAfter !== 'number' || !(value.requeueAfter > 0)) {
       throw new ProtocolError(`${where}.requeueAfter must be a number of seconds > 0`);

@@ -1,0 +1,45 @@
+/** examples/07-subhandlers: sub-handlers with progress of their own, on a real apiserver. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { KubernetesObject } from 'causeway/protocol';
+import { runOperator } from 'causeway/testing';
+import { testCluster, testNamespace } from '../support/cluster.ts';
+import { applyFile, eventually, kubeClient } from '../support/operator.ts';
+
+const example = (file: string) => new URL(`../../examples/07-subhandlers/${file}`, import.meta.url);
+
+describe('examples/07-subhandlers', () => {
+  it('retries only the sub-handler that failed, then stores the result and clears the progress', async (t) => {
+    await applyFile(new URL('../../examples/01-minimal/crd.yaml', import.meta.url));
+    const namespace = await testNamespace(t);
+    const { default: op } = await import(example('operator.ts').href);
+    const running = await runOperator(op, {
+      namespaces: [namespace],
+      kubeconfig: (await testCluster()).kubeconfigPath,
+    });
+    t.after(() => running.stop());
+    await applyFile(example('object.yaml'), namespace);
+    const client = await kubeClient();
+
+    const object = await eventually('the result', async () => {
+      const current = await client.get<KubernetesObject>(
+        `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/kopf-example-7`,
+      );
+      return current.status?.create_fn === undefined ? undefined : current;
+    });
+    assert.deepEqual(object.status?.create_fn, { items: 3 });
+    assert.equal(
+      (object.status?.causeway as { progress?: unknown }).progress,
+      undefined,
+      'progress is purged when done',
+    );
+    const handled = running.logs
+      .filter((line) => line.includes('create_fn: handled'))
+      .map((line) => line.replace(/.*create_fn: /, ''));
+    assert.deepEqual(handled, [
+      'handled first (attempt 1)',
+      'handled third (attempt 1)',
+      'handled second (attempt 2)',
+    ]);
+  });
+});

@@ -124,6 +124,29 @@ describe('protocol JSON Schemas', () => {
     assertValid(requestSchema, sdkInvocation(['e'], {}, { reason: 'event', event: 'DELETED' }));
   });
 
+  it('accept objects to apply and sub-handler outcomes, and requests carrying sub-handler progress', async () => {
+    const op = operator({ name: 'schemas', secret: SECRET });
+    op.on.create('kex', async function parent({ apply, execute }) {
+      apply({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'child' }, data: { a: 'b' } });
+      await execute({
+        done: async () => undefined,
+        later: async () => {
+          throw new TemporaryError('not yet', { delay: 1 });
+        },
+      });
+    });
+    const request = sdkInvocation(['parent']);
+    (request.handlers[0] as (typeof request.handlers)[0]).subhandlers = { earlier: { retry: 1, done: true } };
+    assertValid(requestSchema, request);
+    const response = await op.fetch(await signedInvoke('schemas', request, SECRET));
+    const body = (await response.json()) as {
+      outcomes: Record<string, { subhandlers?: object; apply?: unknown[] }>;
+    };
+    assert.deepEqual(Object.keys(body.outcomes.parent?.subhandlers ?? {}), ['done', 'later']);
+    assert.equal(body.outcomes.parent?.apply?.length, 1);
+    assertValid(responseSchema, body);
+  });
+
   it('accept the error answers the SDK gives', async () => {
     const response = await sampleOperator().fetch(
       new Request('http://functions.test/causeway/v1/invoke', { method: 'POST' }),

@@ -174,8 +174,11 @@ export function createProcessor(options: ProcessorOptions): Processor {
         if (requeueInMs !== undefined) retryAfterMs = Math.min(retryAfterMs ?? Infinity, requeueInMs);
       }
 
+      // Handlers whose `when` said no count as not concerned: if none other was, the object stays untouched
+      // (no record), so it is handled as new if it matches later, as Kopf's filters behave.
+      const allSkipped = plan.concerned.every(({ spec }) => progress[spec.id]?.message === 'skipped');
       const state =
-        plan.concerned.length === 0
+        plan.concerned.length === 0 || allSkipped
           ? 'untouched'
           : plan.concerned.every(({ spec }) => progress[spec.id]?.success || progress[spec.id]?.failure)
             ? 'finished'

@@ -1,14 +1,127 @@
 /** Every example, run for real, through the public testing kit (`causeway/testing`). */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { describe, it } from 'node:test';
-import type { KubernetesObject } from 'causeway/protocol';
-import { callHandlers, runOperator } from 'causeway/testing';
+import { describe, it, type TestContext } from 'node:test';
+import type { InvocationRequest, InvocationResponse, KubernetesObject } from 'causeway/protocol';
+import { callHandlers, type RunningOperator, runOperator } from 'causeway/testing';
 import { parseManifests } from '../../gateway/kube/apply.ts';
+import type { KubeClient } from '../../gateway/kube/client.ts';
+import { ApiError } from '../../gateway/kube/errors.ts';
 import { testCluster, testNamespace } from '../support/cluster.ts';
 import { applyFile, eventually, kubeClient } from '../support/operator.ts';
 
 const example = (name: string, file: string) => new URL(`../../examples/${name}/${file}`, import.meta.url);
+const CRD = example('01-minimal', 'crd.yaml');
+
+/** The objects of an example's YAML, as they would be in `namespace`, with a made-up uid. */
+function objectsOf(name: string, file: string, namespace = 'default'): KubernetesObject[] {
+  return parseManifests(readFileSync(example(name, file), 'utf8')).map((object) => ({
+    ...object,
+    metadata: { ...object.metadata, namespace, uid: `uid-${object.metadata.name}` },
+  }));
+}
+
+interface Fetchable {
+  fetch(request: Request): Promise<Response> | Response;
+}
+
+interface Started extends RunningOperator {
+  /** Stops once, however often it is called (also after the test). */
+  stop(): Promise<void>;
+}
+
+/** Runs `op` on `namespace` of the test control plane until the test ends (or stop()). */
+async function start(t: TestContext, op: Fetchable, namespace: string): Promise<Started> {
+  const running = await runOperator(op, {
+    namespaces: [namespace],
+    kubeconfig: (await testCluster()).kubeconfigPath,
+  });
+  let stopped: Promise<void> | undefined;
+  const stop = () => {
+    stopped ??= running.stop();
+    return stopped;
+  };
+  t.after(stop);
+  return { gateway: running.gateway, logs: running.logs, stop };
+}
+
+interface Call {
+  reason: InvocationRequest['reason'];
+  name: string;
+  /** Handler id to outcome status. */
+  outcomes: Record<string, string>;
+}
+
+/** The operator, with every call the gateway made to it recorded once answered. */
+function recorded(op: Fetchable): { service: Fetchable; calls: Call[] } {
+  const calls: Call[] = [];
+  const service = {
+    async fetch(request: Request) {
+      const isInvoke = new URL(request.url).pathname === '/causeway/v1/invoke';
+      const asked = isInvoke ? ((await request.clone().json()) as InvocationRequest) : undefined;
+      const response = await op.fetch(request);
+      if (asked && response.ok) {
+        const answer = (await response.clone().json()) as InvocationResponse;
+        calls.push({
+          reason: asked.reason,
+          name: asked.body.metadata.name,
+          outcomes: Object.fromEntries(Object.entries(answer.outcomes).map(([id, o]) => [id, o.status])),
+        });
+      }
+      return response;
+    },
+  };
+  return { service, calls };
+}
+
+const kopfExample = (namespace: string, name = '') =>
+  `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples${name ? `/${name}` : ''}`;
+
+async function readOrGone(client: KubeClient, path: string): Promise<KubernetesObject | undefined> {
+  try {
+    return await client.get<KubernetesObject>(path);
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) return undefined;
+    throw error;
+  }
+}
+
+interface Progress {
+  started: string;
+  retries: number;
+  delayedUntil?: string;
+  success?: true;
+  failure?: true;
+  message?: string;
+}
+
+function causewayStatus(object: KubernetesObject): { essence?: string; progress?: Record<string, Progress> } {
+  return (object.status?.causeway ?? {}) as { essence?: string; progress?: Record<string, Progress> };
+}
+
+/** What the gateway keeps on an object, wherever it keeps it. */
+function gatewayState(object: KubernetesObject): unknown[] {
+  const annotations = Object.keys(object.metadata.annotations ?? {}).filter((key) =>
+    key.startsWith('causeway.dev/'),
+  );
+  return [...(object.status?.causeway === undefined ? [] : ['status.causeway']), ...annotations];
+}
+
+interface EventSummary {
+  type: string;
+  reason: string;
+  message: string;
+}
+
+async function eventsAbout(client: KubeClient, namespace: string, name: string): Promise<EventSummary[]> {
+  const list = await client.get<{ items: EventSummary[] }>(`/api/v1/namespaces/${namespace}/events`, {
+    fieldSelector: `involvedObject.name=${name}`,
+  });
+  return list.items.map(({ type, reason, message }) => ({ type, reason, message }));
+}
+
+const byReasonAndMessage = (a: EventSummary, b: EventSummary) =>
+  `${a.reason} ${a.message}`.localeCompare(`${b.reason} ${b.message}`);
 
 describe('examples/01-minimal', async () => {
   const { default: op } = await import(example('01-minimal', 'operator.ts').href);
@@ -47,5 +160,443 @@ describe('examples/01-minimal', async () => {
     assert.ok(
       running.logs.some((line) => line.includes(`[${namespace}/kopf-example-1] handler create_fn succeeded`)),
     );
+  });
+});
+
+describe('examples/03-exceptions', async () => {
+  const { default: op } = await import(example('03-exceptions', 'operator.ts').href);
+  const [object] = objectsOf('03-exceptions', 'object.yaml') as [KubernetesObject];
+
+  it('answers a temporary, a permanent and an unexpected failure, in-process', async () => {
+    const first = await callHandlers(op, { reason: 'create', body: object });
+    const { buggy_fn: buggy, ...decided } = first.outcomes;
+    assert.deepEqual(decided, {
+      flaky_fn: { status: 'temporary', message: 'the backend is warming up (attempt 1)', delay: 1 },
+      doomed_fn: {
+        status: 'permanent',
+        message: 'kopf-example-1 asks for something this operator can never do',
+      },
+    });
+    assert.equal(buggy?.status, 'temporary', 'an unexpected error is retried...');
+    assert.equal(buggy.delay, 1, '...after the backoff');
+    assert.match(buggy.message, /Cannot destructure .*spec\.size/);
+    const third = await callHandlers(op, {
+      reason: 'create',
+      body: object,
+      handlers: ['flaky_fn'],
+      retry: 2,
+    });
+    assert.equal(third.outcomes.flaky_fn?.status, 'success');
+    assert.equal((third.outcomes.flaky_fn as { result?: { retries?: number } }).result?.retries, 2);
+  });
+
+  it('retries after the delays, gives up after the retries, records failures and warns in events', async (t) => {
+    await applyFile(CRD);
+    const namespace = await testNamespace(t);
+    const client = await kubeClient();
+    const running = await start(t, op, namespace);
+    await applyFile(example('03-exceptions', 'object.yaml'), namespace);
+    const path = kopfExample(namespace, 'kopf-example-1');
+
+    // The first attempts' outcomes go out in one write: every handler's progress at once.
+    const progress = await eventually('the progress after the first attempts', async () => {
+      const current = causewayStatus(await client.get<KubernetesObject>(path)).progress;
+      return (current?.flaky_fn?.retries ?? 0) >= 1 ? current : undefined;
+    });
+    assert.equal(progress.doomed_fn?.failure, true, JSON.stringify(progress));
+    assert.equal(progress.doomed_fn?.message, 'kopf-example-1 asks for something this operator can never do');
+    assert.equal(progress.flaky_fn?.message?.startsWith('the backend is warming up'), true);
+    assert.ok(progress.flaky_fn?.delayedUntil, 'the temporary error delays the next attempt');
+    assert.ok(
+      (progress.buggy_fn?.retries ?? 0) >= 1 && !progress.buggy_fn?.failure,
+      JSON.stringify(progress),
+    );
+
+    const handled = await eventually('kopf-example-1 handled', async () => {
+      const current = await client.get<KubernetesObject>(path);
+      return causewayStatus(current).essence === undefined ? undefined : current;
+    });
+    const result = handled.status?.flaky_fn as { retries: number; runtime: number };
+    assert.equal(result.retries, 2, 'the third attempt succeeded');
+    assert.ok(result.runtime >= 1900, `two delays of a second passed before it: ${result.runtime} ms`);
+    assert.equal(handled.status?.doomed_fn, undefined, 'no result from a failed handler');
+    assert.equal(handled.status?.buggy_fn, undefined, 'no result from a failed handler');
+    assert.equal(causewayStatus(handled).progress, undefined, 'progress removed once every handler is done');
+
+    const expected = { failed: 2, retrying: 2 + 3 };
+    const events = await eventually('the Warning events', async () => {
+      const found = await eventsAbout(client, namespace, 'kopf-example-1');
+      const failed = found.filter((event) => event.reason === 'HandlerFailed').length;
+      const retrying = found.filter((event) => event.reason === 'HandlerRetrying').length;
+      return failed >= expected.failed && retrying >= expected.retrying ? found : undefined;
+    });
+    assert.ok(events.every((event) => event.type === 'Warning'));
+    assert.deepEqual(
+      events
+        .filter((event) => event.reason === 'HandlerFailed')
+        .map((event) => event.message)
+        .sort(),
+      [
+        'buggy_fn gave up after 3 retries',
+        'doomed_fn failed permanently: kopf-example-1 asks for something this operator can never do',
+      ],
+    );
+    const retrying = events
+      .filter((event) => event.reason === 'HandlerRetrying')
+      .map((event) => event.message);
+    assert.deepEqual(retrying.filter((message) => message.startsWith('flaky_fn')).sort(), [
+      'flaky_fn: the backend is warming up (attempt 1)',
+      'flaky_fn: the backend is warming up (attempt 2)',
+    ]);
+    assert.equal(retrying.filter((message) => /^buggy_fn: .*spec\.size/.test(message)).length, 3);
+    assert.ok(
+      running.logs.some((line) => line.includes(`[${namespace}/kopf-example-1] flaky_fn: done on attempt 3`)),
+    );
+  });
+});
+
+describe('examples/04-events', async () => {
+  const { default: op } = await import(example('04-events', 'operator.ts').href);
+  const [object] = objectsOf('04-events', 'object.yaml') as [KubernetesObject];
+  const expected: EventSummary[] = [
+    { type: 'Normal', reason: 'Greeting', message: 'hello kopf-example-1' },
+    {
+      type: 'Warning',
+      reason: 'BadDuration',
+      message: 'kopf-example-1: "half an hour" is not a duration such as 30s, 1m or 2h',
+    },
+    { type: 'Normal', reason: 'Note', message: 'a short note' },
+  ];
+
+  it('asks for its events in-process', async () => {
+    const response = await callHandlers(op, { reason: 'create', body: object });
+    assert.deepEqual(response.outcomes.create_fn, { status: 'success', events: expected });
+  });
+
+  it('posts them about the object, a long message cut to 1024 characters', async (t) => {
+    await applyFile(CRD);
+    const namespace = await testNamespace(t);
+    const client = await kubeClient();
+    await start(t, op, namespace);
+    await applyFile(example('04-events', 'object.yaml'), namespace);
+    const note = Array.from({ length: 300 }, (_, i) => `word${i}`).join(' ');
+    assert.ok(note.length > 2000, 'twice what the API accepts');
+    await client.request(kopfExample(namespace), {
+      method: 'POST',
+      body: { apiVersion: 'kopf.dev/v1', kind: 'KopfExample', metadata: { name: 'wordy' }, spec: { note } },
+    });
+
+    const posted = await eventually('three events about kopf-example-1', async () => {
+      const found = await eventsAbout(client, namespace, 'kopf-example-1');
+      return found.length >= expected.length ? found : undefined;
+    });
+    assert.deepEqual(posted.sort(byReasonAndMessage), [...expected].sort(byReasonAndMessage));
+
+    const wordy = await eventually('three events about wordy', async () => {
+      const found = await eventsAbout(client, namespace, 'wordy');
+      return found.length >= 3 ? found : undefined;
+    });
+    assert.equal(wordy.length, 3, JSON.stringify(wordy));
+    const byReason = Object.fromEntries(wordy.map((event) => [event.reason, event]));
+    assert.deepEqual(byReason.Greeting, { type: 'Normal', reason: 'Greeting', message: 'hello wordy' });
+    assert.deepEqual(byReason.NoDuration, {
+      type: 'Warning',
+      reason: 'NoDuration',
+      message: 'wordy says nothing of its duration: assuming 1m',
+    });
+    const long = byReason.Note;
+    assert.equal(long?.type, 'Normal');
+    assert.equal(long?.reason, 'Note');
+    assert.equal(long?.message.length, 1024, 'cut to what the API accepts');
+    assert.ok(long?.message.startsWith(note.slice(0, 1000)), 'the start of the note is kept');
+  });
+});
+
+describe('examples/05-handlers', async () => {
+  const { default: op } = await import(example('05-handlers', 'operator.ts').href);
+
+  it('calls create, field, update, resume and delete handlers with what each is about', async (t) => {
+    await applyFile(CRD);
+    const namespace = await testNamespace(t);
+    const client = await kubeClient();
+    const path = kopfExample(namespace, 'kopf-example-1');
+    const lines = (running: Started, handler: string) =>
+      running.logs.filter((line) => line.includes(`[${namespace}/kopf-example-1] ${handler}: `));
+
+    const first = await start(t, op, namespace);
+    await applyFile(example('05-handlers', 'object.yaml'), namespace);
+    const created = await eventually('the create and field results', async () => {
+      const current = await client.get<KubernetesObject>(path);
+      return current.status?.create_fn && current.status['field_fn/spec.field'] ? current : undefined;
+    });
+    assert.deepEqual(created.status?.create_fn, { message: 'created kopf-example-1' });
+    assert.deepEqual(created.status?.['field_fn/spec.field'], { change: [null, 'value'] }, 'appeared');
+    assert.deepEqual(created.metadata.finalizers, ['causeway.dev/finalizer'], 'held for delete_fn');
+    assert.equal(created.status?.update_fn, undefined);
+    assert.equal(created.status?.resume_fn, undefined, 'nothing to resume: created while it ran');
+    assert.match(lines(first, 'create_fn')[0] ?? '', /created kopf-example-1 with spec \{"duration":"1m"/);
+
+    await client.patch(path, 'merge', { spec: { field: 'changed' } });
+    const updated = await eventually('the update result', async () => {
+      const current = await client.get<KubernetesObject>(path);
+      return current.status?.update_fn ? current : undefined;
+    });
+    assert.deepEqual(updated.status?.update_fn, {
+      diff: [['change', ['spec', 'field'], 'value', 'changed']],
+    });
+    assert.deepEqual(updated.status?.['field_fn/spec.field'], { change: ['value', 'changed'] });
+    assert.match(
+      lines(first, 'update_fn')[0] ?? '',
+      /updated kopf-example-1: spec \{.*"field":"value".*\} -> \{.*"field":"changed".*\}/,
+    );
+
+    // A restart: the object is already handled, so only resume_fn is called.
+    await first.stop();
+    const second = await start(t, op, namespace);
+    const resumed = await eventually('the resume result', async () => {
+      const current = await client.get<KubernetesObject>(path);
+      return current.status?.resume_fn ? current : undefined;
+    });
+    assert.deepEqual(resumed.status?.resume_fn, { message: 'resumed kopf-example-1' });
+    for (const handler of ['create_fn', 'update_fn', 'field_fn/spec.field']) {
+      assert.deepEqual(lines(second, handler), [], `${handler} is not called again after a restart`);
+    }
+
+    await client.request(path, { method: 'DELETE' });
+    await eventually('kopf-example-1 to be gone', async () =>
+      (await readOrGone(client, path)) === undefined ? true : undefined,
+    );
+    const deleting = lines(second, 'delete_fn');
+    assert.equal(deleting.length, 1, second.logs.join('\n'));
+    assert.match(
+      deleting[0] ?? '',
+      /deleting kopf-example-1 \(deletionTimestamp \d{4}-\S+, finalizers causeway\.dev\/finalizer\)/,
+      'called while the finalizer still held the deleted object in the API',
+    );
+  });
+});
+
+describe('examples/06-field-handlers', async () => {
+  const { default: op } = await import(example('06-field-handlers', 'operator.ts').href);
+
+  it('calls field handlers only for the changes of their field that match their filters', async (t) => {
+    await applyFile(CRD);
+    const namespace = await testNamespace(t);
+    const client = await kubeClient();
+    const path = kopfExample(namespace, 'kopf-example-1');
+    const { service, calls } = recorded(op);
+    await start(t, service, namespace);
+    const FIELD = 'field_fn/spec.field';
+    const read = () => client.get<KubernetesObject>(path);
+    /** Makes a change, waits until it is handled, and returns the handlers called for it. */
+    const change = async (
+      spec: Record<string, unknown>,
+      handled: (status: Record<string, unknown>) => boolean,
+    ) => {
+      const before = calls.length;
+      await client.patch(path, 'merge', { spec });
+      const object = await eventually(`the change ${JSON.stringify(spec)} handled`, async () => {
+        const current = await read();
+        return handled(current.status ?? {}) ? current : undefined;
+      });
+      return {
+        object,
+        called: calls.slice(before).map((call) => `${call.reason} ${Object.keys(call.outcomes)}`),
+      };
+    };
+
+    await applyFile(example('06-field-handlers', 'object.yaml'), namespace);
+    const created = await eventually('kopf-example-1 handled', async () => {
+      const current = await read();
+      return causewayStatus(current).essence ? current : undefined;
+    });
+    assert.deepEqual(created.status?.[FIELD], {
+      change: [null, 'value'],
+      diff: [['add', [], null, 'value']],
+    });
+    assert.deepEqual(
+      calls.map((call) => `${call.reason} ${Object.keys(call.outcomes)}`),
+      [`create ${FIELD}`],
+    );
+
+    const items = await change(
+      { items: ['item3'] },
+      (status) => JSON.stringify(status.update_fn) === JSON.stringify({ paths: ['spec.items'] }),
+    );
+    assert.deepEqual(items.called, ['update update_fn'], 'spec.field did not change: no field handler');
+
+    const other = await change(
+      { field: 'other' },
+      (status) => (status[FIELD] as { change?: unknown[] }).change?.[1] === 'other',
+    );
+    assert.deepEqual(other.object.status?.[FIELD], {
+      change: ['value', 'other'],
+      diff: [['change', [], 'value', 'other']],
+    });
+    assert.deepEqual(other.object.status?.update_fn, { paths: ['spec.field'] });
+    assert.deepEqual(other.called, [`update update_fn,${FIELD}`], 'neither reset nor removed');
+
+    const reset = await change({ field: 'value' }, (status) => status.field_reset !== undefined);
+    assert.deepEqual(reset.object.status?.field_reset, { from: 'other' });
+    assert.deepEqual(reset.object.status?.[FIELD], {
+      change: ['other', 'value'],
+      diff: [['change', [], 'other', 'value']],
+    });
+    assert.deepEqual(reset.called, [`update update_fn,${FIELD},field_reset`]);
+
+    const removed = await change({ field: null }, (status) => status.field_removed !== undefined);
+    assert.deepEqual(removed.object.status?.field_removed, { was: 'value' });
+    assert.deepEqual(removed.object.status?.[FIELD], {
+      change: ['value', null],
+      diff: [['remove', [], 'value', null]],
+    });
+    assert.deepEqual(removed.called, [`update update_fn,${FIELD},field_removed`]);
+  });
+});
+
+describe('examples/10-builtins', async () => {
+  const { default: op } = await import(example('10-builtins', 'operator.ts').href);
+  const SUMMARY = 'example.causeway.dev/summary';
+  const RECORD = 'causeway.dev/last-handled';
+
+  it('handles labelled config maps and pods, keeps its record in annotations, leaves the others alone', async (t) => {
+    const namespace = await testNamespace(t);
+    const client = await kubeClient();
+    const { service, calls } = recorded(op);
+    const running = await start(t, service, namespace);
+    // Pods are admitted once the namespace has its default service account.
+    await eventually('the default service account', async () =>
+      (await readOrGone(client, `/api/v1/namespaces/${namespace}/serviceaccounts/default`))
+        ? true
+        : undefined,
+    );
+    const applied = await applyFile(example('10-builtins', 'objects.yaml'), namespace);
+    const unrelated = applied.find((object) => object.metadata.name === 'unrelated') as KubernetesObject;
+    const configMaps = `/api/v1/namespaces/${namespace}/configmaps`;
+    const pods = `/api/v1/namespaces/${namespace}/pods`;
+
+    const settings = await eventually('the summary of settings', async () => {
+      const current = await client.get<KubernetesObject>(`${configMaps}/settings`);
+      return current.metadata.annotations?.[RECORD] ? current : undefined;
+    });
+    assert.equal(settings.metadata.annotations?.[SUMMARY], '2 keys: colour, size', 'the patch landed');
+    const record = JSON.parse(settings.metadata.annotations?.[RECORD] ?? '{}');
+    assert.deepEqual(record.data, { colour: 'blue', size: 'large' }, 'the handled-record, in an annotation');
+    assert.equal(settings.status, undefined, 'a config map has no status: the result has nowhere to go');
+
+    const pod = await eventually('the summary of the pod', async () => {
+      const current = await client.get<KubernetesObject>(`${pods}/idle`);
+      return current.metadata.annotations?.[RECORD] ? current : undefined;
+    });
+    assert.equal(pod.metadata.annotations?.[SUMMARY], 'main=registry.k8s.io/pause:3.10');
+    assert.equal(
+      (pod.status as { phase?: string } | undefined)?.phase,
+      'Pending',
+      'no node will ever run it',
+    );
+    assert.equal(
+      (pod.status as Record<string, unknown>).causeway,
+      undefined,
+      'no state in a built-in status',
+    );
+
+    // unrelated came first in the same watch as settings, so the gateway has seen it by now.
+    const untouched = await client.get<KubernetesObject>(`${configMaps}/unrelated`);
+    assert.equal(untouched.metadata.resourceVersion, unrelated.metadata.resourceVersion, 'no write at all');
+    assert.deepEqual(gatewayState(untouched), []);
+    assert.deepEqual(
+      calls.map((call) => `${call.reason} ${call.name} ${Object.keys(call.outcomes)}`).sort(),
+      ['create idle pod_fn', 'create settings configmap_fn'],
+    );
+    assert.ok(!running.logs.some((line) => line.includes(`[${namespace}/unrelated]`)), 'not a word about it');
+  });
+});
+
+describe('examples/11-filtering-handlers', async () => {
+  const { default: op } = await import(example('11-filtering-handlers', 'operator.ts').href);
+  const objects = objectsOf('11-filtering-handlers', 'objects.yaml');
+  const named = (name: string) => objects.find((object) => object.metadata.name === name) as KubernetesObject;
+
+  it('runs the when callback in-process, before the handler', async () => {
+    const yes = await callHandlers(op, {
+      reason: 'create',
+      body: named('kopf-example-1'),
+      handlers: ['with_items'],
+    });
+    assert.deepEqual(yes.outcomes.with_items, { status: 'success', result: { items: ['item1', 'item2'] } });
+    const no = await callHandlers(op, {
+      reason: 'create',
+      body: named('kopf-example-4'),
+      handlers: ['with_items'],
+    });
+    assert.deepEqual(no.outcomes.with_items, { status: 'skipped' });
+  });
+
+  it('calls only the handlers whose filters match; objects that match none get no call and no write', async (t) => {
+    await applyFile(CRD);
+    const namespace = await testNamespace(t);
+    const client = await kubeClient();
+    const { service, calls } = recorded(op);
+    await start(t, service, namespace);
+    const applied = await applyFile(example('11-filtering-handlers', 'objects.yaml'), namespace);
+    const path = (name: string) => kopfExample(namespace, name);
+    const handled = (name: string) =>
+      eventually(`${name} handled`, async () => {
+        const current = await client.get<KubernetesObject>(path(name));
+        return causewayStatus(current).essence ? current : undefined;
+      });
+    const results = (object: KubernetesObject) => {
+      const { causeway: _state, ...rest } = object.status ?? {};
+      return rest;
+    };
+    const callsFor = (name: string) =>
+      calls
+        .filter((call) => call.name === name)
+        .map((call) => `${call.reason} ${JSON.stringify(call.outcomes)}`);
+
+    assert.deepEqual(results(await handled('kopf-example-1')), {
+      label_exact: { matched: 'somelabel=somevalue' },
+      label_present: { matched: 'somelabel=somevalue' },
+      label_absent: { matched: 'no label "ignored"' },
+      annotation_exact: { matched: 'someannotation=somevalue' },
+      with_items: { items: ['item1', 'item2'] },
+    });
+    assert.deepEqual(results(await handled('kopf-example-2')), {
+      label_present: { matched: 'somelabel=othervalue' },
+    });
+    assert.deepEqual(callsFor('kopf-example-2'), ['create {"label_present":"success"}']);
+
+    // kopf-example-4 only concerns with_items, whose callback says no: a call, answered "skipped".
+    await eventually('the call about kopf-example-4', async () =>
+      callsFor('kopf-example-4').length > 0 ? true : undefined,
+    );
+    assert.deepEqual(callsFor('kopf-example-4'), ['create {"with_items":"skipped"}']);
+
+    // kopf-example-3 came before kopf-example-4 in the same watch, so the gateway has seen it by now.
+    const third = await client.get<KubernetesObject>(path('kopf-example-3'));
+    const appliedThird = applied.find((object) => object.metadata.name === 'kopf-example-3');
+    assert.equal(third.metadata.resourceVersion, appliedThird?.metadata.resourceVersion, 'no write at all');
+    assert.deepEqual(gatewayState(third), []);
+    assert.equal(third.status, undefined);
+    assert.deepEqual(callsFor('kopf-example-3'), [], 'no call');
+
+    // No handler applied to kopf-example-4 either, so, as in Kopf, nothing may be recorded on it: once
+    // it has items, with_items applies, and it is handled as created.
+    await client.patch(path('kopf-example-4'), 'merge', { spec: { items: ['item1'] } });
+    const fourth = await eventually('with_items on kopf-example-4 once it has items', async () => {
+      const current = await client.get<KubernetesObject>(path('kopf-example-4'));
+      if (current.status?.with_items) return current;
+      assert.deepEqual(
+        gatewayState(current),
+        [],
+        `kopf-example-4 was recorded as handled though its only handler did not apply: ${JSON.stringify(current.status ?? current.metadata.annotations)}`,
+      );
+      return undefined;
+    });
+    assert.deepEqual(fourth.status?.with_items, { items: ['item1'] });
+    assert.deepEqual(callsFor('kopf-example-4'), [
+      'create {"with_items":"skipped"}',
+      'create {"with_items":"success"}',
+    ]);
   });
 });

@@ -29,7 +29,7 @@ describe('examples/07-subhandlers', () => {
     });
     assert.deepEqual(object.status?.create_fn, { items: 3 });
     assert.equal(
-      (object.status?.causeway as { progress?: unknown }).progress,
+      (object.status?.causeway as { progress?: unknown } | undefined)?.progress,
       undefined,
       'progress is purged when done',
     );

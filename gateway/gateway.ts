@@ -9,19 +9,15 @@ import { FunctionService } from './dispatch/function-service.ts';
 import { type FetchHandler, httpTransport, inProcessTransport } from './dispatch/transport.ts';
 import { DEFAULT_IDENTITY, type Identity } from './identity.ts';
 import { KubeClient } from './kube/client.ts';
-import {
-  collectionPath,
-  type DiscoveredResource,
-  DiscoveryCache,
-  ResourceNotFound,
-} from './kube/discovery.ts';
+import { type DiscoveredResource, DiscoveryCache, ResourceNotFound } from './kube/discovery.ts';
 import { ApiError } from './kube/errors.ts';
-import { Watcher } from './kube/watcher.ts';
 import { createLogger, type Logger } from './logging.ts';
 import { NamespaceWatch, selectNamespaces } from './namespaces.ts';
 import { createProcessor, type ServedResource } from './processor.ts';
 import { ObjectQueue } from './queue.ts';
 import { RawEvents } from './raw-events.ts';
+import { ResourceWatch } from './resource-watch.ts';
+import { sharedLabelSelector } from './selectors.ts';
 import { statusKeeps, versionSchema } from './state/schema.ts';
 import { type StateLocation, StateStorage } from './state/storage.ts';
 import { jitter, sleep } from './timing.ts';
@@ -67,91 +63,71 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const client = await KubeClient.fromConfig(kubeconfig);
 
   const discovery = new DiscoveryCache(client);
-  const served = new Map<string, ServedResource>();
-  const watchers = new Set<Watcher>();
+  const served = new Map<
+    string,
+    { entry: ServedResource; queue: ObjectQueue; rawEvents: RawEvents; watch: ResourceWatch }
+  >();
   const selection = options.namespaces ? selectNamespaces(options.namespaces) : undefined;
   const namespaceWatch =
     selection && !selection.names ? new NamespaceWatch(client, selection, logger) : undefined;
   namespaceWatch?.start();
-  const queues: ObjectQueue[] = [];
-  const eventStreams: RawEvents[] = [];
   const synced: Promise<void>[] = [];
 
-  /** Adds a handler to the resource it names, and starts watching the resource the first time. */
-  async function serve(
-    resource: DiscoveredResource,
-    service: FunctionService,
-    handler: HandlerSpec,
-  ): Promise<void> {
+  /**
+   * Adds handlers to the resource they name; watches the resource the first time, and again when the
+   * new handlers change which labels every handler requires.
+   */
+  async function serve(resource: DiscoveredResource, items: Unresolved[]): Promise<void> {
     const key = `${resource.plural}.${resource.group}/${resource.version}`;
-    const existing = served.get(key);
-    if (existing) {
-      const binding = existing.bindings.find((candidate) => candidate.service === service);
-      if (binding) binding.handlers.push(handler);
-      else existing.bindings.push({ service, handlers: [handler] });
-      return;
-    }
-    const location =
-      options.stateIn === 'annotations'
-        ? 'annotations'
-        : await chooseStateLocation(client, resource, identity, logger);
-    const entry: ServedResource = {
-      resource,
-      bindings: [{ service, handlers: [handler] }],
-      storage: new StateStorage(location, identity),
-    };
-    served.set(key, entry);
-    const process = createProcessor({ client, discovery, served: entry, identity, logger });
-    const queue = new ObjectQueue({ concurrency, process: process.run, logger });
-    const rawEvents = new RawEvents(entry, client, identity, logger);
-    queues.push(queue);
-    eventStreams.push(rawEvents);
-    const watch = (namespace: string | undefined, initial: boolean): Watcher => {
-      const path = collectionPath(resource, namespace);
-      const listed = Promise.withResolvers<void>();
-      if (initial) synced.push(listed.promise);
-      const watcher = new Watcher({
+    let serving = served.get(key);
+    const firstTime = !serving;
+    if (!serving) {
+      const location =
+        options.stateIn === 'annotations'
+          ? 'annotations'
+          : await chooseStateLocation(client, resource, identity, logger);
+      const entry: ServedResource = { resource, bindings: [], storage: new StateStorage(location, identity) };
+      const process = createProcessor({ client, discovery, served: entry, identity, logger });
+      const queue = new ObjectQueue({ concurrency, process: process.run, logger });
+      const rawEvents = new RawEvents(entry, client, identity, logger);
+      const watch = new ResourceWatch({
         client,
-        path,
+        resource,
         logger,
-        onSynced: listed.resolve,
+        selection,
+        namespaceWatch,
+        onListing: (listed) => synced.push(listed),
         onEvent: ({ type, object }) => {
           rawEvents.push(type, object);
           if (type === 'DELETED') process.forget(object.metadata.uid);
           queue.push(type, object);
         },
       });
-      watchers.add(watcher);
-      watcher.start();
-      logger.info(`watching ${path}`);
-      return watcher;
-    };
-    if (!resource.namespaced || !selection) watch(undefined, true);
-    else if (selection.names) for (const namespace of selection.names) watch(namespace, true);
-    else {
-      // Namespaces that appear (or start to match) later are served from then on; those that go, no longer.
-      const byNamespace = new Map<string, Watcher>();
-      namespaceWatch?.subscribe({
-        added: (namespace) => byNamespace.set(namespace, watch(namespace, false)),
-        removed: (namespace) => {
-          const watcher = byNamespace.get(namespace);
-          byNamespace.delete(namespace);
-          if (!watcher) return;
-          watchers.delete(watcher);
-          void watcher.stop();
-          logger.info(`no longer watching ${collectionPath(resource, namespace)}`);
-        },
-      });
+      serving = { entry, queue, rawEvents, watch };
+      served.set(key, serving);
     }
+    for (const { service, handler } of items) {
+      const binding = serving.entry.bindings.find((candidate) => candidate.service === service);
+      if (binding) binding.handlers.push(handler);
+      else serving.entry.bindings.push({ service, handlers: [handler] });
+    }
+    const selector = sharedLabelSelector(serving.entry.bindings.flatMap((binding) => binding.handlers));
+    if (firstTime) serving.watch.start(selector);
+    else await serving.watch.reselect(selector);
   }
 
   /** Serves every handler whose resource discovery knows now; returns the others. */
   async function resolve(pending: Unresolved[], announce: boolean): Promise<Unresolved[]> {
     const current = await discovery.reload();
     const left: Unresolved[] = [];
+    const byResource = new Map<string, { resource: DiscoveredResource; items: Unresolved[] }>();
     for (const item of pending) {
       try {
-        await serve(current.resolve(item.handler.resource), item.service, item.handler);
+        const resource = current.resolve(item.handler.resource);
+        const key = `${resource.plural}.${resource.group}/${resource.version}`;
+        const group = byResource.get(key) ?? { resource, items: [] };
+        group.items.push(item);
+        byResource.set(key, group);
       } catch (error) {
         if (!(error instanceof ResourceNotFound)) throw error;
         left.push(item);
@@ -163,6 +139,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         }
       }
     }
+    for (const { resource, items } of byResource.values()) await serve(resource, items);
     return left;
   }
 
@@ -194,9 +171,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       stopping.abort();
       await background;
       await namespaceWatch?.stop();
-      await Promise.all([...watchers].map((watcher) => watcher.stop()));
-      await Promise.all(queues.map((queue) => queue.stop()));
-      await Promise.all(eventStreams.map((stream) => stream.stop()));
+      const serving = [...served.values()];
+      await Promise.all(serving.map(({ watch }) => watch.stop()));
+      await Promise.all(serving.map(({ queue }) => queue.stop()));
+      await Promise.all(serving.map(({ rawEvents }) => rawEvents.stop()));
       await Promise.all(services.map((service) => service.close()));
     },
   };

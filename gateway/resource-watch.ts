@@ -1,0 +1,89 @@
+/**
+ * The watches of one served resource: one cluster-wide, one per named namespace, or one per
+ * namespace that matches patterns as namespaces come and go; all with the resource's label selector,
+ * and restarted when that selector changes (new handlers arrived).
+ */
+import type { KubeClient } from './kube/client.ts';
+import { collectionPath, type DiscoveredResource } from './kube/discovery.ts';
+import { type WatchEvent, Watcher } from './kube/watcher.ts';
+import type { Logger } from './logging.ts';
+import type { NamespaceSelection, NamespaceWatch } from './namespaces.ts';
+
+export interface ResourceWatchOptions {
+  client: KubeClient;
+  resource: DiscoveredResource;
+  logger: Logger;
+  /** Undefined serves all namespaces. */
+  selection: NamespaceSelection | undefined;
+  namespaceWatch: NamespaceWatch | undefined;
+  onEvent(event: WatchEvent): void;
+  /** Receives a promise for each first listing made at start. */
+  onListing(listed: Promise<void>): void;
+}
+
+export class ResourceWatch {
+  readonly #options: ResourceWatchOptions;
+  /** By namespace; the key `''` is the cluster-wide watch. */
+  readonly #watchers = new Map<string, Watcher>();
+  #selector: string | undefined;
+  #started = false;
+
+  constructor(options: ResourceWatchOptions) {
+    this.#options = options;
+  }
+
+  start(selector: string | undefined): void {
+    this.#selector = selector;
+    this.#started = true;
+    const { resource, selection, namespaceWatch } = this.#options;
+    if (!resource.namespaced || !selection) this.#watch('', true);
+    else if (selection.names) for (const namespace of selection.names) this.#watch(namespace, true);
+    else {
+      namespaceWatch?.subscribe({
+        added: (namespace) => this.#watch(namespace, false),
+        removed: (namespace) => void this.#unwatch(namespace),
+      });
+    }
+  }
+
+  /** Watches again, with another selector, whatever is watched now. */
+  async reselect(selector: string | undefined): Promise<void> {
+    if (!this.#started || selector === this.#selector) return;
+    this.#selector = selector;
+    const namespaces = [...this.#watchers.keys()];
+    await Promise.all(namespaces.map((namespace) => this.#unwatch(namespace)));
+    for (const namespace of namespaces) this.#watch(namespace, false);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.#watchers.keys()].map((namespace) => this.#unwatch(namespace)));
+  }
+
+  #watch(namespace: string, initial: boolean): void {
+    const { client, resource, logger, onEvent, onListing } = this.#options;
+    const path = collectionPath(resource, namespace || undefined);
+    const listed = Promise.withResolvers<void>();
+    if (initial) onListing(listed.promise);
+    const watcher = new Watcher({
+      client,
+      path,
+      logger,
+      onSynced: listed.resolve,
+      onEvent,
+      ...(this.#selector ? { labelSelector: this.#selector } : {}),
+    });
+    this.#watchers.set(namespace, watcher);
+    watcher.start();
+    logger.info(`watching ${path}${this.#selector ? ` (labels ${this.#selector})` : ''}`);
+  }
+
+  async #unwatch(namespace: string): Promise<void> {
+    const watcher = this.#watchers.get(namespace);
+    if (!watcher) return;
+    this.#watchers.delete(namespace);
+    await watcher.stop();
+    this.#options.logger.info(
+      `no longer watching ${collectionPath(this.#options.resource, namespace || undefined)}`,
+    );
+  }
+}

@@ -6,33 +6,30 @@
  *
  *   npm run bench -- [--objects 1000] [--only kopf|causeway|apiserver]
  */
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { KubeConfig } from '@kubernetes/client-node';
-import { bundleCli } from '../deploy/bundle.ts';
-import { applyManifests, parseManifests } from '../gateway/kube/apply.ts';
-import { KubeClient } from '../gateway/kube/client.ts';
+import type { KubeClient } from '../gateway/kube/client.ts';
 import { Watcher } from '../gateway/kube/watcher.ts';
 import { createLogger } from '../gateway/logging.ts';
-import { cacheRoot, startControlPlane } from '../test/cluster/index.ts';
-import { ensureKopf, KOPF_VERSION } from './kopf.ts';
+import {
+  createBacklog,
+  forEachName,
+  KOPF_NAME,
+  KOPFEXAMPLES,
+  objectNames,
+  operatorProcess,
+  prepareContenders,
+  type Running,
+  saveResults,
+  say,
+  table,
+  withCluster,
+} from './common.ts';
 import { countWrites, difference, type WriteCounts } from './metrics.ts';
 
-const ROOT = new URL('..', import.meta.url).pathname;
-const say = (line: string) => process.stdout.write(`${line}\n`);
 const quiet = createLogger({ level: 'error' });
 const WRITTEN_RESOURCES = ['kopfexamples', 'events'];
 const CLOCK_TICKS_PER_SECOND = 100;
-
-/** Something that handles the backlog once started; `pid` when it is a process of its own. */
-interface Running {
-  pid?: number;
-  exited: Promise<string>;
-  stop(): Promise<void>;
-}
 
 interface Contender {
   name: string;
@@ -55,119 +52,38 @@ const { values } = parseArgs({
 const OBJECTS = Number(values.objects);
 
 async function main(): Promise<void> {
-  // The CLI as it is deployed: bundled (deploy/bundle.ts).
-  const cli = await bundleCli(join(mkdtempSync(join(tmpdir(), 'causeway-bench-')), 'causeway.mjs'));
-  const kopf = `${ensureKopf(cacheRoot(), say)}`;
+  const commands = await prepareContenders();
   const all: Contender[] = [
     {
-      name: `kopf ${KOPF_VERSION}`,
+      name: KOPF_NAME,
       start: (namespace, _client, kubeconfig) =>
-        operatorProcess(
-          kopf,
-          [
-            'run',
-            '--standalone',
-            '--quiet',
-            '--namespace',
-            namespace,
-            join(ROOT, 'bench/operators/kopf_operator.py'),
-          ],
-          kubeconfig,
-        ),
+        operatorProcess(commands.kopf('kopf_operator.py', namespace), kubeconfig),
     },
     {
       name: 'causeway',
       start: (namespace, _client, kubeconfig) =>
-        operatorProcess(
-          process.execPath,
-          [
-            cli,
-            'run',
-            join(ROOT, 'bench/operators/causeway-operator.ts'),
-            '--quiet',
-            '--namespace',
-            namespace,
-          ],
-          kubeconfig,
-        ),
+        operatorProcess(commands.causeway('causeway-operator.ts', namespace), kubeconfig),
     },
     { name: 'apiserver alone', start: (namespace, client) => directWrites(namespace, client) },
   ];
   const contenders = all.filter((contender) => !values.only || contender.name.startsWith(values.only));
 
-  const controlPlane = await startControlPlane({
-    onProgress: (line) => say(`  ${line}`),
-    controllerManager: false,
-  });
-  try {
-    const config = new KubeConfig();
-    config.loadFromFile(controlPlane.kubeconfigPath);
-    const client = await KubeClient.fromConfig(config);
-    const crd = parseManifests(readFileSync(join(ROOT, 'examples/01-minimal/crd.yaml'), 'utf8'));
-    await applyManifests(client, crd, { fieldManager: 'bench' });
-
+  await withCluster(async ({ controlPlane, client }) => {
     const results: Result[] = [];
     for (const [index, contender] of contenders.entries()) {
       const namespace = `bench-${index}`;
       say(`${contender.name}: creating ${OBJECTS} KopfExamples in ${namespace} while it is down`);
-      await createBacklog(client, namespace);
+      await createBacklog(client, namespace, OBJECTS);
       results.push(await measure(contender, namespace, client, controlPlane));
     }
     report(results);
-  } finally {
-    await controlPlane.stop();
-  }
-}
-
-function names(): string[] {
-  return Array.from({ length: OBJECTS }, (_, index) => `kex-${String(index).padStart(5, '0')}`);
-}
-
-/** Runs `task` for every name, `concurrency` at a time. */
-async function forEachName(concurrency: number, task: (name: string) => Promise<unknown>): Promise<void> {
-  const pending = names();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      for (let name = pending.pop(); name; name = pending.pop()) await task(name);
-    }),
-  );
-}
-
-async function createBacklog(client: KubeClient, namespace: string): Promise<void> {
-  await client.request('/api/v1/namespaces', { method: 'POST', body: { metadata: { name: namespace } } });
-  await forEachName(32, (name) =>
-    client.request(`/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`, {
-      method: 'POST',
-      body: { apiVersion: 'kopf.dev/v1', kind: 'KopfExample', metadata: { name }, spec: { field: 'value' } },
-    }),
-  );
-}
-
-function operatorProcess(file: string, args: string[], kubeconfig: string): Running {
-  const child = spawn(file, args, {
-    cwd: ROOT,
-    env: { ...process.env, KUBECONFIG: kubeconfig },
-    stdio: ['ignore', 'ignore', 'pipe'],
   });
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString()).slice(-4000);
-  });
-  const exited = new Promise<string>((settle) => child.once('exit', () => settle(stderr)));
-  return {
-    ...(child.pid ? { pid: child.pid } : {}),
-    exited,
-    async stop() {
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
 }
 
 /** The ceiling: the same status writes, sent straight to the apiserver by this process. */
 function directWrites(namespace: string, client: KubeClient): Running {
-  const done = forEachName(64, (name) =>
-    client.patch(`/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/${name}/status`, 'merge', {
+  const done = forEachName(objectNames(OBJECTS), 64, (name) =>
+    client.patch(`${KOPFEXAMPLES}/${namespace}/kopfexamples/${name}/status`, 'merge', {
       status: { create_fn: { message: `hello ${name}` } },
     }),
   );
@@ -185,7 +101,7 @@ async function measure(
   const listed = Promise.withResolvers<void>();
   const watcher = new Watcher({
     client,
-    path: `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`,
+    path: `${KOPFEXAMPLES}/${namespace}/kopfexamples`,
     logger: quiet,
     onSynced: listed.resolve,
     onEvent: ({ object }) => {
@@ -266,22 +182,12 @@ function report(results: Result[]): void {
     'CPU',
     'writes',
   ];
-  const widths = header.map((title, column) =>
-    Math.max(title.length, ...rows.map((row) => (row[column] as string).length)),
-  );
-  const line = (cells: string[]) =>
-    cells.map((cell, column) => cell.padEnd(widths[column] as number)).join('  ');
   say(
     `\n${OBJECTS} objects created while the operator was down; time from its start until all have status.create_fn`,
   );
   say('(span rate: objects per second between the first and the last result, i.e. without start-up)');
-  say(line(header));
-  for (const row of rows) say(line(row));
-  const out = join(ROOT, 'bench/results');
-  mkdirSync(out, { recursive: true });
-  const file = join(out, `backlog-${new Date().toISOString().replaceAll(':', '-')}.json`);
-  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
-  say(`\nraw figures: ${file}`);
+  for (const line of table(header, rows)) say(line);
+  saveResults('backlog', results);
 }
 
 main().catch((error: unknown) => {

@@ -1,0 +1,210 @@
+/**
+ * What the benchmarks share: one fresh local control plane with the KopfExample CRD, the two
+ * contenders' commands (Kopf from PyPI, the Causeway CLI bundled as it is deployed), operator
+ * processes, backlogs of KopfExamples, polling, and plain-text tables.
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { bundleCli } from '../deploy/bundle.ts';
+import { applyManifests, parseManifests } from '../gateway/kube/apply.ts';
+import { KubeClient } from '../gateway/kube/client.ts';
+import { type ControlPlane, cacheRoot, startControlPlane } from '../test/cluster/index.ts';
+import { ensureKopf, KOPF_VERSION } from './kopf.ts';
+
+export const ROOT = new URL('..', import.meta.url).pathname;
+export const KOPF_NAME = `kopf ${KOPF_VERSION}`;
+export const KOPFEXAMPLES = '/apis/kopf.dev/v1/namespaces';
+
+export const say = (line: string): void => {
+  process.stdout.write(`${line}\n`);
+};
+
+export const sleep = (ms: number): Promise<void> => new Promise((settle) => setTimeout(settle, ms));
+
+/** An operator process (or, for the backlog's ceiling, a task) that handles objects once started. */
+export interface Running {
+  pid?: number;
+  /** Settles with the tail of its stderr when it exits, whatever the reason. */
+  exited: Promise<string>;
+  /** SIGTERM, then waits for the exit. */
+  stop(): Promise<void>;
+}
+
+export interface OperatorProcess extends Running {
+  /** SIGKILL (kill -9), then waits for the exit. */
+  kill(): Promise<void>;
+  /** Whether it has exited (of itself or killed). */
+  readonly gone: boolean;
+}
+
+export function operatorProcess(
+  command: Command,
+  kubeconfig: string,
+  env: Record<string, string> = {},
+): OperatorProcess {
+  const child = spawn(command.file, command.args, {
+    cwd: ROOT,
+    env: { ...process.env, ...env, KUBECONFIG: kubeconfig },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4000);
+  });
+  let gone = false;
+  const exited = new Promise<string>((settle) =>
+    child.once('exit', () => {
+      gone = true;
+      settle(stderr);
+    }),
+  );
+  return {
+    ...(child.pid ? { pid: child.pid } : {}),
+    exited,
+    get gone() {
+      return gone;
+    },
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+    },
+    async kill() {
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+export interface Command {
+  file: string;
+  args: string[];
+}
+
+/** How to start each contender with a given operator file, serving one namespace. */
+export interface Contenders {
+  kopf(operator: string, namespace: string): Command;
+  causeway(operator: string, namespace: string): Command;
+}
+
+/** Bundles the Causeway CLI (deploy/bundle.ts) and installs Kopf into its cached virtualenv. */
+export async function prepareContenders(): Promise<Contenders> {
+  const cli = await bundleCli(join(mkdtempSync(join(tmpdir(), 'causeway-bench-')), 'causeway.mjs'));
+  const kopf = ensureKopf(cacheRoot(), say);
+  return {
+    kopf: (operator, namespace) => ({
+      file: kopf,
+      args: [
+        'run',
+        '--standalone',
+        '--quiet',
+        '--namespace',
+        namespace,
+        join(ROOT, 'bench/operators', operator),
+      ],
+    }),
+    causeway: (operator, namespace) => ({
+      file: process.execPath,
+      args: [cli, 'run', join(ROOT, 'bench/operators', operator), '--quiet', '--namespace', namespace],
+    }),
+  };
+}
+
+export interface BenchCluster {
+  controlPlane: ControlPlane;
+  client: KubeClient;
+}
+
+/**
+ * A fresh control plane without kube-controller-manager (so nothing but the contenders and the
+ * benchmark write to it), with the KopfExample CRD of examples/01-minimal.
+ */
+export async function withCluster<T>(task: (cluster: BenchCluster) => Promise<T>): Promise<T> {
+  const controlPlane = await startControlPlane({
+    onProgress: (line) => say(`  ${line}`),
+    controllerManager: false,
+  });
+  try {
+    const config = new KubeConfig();
+    config.loadFromFile(controlPlane.kubeconfigPath);
+    const client = await KubeClient.fromConfig(config);
+    const crd = parseManifests(readFileSync(join(ROOT, 'examples/01-minimal/crd.yaml'), 'utf8'));
+    await applyManifests(client, crd, { fieldManager: 'bench' });
+    return await task({ controlPlane, client });
+  } finally {
+    await controlPlane.stop();
+  }
+}
+
+export function objectNames(count: number): string[] {
+  return Array.from({ length: count }, (_, index) => `kex-${String(index).padStart(5, '0')}`);
+}
+
+/** Runs `task` for every name, `concurrency` at a time. */
+export async function forEachName(
+  names: readonly string[],
+  concurrency: number,
+  task: (name: string) => Promise<unknown>,
+): Promise<void> {
+  const pending = [...names];
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      for (let name = pending.pop(); name; name = pending.pop()) await task(name);
+    }),
+  );
+}
+
+export async function createNamespace(client: KubeClient, namespace: string): Promise<void> {
+  await client.request('/api/v1/namespaces', { method: 'POST', body: { metadata: { name: namespace } } });
+}
+
+/** A namespace with `count` KopfExamples (`kex-00000`…), created 32 at a time. */
+export async function createBacklog(client: KubeClient, namespace: string, count: number): Promise<void> {
+  await createNamespace(client, namespace);
+  await forEachName(objectNames(count), 32, (name) =>
+    client.request(`${KOPFEXAMPLES}/${namespace}/kopfexamples`, {
+      method: 'POST',
+      body: { apiVersion: 'kopf.dev/v1', kind: 'KopfExample', metadata: { name }, spec: { field: 'value' } },
+    }),
+  );
+}
+
+/** Polls `probe` until it returns something other than undefined; throws after `timeoutMs`. */
+export async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  { timeoutMs = 30_000, intervalMs = 50 } = {},
+): Promise<T> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (performance.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
+    await sleep(intervalMs);
+  }
+}
+
+/** Left-aligned columns, two spaces apart. */
+export function table(header: string[], rows: string[][]): string[] {
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)),
+  );
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, column) => cell.padEnd(widths[column] as number))
+      .join('  ')
+      .trimEnd();
+  return [line(header), ...rows.map(line)];
+}
+
+/** Writes the raw figures to bench/results/<kind>-<time>.json (ignored by git) and says where. */
+export function saveResults(kind: string, results: unknown): void {
+  const out = join(ROOT, 'bench/results');
+  mkdirSync(out, { recursive: true });
+  const file = join(out, `${kind}-${new Date().toISOString().replaceAll(':', '-')}.json`);
+  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+  say(`\nraw figures: ${file}`);
+}

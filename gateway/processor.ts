@@ -3,19 +3,10 @@
  * function service once with all of its due handlers, and write back results, progress, patches and
  * the handled-record in the fewest PATCHes, results first.
  */
-import { createHash } from 'node:crypto';
-import type {
-  DueHandler,
-  HandlerSpec,
-  KubernetesEvent,
-  KubernetesObject,
-  ObjectToApply,
-  Outcome,
-  Reason,
-} from '../protocol/index.ts';
+import type { HandlerSpec, KubernetesObject, Reason } from '../protocol/index.ts';
 import { type Cause, detectCause } from './causes.ts';
+import { callServices } from './dispatch/calls.ts';
 import type { FunctionService } from './dispatch/function-service.ts';
-import { invocationRequest } from './dispatch/invocation.ts';
 import { postEvents } from './events.ts';
 import { objectMatches } from './filters.ts';
 import { addFinalizer, hasFinalizer, removeFinalizer } from './finalizers.ts';
@@ -25,17 +16,12 @@ import type { KubeClient } from './kube/client.ts';
 import type { DiscoveredResource, DiscoveryCache } from './kube/discovery.ts';
 import { ApiError } from './kube/errors.ts';
 import type { Logger } from './logging.ts';
+import { type CycleEffects, recordOutcome, subhandlerKey, subhandlerRecord } from './outcomes.ts';
 import { addObjectPatch, applyChanges, applyJsonPatch, emptyChanges, type ObjectChanges } from './patcher.ts';
 import { type Candidate, type DueCall, planCause } from './plan.ts';
 import { type CycleOutcome, describe } from './queue.ts';
 import { Reconciliations } from './reconcile.ts';
-import {
-  type Progress,
-  type ProgressMap,
-  StateStorage,
-  type StateUpdate,
-  type StoredState,
-} from './state/storage.ts';
+import { type ProgressMap, StateStorage, type StateUpdate } from './state/storage.ts';
 
 export interface Binding {
   service: FunctionService;
@@ -64,8 +50,6 @@ export interface Processor {
   forget(uid: string): void;
 }
 
-/** Seconds before calling a service again after it could not be reached or answered badly. */
-const SERVICE_RETRY_DELAYS_S = [1, 2, 5, 10, 30, 60];
 /** After a write lost a race (a guarded patch on a changed object), look again this soon. */
 const CONFLICT_RETRY_MS = 100;
 
@@ -227,63 +211,6 @@ export function createProcessor(options: ProcessorOptions): Processor {
   };
 }
 
-interface CycleEffects {
-  changes: ObjectChanges;
-  events: KubernetesEvent[];
-  apply: ObjectToApply[];
-}
-
-/** Turns one handler's outcome into its new progress record, collecting its result and effects. */
-function recordOutcome(
-  due: DueCall<FunctionService>,
-  outcome: Outcome,
-  storeResult: boolean,
-  effects: CycleEffects,
-  now: Date,
-  log: Logger,
-): Progress {
-  const id = due.spec.id;
-  const record: Progress = { ...due.progress };
-  if (outcome.patch) addObjectPatch(effects.changes, outcome.patch);
-  if (outcome.events) effects.events.push(...outcome.events);
-  if (outcome.apply) effects.apply.push(...outcome.apply);
-  switch (outcome.status) {
-    case 'success':
-      record.success = true;
-      delete record.delayedUntil;
-      if (storeResult && outcome.result !== undefined && outcome.result !== null)
-        effects.changes.status[id] = outcome.result;
-      log.info(`handler ${id} succeeded`);
-      break;
-    case 'skipped':
-      record.success = true;
-      record.message = 'skipped';
-      break;
-    case 'permanent':
-      record.failure = true;
-      record.message = outcome.message;
-      log.error(`handler ${id} failed permanently: ${outcome.message}`);
-      effects.events.push({
-        type: 'Warning',
-        reason: 'HandlerFailed',
-        message: `${id} failed permanently: ${outcome.message}`,
-      });
-      break;
-    case 'temporary':
-      record.retries += 1;
-      record.message = outcome.message;
-      record.delayedUntil = new Date(now.getTime() + outcome.delay * 1000).toISOString();
-      log.warning(`handler ${id} failed temporarily, retrying in ${outcome.delay}s: ${outcome.message}`);
-      effects.events.push({
-        type: 'Warning',
-        reason: 'HandlerRetrying',
-        message: `${id}: ${outcome.message}`,
-      });
-      break;
-  }
-  return record;
-}
-
 function needsFinalizer<S>(object: KubernetesObject, candidates: readonly Candidate<S>[]): boolean {
   return candidates.some(
     ({ spec }) => spec.kind === 'delete' && !spec.options?.optional && objectMatches(object, spec.filters),
@@ -299,45 +226,6 @@ function releaseIfUnneeded<S>(
   if (!hasFinalizer(object, identity.finalizer)) return undefined;
   if (cause.reason !== 'delete' && needsFinalizer(object, candidates)) return undefined;
   return removeFinalizer(object, identity.finalizer);
-}
-
-/** Calls each service once with all of its due handlers, in parallel across services. */
-async function callServices(
-  due: DueCall<FunctionService>[],
-  reason: Reason,
-  object: KubernetesObject,
-  stored: StoredState,
-  memos: Map<string, Record<string, unknown>>,
-  resource: DiscoveredResource,
-  log: Logger,
-): Promise<Array<[DueCall<FunctionService>, Outcome]>> {
-  if (due.length === 0) return [];
-  const byService = new Map<FunctionService, DueCall<FunctionService>[]>();
-  for (const call of due) byService.set(call.service, [...(byService.get(call.service) ?? []), call]);
-  const uid = object.metadata.uid;
-  const results = await Promise.all(
-    [...byService].map(async ([service, calls]) => {
-      const handlers = calls.map((call) => dueHandler(call, uid, reason, stored));
-      try {
-        const request = invocationRequest(reason, resource, object, handlers, service.timeoutMs);
-        const response = await service.invoke({ ...request, memo: memos.get(uid) ?? {} });
-        for (const line of response.logs)
-          log.log(line.level, line.handler ? `${line.handler}: ${line.message}` : line.message);
-        if (response.memo) updateMemo(memos, uid, response.memo);
-        return calls.map((call): [DueCall<FunctionService>, Outcome] => [
-          call,
-          response.outcomes[call.spec.id] as Outcome,
-        ]);
-      } catch (error) {
-        const message = error instanceof Error ? error.message : String(error);
-        return calls.map((call): [DueCall<FunctionService>, Outcome] => [
-          call,
-          { status: 'temporary', message, delay: serviceRetryDelay(call.progress.retries) },
-        ]);
-      }
-    }),
-  );
-  return results.flat();
 }
 
 /**
@@ -405,87 +293,4 @@ async function moveStateToAnnotations(
   const changes = emptyChanges();
   addObjectPatch(changes, served.storage.write({ essence }).object ?? {});
   return applyChanges(client, served.resource, object, changes, identity.fieldManager);
-}
-
-function updateMemo(
-  memos: Map<string, Record<string, unknown>>,
-  uid: string,
-  updates: Record<string, unknown>,
-): void {
-  const memo = { ...memos.get(uid) };
-  for (const [key, value] of Object.entries(updates)) {
-    if (value === null) delete memo[key];
-    else memo[key] = value;
-  }
-  memos.set(uid, memo);
-}
-
-function serviceRetryDelay(retry: number): number {
-  return SERVICE_RETRY_DELAYS_S[Math.min(retry, SERVICE_RETRY_DELAYS_S.length - 1)] as number;
-}
-
-/**
- * The idempotency key depends on the object, the handler, the cause and the state the change started
- * from, which stay the same until the change is handled: across retries, restarts and crashes alike.
- */
-/** Sub-handlers keep their progress next to their parent's, under `<parent>#<sub>`. */
-function subhandlerKey(parent: string, sub: string): string {
-  return `${parent}#${sub}`;
-}
-
-function subhandlerRecord(previous: Progress, outcome: Outcome, now: Date): Progress {
-  switch (outcome.status) {
-    case 'success':
-    case 'skipped':
-      return { started: previous.started, retries: previous.retries, success: true };
-    case 'permanent':
-      return {
-        started: previous.started,
-        retries: previous.retries,
-        failure: true,
-        message: outcome.message,
-      };
-    case 'temporary':
-      return {
-        started: previous.started,
-        retries: previous.retries + 1,
-        message: outcome.message,
-        delayedUntil: new Date(now.getTime() + outcome.delay * 1000).toISOString(),
-      };
-  }
-}
-
-/**
- * The idempotency key depends on the object, the handler, the cause and the state the change started
- * from, which stay the same until the change is handled: across retries, restarts and crashes alike.
- */
-function dueHandler(
-  call: DueCall<FunctionService>,
-  uid: string,
-  reason: Reason,
-  stored: StoredState,
-): DueHandler {
-  const idempotencyKey = createHash('sha256')
-    .update(`${uid}\0${call.spec.id}\0${reason}\0${stored.essence ?? ''}`)
-    .digest('base64url')
-    .slice(0, 32);
-  const prefix = subhandlerKey(call.spec.id, '');
-  const subhandlers = Object.fromEntries(
-    Object.entries(stored.progress ?? {})
-      .filter(([key]) => key.startsWith(prefix))
-      .map(([key, record]) => [
-        key.slice(prefix.length),
-        { retry: record.retries, done: Boolean(record.success || record.failure) },
-      ]),
-  );
-  return {
-    id: call.spec.id,
-    retry: call.progress.retries,
-    started: call.progress.started,
-    idempotencyKey,
-    ...(call.old === undefined ? {} : { old: call.old }),
-    ...(call.new === undefined ? {} : { new: call.new }),
-    ...(call.diff === undefined ? {} : { diff: call.diff }),
-    ...(Object.keys(subhandlers).length > 0 ? { subhandlers } : {}),
-  };
 }

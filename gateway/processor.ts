@@ -91,7 +91,11 @@ export function createProcessor(options: ProcessorOptions): Processor {
 
       const now = new Date();
       const plan = planCause(current, cause, candidates, stored.progress, now);
-      const reconcile = reconciliations.due(current, cause.essence, candidates, now);
+      // One call per service and cycle: reconciling waits for the next cycle when the cause has calls to
+      // make (it then also sees what they changed).
+      const reconcileDue = reconciliations.due(current, cause.essence, candidates, now);
+      const reconcile = plan.due.length > 0 ? [] : reconcileDue;
+      const reconcileDeferred = reconcile.length < reconcileDue.length;
       if (plan.concerned.length === 0 && reconcile.length === 0) {
         // Nothing concerns it: no call, no log. A finalizer of ours that nothing needs any more goes.
         const release = releaseIfUnneeded(current, cause, candidates, identity);
@@ -123,7 +127,7 @@ export function createProcessor(options: ProcessorOptions): Processor {
         call(reconcile, 'reconcile'),
       ]);
 
-      let retryAfterMs = plan.wakeInMs;
+      let retryAfterMs = reconcileDeferred ? 0 : plan.wakeInMs;
       for (const [due, outcome] of causeOutcomes) {
         const record = recordOutcome(due, outcome, cause.reason !== 'delete', effects, now, log);
         progress[due.spec.id] = record;

@@ -47,6 +47,40 @@ describe('handlers beyond creation', () => {
     assert.deepEqual(third.status?.reconcile_fn, { rounds: 3 });
   });
 
+  it('reconciles after the cause handlers, in a call of its own, seeing what they wrote', async (t) => {
+    const namespace = await testNamespace(t);
+    const op = operator({ name: 'both', secret: TEST_SECRET });
+    op.on.create('kopfexamples', async function create_fn() {
+      return { created: true };
+    });
+    op.on.reconcile('kopfexamples', async function reconcile_fn({ status }) {
+      return { sawCreated: (status.create_fn as { created?: boolean } | undefined)?.created === true };
+    });
+    const calls: string[][] = [];
+    const service = {
+      async fetch(request: Request) {
+        if (new URL(request.url).pathname === '/causeway/v1/invoke') {
+          const body = (await request.clone().json()) as { reason: string; handlers: Array<{ id: string }> };
+          calls.push([body.reason, ...body.handlers.map((handler) => handler.id)]);
+        }
+        return op.fetch(request);
+      },
+    };
+    const running = await runOperator(service, { namespaces: [namespace], transport: 'in-process' });
+    t.after(() => running.stop());
+
+    await create(namespace, 'both-kinds');
+    const object = await eventually('the reconcile result', async () => {
+      const current = await read(namespace, 'both-kinds');
+      return current.status?.reconcile_fn ? current : undefined;
+    });
+    assert.deepEqual(object.status?.reconcile_fn, { sawCreated: true });
+    assert.deepEqual(calls, [
+      ['create', 'create_fn'],
+      ['reconcile', 'reconcile_fn'],
+    ]);
+  });
+
   it('delivers raw watch events in order, and keeps the memo between calls; patches land', async (t) => {
     const namespace = await testNamespace(t);
     const events: string[] = [];

@@ -10,6 +10,8 @@ import type { Progress } from './state/storage.ts';
 
 export interface CycleEffects {
   changes: ObjectChanges;
+  /** Handlers whose results are in `changes.status`. */
+  results: string[];
   events: KubernetesEvent[];
   apply: ObjectToApply[];
 }
@@ -32,8 +34,10 @@ export function recordOutcome<S>(
     case 'success':
       record.success = true;
       delete record.delayedUntil;
-      if (storeResult && outcome.result !== undefined && outcome.result !== null)
+      if (storeResult && outcome.result !== undefined && outcome.result !== null) {
         effects.changes.status[id] = outcome.result;
+        effects.results.push(id);
+      }
       log.info(`handler ${id} succeeded`);
       break;
     case 'skipped':

@@ -58,6 +58,8 @@ export function createProcessor(options: ProcessorOptions): Processor {
   const seen = new Set<string>();
   const memos = new Map<string, Record<string, unknown>>();
   const reconciliations = new Reconciliations<FunctionService>();
+  /** Handlers whose results the resource's status drops: said once, not on every object. */
+  const droppedResults = new Set<string>();
 
   const run = async (object: KubernetesObject): Promise<CycleOutcome> => {
     const uid = object.metadata.uid;
@@ -109,7 +111,7 @@ export function createProcessor(options: ProcessorOptions): Processor {
       }
 
       const progress: ProgressMap = { ...stored.progress };
-      const effects: CycleEffects = { changes: emptyChanges(), events: [], apply: [] };
+      const effects: CycleEffects = { changes: emptyChanges(), results: [], events: [], apply: [] };
       for (const given of plan.givenUp) {
         progress[given.spec.id] = { ...given.progress, failure: true, message: given.message };
         log.error(`handler ${given.spec.id} ${given.message}`);
@@ -186,6 +188,15 @@ export function createProcessor(options: ProcessorOptions): Processor {
       }
       const last = await writeBack(current, cause, state, progress, effects.changes, options, log);
       if (last) current = last;
+      for (const id of effects.results) {
+        if (last && last.status?.[id] === undefined && !droppedResults.has(id)) {
+          droppedResults.add(id);
+          log.warning(
+            `the status of ${served.resource.plural} does not keep status.${id}: the result of handler ${id} was dropped ` +
+              '(store it elsewhere with patch)',
+          );
+        }
+      }
       written = last?.metadata.resourceVersion ?? written;
       if (effects.events.length > 0) await postEvents(client, current, effects.events, log);
       return {

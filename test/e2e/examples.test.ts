@@ -509,6 +509,11 @@ describe('examples/10-builtins', async () => {
       ['create idle pod_fn', 'create settings configmap_fn'],
     );
     assert.ok(!running.logs.some((line) => line.includes(`[${namespace}/unrelated]`)), 'not a word about it');
+    assert.equal(
+      running.logs.filter((line) => line.includes('does not keep status.configmap_fn')).length,
+      1,
+      'the dropped result is said once',
+    );
   });
 });
 

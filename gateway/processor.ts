@@ -58,6 +58,10 @@ export function createProcessor(options: ProcessorOptions): Processor {
   const seen = new Set<string>();
   const memos = new Map<string, Record<string, unknown>>();
   const reconciliations = new Reconciliations<FunctionService>();
+  /** Progress of deletions whose handlers all ran, until the object is gone. */
+  const finishedDeletions = new Map<string, ProgressMap>();
+  /** Objects whose deletion we saw without holding them: their optional delete handlers have had their turn. */
+  const optionalDeletions = new Set<string>();
   /** Handlers whose results the resource's status drops: said once, not on every object. */
   const droppedResults = new Set<string>();
 
@@ -92,7 +96,22 @@ export function createProcessor(options: ProcessorOptions): Processor {
       }
 
       const now = new Date();
-      const plan = planCause(current, cause, candidates, stored.progress, now);
+      // Without our finalizer, a deletion's non-optional handlers are not ours to run: we ran them and
+      // released the object (another finalizer holds it), or never held it. Optional ones run once.
+      const holding = hasFinalizer(current, identity.finalizer);
+      const releasedDeletion = cause.reason === 'delete' && !holding;
+      const concerned = releasedDeletion
+        ? candidates.filter(
+            ({ spec }) =>
+              spec.kind !== 'delete' || (spec.options?.optional === true && !optionalDeletions.has(uid)),
+          )
+        : candidates;
+      if (releasedDeletion) optionalDeletions.add(uid);
+      // A deletion whose handlers all ran keeps its progress here, not on the object (that would cost a
+      // write), until the finalizer is off: a retried removal does not call them again.
+      const known =
+        cause.reason === 'delete' ? { ...stored.progress, ...finishedDeletions.get(uid) } : stored.progress;
+      const plan = planCause(current, cause, concerned, known, now);
       // One call per service and cycle: reconciling waits for the next cycle when the cause has calls to
       // make (it then also sees what they changed).
       const reconcileDue = reconciliations.due(current, cause.essence, candidates, now);
@@ -110,7 +129,7 @@ export function createProcessor(options: ProcessorOptions): Processor {
         };
       }
 
-      const progress: ProgressMap = { ...stored.progress };
+      const progress: ProgressMap = { ...known };
       const effects: CycleEffects = { changes: emptyChanges(), results: [], events: [], apply: [] };
       for (const given of plan.givenUp) {
         progress[given.spec.id] = { ...given.progress, failure: true, message: given.message };
@@ -186,6 +205,7 @@ export function createProcessor(options: ProcessorOptions): Processor {
         });
         await applyObject(client, kind, child, identity.fieldManager, current.metadata.namespace);
       }
+      if (cause.reason === 'delete' && state === 'finished') finishedDeletions.set(uid, progress);
       const last = await writeBack(current, cause, state, progress, effects.changes, options, log);
       if (last) current = last;
       for (const id of effects.results) {
@@ -222,6 +242,8 @@ export function createProcessor(options: ProcessorOptions): Processor {
       seen.delete(uid);
       memos.delete(uid);
       reconciliations.forget(uid);
+      optionalDeletions.delete(uid);
+      finishedDeletions.delete(uid);
     },
   };
 }

@@ -6,6 +6,8 @@ export interface TestKind {
   group: string;
   kind: string;
   plural: string;
+  /** `Namespaced` unless told otherwise. */
+  scope?: 'Namespaced' | 'Cluster';
 }
 
 /** A fresh group name, e.g. `late1a2b3c4d.causeway.test`. */
@@ -15,7 +17,10 @@ export function uniqueGroup(prefix: string): string {
 
 const ANYTHING = { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
 
-/** A namespaced v1 CRD with a status subresource; the schema keeps anything unless one is given. */
+/**
+ * A v1 CRD with a status subresource, namespaced unless `kind.scope` says `Cluster`; the schema keeps
+ * anything unless one is given.
+ */
 export function customResourceDefinition(kind: TestKind, schema: object = ANYTHING): KubernetesObject {
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
@@ -23,7 +28,7 @@ export function customResourceDefinition(kind: TestKind, schema: object = ANYTHI
     metadata: { name: `${kind.plural}.${kind.group}` },
     spec: {
       group: kind.group,
-      scope: 'Namespaced',
+      scope: kind.scope ?? 'Namespaced',
       names: { kind: kind.kind, plural: kind.plural, singular: kind.kind.toLowerCase() },
       versions: [
         {

@@ -46,20 +46,29 @@ export interface RunningOperator {
 }
 
 /**
- * Starts a gateway for `service` on the test control plane. Over HTTP by default, the way separate
- * deployments talk; in-process the way `causeway run` does.
+ * Starts a gateway for `service` (or several services) on the test control plane. Over HTTP by
+ * default, each service on a port of its own, the way separate deployments talk; in-process the way
+ * `causeway run` does. `namespaces: 'all'` serves every namespace, as a gateway given none does.
  */
 export async function runOperator(
-  service: FetchHandler,
-  options: Partial<GatewayOptions> & { namespaces: readonly string[]; transport?: 'http' | 'in-process' },
+  service: FetchHandler | readonly FetchHandler[],
+  options: Omit<Partial<GatewayOptions>, 'namespaces'> & {
+    namespaces: readonly string[] | 'all';
+    transport?: 'http' | 'in-process';
+  },
 ): Promise<RunningOperator> {
-  const { transport = 'http', ...gatewayOptions } = options;
-  const server = transport === 'http' ? await serveFetch(service, { port: 0, host: '127.0.0.1' }) : undefined;
+  const { transport = 'http', namespaces, ...gatewayOptions } = options;
+  const services = Array.isArray(service) ? service : [service as FetchHandler];
+  const servers =
+    transport === 'http'
+      ? await Promise.all(services.map((each) => serveFetch(each, { port: 0, host: '127.0.0.1' })))
+      : [];
   const gateway = await startGateway({
-    functions: [server?.url ?? service],
+    functions: transport === 'http' ? servers.map((server) => server.url) : services,
     secret: new TextEncoder().encode(TEST_SECRET),
     kubeconfig: await kubeConfig(),
     logger: memoryLogger(),
+    ...(namespaces === 'all' ? {} : { namespaces }),
     ...gatewayOptions,
   });
   await gateway.synced;
@@ -67,7 +76,7 @@ export async function runOperator(
     gateway,
     async stop() {
       await gateway.stop();
-      await server?.close();
+      await Promise.all(servers.map((server) => server.close()));
     },
   };
 }

@@ -152,3 +152,11 @@ describe('Kubernetes events', () => {
     assert.match(lines[0] as string, /WARNING .*could not post event Created: /);
   });
 });
+
+describe('cutting messages', () => {
+  it('never splits a character outside the basic plane', () => {
+    const cut = truncate(`${'a'.repeat(1022)}😀😀😀`);
+    assert.equal([...cut].length, 1024);
+    assert.ok(cut.endsWith('a😀…'), cut.slice(-5));
+  });
+});

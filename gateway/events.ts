@@ -10,8 +10,12 @@ import type { Logger } from './logging.ts';
 export const MAX_MESSAGE_LENGTH = 1024;
 const COMPONENT = 'causeway';
 
+/** Cut by code points, so a character outside the BMP (an emoji) is never split in two. */
 export function truncate(message: string): string {
-  return message.length <= MAX_MESSAGE_LENGTH ? message : `${message.slice(0, MAX_MESSAGE_LENGTH - 1)}…`;
+  const characters = [...message];
+  return characters.length <= MAX_MESSAGE_LENGTH
+    ? message
+    : `${characters.slice(0, MAX_MESSAGE_LENGTH - 1).join('')}…`;
 }
 
 export function eventFor(

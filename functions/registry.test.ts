@@ -96,7 +96,7 @@ describe('kinds', () => {
       create: ['create'],
       update: ['update'],
       delete: ['delete'],
-      resume: ['resume'],
+      resume: ['delete', 'resume'],
       field: ['create', 'update'],
       event: ['event'],
       reconcile: ['reconcile'],

@@ -48,7 +48,8 @@ const KINDS = {
   create: { reasons: ['create'], options: [...COMMON, 'field', ...RETRYING] },
   update: { reasons: ['update'], options: [...COMMON, 'field', ...RETRYING, ...CHANGES] },
   delete: { reasons: ['delete'], options: [...COMMON, 'field', ...RETRYING, 'optional'] },
-  resume: { reasons: ['resume'], options: [...COMMON, 'field', ...RETRYING, 'deleted'] },
+  // With `deleted`, the gateway also resumes objects it first sees being deleted, in their deletion's call.
+  resume: { reasons: ['resume', 'delete'], options: [...COMMON, 'field', ...RETRYING, 'deleted'] },
   // Kopf's on.field: the field changed, appearing included.
   field: { reasons: ['create', 'update'], options: [...COMMON, ...RETRYING, ...CHANGES], argument: 'field' },
   event: { reasons: ['event'], options: [...COMMON, 'field'] },

@@ -15,6 +15,8 @@ export interface Cause {
   diff: DiffItem[];
   /** `new`, serialised as it is stored. */
   essence: string;
+  /** The first time this gateway process sees the object (resume handlers may be due). */
+  firstSight: boolean;
 }
 
 export interface CauseContext {
@@ -34,6 +36,7 @@ export function detectCause(object: KubernetesObject, stored: StoredState, conte
     new: current,
     diff: reason === 'create' ? diff(undefined, current) : changes,
     essence,
+    firstSight: context.firstSight,
   });
   if (object.metadata.deletionTimestamp) return cause('delete');
   if (old === undefined) return cause('create');

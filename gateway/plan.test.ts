@@ -82,6 +82,20 @@ describe('planning a cause', () => {
       ),
       ['on_delete'],
     );
+    const firstSeenDeleting = detectCause(deleting, stored(deleting), { ...context, firstSight: true });
+    const withDeleted = [...handlers, handler('resume_deleted', 'resume', { options: { deleted: true } })];
+    assert.deepEqual(ids(planCause(deleting, firstSeenDeleting, withDeleted, undefined, now).due), [
+      'on_delete',
+      'resume_deleted',
+    ]);
+    assert.deepEqual(
+      ids(
+        planCause(deleting, detectCause(deleting, stored(deleting), context), withDeleted, undefined, now)
+          .due,
+      ),
+      ['on_delete'],
+      'only on first sight',
+    );
     const existing = object({});
     const resumed = detectCause(existing, stored(existing), { ...context, firstSight: true });
     assert.deepEqual(ids(planCause(existing, resumed, handlers, undefined, now).due), ['on_resume']);

@@ -51,9 +51,12 @@ export function planCause<S>(
   const plan: Plan<S> = { concerned: [], due: [], givenUp: [] };
   if (cause.reason === 'none') return plan;
   const kinds = KINDS_FOR[cause.reason];
+  // `deleted: true` resume handlers also resume objects found already being deleted.
+  const resumesDeleted = cause.reason === 'delete' && cause.firstSight;
   for (const candidate of candidates) {
     const { spec } = candidate;
-    if (!kinds.includes(spec.kind) || !objectMatches(object, spec.filters)) continue;
+    const resumed = resumesDeleted && spec.kind === 'resume' && spec.options?.deleted === true;
+    if ((!kinds.includes(spec.kind) && !resumed) || !objectMatches(object, spec.filters)) continue;
     const scoped = scope(cause, spec);
     if (!scoped) continue;
     plan.concerned.push(candidate);

@@ -38,6 +38,9 @@ function sleeperOperator() {
     calls.push(`resume ${name}`);
     return { resumed: name };
   });
+  op.on.resume(RESOURCE, { deleted: true }, async function resume_deleting_fn({ name, meta }) {
+    if (meta.deletionTimestamp) calls.push(`resume-deleting ${name}`);
+  });
   return { op, calls };
 }
 
@@ -114,6 +117,7 @@ describe('changes while the gateway was down', () => {
         'create new',
         'delete deleted',
         'resume unchanged',
+        'resume-deleting deleted',
         'update changed [["change",["spec","field"],"a","b"]]',
       ],
       `the restarted gateway said:\n${logger.lines.join('')}`,

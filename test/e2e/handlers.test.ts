@@ -104,9 +104,10 @@ describe('handlers beyond creation', () => {
       return (object.status?.causeway as { essence?: string })?.essence ? true : undefined;
     });
     await client.patch(`${path(namespace)}/watched`, 'merge', { spec: { size: 2 } });
-    const updated = await eventually('the update result', async () => {
+    // The result goes out with the status write, the patch with the object's, right after it.
+    const updated = await eventually('the update result and its patch', async () => {
       const object = await read(namespace, 'watched');
-      return object.status?.update_fn ? object : undefined;
+      return object.status?.update_fn && object.metadata.labels?.seen ? object : undefined;
     });
     assert.deepEqual(updated.status?.update_fn, { memo: 'remembered' });
     assert.equal(updated.metadata.labels?.seen, 'yes');

@@ -2,23 +2,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from 'causeway/protocol';
-import { runOperator } from 'causeway/testing';
-import { testCluster, testNamespace } from '../support/cluster.ts';
-import { applyFile, eventually, kubeClient } from '../support/operator.ts';
-
-const example = (file: string) => new URL(`../../examples/02-children/${file}`, import.meta.url);
+import { startExample } from '../support/examples.ts';
+import { eventually, kubeClient } from '../support/operator.ts';
 
 describe('examples/02-children', () => {
   it('creates a pod owned by the KopfExample, and Kubernetes deletes it with its parent', async (t) => {
-    await applyFile(new URL('../../examples/01-minimal/crd.yaml', import.meta.url));
-    const namespace = await testNamespace(t);
-    const { default: op } = await import(example('operator.ts').href);
-    const running = await runOperator(op, {
-      namespaces: [namespace],
-      kubeconfig: (await testCluster()).kubeconfigPath,
-    });
-    t.after(() => running.stop());
-    await applyFile(example('object.yaml'), namespace);
+    const { namespace } = await startExample(t, '02-children');
     const client = await kubeClient();
     const parent = await client.get<KubernetesObject>(
       `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/kopf-example-2`,

@@ -2,23 +2,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from 'causeway/protocol';
-import { runOperator } from 'causeway/testing';
-import { testCluster, testNamespace } from '../support/cluster.ts';
-import { applyFile, eventually, kubeClient } from '../support/operator.ts';
-
-const example = (file: string) => new URL(`../../examples/07-subhandlers/${file}`, import.meta.url);
+import { startExample } from '../support/examples.ts';
+import { eventually, kubeClient } from '../support/operator.ts';
 
 describe('examples/07-subhandlers', () => {
   it('retries only the sub-handler that failed, then stores the result and clears the progress', async (t) => {
-    await applyFile(new URL('../../examples/01-minimal/crd.yaml', import.meta.url));
-    const namespace = await testNamespace(t);
-    const { default: op } = await import(example('operator.ts').href);
-    const running = await runOperator(op, {
-      namespaces: [namespace],
-      kubeconfig: (await testCluster()).kubeconfigPath,
-    });
-    t.after(() => running.stop());
-    await applyFile(example('object.yaml'), namespace);
+    const { namespace, running } = await startExample(t, '07-subhandlers');
     const client = await kubeClient();
 
     const object = await eventually('the result', async () => {

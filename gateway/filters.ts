@@ -23,7 +23,7 @@ function metaMatches(
   return true;
 }
 
-export function valueMatches(value: unknown, match: ValueMatch | undefined): boolean {
+function valueMatches(value: unknown, match: ValueMatch | undefined): boolean {
   if (match === undefined) return true;
   if ('equals' in match) return equal(value, match.equals);
   if ('present' in match) return value !== undefined;

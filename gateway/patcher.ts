@@ -25,7 +25,7 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 /** Merges merge patch `patch` into merge patch `into`: later values win, `null` (removal) is kept. */
-export function mergePatches(into: Record<string, unknown>, patch: Record<string, unknown>): void {
+function mergePatches(into: Record<string, unknown>, patch: Record<string, unknown>): void {
   for (const [key, value] of Object.entries(patch)) {
     const existing = into[key];
     if (isObject(value) && isObject(existing)) mergePatches(existing, value);

@@ -20,7 +20,7 @@ export interface FunctionServiceOptions {
 }
 
 /** The service could not be asked or did not answer usably; the handlers are retried later. */
-export class ServiceError extends Error {
+class ServiceError extends Error {
   override name = 'ServiceError';
 }
 

@@ -206,7 +206,16 @@ export function createProcessor(options: ProcessorOptions): Processor {
         await applyObject(client, kind, child, identity.fieldManager, current.metadata.namespace);
       }
       if (cause.reason === 'delete' && state === 'finished') finishedDeletions.set(uid, progress);
-      const last = await writeBack(current, cause, state, progress, effects.changes, options, log);
+      const last = await writeBack(
+        current,
+        cause,
+        state,
+        progress,
+        Object.keys(stored.progress ?? {}).length > 0,
+        effects.changes,
+        options,
+        log,
+      );
       if (last) current = last;
       for (const id of effects.results) {
         if (last && last.status?.[id] === undefined && !droppedResults.has(id)) {
@@ -274,6 +283,8 @@ async function writeBack(
   cause: Cause,
   state: 'untouched' | 'in progress' | 'finished',
   progress: ProgressMap,
+  /** Whether progress is stored on the object now (to be purged when the change is handled). */
+  storedProgress: boolean,
   changes: ObjectChanges,
   { client, served, identity }: ProcessorOptions,
   log: Logger,
@@ -285,7 +296,7 @@ async function writeBack(
   else if (finished && !deleting) {
     update = {
       essence: cause.essence,
-      ...(Object.keys(progressOf(object, served)).length ? { progress: null } : {}),
+      ...(storedProgress ? { progress: null } : {}),
     };
   }
   const patch = served.storage.write(update);
@@ -307,10 +318,6 @@ async function writeBack(
     );
   }
   return written;
-}
-
-function progressOf(object: KubernetesObject, served: ServedResource): ProgressMap {
-  return served.storage.read(object).progress ?? {};
 }
 
 /** The status dropped our record (a structural schema pruned it): keep state in annotations from now on. */

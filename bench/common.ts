@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { bundleCli } from '../deploy/bundle.ts';
+import { bundleCli } from '../deploy/build.ts';
 import { applyManifests, parseManifests } from '../gateway/kube/apply.ts';
 import { KubeClient } from '../gateway/kube/client.ts';
 import { type ControlPlane, cacheRoot, startControlPlane } from '../test/cluster/index.ts';
@@ -89,9 +89,9 @@ export interface Contenders {
   causeway(operator: string, namespace: string): Command;
 }
 
-/** Bundles the Causeway CLI (deploy/bundle.ts) and installs Kopf into its cached virtualenv. */
+/** Bundles the Causeway CLI (deploy/build.ts) and installs Kopf into its cached virtualenv. */
 export async function prepareContenders(): Promise<Contenders> {
-  const cli = await bundleCli(join(mkdtempSync(join(tmpdir(), 'causeway-bench-')), 'causeway.mjs'));
+  const cli = await bundleCli(mkdtempSync(join(tmpdir(), 'causeway-bench-')));
   const kopf = ensureKopf(cacheRoot(), say);
   return {
     kopf: (operator, namespace) => ({

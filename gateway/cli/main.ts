@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /** `causeway`: run operators written with causeway/functions, as `kopf run` runs Kopf's. */
 import { type ParseArgsConfig, parseArgs } from 'node:util';
+import packageJson from '../../package.json' with { type: 'json' };
 import type { LogLevel } from '../../protocol/index.ts';
 import { type GatewayOptions, startGateway } from '../gateway.ts';
 import { DEFAULT_IDENTITY, type Identity } from '../identity.ts';
@@ -9,6 +10,8 @@ import { loadOperatorModule } from './operator-module.ts';
 import { release } from './release.ts';
 import { ensureProcessSecret, readSecret, SECRET_VARIABLE } from './secret.ts';
 import { serveFetch } from './serve.ts';
+
+const VERSION = packageJson.version;
 
 const HELP = `Usage: causeway <command> [options]
 
@@ -48,6 +51,7 @@ Common options:
   -v, --verbose             Log debug lines too.
   -q, --quiet               Log only warnings and errors.
   -h, --help                Show this help.
+  -V, --version             Show Causeway's version.
 
 The cluster is the current context of $KUBECONFIG or ~/.kube/config, or the in-cluster account.
 `;
@@ -69,6 +73,7 @@ const OPTIONS = {
   verbose: { type: 'boolean', short: 'v' },
   quiet: { type: 'boolean', short: 'q' },
   help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'V' },
 } satisfies ParseArgsConfig['options'];
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
@@ -84,6 +89,10 @@ export async function main(argv: string[]): Promise<void> {
     throw new UsageError((error as Error).message);
   }
   const [command, ...rest] = positionals;
+  if (values.version) {
+    process.stdout.write(`${VERSION}\n`);
+    return;
+  }
   if (values.help || !command) {
     process.stdout.write(HELP);
     return;
@@ -212,10 +221,15 @@ export function untilSignal(logger: Logger): Promise<void> {
   });
 }
 
-if (import.meta.main) {
-  main(process.argv.slice(2)).catch((error: unknown) => {
+/** Runs the command line as the `causeway` command does: errors become one line and an exit code. */
+export async function cli(argv: string[]): Promise<void> {
+  try {
+    await main(argv);
+  } catch (error) {
     process.stderr.write(`causeway: ${error instanceof Error ? error.message : error}\n`);
     if (error instanceof UsageError) process.stderr.write('Run `causeway --help` for usage.\n');
     process.exit(error instanceof UsageError ? 2 : 1);
-  });
+  }
 }
+
+if (import.meta.main) await cli(process.argv.slice(2));

@@ -13,7 +13,7 @@ import { join, relative } from 'node:path';
 import { before, describe, it, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments, stringify } from 'yaml';
-import { bundleCli } from '../../deploy/bundle.ts';
+import { bundleCli } from '../../deploy/build.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { testCluster, testNamespace } from '../support/cluster.ts';
 import { applyFile, eventually, kubeClient } from '../support/operator.ts';
@@ -543,14 +543,14 @@ describe('deploy/examples/01-minimal', () => {
     const secret = 'a-shared-secret-for-this-test-that-is-long-enough';
     // The image starts the bundled CLI with the container's args, as below.
     const dockerfile = await readFile(join(REPO, 'deploy/Dockerfile'), 'utf8');
-    assert.match(dockerfile, /^ENTRYPOINT \["node", "dist\/causeway\.mjs"\]$/m);
+    assert.match(dockerfile, /^ENTRYPOINT \["node", "dist\/cli\/causeway\.mjs"\]$/m);
 
     // What the kubelet would give the gateway: a token of its service account, and the API server.
     const token = (await kubectlOk(['create', 'token', GATEWAY, `--namespace=${namespace}`])).trim();
     const { server, caPem } = await testCluster();
     const dir = await mkdtemp(join(tmpdir(), 'causeway-deploy-'));
     t.after(() => rm(dir, { recursive: true, force: true }));
-    const cli = await bundleCli(join(dir, 'causeway.mjs'));
+    const cli = await bundleCli(join(dir, 'cli'));
     const kubeconfig = join(dir, 'kubeconfig');
     await writeFile(
       kubeconfig,

@@ -13,17 +13,27 @@ import type { Logger } from './logger.ts';
 export type Fields = Record<string, unknown>;
 
 /**
+ * What a JSON merge patch of a `T` may hold: any key left out, `null` to remove one; arrays are
+ * replaced whole, objects merged key by key.
+ */
+export type MergePatch<T> = {
+  [Key in keyof T]?:
+    | (T[Key] extends readonly unknown[] ? T[Key] : T[Key] extends object ? MergePatch<T[Key]> : T[Key])
+    | null;
+};
+
+/**
  * A JSON merge patch for the object being handled, filled by the handler and applied by the gateway
  * after the call, whatever its outcome: `null` removes a key.
  */
-export interface Patch {
+export interface Patch<Spec extends object = Fields, Status extends object = Fields> {
   metadata?: {
     labels?: Record<string, string | null>;
     annotations?: Record<string, string | null>;
     [key: string]: unknown;
   };
-  spec?: Fields;
-  status?: Fields;
+  spec?: MergePatch<Spec>;
+  status?: MergePatch<Status>;
   [key: string]: unknown;
 }
 
@@ -71,7 +81,7 @@ export interface HandlerContext<Spec extends object = Fields, Status extends obj
    */
   memo: Record<string, unknown>;
   /** Fill it to have the gateway merge-patch the object, e.g. `patch.metadata = { labels: { a: 'b' } }`. */
-  patch: Patch;
+  patch: Patch<Spec, Status>;
   events: Events;
   /**
    * Have the gateway create or update these objects (server-side apply), e.g. children made with
@@ -88,9 +98,13 @@ export interface HandlerContext<Spec extends object = Fields, Status extends obj
   event: 'ADDED' | 'MODIFIED' | 'DELETED' | undefined;
 }
 
-export type Handler<Spec extends object = Fields, Status extends object = Fields> = (
+/**
+ * A handler: what it returns (JSON) is its result, stored under `status.<id>`. `Spec` and `Status`
+ * type what it reads and patches, `Result` what it must return; none is checked at run time.
+ */
+export type Handler<Spec extends object = Fields, Status extends object = Fields, Result = unknown> = (
   context: HandlerContext<Spec, Status>,
-) => unknown;
+) => Result | Promise<Result>;
 
 /** The parts of a context that are not read from the request. */
 export interface Extras {

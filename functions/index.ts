@@ -1,4 +1,4 @@
-export type { Handler, HandlerContext } from './context.ts';
+export type { Handler, HandlerContext, MergePatch, Patch } from './context.ts';
 export { PermanentError, TemporaryError } from './errors.ts';
 export { ABSENT, PRESENT } from './filters.ts';
 export { adjustNamespace, adopt, appendOwnerReference, harmonizeNaming, label } from './hierarchies.ts';

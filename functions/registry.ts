@@ -61,31 +61,31 @@ type Kinds = typeof KINDS;
 /** The options `op.on.<kind>` takes. */
 export type OptionsOf<Kind extends HandlerKind> = Pick<HandlerOptions, Kinds[Kind]['options'][number]>;
 
-/** `Spec` and `Status` type what a handler reads from the object; they are not checked at run time. */
+/** `Spec`, `Status` and `Result` type the handler's arguments and result (see Handler). */
 export interface Register<Options> {
-  <Spec extends object = Fields, Status extends object = Fields>(
+  <Spec extends object = Fields, Status extends object = Fields, Result = unknown>(
     resource: Resource,
-    handler: Handler<Spec, Status>,
+    handler: Handler<Spec, Status, Result>,
   ): void;
-  <Spec extends object = Fields, Status extends object = Fields>(
+  <Spec extends object = Fields, Status extends object = Fields, Result = unknown>(
     resource: Resource,
     options: Options,
-    handler: Handler<Spec, Status>,
+    handler: Handler<Spec, Status, Result>,
   ): void;
 }
 
 /** Kopf's `on.field(resource, field, options?, handler)`. */
 export interface RegisterField<Options> {
-  <Spec extends object = Fields, Status extends object = Fields>(
+  <Spec extends object = Fields, Status extends object = Fields, Result = unknown>(
     resource: Resource,
     field: string,
-    handler: Handler<Spec, Status>,
+    handler: Handler<Spec, Status, Result>,
   ): void;
-  <Spec extends object = Fields, Status extends object = Fields>(
+  <Spec extends object = Fields, Status extends object = Fields, Result = unknown>(
     resource: Resource,
     field: string,
     options: Options,
-    handler: Handler<Spec, Status>,
+    handler: Handler<Spec, Status, Result>,
   ): void;
 }
 

@@ -1,16 +1,29 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { type ControlPlane, startControlPlane } from './cluster/index.ts';
+import { packPackage } from './package/project.ts';
 
 let controlPlane: ControlPlane | undefined;
+let packDirectory: string | undefined;
 
-/** One control plane for the whole run; test files find it through the environment they inherit. */
+/**
+ * One control plane for the whole run, and the package packed once as npm publishes it; test files
+ * find both through the environment they inherit.
+ */
 export async function globalSetup(): Promise<void> {
-  controlPlane = await startControlPlane({
-    onProgress: (message) => process.stderr.write(`[control plane] ${message}\n`),
-  });
+  packDirectory = await mkdtemp(join(tmpdir(), 'causeway-pack-'));
+  const [started, tarball] = await Promise.all([
+    startControlPlane({ onProgress: (message) => process.stderr.write(`[control plane] ${message}\n`) }),
+    packPackage(packDirectory),
+  ]);
+  controlPlane = started;
   process.env.KUBECONFIG = controlPlane.kubeconfigPath;
   process.env.CAUSEWAY_TEST_KUBECONFIG = controlPlane.kubeconfigPath;
+  process.env.CAUSEWAY_TEST_TARBALL = tarball;
 }
 
 export async function globalTeardown(): Promise<void> {
   await controlPlane?.stop();
+  if (packDirectory) await rm(packDirectory, { recursive: true, force: true });
 }

@@ -18,8 +18,13 @@ export interface CliProcess {
  * Starts `command` in a process group of its own and signals the whole group, as a terminal's Ctrl+C
  * does: wrappers such as `npm start` do not pass signals on to the program they run.
  */
-export function startCli(command: string, args: string[], env: NodeJS.ProcessEnv): CliProcess {
-  const child = spawn(command, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+export function startCli(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  cwd: string = ROOT,
+): CliProcess {
+  const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let output = '';
   const listeners = new Set<() => void>();
   const append = (chunk: Buffer) => {

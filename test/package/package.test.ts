@@ -1,0 +1,250 @@
+/**
+ * Causeway as users get it: the tarball `npm pack` makes, installed with npm into a project of their
+ * own outside the repository, and used there the way the README says.
+ */
+import assert from 'node:assert/strict';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, it, type TestContext } from 'node:test';
+import { build } from 'esbuild';
+import { Miniflare } from 'miniflare';
+import repository from '../../package.json' with { type: 'json' };
+import type { KubernetesObject } from '../../protocol/index.ts';
+import type * as Testing from '../../testing/index.ts';
+import { testCluster, testNamespace } from '../support/cluster.ts';
+import { applyFile, eventually, kubeClient } from '../support/operator.ts';
+import { startCli } from '../support/processes.ts';
+import { packedTarball, projectDirectory, runIn, runOk, userEnvironment, userProject } from './project.ts';
+
+const TSC = new URL('../../node_modules/.bin/tsc', import.meta.url).pathname;
+const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
+
+/** A user's operator, as the README shows it; `{{name}}` is the operator's name. */
+const TYPESCRIPT_OPERATOR = `import { operator } from 'causeway/functions';
+
+interface Spec {
+  field: string;
+}
+
+const op = operator({ name: '{{name}}' });
+
+op.on.create<Spec>('kopfexamples', async function create_fn({ spec, name, logger }) {
+  logger.info(\`creating \${name}\`);
+  return { message: \`hello \${name}\`, field: spec.field, from: '{{name}}' };
+});
+
+export default op;
+`;
+
+const JAVASCRIPT_OPERATOR = `import { operator } from 'causeway/functions';
+
+const op = operator({ name: 'js-operator' });
+
+op.on.create('kopfexamples', async function create_fn({ spec, name }) {
+  return { message: \`hello \${name}\`, field: spec.field, from: 'js-operator' };
+});
+
+export default op;
+`;
+
+const USER_TSCONFIG = {
+  compilerOptions: {
+    target: 'es2024',
+    module: 'nodenext',
+    moduleResolution: 'nodenext',
+    strict: true,
+    noEmit: true,
+    types: ['node'],
+  },
+  include: ['*.ts'],
+};
+
+describe('the package, installed into a project of its own', () => {
+  let project: string;
+  let remove: () => Promise<void>;
+  const installed = () => join(project, 'node_modules/causeway');
+
+  before(async () => {
+    ({ dir: project, remove } = await projectDirectory());
+    await userProject(project, [
+      packedTarball(),
+      `typescript@${repository.devDependencies.typescript}`,
+      `@types/node@${repository.devDependencies['@types/node']}`,
+    ]);
+  });
+  after(() => remove?.());
+
+  it('holds the built library, the CLI and the docs, and nothing else', async () => {
+    const files = (await readdir(installed(), { recursive: true, withFileTypes: true }))
+      .filter((entry) => entry.isFile())
+      .map((entry) => join(entry.parentPath, entry.name).slice(installed().length + 1))
+      .sort();
+    const outside = files.filter(
+      (file) => !file.startsWith('dist/') && !['package.json', 'README.md', 'CHANGELOG.md'].includes(file),
+    );
+    assert.deepEqual(outside, [], 'only dist/ and the package docs are published');
+    assert.deepEqual(
+      files.filter(
+        (file) =>
+          /\.test\.|fixture|\.ts$/.test(file) &&
+          !file.endsWith('.d.ts') &&
+          !file.startsWith('dist/cli/template/'), // the project `causeway init` makes is TypeScript
+      ),
+      [],
+      "no tests, fixtures or TypeScript sources besides causeway init's template",
+    );
+    const manifest = JSON.parse(await readFile(join(installed(), 'package.json'), 'utf8'));
+    for (const [name, target] of Object.entries(manifest.exports as Record<string, Record<string, string>>)) {
+      if (typeof target === 'string') continue;
+      for (const condition of ['types', 'default']) {
+        assert.ok(
+          files.includes(target[condition]?.slice(2) ?? ''),
+          `${name} has ${condition}: ${target[condition]}`,
+        );
+      }
+      assert.ok(files.includes(`${target.default?.slice(2)}.map`), `${name} has a source map`);
+    }
+    assert.ok(files.includes(manifest.bin.causeway.slice(2)), 'the bin is there');
+  });
+
+  it('runs its CLI with npx: --version and --help', async () => {
+    assert.equal((await runOk(project, 'npx', ['causeway', '--version'])).trim(), repository.version);
+    assert.match(await runOk(project, 'npx', ['causeway', '--help']), /^Usage: causeway <command>/);
+  });
+
+  it('says in one line which Node it needs, on an older one', async () => {
+    // The launcher reads process.versions.node; this one reports an older Node than the minimum.
+    const olderNode = 'data:text/javascript,Object.defineProperty(process.versions,"node",{value:"20.19.5"})';
+    const bin = join(project, 'node_modules/.bin/causeway');
+    const result = await runIn(project, process.execPath, ['--import', olderNode, bin, 'run', 'operator.ts']);
+    assert.equal(result.code, 1);
+    assert.equal(
+      result.stderr,
+      'causeway: needs Node.js 22.19.0 or later, and this is 20.19.5: install a newer Node (https://nodejs.org)\n',
+    );
+  });
+
+  async function runsOperator(t: TestContext, file: string, source: string, name: string) {
+    await applyFile(CRD);
+    const namespace = await testNamespace(t);
+    await writeFile(join(project, file), source);
+    const { kubeconfigPath } = await testCluster();
+    const operatorProcess = startCli(
+      'npx',
+      ['causeway', 'run', file, '--namespace', namespace],
+      userEnvironment({ KUBECONFIG: kubeconfigPath }),
+      project,
+    );
+    t.after(() => operatorProcess.stop('SIGKILL'));
+    const client = await kubeClient();
+    const path = `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`;
+    await client.request(path, {
+      method: 'POST',
+      body: {
+        apiVersion: 'kopf.dev/v1',
+        kind: 'KopfExample',
+        metadata: { name: 'kex-1' },
+        spec: { field: 'x' },
+      },
+    });
+    const object = await eventually(
+      'status.create_fn',
+      async () => {
+        const current = await client.get<KubernetesObject>(`${path}/kex-1`);
+        return current.status?.create_fn === undefined ? undefined : current;
+      },
+      30_000,
+    );
+    assert.deepEqual(object.status?.create_fn, { message: 'hello kex-1', field: 'x', from: name });
+    // npx dies of the signal itself; what counts is that the operator behind it stopped cleanly.
+    await operatorProcess.stop('SIGTERM');
+    assert.match(
+      operatorProcess.output(),
+      /SIGTERM received, stopping\n.*no longer watching \/apis\/kopf\.dev/,
+    );
+  }
+
+  it('runs a TypeScript operator with npx causeway run, which handles an object in the cluster', (t) =>
+    runsOperator(t, 'operator.ts', TYPESCRIPT_OPERATOR.replaceAll('{{name}}', 'ts-operator'), 'ts-operator'));
+
+  it('runs a JavaScript operator with npx causeway run, which handles an object in the cluster', (t) =>
+    runsOperator(t, 'operator.js', JAVASCRIPT_OPERATOR, 'js-operator'));
+
+  it("typechecks a user's operator against the published types, and catches a misspelt argument", async () => {
+    await writeFile(join(project, 'tsconfig.json'), JSON.stringify(USER_TSCONFIG, null, 2));
+    await writeFile(join(project, 'typed.ts'), TYPESCRIPT_OPERATOR.replaceAll('{{name}}', 'typed'));
+    assert.equal((await runIn(project, TSC, ['-p', '.'])).stdout, '', 'the operator typechecks');
+
+    await writeFile(
+      join(project, 'typed.ts'),
+      TYPESCRIPT_OPERATOR.replaceAll('{{name}}', 'typed')
+        .replace('{ spec, name, logger }', '{ spec, nmae, logger }')
+        .replace('field: spec.field', 'field: spec.feild'),
+    );
+    const misspelt = await runIn(project, TSC, ['-p', '.']);
+    assert.notEqual(misspelt.code, 0);
+    assert.match(
+      misspelt.stdout,
+      /typed\.ts\(\d+,\d+\): error TS2339: Property 'nmae' does not exist on type/,
+    );
+    assert.match(
+      misspelt.stdout,
+      /typed\.ts\(\d+,\d+\): error TS2551: Property 'feild' does not exist on type/,
+    );
+    await writeFile(join(project, 'typed.ts'), '');
+  });
+
+  it('bundles an operator for Workers from the installed SDK, which answers a signed call in workerd', async () => {
+    await writeFile(join(project, 'worker.ts'), TYPESCRIPT_OPERATOR.replaceAll('{{name}}', 'on-workers'));
+    const bundle = await build({
+      entryPoints: [join(project, 'worker.ts')],
+      absWorkingDir: project,
+      bundle: true,
+      format: 'esm',
+      platform: 'neutral',
+      conditions: ['workerd', 'worker', 'browser'],
+      mainFields: ['module', 'main'],
+      write: false,
+      logLevel: 'silent',
+    });
+    const secret = 'the-workers-secret-of-the-package-test';
+    const mf = new Miniflare({
+      modules: true,
+      script: bundle.outputFiles[0]?.text,
+      compatibilityDate: '2025-09-01',
+      bindings: { CAUSEWAY_SECRET: secret },
+    });
+    after(() => mf.dispose());
+    await mf.ready;
+    // The installed testing kit signs the call, as the gateway would.
+    const testing: typeof Testing = await import(join(installed(), 'dist/testing/index.js'));
+    const response = await testing.callHandlers(
+      {
+        // Miniflare brings its own fetch classes, so the request crosses over as plain parts.
+        fetch: async (request) =>
+          (await mf.dispatchFetch(request.url, {
+            method: request.method,
+            headers: Object.fromEntries(request.headers),
+            body: request.method === 'GET' ? undefined : await request.text(),
+          })) as unknown as Response,
+      },
+      {
+        reason: 'create',
+        secret,
+        body: {
+          apiVersion: 'kopf.dev/v1',
+          kind: 'KopfExample',
+          metadata: { name: 'kex-9', namespace: 'default', uid: 'uid-9' },
+          spec: { field: 'y' },
+        },
+      },
+    );
+    assert.deepEqual(response.outcomes, {
+      create_fn: { status: 'success', result: { message: 'hello kex-9', field: 'y', from: 'on-workers' } },
+    });
+    assert.deepEqual(
+      response.logs.map(({ level, message }) => [level, message]),
+      [['info', 'creating kex-9']],
+    );
+  });
+});

@@ -1,0 +1,109 @@
+/**
+ * A user's own project, outside the repository, with Causeway installed from the tarball `npm pack`
+ * makes: what users get, not the sources the rest of the tests run.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+
+const REPO = new URL('../..', import.meta.url).pathname.replace(/\/$/, '');
+const run = promisify(execFile);
+
+/** Packs the repository as npm publishes it (prepack builds dist/); returns the tarball's path. */
+export async function packPackage(destination: string): Promise<string> {
+  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', destination], {
+    cwd: REPO,
+    env: userEnvironment(),
+  });
+  const [packed] = JSON.parse(stdout) as Array<{ filename: string }>;
+  if (!packed) throw new Error(`npm pack said nothing of a tarball:\n${stdout}`);
+  return join(destination, packed.filename);
+}
+
+/** The tarball test/setup.ts packed for this run. */
+export function packedTarball(): string {
+  const tarball = process.env.CAUSEWAY_TEST_TARBALL;
+  if (!tarball)
+    throw new Error(
+      'CAUSEWAY_TEST_TARBALL is not set: run node --test with --test-global-setup=test/setup.ts',
+    );
+  return tarball;
+}
+
+/**
+ * The environment of a user's shell: this run's Node first on PATH (the machine's may be older), and
+ * nothing of the repository's: no npm_* variables from `npm test`, no export condition that would
+ * point `causeway/*` at sources, no node_modules/.bin of the repository.
+ */
+export function userEnvironment(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const inherited = Object.entries(process.env).filter(
+    ([name]) => !name.startsWith('npm_') && !['NODE_OPTIONS', 'INIT_CWD', 'CAUSEWAY_SECRET'].includes(name),
+  );
+  const path = (process.env.PATH ?? '').split(':').filter((entry) => entry && !entry.startsWith(REPO));
+  return { ...Object.fromEntries(inherited), PATH: [dirname(process.execPath), ...path].join(':'), ...extra };
+}
+
+export interface CommandResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command to its end in `cwd` with a user's environment; never throws for a non-zero exit. */
+export async function runIn(
+  cwd: string,
+  command: string,
+  args: string[],
+  extra: NodeJS.ProcessEnv = {},
+): Promise<CommandResult> {
+  try {
+    const { stdout, stderr } = await run(command, args, {
+      cwd,
+      env: userEnvironment(extra),
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code?: unknown; stdout?: string; stderr?: string };
+    if (typeof failed.code !== 'number') throw error;
+    return { code: failed.code, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
+  }
+}
+
+/** Runs a command that must succeed, and says what it printed when it does not. */
+export async function runOk(
+  cwd: string,
+  command: string,
+  args: string[],
+  extra?: NodeJS.ProcessEnv,
+): Promise<string> {
+  const result = await runIn(cwd, command, args, extra);
+  if (result.code !== 0) {
+    throw new Error(`${command} ${args.join(' ')} exited ${result.code}:\n${result.stdout}${result.stderr}`);
+  }
+  return result.stdout;
+}
+
+/** A fresh directory outside the repository; `remove` it when done. */
+export async function projectDirectory(): Promise<{ dir: string; remove(): Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'causeway-user-'));
+  return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * Makes `dir` an empty ES-module project and installs `packages` into it with `npm install` (from
+ * npm's cache where it has them, else from the registry).
+ */
+export async function userProject(dir: string, packages: string[]): Promise<void> {
+  await writeFile(
+    join(dir, 'package.json'),
+    `${JSON.stringify({ name: 'a-user-project', version: '1.0.0', private: true, type: 'module' }, null, 2)}\n`,
+  );
+  await npmInstall(dir, packages);
+}
+
+export function npmInstall(dir: string, packages: string[] = []): Promise<string> {
+  return runOk(dir, 'npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', ...packages]);
+}

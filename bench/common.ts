@@ -46,8 +46,8 @@ export function operatorProcess(
   env: Record<string, string> = {},
 ): OperatorProcess {
   const child = spawn(command.file, command.args, {
-    cwd: ROOT,
-    env: { ...process.env, ...env, KUBECONFIG: kubeconfig },
+    cwd: command.cwd ?? ROOT,
+    env: { ...(command.env ?? process.env), ...env, KUBECONFIG: kubeconfig },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
@@ -81,6 +81,10 @@ export function operatorProcess(
 export interface Command {
   file: string;
   args: string[];
+  /** The repository's root unless given. */
+  cwd?: string;
+  /** The whole environment; this process's unless given. */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** How to start each contender with a given operator file, serving one namespace. */

@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 /** `causeway`: run operators written with causeway/functions, as `kopf run` runs Kopf's. */
+import { basename, resolve } from 'node:path';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import packageJson from '../../package.json' with { type: 'json' };
 import type { LogLevel } from '../../protocol/index.ts';
 import { type GatewayOptions, startGateway } from '../gateway.ts';
 import { DEFAULT_IDENTITY, type Identity } from '../identity.ts';
 import { createLogger, type Logger } from '../logging.ts';
+import { init } from './init.ts';
 import { loadOperatorModule } from './operator-module.ts';
 import { release } from './release.ts';
 import { ensureProcessSecret, readSecret, SECRET_VARIABLE } from './secret.ts';
@@ -16,6 +18,8 @@ const VERSION = packageJson.version;
 const HELP = `Usage: causeway <command> [options]
 
 Commands:
+  init <directory>      Create an operator project in a new or empty directory, named after it: one
+                        handler, its test, a CRD, an example object, and manifests to deploy it.
   run <module>          Run an operator: its function service and a gateway in one process,
                         like \`kopf run\`. The module's default export is made with causeway/functions.
   serve <module>        Serve only the function service of a module over HTTP, for a gateway
@@ -46,6 +50,10 @@ Options for serve:
   -p, --port <port>         Port to listen on (default 8080).
       --host <address>      Address to listen on (default 0.0.0.0).
 
+Options for init:
+      --causeway <spec>     The project's causeway dependency: a version range (default ^${VERSION}),
+                            or the path of a package tarball or directory.
+
 Common options:
       --secret-file <path>  (serve, gateway) File with the shared signing secret; default $${SECRET_VARIABLE}.
   -v, --verbose             Log debug lines too.
@@ -70,6 +78,7 @@ const OPTIONS = {
   port: { type: 'string', short: 'p' },
   host: { type: 'string' },
   'secret-file': { type: 'string' },
+  causeway: { type: 'string' },
   verbose: { type: 'boolean', short: 'v' },
   quiet: { type: 'boolean', short: 'q' },
   help: { type: 'boolean', short: 'h' },
@@ -99,6 +108,20 @@ export async function main(argv: string[]): Promise<void> {
   }
   const logger = createLogger({ level: logLevel(values) });
   switch (command) {
+    case 'init': {
+      const [directory, ...extra] = rest;
+      if (!directory || extra.length)
+        throw new UsageError("init needs the new project's directory, e.g. causeway init my-operator");
+      const written = await init(directory, { causeway: values.causeway });
+      const here = resolve(directory) === process.cwd();
+      process.stdout.write(
+        `Created ${here ? `${basename(process.cwd())} here` : directory}:\n` +
+          written.map((file) => `  ${file}\n`).join('') +
+          `\nNext:\n  ${here ? '' : `cd ${directory} && `}npm install && npm test\n` +
+          '  kubectl apply -f crd.yaml && npm start    # runs it against the cluster of your kubeconfig\n',
+      );
+      return;
+    }
     case 'run':
       return run(requireModule(rest, 'run'), values, logger);
     case 'serve':

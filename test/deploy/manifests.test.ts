@@ -12,10 +12,24 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { before, describe, it, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { parseAllDocuments, stringify } from 'yaml';
 import { bundleCli } from '../../deploy/build.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
-import { testCluster, testNamespace } from '../support/cluster.ts';
+import { testNamespace } from '../support/cluster.ts';
+import {
+  applyRbac,
+  CLUSTER_SCOPED,
+  dryRunObjects,
+  grantedBeyondBaseline,
+  kubectl,
+  kubectlOk,
+  type Manifest,
+  type PolicyRule,
+  parseYaml,
+  serviceAccount,
+  toYaml,
+  writeServiceAccountKubeconfig,
+  wrongPermissions,
+} from '../support/kubectl.ts';
 import { applyFile, eventually, kubeClient } from '../support/operator.ts';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
@@ -41,15 +55,6 @@ const EXPECTED = [
   `deployment.apps/${FUNCTIONS}`,
   `service/${FUNCTIONS}`,
 ].sort();
-
-const CLUSTER_SCOPED = new Set(['ClusterRole', 'ClusterRoleBinding']);
-
-interface Manifest {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
-  [field: string]: unknown;
-}
 
 interface SecurityContext {
   runAsNonRoot?: boolean;
@@ -97,63 +102,9 @@ interface Service extends Manifest {
   spec: { selector: Record<string, string>; ports: Array<{ port: number; targetPort?: string | number }> };
 }
 
-interface PolicyRule {
-  apiGroups?: string[];
-  resources?: string[];
-  resourceNames?: string[];
-  verbs: string[];
-  nonResourceURLs?: string[];
-}
-
 interface Binding extends Manifest {
   roleRef: { kind: string; name: string };
   subjects: Array<{ kind: string; name: string; namespace?: string }>;
-}
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(command: string, args: string[], input = ''): Promise<Run> {
-  return new Promise<Run>((resolve, reject) => {
-    const child = spawn(command, args, { cwd: REPO });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      stdout += chunk;
-    });
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-      stderr += chunk;
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(input);
-  });
-}
-
-async function kubectl(args: string[], input?: string): Promise<Run> {
-  const { kubeconfigPath } = await testCluster();
-  return run('kubectl', [`--kubeconfig=${kubeconfigPath}`, ...args], input);
-}
-
-/** Runs kubectl and fails the test, with what kubectl said, unless it exits 0. */
-async function kubectlOk(args: string[], input?: string): Promise<string> {
-  const result = await kubectl(args, input);
-  assert.equal(result.code, 0, `kubectl ${args.join(' ')} failed:\n${result.stderr}${result.stdout}`);
-  return result.stdout;
-}
-
-function parseYaml(text: string): Manifest[] {
-  return parseAllDocuments(text).map((document) => {
-    if (document.errors.length > 0) throw document.errors[0];
-    return document.toJS() as Manifest;
-  });
-}
-
-function toYaml(objects: Manifest[]): string {
-  return objects.map((object) => stringify(object)).join('---\n');
 }
 
 /** `kubectl kustomize` of the overlay, or of a throwaway overlay on top of it that sets `namespace`. */
@@ -217,65 +168,7 @@ function uniqueClusterNames(objects: Manifest[], suffix: string): Manifest[] {
 
 /** Applies the service accounts and the RBAC of the overlay for real in `namespace`. */
 async function installRbac(t: TestContext, namespace: string): Promise<void> {
-  const rbacKinds = new Set(['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding']);
-  const objects = uniqueClusterNames(await render(namespace), namespace).filter((object) =>
-    rbacKinds.has(object.kind),
-  );
-  const clusterScoped = objects
-    .filter((object) => CLUSTER_SCOPED.has(object.kind))
-    .map((object) => `${object.kind.toLowerCase()}/${object.metadata.name}`);
-  t.after(async () => {
-    await kubectl(['delete', '--ignore-not-found', '--wait=false', ...clusterScoped]);
-  });
-  await kubectlOk(['apply', '--server-side', '--field-manager=causeway-tests', '-f', '-'], toYaml(objects));
-}
-
-const serviceAccount = (namespace: string, name: string) => `system:serviceaccount:${namespace}:${name}`;
-
-/** `kubectl auth can-i`: true for yes (exit 0), false for no (exit 1); anything else fails the test. */
-async function canI(user: string, namespace: string, args: string[]): Promise<boolean> {
-  const result = await kubectl(['auth', 'can-i', `--as=${user}`, `--namespace=${namespace}`, ...args]);
-  assert.ok(
-    result.code === 0 || result.code === 1,
-    `kubectl auth can-i ${args.join(' ')} failed: ${result.stderr}`,
-  );
-  return result.code === 0;
-}
-
-interface RulesReview {
-  status: { resourceRules: PolicyRule[]; nonResourceRules: PolicyRule[] };
-}
-
-/** What `user` may do in `namespace`, one string per verb and resource, from a SelfSubjectRulesReview. */
-async function permissions(user: string, namespace: string): Promise<Set<string>> {
-  const review = {
-    apiVersion: 'authorization.k8s.io/v1',
-    kind: 'SelfSubjectRulesReview',
-    spec: { namespace },
-  };
-  const answer = JSON.parse(
-    await kubectlOk(
-      ['create', '--validate=false', `--as=${user}`, '-o', 'json', '-f', '-'],
-      JSON.stringify(review),
-    ),
-  ) as RulesReview;
-  const found = new Set<string>();
-  for (const rule of answer.status.resourceRules) {
-    for (const group of rule.apiGroups ?? [''])
-      for (const resource of rule.resources ?? [])
-        for (const verb of rule.verbs)
-          found.add(
-            `${verb} ${group}/${resource}${rule.resourceNames ? `/${rule.resourceNames.join(',')}` : ''}`,
-          );
-  }
-  for (const rule of answer.status.nonResourceRules) {
-    for (const url of rule.nonResourceURLs ?? []) for (const verb of rule.verbs) found.add(`${verb} ${url}`);
-  }
-  return found;
-}
-
-function difference(a: Set<string>, b: Set<string>): string[] {
-  return [...a].filter((entry) => !b.has(entry)).sort();
+  await applyRbac(t, uniqueClusterNames(await render(namespace), namespace));
 }
 
 /** Starts `node <bundled CLI> <args>` — the image's entrypoint — and stops it after `t`. */
@@ -365,15 +258,7 @@ describe('deploy/examples/01-minimal', () => {
 
     const result = await kubectl(['apply', '--dry-run=server', '-f', '-'], toYaml(objects));
     assert.equal(result.code, 0, result.stderr);
-    const reported = result.stdout
-      .trim()
-      .split('\n')
-      .map((line) => {
-        const match = /^(\S+) (?:created|configured|unchanged) \(server dry run\)$/.exec(line);
-        assert.ok(match?.[1], `unexpected line from kubectl apply: ${line}`);
-        return match[1];
-      });
-    assert.deepEqual(reported.sort(), EXPECTED);
+    assert.deepEqual(dryRunObjects(result.stdout), EXPECTED);
     // Pod security admission warns about pod templates that the namespace's pods could not have.
     assert.doesNotMatch(result.stderr, /PodSecurity/, result.stderr);
 
@@ -433,19 +318,10 @@ describe('deploy/examples/01-minimal', () => {
       [functions, namespace, ['get', 'secrets'], false],
       [functions, namespace, ['get', `customresourcedefinitions.apiextensions.k8s.io/${kex}`], false],
     ];
-    const answers = await Promise.all(expectations.map(async ([user, ns, args]) => canI(user, ns, args)));
-    const wrong = expectations
-      .filter(([, , , allowed], i) => answers[i] !== allowed)
-      .map(
-        ([user, ns, args, allowed]) =>
-          `${user} in ${ns}: ${args.join(' ')} should be ${allowed ? 'allowed' : 'denied'}`,
-      );
-    assert.deepEqual(wrong, []);
+    assert.deepEqual(await wrongPermissions(expectations), []);
 
     // The complete list, beyond what any authenticated account may do (an account bound to nothing).
-    const baseline = await permissions(serviceAccount(namespace, 'bound-to-nothing'), namespace);
-    assert.ok(baseline.has('get /api'), 'discovery is open to every authenticated user (system:discovery)');
-    assert.deepEqual(difference(await permissions(gateway, namespace), baseline), [
+    assert.deepEqual(await grantedBeyondBaseline(gateway, namespace), [
       'get apiextensions.k8s.io/customresourcedefinitions/kopfexamples.kopf.dev',
       'get kopf.dev/kopfexamples',
       'list kopf.dev/kopfexamples',
@@ -453,7 +329,7 @@ describe('deploy/examples/01-minimal', () => {
       'patch kopf.dev/kopfexamples/status',
       'watch kopf.dev/kopfexamples',
     ]);
-    assert.deepEqual(difference(await permissions(functions, namespace), baseline), []);
+    assert.deepEqual(await grantedBeyondBaseline(functions, namespace), []);
   });
 
   it('keeps the hardened defaults in every container and mounts no token into the functions', async () => {
@@ -545,25 +421,12 @@ describe('deploy/examples/01-minimal', () => {
     const dockerfile = await readFile(join(REPO, 'deploy/Dockerfile'), 'utf8');
     assert.match(dockerfile, /^ENTRYPOINT \["node", "dist\/cli\/causeway\.mjs"\]$/m);
 
-    // What the kubelet would give the gateway: a token of its service account, and the API server.
-    const token = (await kubectlOk(['create', 'token', GATEWAY, `--namespace=${namespace}`])).trim();
-    const { server, caPem } = await testCluster();
     const dir = await mkdtemp(join(tmpdir(), 'causeway-deploy-'));
     t.after(() => rm(dir, { recursive: true, force: true }));
     const cli = await bundleCli(join(dir, 'cli'));
+    // What the kubelet would give the gateway: a token of its service account, and the API server.
     const kubeconfig = join(dir, 'kubeconfig');
-    await writeFile(
-      kubeconfig,
-      JSON.stringify({
-        apiVersion: 'v1',
-        kind: 'Config',
-        clusters: [{ name: 'test', cluster: { server, 'certificate-authority-data': btoa(caPem) } }],
-        users: [{ name: GATEWAY, user: { token } }],
-        contexts: [{ name: GATEWAY, context: { cluster: 'test', user: GATEWAY, namespace } }],
-        'current-context': GATEWAY,
-      }),
-      { mode: 0o600 },
-    );
+    await writeServiceAccountKubeconfig(kubeconfig, namespace, GATEWAY);
 
     // The functions container's arguments, on a free loopback port instead of 0.0.0.0:8080.
     const functionsArgs = onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [];

@@ -1,0 +1,210 @@
+/**
+ * What `causeway init` writes for a cluster, checked against the real test control plane: crd.yaml
+ * installs and takes example.yaml; deploy/ passes `kubectl apply -k` as a server-side dry run under
+ * the restricted pod security standard; its RBAC grants the gateway what it uses and nothing more;
+ * and the project's operator handles example.yaml with nothing but those rights.
+ */
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, rm, symlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it, type TestContext } from 'node:test';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { runOperator } from 'causeway/testing';
+import { init } from '../../gateway/cli/init.ts';
+import type { KubernetesObject } from '../../protocol/index.ts';
+import { testNamespace } from '../support/cluster.ts';
+import {
+  applyRbac,
+  dryRunObjects,
+  grantedBeyondBaseline,
+  kubectl,
+  kubectlOk,
+  type Manifest,
+  parseYaml,
+  serviceAccount,
+  writeServiceAccountKubeconfig,
+  wrongPermissions,
+} from '../support/kubectl.ts';
+import { eventually, kubeClient } from '../support/operator.ts';
+
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
+
+interface Project {
+  dir: string;
+  /** The project's name, which is also its namespace. */
+  name: string;
+  group: string;
+  /** The CRD's name, and how kubectl names the resource. */
+  resource: string;
+  gateway: string;
+  functions: string;
+}
+
+interface PodTemplate {
+  spec: {
+    template: { spec: { automountServiceAccountToken?: boolean; containers: Array<{ image: string }> } };
+  };
+}
+
+/**
+ * A project made by `causeway init`, named after a fresh test namespace: deploy/'s `namespace:` is
+ * that namespace, and its cluster-scoped names are this test's alone. Its causeway dependency is this
+ * repository, so its operator runs on the sources, as the other tests do.
+ */
+async function scaffold(t: TestContext): Promise<Project> {
+  const name = await testNamespace(t);
+  const parent = await mkdtemp(join(tmpdir(), 'causeway-init-'));
+  t.after(() => rm(parent, { recursive: true, force: true }));
+  const dir = join(parent, name);
+  await init(dir);
+  await mkdir(join(dir, 'node_modules'));
+  await symlink(REPO, join(dir, 'node_modules', 'causeway'));
+  const group = `${name}.example.com`;
+  return {
+    dir,
+    name,
+    group,
+    resource: `examples.${group}`,
+    gateway: `${name}-gateway`,
+    functions: `${name}-functions`,
+  };
+}
+
+/** Applies the project's crd.yaml and waits until the API serves it; deletes it after `t`. */
+async function installCrd(t: TestContext, project: Project): Promise<void> {
+  const crd = `customresourcedefinition/${project.resource}`;
+  t.after(async () => {
+    await kubectl(['delete', '--ignore-not-found', '--wait=false', crd]);
+  });
+  await kubectlOk(['apply', '-f', join(project.dir, 'crd.yaml')]);
+  await kubectlOk(['wait', '--for=condition=Established', crd, '--timeout=30s']);
+}
+
+async function render(project: Project): Promise<Manifest[]> {
+  return parseYaml(await kubectlOk(['kustomize', join(project.dir, 'deploy')]));
+}
+
+describe('causeway init: crd.yaml and deploy/', () => {
+  it('installs crd.yaml, whose schema takes example.yaml and refuses an Example without a greeting', async (t) => {
+    const project = await scaffold(t);
+    await installCrd(t, project);
+
+    const applied = await kubectlOk(['apply', '-n', project.name, '-f', join(project.dir, 'example.yaml')]);
+    assert.equal(applied, `example.${project.group}/example-1 created\n`);
+
+    const noGreeting = {
+      apiVersion: `${project.group}/v1`,
+      kind: 'Example',
+      metadata: { name: 'no-greeting' },
+      spec: {},
+    };
+    const refused = await kubectl(['apply', '-n', project.name, '-f', '-'], JSON.stringify(noGreeting));
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /spec\.greeting: Required value/);
+  });
+
+  it('passes kubectl apply -k deploy as a server-side dry run, in a namespace that enforces the restricted pod security standard', async (t) => {
+    const project = await scaffold(t);
+    await kubectlOk([
+      'label',
+      'namespace',
+      project.name,
+      'pod-security.kubernetes.io/enforce=restricted',
+      'pod-security.kubernetes.io/warn=restricted',
+    ]);
+
+    const result = await kubectl(['apply', '--dry-run=server', '-k', join(project.dir, 'deploy')]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.deepEqual(
+      dryRunObjects(result.stdout),
+      [
+        `clusterrole.rbac.authorization.k8s.io/${project.gateway}`,
+        `clusterrolebinding.rbac.authorization.k8s.io/${project.gateway}`,
+        `deployment.apps/${project.functions}`,
+        `deployment.apps/${project.gateway}`,
+        `role.rbac.authorization.k8s.io/${project.gateway}`,
+        `rolebinding.rbac.authorization.k8s.io/${project.gateway}`,
+        `service/${project.functions}`,
+        `serviceaccount/${project.functions}`,
+        `serviceaccount/${project.gateway}`,
+      ].sort(),
+    );
+    // Pod security admission warns about pod templates that the namespace's pods could not have.
+    assert.doesNotMatch(result.stderr, /PodSecurity/, result.stderr);
+
+    const objects = await render(project);
+    for (const name of [project.gateway, project.functions]) {
+      const deployment = objects.find(
+        (object) => object.kind === 'Deployment' && object.metadata.name === name,
+      );
+      const pod = (deployment as (Manifest & PodTemplate) | undefined)?.spec.template.spec;
+      assert.deepEqual(
+        pod?.containers.map((container) => container.image),
+        [`${project.name}:0.1.0`],
+      );
+      assert.equal(pod?.automountServiceAccountToken, name === project.gateway, `${name}: token mounted`);
+    }
+  });
+
+  it('grants the gateway what it uses and nothing more, and the functions nothing', async (t) => {
+    const project = await scaffold(t);
+    const elsewhere = await testNamespace(t);
+    await installCrd(t, project);
+    await applyRbac(t, await render(project));
+    const gateway = serviceAccount(project.name, project.gateway);
+    const functions = serviceAccount(project.name, project.functions);
+    const { name: namespace, resource, group } = project;
+    const crd = `customresourcedefinitions.apiextensions.k8s.io/${resource}`;
+
+    assert.deepEqual(
+      await wrongPermissions([
+        [gateway, namespace, ['get', '/apis'], true],
+        [gateway, namespace, ['watch', resource], true],
+        [gateway, namespace, ['patch', resource, '--subresource=status'], true],
+        [gateway, namespace, ['create', 'events'], true],
+        [gateway, namespace, ['get', crd], true],
+        [gateway, elsewhere, ['list', resource], false],
+        [gateway, elsewhere, ['create', 'events'], false],
+        [gateway, namespace, ['list', resource, '--all-namespaces'], false],
+        [functions, namespace, ['list', resource], false],
+        [functions, namespace, ['create', 'events'], false],
+      ]),
+      [],
+    );
+    // The complete list, in its namespace, beyond what any authenticated account may do.
+    assert.deepEqual(await grantedBeyondBaseline(gateway, namespace), [
+      'create /events',
+      `get apiextensions.k8s.io/customresourcedefinitions/${resource}`,
+      `get ${group}/examples`,
+      `list ${group}/examples`,
+      `patch ${group}/examples`,
+      `patch ${group}/examples/status`,
+      `watch ${group}/examples`,
+    ]);
+    assert.deepEqual(await grantedBeyondBaseline(functions, namespace), []);
+  });
+
+  it("handles example.yaml with the project's operator and nothing but the gateway's rights", async (t) => {
+    const project = await scaffold(t);
+    await installCrd(t, project);
+    await applyRbac(t, await render(project));
+    const kubeconfig = join(project.dir, 'gateway.kubeconfig');
+    await writeServiceAccountKubeconfig(kubeconfig, project.name, project.gateway);
+
+    // `npm start` does the same: `causeway run operator.ts`, a gateway and the function service in one process.
+    const { default: op } = await import(pathToFileURL(join(project.dir, 'operator.ts')).href);
+    const running = await runOperator(op, { namespaces: [project.name], kubeconfig });
+    t.after(() => running.stop());
+    await kubectlOk(['apply', '-n', project.name, '-f', join(project.dir, 'example.yaml')]);
+
+    const client = await kubeClient();
+    const path = `/apis/${project.group}/v1/namespaces/${project.name}/examples/example-1`;
+    const handled = await eventually('status.create_fn', async () => {
+      const object = await client.get<KubernetesObject>(path);
+      return object.status?.create_fn === undefined ? undefined : object;
+    });
+    assert.deepEqual(handled.status?.create_fn, { message: 'Hello, example-1!' });
+    assert.doesNotMatch(running.logs.join('\n'), /\b(ERROR|WARNING)\b|[Ff]orbidden/, running.logs.join('\n'));
+  });
+});

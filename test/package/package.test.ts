@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
+import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { Miniflare } from 'miniflare';
 import repository from '../../package.json' with { type: 'json' };
@@ -14,7 +15,15 @@ import type * as Testing from '../../testing/index.ts';
 import { testCluster, testNamespace } from '../support/cluster.ts';
 import { applyFile, eventually, kubeClient } from '../support/operator.ts';
 import { startCli } from '../support/processes.ts';
-import { packedTarball, projectDirectory, runIn, runOk, userEnvironment, userProject } from './project.ts';
+import {
+  npmInstall,
+  packedTarball,
+  projectDirectory,
+  runIn,
+  runOk,
+  userEnvironment,
+  userProject,
+} from './project.ts';
 
 const TSC = new URL('../../node_modules/.bin/tsc', import.meta.url).pathname;
 const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
@@ -247,5 +256,48 @@ describe('the package, installed into a project of its own', () => {
       response.logs.map(({ level, message }) => [level, message]),
       [['info', 'creating kex-9']],
     );
+  });
+
+  it('scaffolds a project with causeway init that installs, passes its own tests, builds, and runs in the cluster', async (t) => {
+    const { dir, remove } = await projectDirectory();
+    t.after(remove);
+    const created = await runOk(dir, join(project, 'node_modules/.bin/causeway'), [
+      'init',
+      'greeter',
+      '--causeway',
+      packedTarball(),
+    ]);
+    assert.match(created, /cd greeter && npm install && npm test/);
+    const generated = join(dir, 'greeter');
+    await npmInstall(generated);
+    const tests = await runIn(generated, 'npm', ['test']);
+    assert.equal(tests.code, 0, `its npm test passes:\n${tests.stdout}${tests.stderr}`);
+    assert.match(`${tests.stdout}${tests.stderr}`, /^ℹ pass 1$/m);
+    await runOk(generated, 'npm', ['run', 'build']);
+
+    // As its README says: the CRD, the operator (here the JavaScript the build made), the example.
+    await applyFile(pathToFileURL(join(generated, 'crd.yaml')));
+    const namespace = await testNamespace(t);
+    const { kubeconfigPath } = await testCluster();
+    const operatorProcess = startCli(
+      'npx',
+      ['causeway', 'run', 'dist/operator.js', '--namespace', namespace],
+      userEnvironment({ KUBECONFIG: kubeconfigPath }),
+      generated,
+    );
+    t.after(() => operatorProcess.stop('SIGKILL'));
+    await applyFile(pathToFileURL(join(generated, 'example.yaml')), namespace);
+    const client = await kubeClient();
+    const greeted = await eventually(
+      'status.create_fn of example-1',
+      async () => {
+        const object = await client.get<KubernetesObject>(
+          `/apis/greeter.example.com/v1/namespaces/${namespace}/examples/example-1`,
+        );
+        return object.status?.create_fn;
+      },
+      30_000,
+    );
+    assert.deepEqual(greeted, { message: 'Hello, example-1!' });
   });
 });

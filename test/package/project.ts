@@ -33,13 +33,19 @@ export function packedTarball(): string {
 }
 
 /**
+ * Set by this run, not by a user: NODE_TEST_CONTEXT, for one, makes a user's `node --test` think it
+ * runs inside this test runner and skip its files.
+ */
+const REPOSITORY_VARIABLES = ['NODE_OPTIONS', 'NODE_TEST_CONTEXT', 'INIT_CWD', 'CAUSEWAY_SECRET'];
+
+/**
  * The environment of a user's shell: this run's Node first on PATH (the machine's may be older), and
  * nothing of the repository's: no npm_* variables from `npm test`, no export condition that would
  * point `causeway/*` at sources, no node_modules/.bin of the repository.
  */
 export function userEnvironment(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const inherited = Object.entries(process.env).filter(
-    ([name]) => !name.startsWith('npm_') && !['NODE_OPTIONS', 'INIT_CWD', 'CAUSEWAY_SECRET'].includes(name),
+    ([name]) => !name.startsWith('npm_') && !REPOSITORY_VARIABLES.includes(name),
   );
   const path = (process.env.PATH ?? '').split(':').filter((entry) => entry && !entry.startsWith(REPO));
   return { ...Object.fromEntries(inherited), PATH: [dirname(process.execPath), ...path].join(':'), ...extra };

@@ -16,6 +16,7 @@ import { testCluster, testNamespace } from '../support/cluster.ts';
 import { applyFile, eventually, kubeClient } from '../support/operator.ts';
 import { startCli } from '../support/processes.ts';
 import {
+  lockedVersions,
   npmInstall,
   packedTarball,
   projectDirectory,
@@ -115,6 +116,28 @@ describe('the package, installed into a project of its own', () => {
       assert.ok(files.includes(`${target.default?.slice(2)}.map`), `${name} has a source map`);
     }
     assert.ok(files.includes(manifest.bin.causeway.slice(2)), 'the bin is there');
+  });
+
+  it("installs causeway's dependencies at the versions of the repository's lock", async () => {
+    const locked = await lockedVersions();
+    // npm's record of what it installed in the project.
+    const { packages } = JSON.parse(
+      await readFile(join(project, 'node_modules/.package-lock.json'), 'utf8'),
+    ) as { packages: Record<string, { version: string }> };
+    const installedVersions = Object.entries(packages).map(([path, { version }]) => [
+      path.split('node_modules/').at(-1) as string,
+      version,
+    ]);
+    for (const name of Object.keys(repository.dependencies)) {
+      assert.ok(
+        installedVersions.some(([installed]) => installed === name),
+        `${name} is installed`,
+      );
+    }
+    const differing = installedVersions.filter(
+      ([name, version]) => name && locked[name] && locked[name] !== version,
+    );
+    assert.deepEqual(differing, []);
   });
 
   it('runs its CLI with npx: --version and --help', async () => {

@@ -3,7 +3,7 @@
  * makes: what users get, not the sources the rest of the tests run.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -100,7 +100,7 @@ export async function projectDirectory(): Promise<{ dir: string; remove(): Promi
 
 /**
  * Makes `dir` an empty ES-module project and installs `packages` into it with `npm install` (from
- * npm's cache where it has them, else from the registry).
+ * npm's cache where it has them, else from the registry), at the versions of this repository's lock.
  */
 export async function userProject(dir: string, packages: string[]): Promise<void> {
   await writeFile(
@@ -110,6 +110,37 @@ export async function userProject(dir: string, packages: string[]): Promise<void
   await npmInstall(dir, packages);
 }
 
-export function npmInstall(dir: string, packages: string[] = []): Promise<string> {
+/**
+ * Installs into the project in `dir` with its package.json's `overrides` set to the versions of this
+ * repository's lock, so that what the tests install is what the repository was tested with, not what
+ * the registry published since within the same ranges.
+ */
+export async function npmInstall(dir: string, packages: string[] = []): Promise<string> {
+  const manifestPath = join(dir, 'package.json');
+  const manifest = JSON.parse(await readFile(manifestPath, 'utf8'));
+  // npm refuses an override of a direct dependency; those the project's own ranges choose.
+  const direct = new Set(Object.keys({ ...manifest.dependencies, ...manifest.devDependencies }));
+  const locked = Object.entries(await lockedVersions()).filter(([name]) => !direct.has(name));
+  manifest.overrides = { ...Object.fromEntries(locked), ...manifest.overrides };
+  await writeFile(manifestPath, `${JSON.stringify(manifest, null, 2)}\n`);
   return runOk(dir, 'npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', ...packages]);
+}
+
+/**
+ * Each package the lock holds at one version only (an override applies to every copy, so a package
+ * held at several versions is left to the ranges), with that version.
+ */
+export async function lockedVersions(): Promise<Record<string, string>> {
+  const lock = JSON.parse(await readFile(join(REPO, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { version?: string; link?: boolean }>;
+  };
+  const versions = new Map<string, Set<string>>();
+  for (const [path, entry] of Object.entries(lock.packages)) {
+    const name = path.split('node_modules/').at(-1);
+    if (!path || !name || !entry.version || entry.link) continue;
+    versions.set(name, (versions.get(name) ?? new Set()).add(entry.version));
+  }
+  return Object.fromEntries(
+    [...versions].flatMap(([name, each]) => (each.size === 1 ? [[name, [...each][0] as string]] : [])),
+  );
 }

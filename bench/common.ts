@@ -3,7 +3,7 @@
  * contenders' commands (Kopf from PyPI, the Causeway CLI bundled as it is deployed), operator
  * processes, backlogs of KopfExamples, polling, and plain-text tables.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -204,11 +204,17 @@ export function table(header: string[], rows: string[][]): string[] {
   return [line(header), ...rows.map(line)];
 }
 
-/** Writes the raw figures to bench/results/<kind>-<time>.json (ignored by git) and says where. */
+/**
+ * Writes the raw figures to bench/results/<kind>-<time>.json, with the commit they were measured at
+ * (and whether the tree had changes besides), and says where. Commit the ones a document quotes.
+ */
 export function saveResults(kind: string, results: unknown): void {
   const out = join(ROOT, 'bench/results');
   mkdirSync(out, { recursive: true });
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' }).trim();
+  const commit = git('rev-parse', 'HEAD');
+  const changed = git('status', '--porcelain', '--untracked-files=no') !== '';
   const file = join(out, `${kind}-${new Date().toISOString().replaceAll(':', '-')}.json`);
-  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
-  say(`\nraw figures: ${file}`);
+  writeFileSync(file, `${JSON.stringify({ commit, changed, results }, null, 2)}\n`);
+  say(`\nraw figures: ${file} (commit ${commit.slice(0, 7)}${changed ? ', with uncommitted changes' : ''})`);
 }

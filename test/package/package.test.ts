@@ -57,6 +57,33 @@ op.on.create('kopfexamples', async function create_fn({ spec, name }) {
 export default op;
 `;
 
+/** A test of the operator that uses every other export, to typecheck them all. */
+const USER_TEST = `import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { GatewayOptions } from 'causeway/gateway';
+import type { KubernetesObject } from 'causeway/protocol';
+import { callHandlers } from 'causeway/testing';
+import op from './typed.ts';
+
+const body: KubernetesObject = {
+  apiVersion: 'kopf.dev/v1',
+  kind: 'KopfExample',
+  metadata: { name: 'kex-1', uid: 'uid-1' },
+  spec: { field: 'x' },
+};
+const options: Partial<GatewayOptions> = { concurrency: 4 };
+
+test('create_fn', async () => {
+  const { outcomes } = await callHandlers(op, { reason: 'create', body });
+  assert.equal(outcomes.create_fn?.status, 'success');
+  assert.equal(options.concurrency, 4);
+});
+`;
+
+/**
+ * As \`tsc --init\` and causeway init make it. skipLibCheck, because client-node's declarations (under
+ * causeway/gateway and causeway/testing) need @types/ws, which client-node does not depend on.
+ */
 const USER_TSCONFIG = {
   compilerOptions: {
     target: 'es2024',
@@ -64,9 +91,11 @@ const USER_TSCONFIG = {
     moduleResolution: 'nodenext',
     strict: true,
     noEmit: true,
+    allowImportingTsExtensions: true,
+    skipLibCheck: true,
     types: ['node'],
   },
-  include: ['*.ts'],
+  include: ['typed.ts', 'typed.test.ts'],
 };
 
 describe('the package, installed into a project of its own', () => {
@@ -203,10 +232,11 @@ describe('the package, installed into a project of its own', () => {
   it('runs a JavaScript operator with npx causeway run, which handles an object in the cluster', (t) =>
     runsOperator(t, 'operator.js', JAVASCRIPT_OPERATOR, 'js-operator'));
 
-  it("typechecks a user's operator against the published types, and catches a misspelt argument", async () => {
+  it("typechecks a user's operator and its test against the published types, and catches a misspelt argument", async () => {
     await writeFile(join(project, 'tsconfig.json'), JSON.stringify(USER_TSCONFIG, null, 2));
     await writeFile(join(project, 'typed.ts'), TYPESCRIPT_OPERATOR.replaceAll('{{name}}', 'typed'));
-    assert.equal((await runIn(project, TSC, ['-p', '.'])).stdout, '', 'the operator typechecks');
+    await writeFile(join(project, 'typed.test.ts'), USER_TEST);
+    assert.equal((await runIn(project, TSC, ['-p', '.'])).stdout, '', 'the operator and its test typecheck');
 
     await writeFile(
       join(project, 'typed.ts'),
@@ -224,7 +254,6 @@ describe('the package, installed into a project of its own', () => {
       misspelt.stdout,
       /typed\.ts\(\d+,\d+\): error TS2551: Property 'feild' does not exist on type/,
     );
-    await writeFile(join(project, 'typed.ts'), '');
   });
 
   it('bundles an operator for Workers from the installed SDK, which answers a signed call in workerd', async () => {

@@ -289,6 +289,7 @@ describe('deploy/examples/01-minimal', () => {
       [gateway, namespace, ['patch', kex], true],
       [gateway, namespace, ['patch', kex, '--subresource=status'], true],
       [gateway, namespace, ['get', `customresourcedefinitions.apiextensions.k8s.io/${kex}`], true],
+      [gateway, namespace, ['create', 'events'], true],
       // Never more than that.
       [gateway, namespace, ['create', kex], false],
       [gateway, namespace, ['update', kex], false],
@@ -299,7 +300,9 @@ describe('deploy/examples/01-minimal', () => {
       [gateway, namespace, ['get', 'secrets'], false],
       [gateway, namespace, ['list', 'secrets'], false],
       [gateway, namespace, ['list', 'pods'], false],
-      [gateway, namespace, ['create', 'events'], false],
+      [gateway, namespace, ['update', 'events'], false],
+      [gateway, namespace, ['list', 'events'], false],
+      [gateway, elsewhere, ['create', 'events'], false],
       [gateway, elsewhere, ['list', kex], false],
       [gateway, elsewhere, ['patch', kex], false],
       [gateway, namespace, ['list', kex, '--all-namespaces'], false],
@@ -322,6 +325,7 @@ describe('deploy/examples/01-minimal', () => {
 
     // The complete list, beyond what any authenticated account may do (an account bound to nothing).
     assert.deepEqual(await grantedBeyondBaseline(gateway, namespace), [
+      'create /events',
       'get apiextensions.k8s.io/customresourcedefinitions/kopfexamples.kopf.dev',
       'get kopf.dev/kopfexamples',
       'list kopf.dev/kopfexamples',
@@ -361,7 +365,8 @@ describe('deploy/examples/01-minimal', () => {
     const gatewayPod = find<Deployment>(objects, 'Deployment', GATEWAY).spec.template.spec;
     assert.equal(gatewayPod.automountServiceAccountToken, true);
 
-    // Only the gateway's account is bound to anything; no rule has a wildcard or a writing verb but patch.
+    // Only the gateway's account is bound to anything; no rule has a wildcard, and the only writes are
+    // patches, and creating events.
     const bindings = objects.filter((object) => object.kind.endsWith('Binding')) as Binding[];
     assert.deepEqual(
       [...new Set(bindings.flatMap((binding) => binding.subjects.map((s) => s.name)))],
@@ -372,8 +377,9 @@ describe('deploy/examples/01-minimal', () => {
     for (const rule of rules) {
       const fields = [...rule.verbs, ...(rule.resources ?? []), ...(rule.apiGroups ?? [])];
       assert.ok(!fields.includes('*'), `wildcard in ${JSON.stringify(rule)}`);
+      const writes = rule.resources?.includes('events') ? ['create'] : ['patch'];
       assert.deepEqual(
-        rule.verbs.filter((verb) => !['get', 'list', 'watch', 'patch'].includes(verb)),
+        rule.verbs.filter((verb) => !['get', 'list', 'watch', ...writes].includes(verb)),
         [],
         `verbs of ${JSON.stringify(rule)}`,
       );

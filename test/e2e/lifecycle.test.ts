@@ -30,15 +30,15 @@ describe('create, update and delete on a real apiserver', () => {
     const namespace = await testNamespace(t);
     const calls: string[] = [];
     const op = operator({ name: 'lifecycle', secret: TEST_SECRET });
-    op.on.create(kind.plural + '.' + group, async function create_fn({ name }) {
+    op.on.create(`${kind.plural}.${group}`, async function create_fn({ name }) {
       calls.push(`create ${name}`);
       return { created: true };
     });
-    op.on.update(kind.plural + '.' + group, async function update_fn({ diff }) {
+    op.on.update(`${kind.plural}.${group}`, async function update_fn({ diff }) {
       calls.push(`update ${JSON.stringify(diff)}`);
       return { updated: true };
     });
-    op.on.delete(kind.plural + '.' + group, async function delete_fn({ name }) {
+    op.on.delete(`${kind.plural}.${group}`, async function delete_fn({ name }) {
       calls.push(`delete ${name}`);
       return { deleted: true };
     });

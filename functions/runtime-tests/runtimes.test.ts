@@ -6,9 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
-import { Miniflare } from 'miniflare';
 import { PATHS, PROTOCOL } from '../../protocol/index.ts';
+import { startWorker } from '../../test/support/workerd.ts';
 import { invocation, SECRET, signed, signedInvoke, signedManifest } from '../test-helpers.ts';
 import example from './fixture.ts';
 
@@ -30,32 +29,7 @@ const runtimes: Record<string, () => Promise<Runtime>> = {
   },
 
   async workerd() {
-    const bundle = await build({
-      entryPoints: [FIXTURE],
-      bundle: true,
-      format: 'esm',
-      platform: 'neutral',
-      conditions: ['workerd', 'worker', 'browser'],
-      mainFields: ['module', 'main'],
-      write: false,
-    });
-    const mf = new Miniflare({
-      modules: true,
-      script: bundle.outputFiles[0]?.text,
-      compatibilityDate: '2025-09-01',
-      bindings: { CAUSEWAY_SECRET: SECRET },
-    });
-    await mf.ready;
-    return {
-      // Miniflare brings its own fetch classes, so the request crosses over as plain parts.
-      fetch: async (request) =>
-        mf.dispatchFetch(request.url, {
-          method: request.method,
-          headers: Object.fromEntries(request.headers),
-          body: request.method === 'GET' ? undefined : await request.text(),
-        }),
-      close: () => mf.dispose(),
-    };
+    return startWorker(FIXTURE, { bindings: { CAUSEWAY_SECRET: SECRET }, sources: true });
   },
 };
 

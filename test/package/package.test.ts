@@ -7,14 +7,13 @@ import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { build } from 'esbuild';
-import { Miniflare } from 'miniflare';
 import repository from '../../package.json' with { type: 'json' };
 import type { KubernetesObject } from '../../protocol/index.ts';
 import type * as Testing from '../../testing/index.ts';
 import { testCluster, testNamespace } from '../support/cluster.ts';
 import { applyFile, eventually, kubeClient } from '../support/operator.ts';
 import { startCli } from '../support/processes.ts';
+import { startWorker } from '../support/workerd.ts';
 import {
   lockedVersions,
   npmInstall,
@@ -258,49 +257,24 @@ describe('the package, installed into a project of its own', () => {
 
   it('bundles an operator for Workers from the installed SDK, which answers a signed call in workerd', async () => {
     await writeFile(join(project, 'worker.ts'), TYPESCRIPT_OPERATOR.replaceAll('{{name}}', 'on-workers'));
-    const bundle = await build({
-      entryPoints: [join(project, 'worker.ts')],
-      absWorkingDir: project,
-      bundle: true,
-      format: 'esm',
-      platform: 'neutral',
-      conditions: ['workerd', 'worker', 'browser'],
-      mainFields: ['module', 'main'],
-      write: false,
-      logLevel: 'silent',
-    });
     const secret = 'the-workers-secret-of-the-package-test';
-    const mf = new Miniflare({
-      modules: true,
-      script: bundle.outputFiles[0]?.text,
-      compatibilityDate: '2025-09-01',
+    const worker = await startWorker(join(project, 'worker.ts'), {
       bindings: { CAUSEWAY_SECRET: secret },
+      cwd: project,
     });
-    after(() => mf.dispose());
-    await mf.ready;
+    after(() => worker.close());
     // The installed testing kit signs the call, as the gateway would.
     const testing: typeof Testing = await import(join(installed(), 'dist/testing/index.js'));
-    const response = await testing.callHandlers(
-      {
-        // Miniflare brings its own fetch classes, so the request crosses over as plain parts.
-        fetch: async (request) =>
-          (await mf.dispatchFetch(request.url, {
-            method: request.method,
-            headers: Object.fromEntries(request.headers),
-            body: request.method === 'GET' ? undefined : await request.text(),
-          })) as unknown as Response,
+    const response = await testing.callHandlers(worker, {
+      reason: 'create',
+      secret,
+      body: {
+        apiVersion: 'kopf.dev/v1',
+        kind: 'KopfExample',
+        metadata: { name: 'kex-9', namespace: 'default', uid: 'uid-9' },
+        spec: { field: 'y' },
       },
-      {
-        reason: 'create',
-        secret,
-        body: {
-          apiVersion: 'kopf.dev/v1',
-          kind: 'KopfExample',
-          metadata: { name: 'kex-9', namespace: 'default', uid: 'uid-9' },
-          spec: { field: 'y' },
-        },
-      },
-    );
+    });
     assert.deepEqual(response.outcomes, {
       create_fn: { status: 'success', result: { message: 'hello kex-9', field: 'y', from: 'on-workers' } },
     });

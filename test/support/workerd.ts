@@ -1,0 +1,51 @@
+/**
+ * Serves an operator module on workerd, Cloudflare Workers' runtime, inside Miniflare: bundled as a
+ * Workers bundler does it (no Node built-ins, the `workerd` and `worker` export conditions first).
+ */
+import { build } from 'esbuild';
+import { Miniflare } from 'miniflare';
+
+export interface Worker {
+  fetch(request: Request): Promise<Response>;
+  close(): Promise<void>;
+}
+
+export interface WorkerOptions {
+  bindings: Record<string, string>;
+  /** Where the module's imports resolve from; the repository by default. */
+  cwd?: string;
+  /** Bundle this repository's `causeway/*` sources rather than its build, as the repository's tests run. */
+  sources?: boolean;
+}
+
+export async function startWorker(entry: string, { bindings, cwd, sources }: WorkerOptions): Promise<Worker> {
+  const bundle = await build({
+    entryPoints: [entry],
+    ...(cwd ? { absWorkingDir: cwd } : {}),
+    bundle: true,
+    format: 'esm',
+    platform: 'neutral',
+    conditions: [...(sources ? ['causeway-source'] : []), 'workerd', 'worker', 'browser'],
+    mainFields: ['module', 'main'],
+    write: false,
+    logLevel: 'silent',
+  });
+  const mf = new Miniflare({
+    modules: true,
+    script: bundle.outputFiles[0]?.text,
+    compatibilityDate: '2025-09-01',
+    bindings,
+  });
+  await mf.ready;
+  return {
+    // Miniflare brings its own fetch classes, so the request crosses over as plain parts, and the
+    // answer comes back as Miniflare's Response, which has the same shape as the global one.
+    fetch: async (request) =>
+      (await mf.dispatchFetch(request.url, {
+        method: request.method,
+        headers: Object.fromEntries(request.headers),
+        body: request.method === 'GET' ? undefined : await request.text(),
+      })) as unknown as Response,
+    close: () => mf.dispose(),
+  };
+}

@@ -185,6 +185,24 @@ describe('the package, installed into a project of its own', () => {
     );
   });
 
+  it('says what a TypeScript operator needs from a Node that cannot strip types', async () => {
+    await writeFile(join(project, 'stripped.ts'), TYPESCRIPT_OPERATOR.replaceAll('{{name}}', 'stripped'));
+    const bin = join(project, 'node_modules/.bin/causeway');
+    const result = await runIn(
+      project,
+      process.execPath,
+      ['--no-experimental-strip-types', bin, 'serve', 'stripped.ts'],
+      { CAUSEWAY_SECRET: 'a-secret-for-the-type-stripping-test-0123' },
+    );
+    assert.equal(result.code, 1);
+    assert.equal(
+      result.stderr,
+      `causeway: cannot load stripped.ts: Unknown file extension ".ts" for ${join(project, 'stripped.ts')}: ` +
+        "this Node does not strip TypeScript's types (Node 22.18+ and 23.6+ do, unless " +
+        '--no-experimental-strip-types): run a newer Node, or compile the module to JavaScript\n',
+    );
+  });
+
   async function runsOperator(t: TestContext, file: string, source: string, name: string) {
     await applyFile(CRD);
     const namespace = await testNamespace(t);

@@ -4,12 +4,12 @@
  * feeding one queue per resource.
  */
 import { KubeConfig } from '@kubernetes/client-node';
-import type { HandlerSpec } from '../protocol/index.ts';
+import type { HandlerSpec, KubernetesObject } from '../protocol/index.ts';
 import { FunctionService } from './dispatch/function-service.ts';
 import { type FetchHandler, httpTransport, inProcessTransport } from './dispatch/transport.ts';
 import { DEFAULT_IDENTITY, type Identity } from './identity.ts';
 import { KubeClient } from './kube/client.ts';
-import { type DiscoveredResource, DiscoveryCache, ResourceNotFound } from './kube/discovery.ts';
+import { type DiscoveredResource, DiscoveryCache, objectPath, ResourceNotFound } from './kube/discovery.ts';
 import { ApiError } from './kube/errors.ts';
 import { createLogger, type Logger } from './logging.ts';
 import { NamespaceWatch, selectNamespaces } from './namespaces.ts';
@@ -88,7 +88,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
           : await chooseStateLocation(client, resource, identity, logger);
       const entry: ServedResource = { resource, bindings: [], storage: new StateStorage(location, identity) };
       const process = createProcessor({ client, discovery, served: entry, identity, logger });
-      const queue = new ObjectQueue({ concurrency, process: process.run, logger });
+      const queue = new ObjectQueue({
+        concurrency,
+        process: process.run,
+        refresh: (object) => readObject(client, resource, object),
+        logger,
+      });
       const rawEvents = new RawEvents(entry, client, identity, logger);
       const watch = new ResourceWatch({
         client,
@@ -183,6 +188,20 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 interface Unresolved {
   service: FunctionService;
   handler: HandlerSpec;
+}
+
+/** The object as the API has it now; undefined when it is gone. */
+async function readObject(
+  client: KubeClient,
+  resource: DiscoveredResource,
+  { metadata }: KubernetesObject,
+): Promise<KubernetesObject | undefined> {
+  try {
+    return await client.get<KubernetesObject>(objectPath(resource, metadata.name, metadata.namespace));
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) return undefined;
+    throw error;
+  }
 }
 
 function defaultKubeConfig(): KubeConfig {

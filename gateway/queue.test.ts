@@ -2,12 +2,27 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from '../protocol/index.ts';
 import { createLogger } from './logging.ts';
-import { type CycleOutcome, ObjectQueue } from './queue.ts';
+import { type CycleOutcome, isOlder, ObjectQueue, type QueueOptions } from './queue.ts';
 
 const quiet = createLogger({ sink: { write: () => {} } });
 
 function version(uid: string, resourceVersion: string): KubernetesObject {
   return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: uid, uid, resourceVersion } };
+}
+
+/** A queue over `process`; reading an object afresh fails unless the test says otherwise. */
+function queueOf(
+  process: QueueOptions['process'],
+  options: Partial<QueueOptions> & Pick<QueueOptions, 'concurrency'>,
+): ObjectQueue {
+  return new ObjectQueue({
+    process,
+    logger: quiet,
+    refresh: async () => {
+      throw new Error('no refresh expected');
+    },
+    ...options,
+  });
 }
 
 /** A processor whose cycles the test finishes by hand, recording what each cycle saw. */
@@ -48,7 +63,7 @@ function controlledProcessor() {
 describe('object queue', () => {
   it('runs one cycle per object at a time and then only the newest state', async () => {
     const processor = controlledProcessor();
-    const queue = new ObjectQueue({ concurrency: 8, process: processor.process, logger: quiet });
+    const queue = queueOf(processor.process, { concurrency: 8 });
     queue.push('ADDED', version('a', '1'));
     await processor.started(1);
     queue.push('MODIFIED', version('a', '2'));
@@ -63,7 +78,7 @@ describe('object queue', () => {
 
   it('works on different objects concurrently, up to the limit', async () => {
     const processor = controlledProcessor();
-    const queue = new ObjectQueue({ concurrency: 2, process: processor.process, logger: quiet });
+    const queue = queueOf(processor.process, { concurrency: 2 });
     for (const uid of ['a', 'b', 'c']) queue.push('ADDED', version(uid, '1'));
     await processor.started(2);
     assert.deepEqual(processor.seen, ['a@1', 'b@1']);
@@ -77,12 +92,7 @@ describe('object queue', () => {
 
   it('after its own write, waits until the watch shows it before the next cycle', async () => {
     const processor = controlledProcessor();
-    const queue = new ObjectQueue({
-      concurrency: 8,
-      process: processor.process,
-      logger: quiet,
-      consistencyTimeoutMs: 60_000,
-    });
+    const queue = queueOf(processor.process, { concurrency: 8, consistencyTimeoutMs: 60_000 });
     queue.push('ADDED', version('a', '1'));
     await processor.started(1);
     processor.finish({ written: '5' });
@@ -98,7 +108,7 @@ describe('object queue', () => {
 
   it('runs the same state again when a cycle asks for a retry', async () => {
     const processor = controlledProcessor();
-    const queue = new ObjectQueue({ concurrency: 8, process: processor.process, logger: quiet });
+    const queue = queueOf(processor.process, { concurrency: 8 });
     queue.push('ADDED', version('a', '1'));
     await processor.started(1);
     processor.finish({ retryAfterMs: 5 });
@@ -110,7 +120,7 @@ describe('object queue', () => {
 
   it('forgets an object once it is deleted and idle', async () => {
     const processor = controlledProcessor();
-    const queue = new ObjectQueue({ concurrency: 8, process: processor.process, logger: quiet });
+    const queue = queueOf(processor.process, { concurrency: 8 });
     queue.push('ADDED', version('a', '1'));
     await processor.started(1);
     processor.finish({ retryAfterMs: 60_000 });
@@ -119,5 +129,103 @@ describe('object queue', () => {
     queue.push('DELETED', version('a', '2'));
     assert.equal(queue.size, 0);
     await queue.stop();
+  });
+
+  it('drops the states from before its own write, even when the watch delivers them after the object was idle', async () => {
+    const processor = controlledProcessor();
+    const refreshed: string[] = [];
+    const queue = queueOf(processor.process, {
+      concurrency: 8,
+      consistencyTimeoutMs: 1,
+      // The watch lags behind two writes (a finalizer, then the results): the API has the second.
+      refresh: async (object) => {
+        refreshed.push(object.metadata.uid);
+        return version('a', '12');
+      },
+    });
+    queue.push('ADDED', version('a', '10'));
+    await processor.started(1);
+    processor.finish({ written: '12' });
+    await processor.started(2); // the fresh state, after the wait for the watch timed out
+    processor.finish();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(queue.size, 0, 'idle, and forgotten');
+    queue.push('MODIFIED', version('a', '11')); // the late finalizer write: stale
+    queue.push('MODIFIED', version('a', '12')); // our last write: what was processed afresh
+    queue.push('MODIFIED', version('a', '13')); // someone else's change
+    await processor.started(3);
+    processor.finish();
+    await queue.stop();
+    assert.deepEqual(refreshed, ['a']);
+    assert.deepEqual(processor.seen, ['a@10', 'a@12', 'a@13']);
+  });
+
+  it('does not run the state from before its own write when a retry is due first', async () => {
+    const processor = controlledProcessor();
+    const queue = queueOf(processor.process, { concurrency: 8, consistencyTimeoutMs: 60_000 });
+    queue.push('ADDED', version('a', '1'));
+    await processor.started(1);
+    processor.finish({ written: '2', retryAfterMs: 1 });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    assert.deepEqual(processor.seen, ['a@1'], 'the retry waits for the state with our write');
+    queue.push('MODIFIED', version('a', '2'));
+    await processor.started(2);
+    processor.finish();
+    await queue.stop();
+    assert.deepEqual(processor.seen, ['a@1', 'a@2']);
+  });
+
+  it('forgets an object found gone when read afresh', async () => {
+    const processor = controlledProcessor();
+    let refreshed = Promise.withResolvers<void>();
+    const queue = queueOf(processor.process, {
+      concurrency: 8,
+      consistencyTimeoutMs: 1,
+      refresh: async () => {
+        refreshed.resolve();
+        return undefined;
+      },
+    });
+    queue.push('ADDED', version('a', '1'));
+    await processor.started(1);
+    processor.finish({ written: '2' });
+    await refreshed.promise;
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(queue.size, 0);
+    refreshed = Promise.withResolvers<void>();
+    await queue.stop();
+    assert.deepEqual(processor.seen, ['a@1']);
+  });
+
+  it('reads again after a failed read, and then goes on from the fresh state', async () => {
+    const processor = controlledProcessor();
+    let reads = 0;
+    const queue = queueOf(processor.process, {
+      concurrency: 8,
+      consistencyTimeoutMs: 1,
+      refresh: async () => {
+        if (++reads === 1) throw new Error('503 Service Unavailable');
+        return version('a', '2');
+      },
+    });
+    queue.push('ADDED', version('a', '1'));
+    await processor.started(1);
+    processor.finish({ written: '2' });
+    await processor.started(2);
+    processor.finish();
+    await queue.stop();
+    assert.equal(reads, 2);
+    assert.deepEqual(processor.seen, ['a@1', 'a@2']);
+  });
+});
+
+describe('isOlder', () => {
+  it('compares resourceVersions as the integers etcd issues, and never calls others older', () => {
+    assert.equal(isOlder('9', '10'), true);
+    assert.equal(isOlder('10', '10'), false);
+    assert.equal(isOlder('11', '10'), false);
+    assert.equal(isOlder('18446744073709551615', '18446744073709551616'), true);
+    assert.equal(isOlder('abc', '10'), false);
+    assert.equal(isOlder(undefined, '10'), false);
   });
 });

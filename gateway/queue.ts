@@ -1,8 +1,9 @@
 /**
  * Runs processing cycles for many objects at once but never two for the same object: each object
- * has a slot that holds only its newest unprocessed state. After a cycle wrote to the object, the
- * next cycle waits until the watch has delivered that write (so it never works on a stale copy),
- * or until a timeout in case the watch lost it.
+ * has a slot that holds only its newest unprocessed state. A cycle never works on a state older than
+ * the gateway's own last write: after a write the object waits until the watch delivers that write
+ * (older states it delivers meanwhile are dropped, however late they come), or, if the watch lags
+ * beyond a timeout, until the object is read afresh from the API.
  */
 import type { KubernetesObject } from '../protocol/index.ts';
 import type { WatchEventType } from './kube/watcher.ts';
@@ -17,11 +18,15 @@ export interface CycleOutcome {
 
 export type Processor = (object: KubernetesObject) => Promise<CycleOutcome>;
 
+/** Reads the object as it is now; undefined when it is gone. */
+export type Refresh = (object: KubernetesObject) => Promise<KubernetesObject | undefined>;
+
 export interface QueueOptions {
   concurrency: number;
   process: Processor;
+  refresh: Refresh;
   logger: Logger;
-  /** How long to wait for the watch to show our own write before going on without it. */
+  /** How long to wait for the watch to show our own write before reading the object afresh. */
   consistencyTimeoutMs?: number;
 }
 
@@ -30,9 +35,16 @@ interface Slot {
   latest: KubernetesObject | undefined;
   running: boolean;
   queued: boolean;
-  awaiting: { resourceVersion: string; timer: NodeJS.Timeout } | undefined;
+  /** Waiting for the watch to show our write; the timer reads the object afresh if it does not. */
+  awaiting: NodeJS.Timeout | undefined;
   retry: NodeJS.Timeout | undefined;
   failures: number;
+}
+
+/** A state the watch has not delivered yet; those before it are stale, and so is it once processed. */
+interface Floor {
+  resourceVersion: string;
+  processed: boolean;
 }
 
 /** Fibonacci delays for cycles that failed unexpectedly (API trouble), capped near ten minutes. */
@@ -41,6 +53,12 @@ const ERROR_DELAYS_S = [1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610
 export class ObjectQueue {
   readonly #options: Required<QueueOptions>;
   readonly #slots = new Map<string, Slot>();
+  /**
+   * uid → the resourceVersion of our newest write that the watch has not delivered yet. Kept apart from
+   * the slots, which are forgotten when idle, because a lagging watch delivers the states before that
+   * write later still, and each of them would look like an unhandled change.
+   */
+  readonly #floors = new Map<string, Floor>();
   readonly #ready: Slot[] = [];
   readonly #active = new Set<Promise<void>>();
   #stopped = false;
@@ -57,6 +75,14 @@ export class ObjectQueue {
   push(type: WatchEventType, object: KubernetesObject): void {
     if (this.#stopped) return;
     const key = object.metadata.uid;
+    const floor = this.#floors.get(key);
+    if (floor !== undefined) {
+      const version = object.metadata.resourceVersion;
+      const stale =
+        isOlder(version, floor.resourceVersion) || (floor.processed && version === floor.resourceVersion);
+      if (type !== 'DELETED' && stale) return;
+      this.#floors.delete(key);
+    }
     let slot = this.#slots.get(key);
     if (type === 'DELETED') {
       if (!slot) return;
@@ -78,11 +104,9 @@ export class ObjectQueue {
       this.#slots.set(key, slot);
     }
     slot.latest = object;
-    const awaiting = slot.awaiting;
-    if (awaiting && awaiting.resourceVersion === object.metadata.resourceVersion) {
-      clearTimeout(awaiting.timer);
-      slot.awaiting = undefined;
-    }
+    // Whatever passed the floor is our write or newer.
+    clearTimeout(slot.awaiting);
+    slot.awaiting = undefined;
     this.#schedule(slot);
   }
 
@@ -134,17 +158,9 @@ export class ObjectQueue {
       slot.running = false;
     }
     if (this.#stopped) return;
-    // The watch may have shown our write already, while the request was still returning.
-    const newest = slot.latest as KubernetesObject | undefined;
-    if (outcome.written && newest?.metadata.resourceVersion !== outcome.written) {
-      const timer = setTimeout(() => {
-        slot.awaiting = undefined;
-        this.#schedule(slot);
-      }, this.#options.consistencyTimeoutMs);
-      slot.awaiting = { resourceVersion: outcome.written, timer };
-    }
+    if (outcome.written) this.#awaitWrite(slot, object, outcome.written);
+    else if (outcome.retryAfterMs !== undefined) slot.latest ??= object;
     if (outcome.retryAfterMs !== undefined) {
-      slot.latest ??= object;
       slot.retry = setTimeout(() => {
         slot.retry = undefined;
         this.#schedule(slot);
@@ -154,9 +170,56 @@ export class ObjectQueue {
     this.#schedule(slot);
   }
 
+  /** After our write: states older than it are stale, whether pushed already or still to come. */
+  #awaitWrite(slot: Slot, object: KubernetesObject, written: string): void {
+    const newest = slot.latest;
+    // The watch may have shown our write, or something newer, while the request was still returning.
+    if (newest && !isOlder(newest.metadata.resourceVersion, written)) return;
+    slot.latest = undefined;
+    this.#floors.set(slot.key, { resourceVersion: written, processed: false });
+    slot.awaiting = setTimeout(
+      () => void this.#refresh(slot, object, written),
+      this.#options.consistencyTimeoutMs,
+    );
+  }
+
+  /** The watch lags behind our write: read the object afresh rather than wait longer. */
+  async #refresh(slot: Slot, object: KubernetesObject, written: string, failures = 0): Promise<void> {
+    slot.awaiting = undefined;
+    const log = this.#options.logger.child(describe(object));
+    log.debug(
+      `the watch has not shown our write (resourceVersion ${written}) yet: reading the object afresh`,
+    );
+    let fresh: KubernetesObject | undefined;
+    try {
+      fresh = await this.#options.refresh(object);
+    } catch (error) {
+      if (this.#stopped) return;
+      const delay = ERROR_DELAYS_S[Math.min(failures, ERROR_DELAYS_S.length - 1)] as number;
+      log.warning(
+        `reading the object failed, retrying in ${delay}s: ${error instanceof Error ? error.message : error}`,
+      );
+      slot.awaiting = setTimeout(() => void this.#refresh(slot, object, written, failures + 1), delay * 1000);
+      return;
+    }
+    // Stopped, deleted (the slot was forgotten), or the watch caught up meanwhile.
+    if (this.#stopped || this.#slots.get(slot.key) !== slot || slot.awaiting || slot.latest) return;
+    if (!fresh) {
+      this.#floors.delete(slot.key);
+      this.#forgetIfIdle(slot);
+      return;
+    }
+    this.#floors.set(slot.key, {
+      resourceVersion: fresh.metadata.resourceVersion ?? written,
+      processed: true,
+    });
+    slot.latest = fresh;
+    this.#schedule(slot);
+  }
+
   #cancelTimers(slot: Slot): void {
-    if (slot.awaiting) clearTimeout(slot.awaiting.timer);
-    if (slot.retry) clearTimeout(slot.retry);
+    clearTimeout(slot.awaiting);
+    clearTimeout(slot.retry);
     slot.awaiting = undefined;
     slot.retry = undefined;
   }
@@ -165,6 +228,14 @@ export class ObjectQueue {
     if (!slot.running && !slot.queued && !slot.latest && !slot.awaiting && !slot.retry)
       this.#slots.delete(slot.key);
   }
+}
+
+/**
+ * Whether resourceVersion `a` is older than `b`. The API calls them opaque, but etcd-backed servers
+ * (every built-in and custom resource) issue increasing integers; others are never called older.
+ */
+export function isOlder(a: string | undefined, b: string): boolean {
+  return a !== undefined && /^\d+$/.test(a) && /^\d+$/.test(b) && BigInt(a) < BigInt(b);
 }
 
 export function describe(object: KubernetesObject): string {

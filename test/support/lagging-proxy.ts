@@ -1,0 +1,93 @@
+/**
+ * A plain-HTTP reverse proxy to the test apiserver that can hold back watch streams, as a congested
+ * network or a busy apiserver does: the apiserver and its events are real, only their delivery lags.
+ * Everything else (lists, reads, writes) passes at once.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { request } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { ApiTarget } from '../cluster/https.ts';
+
+export interface LaggingProxy {
+  /** A kubeconfig whose cluster is this proxy. */
+  kubeConfig(): KubeConfig;
+  /** Lets the next object event of the watches through, and holds back every event after it. */
+  holdAfterNextEvent(): void;
+  /** Delivers what was held back, and holds nothing from now on. */
+  release(): void;
+  close(): Promise<void>;
+}
+
+type Valve = 'open' | 'after-next' | 'held';
+
+export async function startLaggingProxy(target: ApiTarget): Promise<LaggingProxy> {
+  let valve: Valve = 'open';
+  /** What the valve keeps: lines, and the end of a stream that ended meanwhile (no data). */
+  const held: Array<{ response: ServerResponse; data?: string }> = [];
+
+  /** Forwards a watch's lines as the valve allows; a line is one event. */
+  const watchStream = (response: ServerResponse) => {
+    let pending = '';
+    return (chunk: Buffer) => {
+      pending += chunk.toString();
+      for (let newline = pending.indexOf('\n'); newline >= 0; newline = pending.indexOf('\n')) {
+        const line = pending.slice(0, newline + 1);
+        pending = pending.slice(newline + 1);
+        if (valve === 'held') held.push({ response, data: line });
+        else {
+          response.write(line);
+          if (valve === 'after-next' && /"type":"(ADDED|MODIFIED|DELETED)"/.test(line)) valve = 'held';
+        }
+      }
+    };
+  };
+
+  const forward = (incoming: IncomingMessage, response: ServerResponse) => {
+    const url = new URL(incoming.url ?? '/', target.server);
+    const watching = ['true', '1'].includes(url.searchParams.get('watch') ?? '');
+    const { host: _host, ...headers } = incoming.headers;
+    const upstream = request(url, { method: incoming.method, headers, ca: target.caPem }, (answer) => {
+      response.writeHead(answer.statusCode ?? 502, answer.headers);
+      if (watching) {
+        answer.on('data', watchStream(response));
+        answer.on('end', () => (valve === 'held' ? held.push({ response }) : response.end()));
+      } else answer.pipe(response);
+    });
+    upstream.on('error', (error) => response.destroy(error));
+    response.on('close', () => upstream.destroy());
+    incoming.pipe(upstream);
+  };
+
+  const server = createServer(forward);
+  await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  return {
+    kubeConfig() {
+      const config = new KubeConfig();
+      config.loadFromOptions({
+        clusters: [{ name: 'lagging', server: url, skipTLSVerify: true }],
+        users: [{ name: 'admin', token: target.token }],
+        contexts: [{ name: 'lagging', cluster: 'lagging', user: 'admin' }],
+        currentContext: 'lagging',
+      });
+      return config;
+    },
+    holdAfterNextEvent() {
+      valve = 'after-next';
+    },
+    release() {
+      valve = 'open';
+      for (const { response, data } of held.splice(0)) {
+        if (response.writableEnded) continue;
+        if (data === undefined) response.end();
+        else response.write(data);
+      }
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise((closed) => server.close(closed));
+    },
+  };
+}

@@ -27,11 +27,30 @@ export function countWrites(metricsText: string, resources: readonly string[], g
   return { total, byRequest };
 }
 
-export function difference(after: WriteCounts, before: WriteCounts): WriteCounts {
+/** What was written between two readings, less `own` writes (the benchmark's, by request). */
+export function difference(
+  after: WriteCounts,
+  before: WriteCounts,
+  own: Record<string, number> = {},
+): WriteCounts {
   const byRequest: Record<string, number> = {};
+  let total = 0;
   for (const [key, value] of Object.entries(after.byRequest)) {
-    const delta = value - (before.byRequest[key] ?? 0);
+    const delta = value - (before.byRequest[key] ?? 0) - (own[key] ?? 0);
     if (delta !== 0) byRequest[key] = delta;
+    total += delta;
   }
-  return { total: after.total - before.total, byRequest };
+  return { total, byRequest };
+}
+
+/** Sums `apiserver_request_total` for one verb on one resource, in one scope (namespace, cluster). */
+export function countRequests(metricsText: string, verb: string, resource: string, scope: string): number {
+  let total = 0;
+  for (const line of metricsText.split('\n')) {
+    if (!line.startsWith('apiserver_request_total{')) continue;
+    if (!line.includes(`verb="${verb}"`) || !line.includes(`resource="${resource}"`)) continue;
+    if (!line.includes(`scope="${scope}"`) || /subresource="[^"]/.test(line)) continue;
+    total += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return total;
 }

@@ -127,6 +127,8 @@ export class Watcher {
         signal,
       });
       let pending = '';
+      const opened = performance.now();
+      let events = 0;
       for await (const chunk of body) {
         clearTimeout(timer);
         timer = setTimeout(() => silence.abort(), SILENCE_MS);
@@ -136,9 +138,14 @@ export class Watcher {
           const line = pending.slice(0, newline);
           pending = pending.slice(newline + 1);
           if (line.trim()) this.#handleLine(line);
+          events++;
           newline = pending.indexOf('\n');
         }
       }
+      this.#options.logger.debug(
+        `watch of ${this.#options.path} ended by the server after ${((performance.now() - opened) / 1000).toFixed(1)} s ` +
+          `and ${events} events; watching on from resourceVersion ${this.#resourceVersion}`,
+      );
     } catch (error) {
       // A silent stream is dropped and reopened from the last position; anything else is a failure.
       if (!silence.signal.aborted) throw error;

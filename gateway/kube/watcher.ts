@@ -43,7 +43,10 @@ class Expired extends Error {}
 export class Watcher {
   readonly #options: WatcherOptions;
   readonly #abort = new AbortController();
-  /** uid → object, to report deletions that happened while the watch was away. */
+  /**
+   * uid → what is kept of each object: enough to report a deletion that happened while the watch was
+   * away (found at the next list), not the whole object, so memory does not grow with object size.
+   */
   readonly #known = new Map<string, KubernetesObject>();
   #resourceVersion: string | undefined;
   #running: Promise<void> | undefined;
@@ -173,10 +176,29 @@ export class Watcher {
   }
 
   #deliver(type: WatchEventType, object: KubernetesObject): void {
+    // The apiserver's bookkeeping of who set which field: often the larger part of an object, and read
+    // by nothing in the gateway (handlers never get it either). controller-runtime drops it likewise.
+    delete object.metadata.managedFields;
     if (type === 'DELETED') this.#known.delete(object.metadata.uid);
-    else this.#known.set(object.metadata.uid, object);
+    else this.#known.set(object.metadata.uid, remembered(object));
     this.#options.onEvent({ type, object });
   }
+}
+
+/** An object reduced to what a deletion found at a re-list is reported with. */
+function remembered({ apiVersion, kind, metadata }: KubernetesObject): KubernetesObject {
+  const { name, namespace, uid, resourceVersion, labels } = metadata;
+  return {
+    apiVersion,
+    kind,
+    metadata: {
+      name,
+      uid,
+      resourceVersion,
+      ...(namespace ? { namespace } : {}),
+      ...(labels ? { labels } : {}),
+    },
+  };
 }
 
 function describeError(error: unknown): string {

@@ -111,7 +111,16 @@ export async function prepareContenders(): Promise<Contenders> {
     }),
     causeway: (operator, namespace) => ({
       file: process.execPath,
-      args: [cli, 'run', join(ROOT, 'bench/operators', operator), '--quiet', '--namespace', namespace],
+      // As deploy/Dockerfile's entrypoint runs it.
+      args: [
+        '--max-semi-space-size=4',
+        cli,
+        'run',
+        join(ROOT, 'bench/operators', operator),
+        '--quiet',
+        '--namespace',
+        namespace,
+      ],
     }),
   };
 }

@@ -172,13 +172,16 @@ async function installRbac(t: TestContext, namespace: string): Promise<void> {
 }
 
 /** Starts `node <bundled CLI> <args>` — the image's entrypoint — and stops it after `t`. */
+/** The Node flags of the image's entrypoint (deploy/Dockerfile), which the tests below check. */
+const NODE_FLAGS = ['--max-semi-space-size=4'];
+
 function startCli(
   t: TestContext,
   cli: string,
   args: string[],
   env: NodeJS.ProcessEnv,
 ): ChildProcess & { output(): string } {
-  const child = spawn(process.execPath, [cli, ...args], {
+  const child = spawn(process.execPath, [...NODE_FLAGS, cli, ...args], {
     cwd: REPO,
     env: { PATH: process.env.PATH, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -425,7 +428,8 @@ describe('deploy/examples/01-minimal', () => {
     const secret = 'a-shared-secret-for-this-test-that-is-long-enough';
     // The image starts the bundled CLI with the container's args, as below.
     const dockerfile = await readFile(join(REPO, 'deploy/Dockerfile'), 'utf8');
-    assert.match(dockerfile, /^ENTRYPOINT \["node", "dist\/cli\/causeway\.mjs"\]$/m);
+    const entrypoint = /^ENTRYPOINT (.+)$/m.exec(dockerfile)?.[1] ?? '';
+    assert.deepEqual(JSON.parse(entrypoint), ['node', ...NODE_FLAGS, 'dist/cli/causeway.mjs']);
 
     const dir = await mkdtemp(join(tmpdir(), 'causeway-deploy-'));
     t.after(() => rm(dir, { recursive: true, force: true }));

@@ -213,17 +213,25 @@ export function table(header: string[], rows: string[][]): string[] {
   return [line(header), ...rows.map(line)];
 }
 
+/** The commit a run measures, and whether the tree had other changes, read when the run starts. */
+const MEASURED = (() => {
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' }).trim();
+  return {
+    commit: git('rev-parse', 'HEAD'),
+    changed: git('status', '--porcelain', '--untracked-files=no') !== '',
+  };
+})();
+
 /**
  * Writes the raw figures to bench/results/<kind>-<time>.json, with the commit they were measured at
- * (and whether the tree had changes besides), and says where. Commit the ones a document quotes.
+ * (and whether the tree had changes besides, when the run started), and says where. Commit the ones a
+ * document quotes.
  */
 export function saveResults(kind: string, results: unknown): void {
   const out = join(ROOT, 'bench/results');
   mkdirSync(out, { recursive: true });
-  const git = (...args: string[]) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' }).trim();
-  const commit = git('rev-parse', 'HEAD');
-  const changed = git('status', '--porcelain', '--untracked-files=no') !== '';
   const file = join(out, `${kind}-${new Date().toISOString().replaceAll(':', '-')}.json`);
-  writeFileSync(file, `${JSON.stringify({ commit, changed, results }, null, 2)}\n`);
+  writeFileSync(file, `${JSON.stringify({ ...MEASURED, results }, null, 2)}\n`);
+  const { commit, changed } = MEASURED;
   say(`\nraw figures: ${file} (commit ${commit.slice(0, 7)}${changed ? ', with uncommitted changes' : ''})`);
 }

@@ -10,7 +10,7 @@
  * (each reconnect is one more), peak RSS while handling the backlog, RSS idle after the restart, CPU;
  * and the create → first status write latency percentiles per rate.
  *
- *   npm run bench:scale -- [--objects 10000] [--only causeway|kopf] [--rates 50,200] [--no-delete]
+ *   npm run bench:scale -- [--objects 10000 (0: latency only)] [--only causeway|kopf] [--rates 50,200] [--no-delete]
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -109,6 +109,7 @@ async function main(): Promise<void> {
     const kubeconfig = controlPlane.kubeconfigPath;
     const scale: ScaleResult[] = [];
     for (const [index, contender] of contenders.entries()) {
+      if (OBJECTS === 0) break; // latency only
       scale.push(await scaleRun(contender, `scale-${index}`, client, metrics, kubeconfig));
       reportScale(scale);
     }
@@ -293,16 +294,21 @@ async function latencyRun(
   }
 }
 
-/** The floor: this process writes each new object's status as soon as the watch shows the object. */
+/**
+ * The floor: this process makes, as soon as its watch shows a new object, the two writes any operator
+ * with a delete handler must make one after the other: the finalizer on, then the result.
+ */
 function floorController(client: KubeClient, namespace: string) {
   const path = `${KOPFEXAMPLES}/${namespace}/kopfexamples`;
   const watcher = new Watcher({
     client,
     path,
     logger: quiet,
-    onEvent: ({ type, object }) => {
+    onEvent: async ({ type, object }) => {
       if (type !== 'ADDED' || object.status?.create_fn !== undefined) return;
-      void client.patch(`${path}/${object.metadata.name}/status`, 'merge', {
+      const objectPath = `${path}/${object.metadata.name}`;
+      await client.patch(objectPath, 'merge', { metadata: { finalizers: ['bench.causeway.dev/floor'] } });
+      await client.patch(`${objectPath}/status`, 'merge', {
         status: { create_fn: { message: `created ${object.metadata.name}` } },
       });
     },

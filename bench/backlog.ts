@@ -6,7 +6,6 @@
  *
  *   npm run bench -- [--objects 1000] [--only kopf|causeway|apiserver]
  */
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { KubeClient } from '../gateway/kube/client.ts';
 import { Watcher } from '../gateway/kube/watcher.ts';
@@ -19,6 +18,7 @@ import {
   objectNames,
   operatorProcess,
   prepareContenders,
+  processUsage,
   type Running,
   saveResults,
   say,
@@ -29,7 +29,6 @@ import { countWrites, difference, type WriteCounts } from './metrics.ts';
 
 const quiet = createLogger({ level: 'error' });
 const WRITTEN_RESOURCES = ['kopfexamples', 'events'];
-const CLOCK_TICKS_PER_SECOND = 100;
 
 interface Contender {
   name: string;
@@ -121,7 +120,7 @@ async function measure(
   if (early !== undefined)
     throw new Error(`${contender.name} exited before handling every object:\n${early}`);
   const finished = performance.now();
-  const usage = running.pid ? processUsage(running.pid) : {};
+  const { peakRssMiB, cpuSeconds } = running.pid ? processUsage(running.pid) : {};
   await running.stop();
   await watcher.stop();
   const writes = difference(countWrites(await controlPlane.metrics(), WRITTEN_RESOURCES), before);
@@ -132,19 +131,9 @@ async function measure(
     totalSeconds: (finished - started) / 1000,
     spanSeconds: (Math.max(...times) - Math.min(...times)) / 1000,
     writes,
-    ...usage,
+    ...(peakRssMiB === undefined ? {} : { peakRssMiB }),
+    ...(cpuSeconds === undefined ? {} : { cpuSeconds }),
   };
-}
-
-/** Peak resident memory (the kernel's high-water mark) and CPU time of a running process. */
-function processUsage(pid: number): { peakRssMiB: number; cpuSeconds: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const peakRssMiB = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1]) / 1024;
-  // Fields 14 and 15 of /proc/<pid>/stat, counted after the parenthesised command name.
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const cpuSeconds = (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
-  return { peakRssMiB, cpuSeconds };
 }
 
 function report(results: Result[]): void {

@@ -17,6 +17,7 @@ import { ensureKopf, KOPF_VERSION } from './kopf.ts';
 export const ROOT = new URL('..', import.meta.url).pathname;
 export const KOPF_NAME = `kopf ${KOPF_VERSION}`;
 export const KOPFEXAMPLES = '/apis/kopf.dev/v1/namespaces';
+const CLOCK_TICKS_PER_SECOND = 100;
 
 export const say = (line: string): void => {
   process.stdout.write(`${line}\n`);
@@ -198,6 +199,20 @@ export async function until<T>(
       throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
     await sleep(intervalMs);
   }
+}
+
+/** Resident memory now and at its peak (the kernel's high-water mark), and CPU time, of a running process. */
+export function processUsage(pid: number): { rssMiB: number; peakRssMiB: number; cpuSeconds: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kib = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1]);
+  // Fields 14 and 15 of /proc/<pid>/stat, counted after the parenthesised command name.
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return {
+    rssMiB: kib('VmRSS') / 1024,
+    peakRssMiB: kib('VmHWM') / 1024,
+    cpuSeconds: (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND,
+  };
 }
 
 /** Left-aligned columns, two spaces apart. */

@@ -30,6 +30,7 @@ import {
   objectNames,
   operatorProcess,
   prepareContenders,
+  processUsage,
   saveResults,
   say,
   sleep,
@@ -53,7 +54,6 @@ const RATES = values.rates ? values.rates.split(',').filter(Boolean).map(Number)
 const LATENCY_SECONDS = Number(values['latency-seconds']);
 const quiet = createLogger({ level: 'error' });
 const WRITTEN = ['kopfexamples', 'events'];
-const CLOCK_TICKS_PER_SECOND = 100;
 /** After the last result: how long the write counters must stay still to call the operator idle. */
 const SETTLED_MS = 3000;
 const PHASE_TIMEOUT_MS = 30 * 60_000;
@@ -191,7 +191,7 @@ async function scaleRun(
     const backlogSeconds = (performance.now() - started) / 1000;
     await settled(metrics);
     const backlogWrites = difference(countWrites(await metrics(), WRITTEN), before);
-    const { peakRssMiB, cpuSeconds } = usage(first);
+    const { peakRssMiB, cpuSeconds } = processUsage(first.pid as number);
     await first.stop();
 
     say(`${contender.name}: restarted over the handled objects`);
@@ -200,7 +200,7 @@ async function scaleRun(
     // Listing 10,000 objects and finding nothing to do: give it the time, then let the writes settle.
     await sleep(Math.max(5000, OBJECTS / 2));
     await settled(metrics);
-    const idleRssMiB = rssMiB(second);
+    const idleRssMiB = processUsage(second.pid as number).rssMiB;
     const restartWrites = difference(countWrites(await metrics(), WRITTEN), before);
 
     let deletion: Pick<ScaleResult, 'deleteSeconds' | 'delete' | 'deleteWrites'> = {};
@@ -342,21 +342,6 @@ function calls(callLog: string, handler: string): Calls {
   }
   const total = [...perName.values()].reduce((sum, count) => sum + count, 0);
   return { perObject: total / OBJECTS, repeated: [...perName.values()].filter((count) => count > 1).length };
-}
-
-function usage(running: OperatorProcess): { peakRssMiB: number; cpuSeconds: number } {
-  const status = readFileSync(`/proc/${running.pid}/status`, 'utf8');
-  const stat = readFileSync(`/proc/${running.pid}/stat`, 'utf8');
-  // Fields 14 and 15 of /proc/<pid>/stat, counted after the parenthesised command name.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return {
-    peakRssMiB: Number(/VmHWM:\s+(\d+)/.exec(status)?.[1]) / 1024,
-    cpuSeconds: (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND,
-  };
-}
-
-function rssMiB(running: OperatorProcess): number {
-  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${running.pid}/status`, 'utf8'))?.[1]) / 1024;
 }
 
 function percentiles(values: number[]): LatencyResult['ms'] {

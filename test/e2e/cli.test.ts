@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { SignJWT } from 'jose';
 import { type KubernetesObject, PATHS, signRequest } from '../../protocol/index.ts';
 import { testNamespace } from '../support/cluster.ts';
-import { applyFile, eventually, kubeClient } from '../support/operator.ts';
+import { applyFile, createKopfExample, eventually, kubeClient } from '../support/operator.ts';
 import { type CliProcess, causeway } from '../support/processes.ts';
 
 const SECRET = 'the-shared-secret-of-the-cli-tests-0123456789';
@@ -102,19 +102,9 @@ describe('causeway serve + causeway gateway', () => {
     await gateway.waitFor(/watching \/apis\/kopf.dev\/v1\/namespaces\//);
 
     const client = await kubeClient();
-    await client.request(`/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`, {
-      method: 'POST',
-      body: {
-        apiVersion: 'kopf.dev/v1',
-        kind: 'KopfExample',
-        metadata: { name: 'over-http' },
-        spec: { field: 'x' },
-      },
-    });
+    const path = await createKopfExample(namespace, 'over-http', { field: 'x' });
     const object = await eventually('status.create_fn', async () => {
-      const current = await client.get<KubernetesObject>(
-        `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/over-http`,
-      );
+      const current = await client.get<KubernetesObject>(path);
       return current.status?.create_fn === undefined ? undefined : current;
     });
     assert.deepEqual(object.status?.create_fn, { message: 'hello over-http' });

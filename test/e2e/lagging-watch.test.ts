@@ -10,6 +10,7 @@ import { testCluster, testNamespace } from '../support/cluster.ts';
 import { startLaggingProxy } from '../support/lagging-proxy.ts';
 import {
   applyFile,
+  createKopfExample,
   eventually,
   kubeClient,
   memoryLogger,
@@ -52,29 +53,20 @@ describe("a watch that lags behind the gateway's own writes", () => {
     // The creation reaches the gateway; its own two writes (finalizer, results) do not, for now.
     proxy.holdAfterNextEvent();
     const client = await kubeClient();
-    const path = `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`;
-    await client.request(path, {
-      method: 'POST',
-      body: {
-        apiVersion: 'kopf.dev/v1',
-        kind: 'KopfExample',
-        metadata: { name: 'kex-1' },
-        spec: { field: 'a' },
-      },
-    });
+    const path = await createKopfExample(namespace, 'kex-1', { field: 'a' });
     await eventually(
       'the gateway to give up waiting for the watch and read the object afresh',
       async () => logger.lines.find((line) => /kex-1.*reading the object afresh/.test(line)),
       20_000,
     );
-    const created = await client.get<KubernetesObject>(`${path}/kex-1`);
+    const created = await client.get<KubernetesObject>(path);
     assert.deepEqual(created.status?.create_fn, { created: true });
 
     // The held events arrive now, late; then a real change, which the watch delivers after them.
     proxy.release();
-    await client.patch(`${path}/kex-1`, 'merge', { spec: { field: 'b' } });
+    await client.patch(path, 'merge', { spec: { field: 'b' } });
     await eventually('status.update_fn', async () => {
-      const object = await client.get<KubernetesObject>(`${path}/kex-1`);
+      const object = await client.get<KubernetesObject>(path);
       return object.status?.update_fn;
     });
     assert.deepEqual(calls, ['create kex-1', 'update kex-1']);

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { testNamespace } from '../support/cluster.ts';
-import { applyFile, eventually, kubeClient } from '../support/operator.ts';
+import { applyFile, createKopfExample, eventually, kubeClient } from '../support/operator.ts';
 import { causeway } from '../support/processes.ts';
 
 describe('causeway release', () => {
@@ -11,16 +11,15 @@ describe('causeway release', () => {
     await applyFile(new URL('../../examples/01-minimal/crd.yaml', import.meta.url));
     const namespace = await testNamespace(t);
     const client = await kubeClient();
-    const path = `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`;
-    await client.request(path, {
-      method: 'POST',
-      body: {
-        apiVersion: 'kopf.dev/v1',
-        kind: 'KopfExample',
-        metadata: { name: 'stuck', finalizers: ['example.com/other', 'causeway.dev/finalizer'] },
+    const stuck = await createKopfExample(
+      namespace,
+      'stuck',
+      {},
+      {
+        finalizers: ['example.com/other', 'causeway.dev/finalizer'],
       },
-    });
-    await client.request(`${path}/stuck`, { method: 'DELETE' });
+    );
+    await client.request(stuck, { method: 'DELETE' });
 
     const released = causeway(['release', 'kex', 'stuck', '--namespace', namespace], process.env);
     assert.equal(await released.exited(), 0, released.output());
@@ -28,13 +27,13 @@ describe('causeway release', () => {
       released.output(),
       /released kopfexamples .*\/stuck: removed finalizer causeway.dev\/finalizer/,
     );
-    const object = await client.get<KubernetesObject>(`${path}/stuck`);
+    const object = await client.get<KubernetesObject>(stuck);
     assert.deepEqual(object.metadata.finalizers, ['example.com/other'], "other controllers' finalizers stay");
 
-    await client.patch(`${path}/stuck`, 'merge', { metadata: { finalizers: null } });
+    await client.patch(stuck, 'merge', { metadata: { finalizers: null } });
     await eventually('the deletion to complete', async () => {
       try {
-        await client.get(`${path}/stuck`);
+        await client.get(stuck);
         return undefined;
       } catch {
         return true;

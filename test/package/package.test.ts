@@ -11,7 +11,7 @@ import repository from '../../package.json' with { type: 'json' };
 import type { KubernetesObject } from '../../protocol/index.ts';
 import type * as Testing from '../../testing/index.ts';
 import { testCluster, testNamespace } from '../support/cluster.ts';
-import { applyFile, eventually, kubeClient } from '../support/operator.ts';
+import { applyFile, createKopfExample, eventually, kubeClient } from '../support/operator.ts';
 import { startCli } from '../support/processes.ts';
 import { startWorker } from '../support/workerd.ts';
 import {
@@ -216,20 +216,11 @@ describe('the package, installed into a project of its own', () => {
     );
     t.after(() => operatorProcess.stop('SIGKILL'));
     const client = await kubeClient();
-    const path = `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`;
-    await client.request(path, {
-      method: 'POST',
-      body: {
-        apiVersion: 'kopf.dev/v1',
-        kind: 'KopfExample',
-        metadata: { name: 'kex-1' },
-        spec: { field: 'x' },
-      },
-    });
+    const path = await createKopfExample(namespace, 'kex-1', { field: 'x' });
     const object = await eventually(
       'status.create_fn',
       async () => {
-        const current = await client.get<KubernetesObject>(`${path}/kex-1`);
+        const current = await client.get<KubernetesObject>(path);
         return current.status?.create_fn === undefined ? undefined : current;
       },
       30_000,

@@ -33,6 +33,21 @@ export async function applyFile(path: URL, namespace?: string): Promise<Kubernet
   });
 }
 
+/** Creates a KopfExample (the CRD of examples/01-minimal); returns its path. */
+export async function createKopfExample(
+  namespace: string,
+  name: string,
+  spec: Record<string, unknown> = {},
+  metadata: Partial<KubernetesObject['metadata']> = {},
+): Promise<string> {
+  const collection = `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`;
+  await (await kubeClient()).request(collection, {
+    method: 'POST',
+    body: { apiVersion: 'kopf.dev/v1', kind: 'KopfExample', metadata: { ...metadata, name }, spec },
+  });
+  return `${collection}/${name}`;
+}
+
 /** Collects log lines so tests can assert on what the gateway said. */
 export function memoryLogger(): Logger & { lines: string[] } {
   const lines: string[] = [];

@@ -91,12 +91,21 @@ export interface Command {
 /** How to start each contender with a given operator file, serving one namespace. */
 export interface Contenders {
   kopf(operator: string, namespace: string): Command;
+  /** `causeway run`: the gateway and the functions in one process. */
   causeway(operator: string, namespace: string): Command;
+  /** The two deployed apart: `causeway serve` on a port, and `causeway gateway` calling it there. */
+  causewayServe(operator: string, port: number): Command;
+  causewayGateway(functions: string, namespace: string): Command;
 }
 
 /** Bundles the Causeway CLI (deploy/build.ts) and installs Kopf into its cached virtualenv. */
 export async function prepareContenders(): Promise<Contenders> {
-  const cli = await bundleCli(mkdtempSync(join(tmpdir(), 'causeway-bench-')));
+  const bundle = await bundleCli(mkdtempSync(join(tmpdir(), 'causeway-bench-')));
+  // As deploy/Dockerfile's entrypoint runs it.
+  const cli = (args: string[]): Command => ({
+    file: process.execPath,
+    args: ['--max-semi-space-size=4', bundle, ...args, '--quiet'],
+  });
   const kopf = ensureKopf(cacheRoot(), say);
   return {
     kopf: (operator, namespace) => ({
@@ -110,19 +119,12 @@ export async function prepareContenders(): Promise<Contenders> {
         join(ROOT, 'bench/operators', operator),
       ],
     }),
-    causeway: (operator, namespace) => ({
-      file: process.execPath,
-      // As deploy/Dockerfile's entrypoint runs it.
-      args: [
-        '--max-semi-space-size=4',
-        cli,
-        'run',
-        join(ROOT, 'bench/operators', operator),
-        '--quiet',
-        '--namespace',
-        namespace,
-      ],
-    }),
+    causeway: (operator, namespace) =>
+      cli(['run', join(ROOT, 'bench/operators', operator), '--namespace', namespace]),
+    causewayServe: (operator, port) =>
+      cli(['serve', join(ROOT, 'bench/operators', operator), '--host', '127.0.0.1', '--port', String(port)]),
+    causewayGateway: (functions, namespace) =>
+      cli(['gateway', '--functions', functions, '--namespace', namespace]),
   };
 }
 

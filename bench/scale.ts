@@ -12,6 +12,7 @@
  *
  *   npm run bench:scale -- [--objects 10000 (0: latency only)] [--only causeway|kopf] [--rates 50,200] [--no-delete]
  */
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +20,7 @@ import { parseArgs } from 'node:util';
 import type { KubeClient } from '../gateway/kube/client.ts';
 import { Watcher } from '../gateway/kube/watcher.ts';
 import { createLogger } from '../gateway/logging.ts';
+import { freePorts } from '../test/cluster/ports.ts';
 import {
   type Command,
   createBacklog,
@@ -60,7 +62,8 @@ const PHASE_TIMEOUT_MS = 30 * 60_000;
 
 interface Contender {
   name: string;
-  command(namespace: string): Command;
+  /** What runs the operator: the first command is the one measured (RSS, CPU). */
+  commands(namespace: string): Command[];
 }
 
 interface Calls {
@@ -98,11 +101,22 @@ interface LatencyResult {
 
 async function main(): Promise<void> {
   const commands = await prepareContenders();
+  const [port] = await freePorts(1);
   const all: Contender[] = [
-    { name: KOPF_NAME, command: (namespace) => commands.kopf('kopf_scale.py', namespace) },
-    { name: 'causeway', command: (namespace) => commands.causeway('causeway-scale.ts', namespace) },
+    { name: KOPF_NAME, commands: (namespace) => [commands.kopf('kopf_scale.py', namespace)] },
+    { name: 'causeway', commands: (namespace) => [commands.causeway('causeway-scale.ts', namespace)] },
   ];
-  const contenders = all.filter((contender) => !values.only || contender.name.startsWith(values.only));
+  const separate: Contender = {
+    name: 'causeway, functions apart',
+    commands: (namespace) => [
+      commands.causewayGateway(`http://127.0.0.1:${port}`, namespace),
+      commands.causewayServe('causeway-scale.ts', port as number),
+    ],
+  };
+  const only = (contender: Contender) => !values.only || contender.name.startsWith(values.only);
+  const contenders = all.filter(only);
+  // The functions as a service of their own: for latency, where the call crosses the network.
+  const latencyContenders = [...all, separate].filter(only);
 
   await withCluster(async ({ controlPlane, client }) => {
     const metrics = () => controlPlane.metrics();
@@ -116,7 +130,7 @@ async function main(): Promise<void> {
     const latency: LatencyResult[] = [];
     for (const rate of RATES) {
       latency.push(await latencyRun(undefined, rate, `latency-${rate}-floor`, client, kubeconfig));
-      for (const [index, contender] of contenders.entries()) {
+      for (const [index, contender] of latencyContenders.entries()) {
         latency.push(await latencyRun(contender, rate, `latency-${rate}-${index}`, client, kubeconfig));
       }
       reportLatency(latency);
@@ -186,7 +200,7 @@ async function scaleRun(
     say(`${contender.name}: started; handling the backlog`);
     let before = countWrites(await metrics(), WRITTEN);
     const started = performance.now();
-    const first = operatorProcess(contender.command(namespace), kubeconfig, env);
+    const first = startAll(contender, namespace, kubeconfig, env);
     await objects.until(() => objects.handledAt.size === OBJECTS, first);
     const backlogSeconds = (performance.now() - started) / 1000;
     await settled(metrics);
@@ -196,7 +210,7 @@ async function scaleRun(
 
     say(`${contender.name}: restarted over the handled objects`);
     before = countWrites(await metrics(), WRITTEN);
-    const second = operatorProcess(contender.command(namespace), kubeconfig, env);
+    const second = startAll(contender, namespace, kubeconfig, env);
     // Listing 10,000 objects and finding nothing to do: give it the time, then let the writes settle.
     await sleep(Math.max(5000, OBJECTS / 2));
     await settled(metrics);
@@ -256,7 +270,7 @@ async function latencyRun(
   const objects = follow(client, namespace);
   await objects.listed;
   const running = contender
-    ? operatorProcess(contender.command(namespace), kubeconfig, { BENCH_CALL_LOG: join(dir, 'calls') })
+    ? startAll(contender, namespace, kubeconfig, { BENCH_CALL_LOG: join(dir, 'calls') })
     : floorController(client, namespace);
   try {
     const create = (object: string) =>
@@ -292,6 +306,34 @@ async function latencyRun(
     await objects.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Starts every process of a contender, with a secret of their own to share; the result is the first
+ * process, which stops them all.
+ */
+function startAll(
+  contender: Contender,
+  namespace: string,
+  kubeconfig: string,
+  env: Record<string, string>,
+): OperatorProcess {
+  const shared = { ...env, CAUSEWAY_SECRET: randomBytes(32).toString('base64url') };
+  const [first, ...others] = contender
+    .commands(namespace)
+    .map((command) => operatorProcess(command, kubeconfig, shared));
+  const main = first as OperatorProcess;
+  return {
+    ...(main.pid === undefined ? {} : { pid: main.pid }),
+    exited: main.exited,
+    get gone() {
+      return main.gone;
+    },
+    kill: () => main.kill(),
+    stop: async () => {
+      await Promise.all([main, ...others].map((running) => running.stop()));
+    },
+  };
 }
 
 /**

@@ -4,7 +4,7 @@
  * fresh control plane, in the same run, and figures are given as ratios against Kopf. A third row
  * shows the ceiling: the apiserver taking the same status writes sent straight to it.
  *
- *   npm run bench -- [--objects 1000] [--only kopf|causeway|apiserver]
+ *   npm run bench -- [--objects 1000] [--only kopf|causeway|apiserver] [--node-flags "…"]
  */
 import { parseArgs } from 'node:util';
 import type { KubeClient } from '../gateway/kube/client.ts';
@@ -15,6 +15,7 @@ import {
   forEachName,
   KOPF_NAME,
   KOPFEXAMPLES,
+  nodeFlagsOption,
   objectNames,
   operatorProcess,
   prepareContenders,
@@ -46,12 +47,16 @@ interface Result {
 }
 
 const { values } = parseArgs({
-  options: { objects: { type: 'string', default: '1000' }, only: { type: 'string' } },
+  options: {
+    objects: { type: 'string', default: '1000' },
+    only: { type: 'string' },
+    'node-flags': { type: 'string' },
+  },
 });
 const OBJECTS = Number(values.objects);
 
 async function main(): Promise<void> {
-  const commands = await prepareContenders();
+  const commands = await prepareContenders(nodeFlagsOption(values['node-flags']));
   const all: Contender[] = [
     {
       name: KOPF_NAME,

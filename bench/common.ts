@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { bundleCli } from '../deploy/build.ts';
+import { bundleCli, IMAGE_NODE_FLAGS } from '../deploy/build.ts';
 import { applyManifests, parseManifests } from '../gateway/kube/apply.ts';
 import { KubeClient } from '../gateway/kube/client.ts';
 import { type ControlPlane, cacheRoot, startControlPlane } from '../test/cluster/index.ts';
@@ -98,13 +98,15 @@ export interface Contenders {
   causewayGateway(functions: string, namespace: string): Command;
 }
 
-/** Bundles the Causeway CLI (deploy/build.ts) and installs Kopf into its cached virtualenv. */
-export async function prepareContenders(): Promise<Contenders> {
+/**
+ * Bundles the Causeway CLI (deploy/build.ts) and installs Kopf into its cached virtualenv. The CLI runs
+ * with `nodeFlags`, the image's unless given (`--node-flags` of the benchmarks that take it).
+ */
+export async function prepareContenders(nodeFlags = IMAGE_NODE_FLAGS): Promise<Contenders> {
   const bundle = await bundleCli(mkdtempSync(join(tmpdir(), 'causeway-bench-')));
-  // As deploy/Dockerfile's entrypoint runs it.
   const cli = (args: string[]): Command => ({
     file: process.execPath,
-    args: ['--max-semi-space-size=4', bundle, ...args, '--quiet'],
+    args: [...nodeFlags, bundle, ...args, '--quiet'],
   });
   const kopf = ensureKopf(cacheRoot(), say);
   return {
@@ -215,6 +217,11 @@ export function processUsage(pid: number): { rssMiB: number; peakRssMiB: number;
     peakRssMiB: kib('VmHWM') / 1024,
     cpuSeconds: (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND,
   };
+}
+
+/** `--node-flags "a b"` as a list; the image's flags when absent. */
+export function nodeFlagsOption(value: string | undefined): string[] {
+  return value === undefined ? IMAGE_NODE_FLAGS : value.split(/\s+/).filter(Boolean);
 }
 
 /** Left-aligned columns, two spaces apart. */

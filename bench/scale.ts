@@ -10,7 +10,8 @@
  * (each reconnect is one more), peak RSS while handling the backlog, RSS idle after the restart, CPU;
  * and the create → first status write latency percentiles per rate.
  *
- *   npm run bench:scale -- [--objects 10000 (0: latency only)] [--only causeway|kopf] [--rates 50,200] [--no-delete]
+ *   npm run bench:scale -- [--objects 10000 (0: latency only)] [--only causeway|kopf] [--rates 50,200]
+ *                          [--no-delete] [--node-flags "--max-semi-space-size=4"]
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -28,6 +29,7 @@ import {
   forEachName,
   KOPF_NAME,
   KOPFEXAMPLES,
+  nodeFlagsOption,
   type OperatorProcess,
   objectNames,
   operatorProcess,
@@ -49,6 +51,7 @@ const { values } = parseArgs({
     rates: { type: 'string', default: '50,200' },
     'latency-seconds': { type: 'string', default: '10' },
     'no-delete': { type: 'boolean', default: false },
+    'node-flags': { type: 'string' },
   },
 });
 const OBJECTS = Number(values.objects);
@@ -100,7 +103,7 @@ interface LatencyResult {
 }
 
 async function main(): Promise<void> {
-  const commands = await prepareContenders();
+  const commands = await prepareContenders(nodeFlagsOption(values['node-flags']));
   const [port] = await freePorts(1);
   const all: Contender[] = [
     { name: KOPF_NAME, commands: (namespace) => [commands.kopf('kopf_scale.py', namespace)] },

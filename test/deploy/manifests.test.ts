@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { before, describe, it, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { bundleCli } from '../../deploy/build.ts';
+import { bundleCli, IMAGE_NODE_FLAGS } from '../../deploy/build.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { testNamespace } from '../support/cluster.ts';
 import {
@@ -172,8 +172,6 @@ async function installRbac(t: TestContext, namespace: string): Promise<void> {
 }
 
 /** Starts `node <bundled CLI> <args>` — the image's entrypoint — and stops it after `t`. */
-/** The Node flags of the image's entrypoint (deploy/Dockerfile), which the tests below check. */
-const NODE_FLAGS = ['--max-semi-space-size=4'];
 
 function startCli(
   t: TestContext,
@@ -181,7 +179,7 @@ function startCli(
   args: string[],
   env: NodeJS.ProcessEnv,
 ): ChildProcess & { output(): string } {
-  const child = spawn(process.execPath, [...NODE_FLAGS, cli, ...args], {
+  const child = spawn(process.execPath, [...IMAGE_NODE_FLAGS, cli, ...args], {
     cwd: REPO,
     env: { PATH: process.env.PATH, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -429,7 +427,7 @@ describe('deploy/examples/01-minimal', () => {
     // The image starts the bundled CLI with the container's args, as below.
     const dockerfile = await readFile(join(REPO, 'deploy/Dockerfile'), 'utf8');
     const entrypoint = /^ENTRYPOINT (.+)$/m.exec(dockerfile)?.[1] ?? '';
-    assert.deepEqual(JSON.parse(entrypoint), ['node', ...NODE_FLAGS, 'dist/cli/causeway.mjs']);
+    assert.deepEqual(JSON.parse(entrypoint), ['node', ...IMAGE_NODE_FLAGS, 'dist/cli/causeway.mjs']);
 
     const dir = await mkdtemp(join(tmpdir(), 'causeway-deploy-'));
     t.after(() => rm(dir, { recursive: true, force: true }));

@@ -60,7 +60,8 @@ async function main(): Promise<void> {
         command: (namespace) => ({
           file: process.execPath,
           args: [
-            '--conditions=causeway-source',
+            '--import',
+            join(ROOT, 'test/support/sources.ts'),
             join(ROOT, 'gateway/cli/main.ts'),
             'run',
             join(ROOT, 'bench/operators/causeway-operator.ts'),

@@ -40,7 +40,7 @@ const REPOSITORY_VARIABLES = ['NODE_OPTIONS', 'NODE_TEST_CONTEXT', 'INIT_CWD', '
 
 /**
  * The environment of a user's shell: this run's Node first on PATH (the machine's may be older), and
- * nothing of the repository's: no npm_* variables from `npm test`, no export condition that would
+ * nothing of the repository's: no npm_* variables from `npm test`, no hook (NODE_OPTIONS) that would
  * point `causeway/*` at sources, no node_modules/.bin of the repository.
  */
 export function userEnvironment(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {

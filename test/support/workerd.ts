@@ -2,8 +2,21 @@
  * Serves an operator module on workerd, Cloudflare Workers' runtime, inside Miniflare: bundled as a
  * Workers bundler does it (no Node built-ins, the `workerd` and `worker` export conditions first).
  */
-import { build } from 'esbuild';
+import { fileURLToPath } from 'node:url';
+import { build, type Plugin } from 'esbuild';
 import { Miniflare } from 'miniflare';
+import { sourceEntry } from './sources.ts';
+
+/** esbuild's counterpart of sources.ts: this repository's `causeway/*` imports bundle its sources. */
+const repositorySources: Plugin = {
+  name: 'causeway-sources',
+  setup(build) {
+    build.onResolve({ filter: /^causeway\// }, ({ path, importer }) => {
+      const url = sourceEntry(path, importer && new URL(`file://${importer}`).href);
+      return url ? { path: fileURLToPath(url) } : undefined;
+    });
+  },
+};
 
 export interface Worker {
   fetch(request: Request): Promise<Response>;
@@ -25,7 +38,8 @@ export async function startWorker(entry: string, { bindings, cwd, sources }: Wor
     bundle: true,
     format: 'esm',
     platform: 'neutral',
-    conditions: [...(sources ? ['causeway-source'] : []), 'workerd', 'worker', 'browser'],
+    conditions: ['workerd', 'worker', 'browser'],
+    ...(sources ? { plugins: [repositorySources] } : {}),
     mainFields: ['module', 'main'],
     write: false,
     logLevel: 'silent',

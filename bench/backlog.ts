@@ -4,7 +4,7 @@
  * fresh control plane, in the same run, and figures are given as ratios against Kopf. A third row
  * shows the ceiling: the apiserver taking the same status writes sent straight to it.
  *
- *   npm run bench -- [--objects 1000] [--only kopf|causeway|apiserver] [--node-flags "…"]
+ *   npm run bench -- [--objects 1000] [--only kopf|causeway|apiserver] [--node-flags="…"]
  */
 import { parseArgs } from 'node:util';
 import type { KubeClient } from '../gateway/kube/client.ts';

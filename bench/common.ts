@@ -219,7 +219,7 @@ export function processUsage(pid: number): { rssMiB: number; peakRssMiB: number;
   };
 }
 
-/** `--node-flags "a b"` as a list; the image's flags when absent. */
+/** `--node-flags="a b"` as a list; the image's flags when absent. */
 export function nodeFlagsOption(value: string | undefined): string[] {
   return value === undefined ? IMAGE_NODE_FLAGS : value.split(/\s+/).filter(Boolean);
 }

@@ -11,7 +11,7 @@
  * and the create → first status write latency percentiles per rate.
  *
  *   npm run bench:scale -- [--objects 10000 (0: latency only)] [--only causeway|kopf] [--rates 50,200]
- *                          [--no-delete] [--node-flags "--max-semi-space-size=4"]
+ *                          [--no-delete] [--node-flags="--max-semi-space-size=4"]
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';

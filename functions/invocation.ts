@@ -1,6 +1,6 @@
-import { type InvocationRequest, PROTOCOL } from '../protocol/index.ts';
+import { callableFor, type InvocationRequest, PROTOCOL } from '../protocol/index.ts';
 import { isObject } from './json.ts';
-import { handles, type Registered } from './registry.ts';
+import type { Registered } from './registry.ts';
 
 const EVENT_TYPES: readonly unknown[] = ['ADDED', 'MODIFIED', 'DELETED'];
 
@@ -51,7 +51,7 @@ export function parseInvocation(
     }
     if (seen.has(due.id)) throw new BadRequest(`handler "${due.id}" is listed twice`);
     seen.add(due.id);
-    if (!handles(handler.kind, request.reason)) {
+    if (!callableFor(handler.kind, request.reason)) {
       throw new BadRequest(
         `handler "${due.id}" is a ${handler.kind} handler, not due for reason "${request.reason}"`,
       );

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { HandlerKind, Reason } from '../protocol/index.ts';
+import { callableFor, type HandlerKind, type Reason } from '../protocol/index.ts';
 import { ABSENT, PRESENT } from './filters.ts';
-import { createRegistry, handles, specOf } from './registry.ts';
+import { createRegistry, specOf } from './registry.ts';
 
 describe('registration', () => {
   it('takes the id from the function name, or from the id option', () => {
@@ -90,7 +90,7 @@ describe('kinds', () => {
       ],
     );
     const answered = Object.fromEntries(
-      (Object.keys(on) as HandlerKind[]).map((kind) => [kind, REASONS.filter((r) => handles(kind, r))]),
+      (Object.keys(on) as HandlerKind[]).map((kind) => [kind, REASONS.filter((r) => callableFor(kind, r))]),
     );
     assert.deepEqual(answered, {
       create: ['create'],

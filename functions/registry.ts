@@ -1,9 +1,16 @@
-import type { HandlerKind, HandlerSpec, Reason, HandlerOptions as SpecOptions } from '../protocol/index.ts';
+import {
+  HANDLER_KIND_NAMES,
+  HANDLER_KINDS,
+  type HandlerKind,
+  type HandlerSpec,
+  type KindRule,
+  type HandlerOptions as SpecOptions,
+} from '../protocol/index.ts';
 import type { Fields, Handler, HandlerContext } from './context.ts';
 import { checkField, compileFilters, type FilterOptions } from './filters.ts';
 import { type Resource, selectResource } from './resource.ts';
 
-/** Every option of every kind; each kind takes the part of them its entry in KINDS lists. */
+/** Every option of every kind; each kind takes those its entry in the protocol's HANDLER_KINDS lists. */
 export interface HandlerOptions extends FilterOptions {
   /**
    * Defaults to the function's name, followed by `/<field>` when there is a field (as in Kopf, so one
@@ -26,40 +33,22 @@ export interface HandlerOptions extends FilterOptions {
 
 type OptionName = keyof HandlerOptions;
 
-interface KindRules {
-  /** The causes that make a handler of this kind due. */
-  reasons: readonly Reason[];
-  /** Checked at registration too, so that plain JavaScript cannot pass an option that would be ignored. */
-  options: readonly OptionName[];
-  /** Kinds that take the field as an argument before the options, as Kopf's `on.field`. */
-  argument?: 'field';
+/** Options every kind takes besides those the protocol's table lists for it. */
+const SDK_OPTIONS = ['id', 'param'] as const;
+
+type Kinds = typeof HANDLER_KINDS;
+
+/** Checked at registration too, so that plain JavaScript cannot pass an option that would be ignored. */
+function optionsOf(kind: HandlerKind): readonly OptionName[] {
+  const rule: KindRule = HANDLER_KINDS[kind];
+  return [...SDK_OPTIONS, ...rule.filters, ...rule.options];
 }
 
-const FILTERS = ['labels', 'annotations', 'value', 'when'] as const;
-const COMMON = ['id', 'param', ...FILTERS] as const;
-const RETRYING = ['retries', 'timeout', 'backoff'] as const;
-const CHANGES = ['old', 'new'] as const;
-
-/**
- * `satisfies` keeps this table in step with the protocol's kinds: a missing or unknown kind fails to
- * typecheck. Event handlers take no retry options: their errors are never retried, as in Kopf.
- */
-const KINDS = {
-  create: { reasons: ['create'], options: [...COMMON, 'field', ...RETRYING] },
-  update: { reasons: ['update'], options: [...COMMON, 'field', ...RETRYING, ...CHANGES] },
-  delete: { reasons: ['delete'], options: [...COMMON, 'field', ...RETRYING, 'optional'] },
-  // With `deleted`, the gateway also resumes objects it first sees being deleted, in their deletion's call.
-  resume: { reasons: ['resume', 'delete'], options: [...COMMON, 'field', ...RETRYING, 'deleted'] },
-  // Kopf's on.field: the field changed, appearing included.
-  field: { reasons: ['create', 'update'], options: [...COMMON, ...RETRYING, ...CHANGES], argument: 'field' },
-  event: { reasons: ['event'], options: [...COMMON, 'field'] },
-  reconcile: { reasons: ['reconcile'], options: [...COMMON, 'field', ...RETRYING] },
-} as const satisfies Record<HandlerKind, KindRules>;
-
-type Kinds = typeof KINDS;
-
 /** The options `op.on.<kind>` takes. */
-export type OptionsOf<Kind extends HandlerKind> = Pick<HandlerOptions, Kinds[Kind]['options'][number]>;
+export type OptionsOf<Kind extends HandlerKind> = Pick<
+  HandlerOptions,
+  (typeof SDK_OPTIONS)[number] | Kinds[Kind]['filters'][number] | Kinds[Kind]['options'][number]
+>;
 
 /** `Spec`, `Status` and `Result` type the handler's arguments and result (see Handler). */
 export interface Register<Options> {
@@ -119,8 +108,8 @@ export function createRegistry(): Registry {
     (kind: HandlerKind) =>
     (resource: Resource, ...rest: unknown[]): void => {
       const where = `on.${kind}`;
-      const rules: KindRules = KINDS[kind];
-      const takesField = rules.argument === 'field';
+      const rule: KindRule = HANDLER_KINDS[kind];
+      const takesField = rule.argument === 'field';
       let field: string | undefined;
       if (takesField) {
         const argument = rest.shift();
@@ -135,7 +124,7 @@ export function createRegistry(): Registry {
       }
       const [given, fn] = rest.length === 1 ? [{}, rest[0]] : rest;
       if (typeof fn !== 'function') throw new TypeError(`${where}: the handler must be a function`);
-      checkOptions(where, rules.options, given);
+      checkOptions(where, optionsOf(kind), given);
       const options: HandlerOptions = field === undefined ? given : { ...given, field };
       const { filters, applies } = compileFilters(where, options);
       const id = options.id ?? handlerId(fn.name, options.field);
@@ -161,19 +150,13 @@ export function createRegistry(): Registry {
         ...(applies ? { applies } : {}),
       });
     };
-  const on = Object.fromEntries(
-    Object.keys(KINDS).map((kind) => [kind, register(kind as HandlerKind)]),
-  ) as unknown as On;
+  const on = Object.fromEntries(HANDLER_KIND_NAMES.map((kind) => [kind, register(kind)])) as unknown as On;
   return { on, handlers };
 }
 
 /** What the manifest publishes of a handler. */
 export function specOf({ id, kind, resource, filters, options }: Registered): HandlerSpec {
   return { id, kind, resource, ...(filters ? { filters } : {}), ...(options ? { options } : {}) };
-}
-
-export function handles(kind: HandlerKind, reason: Reason): boolean {
-  return (KINDS[kind].reasons as readonly Reason[]).includes(reason);
 }
 
 function handlerId(name: string, field: string | undefined): string {

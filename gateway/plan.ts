@@ -3,21 +3,17 @@
  * (by the progress kept on the object), which must be given up (retries or time exhausted), and when
  * to look again. Pure logic, tested without a cluster.
  */
-import type { DiffItem, HandlerKind, HandlerSpec, KubernetesObject, Reason } from '../protocol/index.ts';
+import {
+  calledFor,
+  type DiffItem,
+  type HandlerSpec,
+  type KubernetesObject,
+  kindsFor,
+} from '../protocol/index.ts';
 import type { Cause } from './causes.ts';
 import { changeMatches, objectMatches } from './filters.ts';
 import { diff, valueAt } from './state/diff.ts';
 import type { Progress, ProgressMap } from './state/storage.ts';
-
-/** The kinds of handler each cause calls. */
-export const KINDS_FOR: Record<Reason, readonly HandlerKind[]> = {
-  create: ['create', 'field'],
-  update: ['update', 'field'],
-  delete: ['delete'],
-  resume: ['resume'],
-  event: ['event'],
-  reconcile: ['reconcile'],
-};
 
 export interface Candidate<S> {
   service: S;
@@ -50,13 +46,13 @@ export function planCause<S>(
 ): Plan<S> {
   const plan: Plan<S> = { concerned: [], due: [], givenUp: [] };
   if (cause.reason === 'none') return plan;
-  const kinds = KINDS_FOR[cause.reason];
-  // `deleted: true` resume handlers also resume objects found already being deleted.
-  const resumesDeleted = cause.reason === 'delete' && cause.firstSight;
+  const kinds = kindsFor(cause.reason);
   for (const candidate of candidates) {
     const { spec } = candidate;
-    const resumed = resumesDeleted && spec.kind === 'resume' && spec.options?.deleted === true;
-    if ((!kinds.includes(spec.kind) && !resumed) || !objectMatches(object, spec.filters)) continue;
+    // A call that only an option brings (`deleted: true` resume handlers on a deletion) is a resumption:
+    // it happens the first time this gateway sees the object.
+    const called = kinds.includes(spec.kind) || (cause.firstSight && calledFor(spec, cause.reason));
+    if (!called || !objectMatches(object, spec.filters)) continue;
     const scoped = scope(cause, spec);
     if (!scoped) continue;
     plan.concerned.push(candidate);

@@ -1,4 +1,5 @@
 export type * from './invocation.ts';
+export * from './kinds.ts';
 export type * from './manifest.ts';
 export * from './trust.ts';
 export * from './version.ts';

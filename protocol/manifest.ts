@@ -1,3 +1,4 @@
+import type { HandlerKind } from './kinds.ts';
 import type { PROTOCOL } from './version.ts';
 
 /**
@@ -9,12 +10,6 @@ export interface ResourceSelector {
   version?: string;
   name: string;
 }
-
-/**
- * The causes a handler can be declared for, as in Kopf, plus `reconcile` (level-based: called with the
- * current state after any change). Gateways skip kinds they do not know, with a warning.
- */
-export type HandlerKind = 'create' | 'update' | 'delete' | 'resume' | 'field' | 'event' | 'reconcile';
 
 /** A label or annotation condition: this exact value, or only presence or absence. */
 export type MetaMatch = string | { present: true } | { absent: true };
@@ -53,6 +48,10 @@ export interface HandlerOptions {
 export interface HandlerSpec {
   /** Unique within the service; the result is stored under `status.<id>`. */
   id: string;
+  /**
+   * The causes a handler is declared for, as in Kopf, plus `reconcile` (level-based: called with the
+   * current state after any change). Gateways skip kinds they do not know, with a warning.
+   */
   kind: HandlerKind;
   resource: ResourceSelector;
   filters?: HandlerFilters;

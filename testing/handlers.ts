@@ -4,11 +4,11 @@
  * made with causeway/functions. Needs Node (it shares the secret through the process environment).
  */
 import { ensureProcessSecret } from '../gateway/cli/secret.ts';
-import { KINDS_FOR } from '../gateway/plan.ts';
 import {
   type DueHandler,
   type InvocationResponse,
   type KubernetesObject,
+  kindsFor,
   type Manifest,
   PATHS,
   PROTOCOL,
@@ -73,7 +73,7 @@ async function declaredFor(
     await send(operator, audience, secret, 'GET', PATHS.manifest, '')
   ).json()) as Manifest;
   return manifest.handlers
-    .filter((handler) => KINDS_FOR[reason].includes(handler.kind))
+    .filter((handler) => kindsFor(reason).includes(handler.kind))
     .map((handler) => handler.id);
 }
 

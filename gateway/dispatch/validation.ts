@@ -4,10 +4,10 @@
  */
 import {
   type Effects,
-  type HandlerKind,
   type HandlerSpec,
   type Health,
   type InvocationResponse,
+  isHandlerKind,
   type LogLevel,
   type LogLine,
   type Manifest,
@@ -20,15 +20,6 @@ export class ProtocolError extends Error {
   override name = 'ProtocolError';
 }
 
-const KNOWN_KINDS: ReadonlySet<HandlerKind> = new Set([
-  'create',
-  'update',
-  'delete',
-  'resume',
-  'field',
-  'event',
-  'reconcile',
-]);
 const LOG_LEVELS: ReadonlySet<LogLevel> = new Set(['debug', 'info', 'warning', 'error']);
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -74,7 +65,7 @@ export function parseManifest(value: unknown): { manifest: Manifest; unknownKind
         throw new ProtocolError(`${where}.resource.${field} must be a string`);
       }
     }
-    if (!KNOWN_KINDS.has(handler.kind as HandlerKind)) {
+    if (!isHandlerKind(handler.kind)) {
       unknownKinds.push(String(handler.kind));
       continue;
     }

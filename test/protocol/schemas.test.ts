@@ -9,13 +9,13 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { ABSENT, operator, PermanentError, PRESENT, requeue, TemporaryError } from '../../functions/index.ts';
 import { invocation as sdkInvocation, signedInvoke, signedManifest } from '../../functions/test-helpers.ts';
 import { invocationRequest } from '../../gateway/dispatch/invocation.ts';
+import { HANDLER_KIND_NAMES, HANDLER_KINDS, type KindRule } from '../../protocol/index.ts';
 
 const SECRET = 'a test secret that is long enough for HS256';
 const ajv = new Ajv2020({ allErrors: true, strict: true, validateFormats: false });
-const schema = (name: string) =>
-  ajv.compile(
-    JSON.parse(readFileSync(new URL(`../../protocol/schema/${name}.schema.json`, import.meta.url), 'utf8')),
-  );
+const schemaText = (name: string) =>
+  JSON.parse(readFileSync(new URL(`../../protocol/schema/${name}.schema.json`, import.meta.url), 'utf8'));
+const schema = (name: string) => ajv.compile(schemaText(name));
 const manifestSchema = schema('manifest');
 const requestSchema = schema('invocation-request');
 const responseSchema = schema('invocation-response');
@@ -233,5 +233,23 @@ describe('protocol JSON Schemas', () => {
     assert.equal(request({ event: 'BOOKMARK' }), false);
     assert.equal(request({}, { diff: [['move', ['spec'], 1, 2]] }), false);
     assert.equal(request({}, { diff: [['add', ['spec']]] }), false);
+  });
+
+  it('name exactly the kinds, reasons, filters and options in the table of kinds', () => {
+    const manifest = schemaText('manifest');
+    const rules: KindRule[] = Object.values(HANDLER_KINDS);
+    assert.deepEqual(manifest.$defs.handler.properties.kind.examples, HANDLER_KIND_NAMES);
+    const reasons = new Set(
+      rules.flatMap((rule) => [...rule.reasons, ...Object.keys(rule.reasonsByOption ?? {})]),
+    );
+    assert.deepEqual(new Set(schemaText('invocation-request').properties.reason.enum), reasons);
+    assert.deepEqual(
+      new Set(Object.keys(manifest.$defs.filters.properties)),
+      new Set(rules.flatMap((rule) => [...rule.filters, ...(rule.argument ? [rule.argument] : [])])),
+    );
+    assert.deepEqual(
+      new Set(Object.keys(manifest.$defs.options.properties)),
+      new Set(rules.flatMap((rule) => rule.options)),
+    );
   });
 });

@@ -1,0 +1,75 @@
+/**
+ * The one table of handler kinds: which causes call each kind, which filters and options it takes,
+ * and whether it takes a field as its own argument. The SDK's registry, the gateway's planner, the
+ * response validation and the testing kit derive from it, and a test holds the JSON Schemas to it:
+ * adding a kind is one entry here plus its behaviour.
+ */
+import type { Reason } from './invocation.ts';
+import type { HandlerFilters, HandlerOptions } from './manifest.ts';
+
+export interface KindRule {
+  /** The causes that call a handler of this kind. */
+  reasons: readonly Reason[];
+  /** Causes that call it only when the handler sets this option to true. */
+  reasonsByOption?: Partial<Record<Reason, keyof HandlerOptions>>;
+  filters: readonly (keyof HandlerFilters)[];
+  options: readonly (keyof HandlerOptions)[];
+  /** Takes the field as an argument of its own before the options, as Kopf's `on.field`. */
+  argument?: 'field';
+}
+
+const MATCHING = ['labels', 'annotations', 'value', 'when'] as const;
+const CHANGES = ['old', 'new'] as const;
+const RETRYING = ['retries', 'timeout', 'backoff'] as const;
+
+/** Event handlers take no retry options: their errors are never retried, as in Kopf. */
+export const HANDLER_KINDS = {
+  create: { reasons: ['create'], filters: [...MATCHING, 'field'], options: RETRYING },
+  update: { reasons: ['update'], filters: [...MATCHING, 'field', ...CHANGES], options: RETRYING },
+  delete: { reasons: ['delete'], filters: [...MATCHING, 'field'], options: [...RETRYING, 'optional'] },
+  // With `deleted`, objects first seen already being deleted are resumed too, in their deletion's call.
+  resume: {
+    reasons: ['resume'],
+    reasonsByOption: { delete: 'deleted' },
+    filters: [...MATCHING, 'field'],
+    options: [...RETRYING, 'deleted'],
+  },
+  // Kopf's on.field: the field changed, appearing included.
+  field: {
+    reasons: ['create', 'update'],
+    filters: [...MATCHING, ...CHANGES],
+    options: RETRYING,
+    argument: 'field',
+  },
+  event: { reasons: ['event'], filters: [...MATCHING, 'field'], options: [] },
+  reconcile: { reasons: ['reconcile'], filters: [...MATCHING, 'field'], options: RETRYING },
+} as const satisfies Record<string, KindRule>;
+
+export type HandlerKind = keyof typeof HANDLER_KINDS;
+
+export const HANDLER_KIND_NAMES = Object.keys(HANDLER_KINDS) as HandlerKind[];
+
+export function isHandlerKind(value: unknown): value is HandlerKind {
+  return typeof value === 'string' && Object.hasOwn(HANDLER_KINDS, value);
+}
+
+/** Whether `reason` ever calls a handler of this kind (with its option, where one is needed). */
+export function callableFor(kind: HandlerKind, reason: Reason): boolean {
+  const rule: KindRule = HANDLER_KINDS[kind];
+  return rule.reasons.includes(reason) || rule.reasonsByOption?.[reason] !== undefined;
+}
+
+/** Whether `reason` calls this handler, given its options. */
+export function calledFor(handler: { kind: HandlerKind; options?: HandlerOptions }, reason: Reason): boolean {
+  const rule: KindRule = HANDLER_KINDS[handler.kind];
+  if (rule.reasons.includes(reason)) return true;
+  const option = rule.reasonsByOption?.[reason];
+  return option !== undefined && handler.options?.[option] === true;
+}
+
+/** The kinds `reason` always calls. */
+export function kindsFor(reason: Reason): HandlerKind[] {
+  return HANDLER_KIND_NAMES.filter((kind) =>
+    (HANDLER_KINDS[kind].reasons as readonly Reason[]).includes(reason),
+  );
+}

@@ -3,8 +3,9 @@
  * object that does not match costs no call; callbacks stay here and are run before the handler.
  */
 import type { HandlerFilters, MetaMatch, ValueMatch } from '../protocol/index.ts';
+import { valueAt } from '../protocol/json.ts';
 import type { HandlerContext } from './context.ts';
-import { asJson, valueAt } from './json.ts';
+import { asJson } from './json.ts';
 
 /** Matches when the label, annotation or field is there, whatever its value. */
 export const PRESENT: unique symbol = Symbol.for('causeway.dev/PRESENT');

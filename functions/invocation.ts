@@ -1,5 +1,5 @@
 import { callableFor, type InvocationRequest, PROTOCOL } from '../protocol/index.ts';
-import { isObject } from './json.ts';
+import { isObject } from '../protocol/json.ts';
 import type { Registered } from './registry.ts';
 
 const EVENT_TYPES: readonly unknown[] = ['ADDED', 'MODIFIED', 'DELETED'];

@@ -9,9 +9,10 @@ import {
   type Outcome,
   PROTOCOL,
 } from '../protocol/index.ts';
+import { equal } from '../protocol/json.ts';
 import { deepFreeze, type Handler, type HandlerContext, handlerContext, type Patch } from './context.ts';
 import { PermanentError, TemporaryError } from './errors.ts';
-import { asJson, equal } from './json.ts';
+import { asJson } from './json.ts';
 import { collectingLogger, type Logger } from './logger.ts';
 import type { Registered } from './registry.ts';
 import { Requeue } from './requeue.ts';

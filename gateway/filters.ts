@@ -4,7 +4,7 @@
  * no write and no log line.
  */
 import type { HandlerFilters, KubernetesObject, MetaMatch, ValueMatch } from '../protocol/index.ts';
-import { equal, valueAt } from './state/diff.ts';
+import { equal, valueAt } from '../protocol/json.ts';
 
 function metaMatches(
   values: Record<string, string> | undefined,

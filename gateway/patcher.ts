@@ -5,6 +5,7 @@
  * call, never lose a result.
  */
 import type { KubernetesObject } from '../protocol/index.ts';
+import { isObject } from '../protocol/json.ts';
 import type { JsonPatch } from './finalizers.ts';
 import type { KubeClient } from './kube/client.ts';
 import { type DiscoveredResource, objectPath } from './kube/discovery.ts';
@@ -18,10 +19,6 @@ export interface ObjectChanges {
 
 export function emptyChanges(): ObjectChanges {
   return { status: {}, object: {} };
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** Merges merge patch `patch` into merge patch `into`: later values win, `null` (removal) is kept. */

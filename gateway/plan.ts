@@ -10,9 +10,10 @@ import {
   type KubernetesObject,
   kindsFor,
 } from '../protocol/index.ts';
+import { valueAt } from '../protocol/json.ts';
 import type { Cause } from './causes.ts';
 import { changeMatches, objectMatches } from './filters.ts';
-import { diff, valueAt } from './state/diff.ts';
+import { diff } from './state/diff.ts';
 import type { Progress, ProgressMap } from './state/storage.ts';
 
 export interface Candidate<S> {

@@ -15,16 +15,13 @@ import {
   type Outcome,
   PROTOCOL,
 } from '../../protocol/index.ts';
+import { isObject } from '../../protocol/json.ts';
 
 export class ProtocolError extends Error {
   override name = 'ProtocolError';
 }
 
 const LOG_LEVELS: ReadonlySet<LogLevel> = new Set(['debug', 'info', 'warning', 'error']);
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function checkProtocol(value: Record<string, unknown>, what: string): void {
   if (value.protocol !== PROTOCOL) {

@@ -6,6 +6,7 @@
  * then be handled again as new, which is why annotations remain available.
  */
 import type { KubernetesObject } from '../../protocol/index.ts';
+import { isObject } from '../../protocol/json.ts';
 import type { Identity } from '../identity.ts';
 
 export type StateLocation = 'status' | 'annotations';
@@ -95,10 +96,6 @@ export class StateStorage {
   kept(object: KubernetesObject, essence: string): boolean {
     return this.read(object).essence === essence;
   }
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function parseProgress(text: string | undefined): ProgressMap | undefined {

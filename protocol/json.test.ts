@@ -1,0 +1,29 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { equal, isObject, valueAt } from './json.ts';
+
+describe('JSON helpers', () => {
+  it('tell objects from arrays and null', () => {
+    assert.equal(isObject({}), true);
+    assert.equal(isObject([]), false);
+    assert.equal(isObject(null), false);
+  });
+
+  it('compare objects key by key whatever the order, and arrays item by item', () => {
+    assert.equal(equal({ a: { x: 1, y: [{ z: 1 }] } }, { a: { y: [{ z: 1 }], x: 1 } }), true);
+    assert.equal(equal([1, { a: 2 }], [1, { a: 3 }]), false);
+    assert.equal(equal({ a: undefined }, { b: undefined }), false);
+  });
+
+  it('read dotted paths and stop at missing parts', () => {
+    assert.equal(valueAt({ spec: { replicas: 3 } }, 'spec.replicas'), 3);
+    assert.equal(valueAt({ spec: 5 }, 'spec.replicas'), undefined);
+    assert.equal(valueAt({}, 'metadata.labels.app'), undefined);
+  });
+
+  it('read own properties only, so a path cannot reach the prototype', () => {
+    assert.equal(valueAt({ spec: {} }, 'spec.constructor'), undefined);
+    assert.equal(valueAt({ spec: {} }, 'spec.toString'), undefined);
+    assert.equal(equal({ constructor: 1 }, { toString: 1 }), false);
+  });
+});

@@ -1,0 +1,35 @@
+/**
+ * Helpers for plain JSON values, shared by the SDK and the gateway on every runtime, so that what the
+ * SDK filters on and what the gateway filters on can never disagree. Only own properties count: a JSON
+ * value has no others, and `constructor` in a field path must not reach the prototype.
+ */
+
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Equality of JSON values: objects key by key, arrays item by item. */
+export function equal(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a) && Array.isArray(b)) {
+    return a.length === b.length && a.every((item, i) => equal(item, b[i]));
+  }
+  if (isObject(a) && isObject(b)) {
+    const keys = Object.keys(a);
+    return (
+      keys.length === Object.keys(b).length &&
+      keys.every((key) => Object.hasOwn(b, key) && equal(a[key], b[key]))
+    );
+  }
+  return false;
+}
+
+/** The value at a dotted path (`spec.replicas`), or undefined when any part of the way is missing. */
+export function valueAt(value: unknown, dotted: string): unknown {
+  let current = value;
+  for (const key of dotted.split('.')) {
+    if (!isObject(current) || !Object.hasOwn(current, key)) return undefined;
+    current = current[key];
+  }
+  return current;
+}

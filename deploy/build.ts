@@ -18,7 +18,7 @@ import { build } from 'esbuild';
 const ROOT = new URL('..', import.meta.url).pathname;
 
 /** The flags deploy/Dockerfile's entrypoint gives Node (a test holds the Dockerfile to them). */
-export const IMAGE_NODE_FLAGS = ['--max-semi-space-size=4'];
+export const IMAGE_NODE_FLAGS = ['--max-semi-space-size=4', '--heap-growing-percent=50'];
 const DIST = join(ROOT, 'dist');
 
 export async function buildLibrary(): Promise<void> {

@@ -5,12 +5,13 @@
  * and the project's operator handles example.yaml with nothing but those rights.
  */
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm, symlink } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { runOperator } from 'causeway/testing';
+import { IMAGE_NODE_FLAGS } from '../../deploy/build.ts';
 import { init } from '../../gateway/cli/init.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { testNamespace } from '../support/cluster.ts';
@@ -86,6 +87,17 @@ async function render(project: Project): Promise<Manifest[]> {
 }
 
 describe('causeway init: crd.yaml and deploy/', () => {
+  it("starts the CLI in its image with the Node flags of Causeway's own image", async (t) => {
+    const project = await scaffold(t);
+    const dockerfile = await readFile(join(project.dir, 'deploy/Dockerfile'), 'utf8');
+    const entrypoint = /^ENTRYPOINT (.+)$/m.exec(dockerfile)?.[1] ?? '';
+    assert.deepEqual(JSON.parse(entrypoint), [
+      'node',
+      ...IMAGE_NODE_FLAGS,
+      'node_modules/causeway/dist/cli/causeway.mjs',
+    ]);
+  });
+
   it('installs crd.yaml, whose schema takes example.yaml and refuses an Example without a greeting', async (t) => {
     const project = await scaffold(t);
     await installCrd(t, project);

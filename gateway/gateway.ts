@@ -7,20 +7,20 @@ import { KubeConfig } from '@kubernetes/client-node';
 import type { HandlerSpec, KubernetesObject } from '../protocol/index.ts';
 import { FunctionService } from './dispatch/function-service.ts';
 import { type FetchHandler, httpTransport, inProcessTransport } from './dispatch/transport.ts';
+import { RawEvents } from './engines/event-handlers.ts';
 import { DEFAULT_IDENTITY, type Identity } from './identity.ts';
 import { KubeClient } from './kube/client.ts';
 import { type DiscoveredResource, DiscoveryCache, objectPath, ResourceNotFound } from './kube/discovery.ts';
 import { ApiError } from './kube/errors.ts';
 import { createLogger, type Logger } from './logging.ts';
-import { NamespaceWatch, selectNamespaces } from './namespaces.ts';
-import { createProcessor, type ServedResource } from './processor.ts';
-import { ObjectQueue } from './queue.ts';
-import { RawEvents } from './raw-events.ts';
-import { ResourceWatch } from './resource-watch.ts';
-import { sharedLabelSelector } from './selectors.ts';
+import { createProcessor, type ServedResource } from './reactor/processor.ts';
+import { ObjectQueue } from './reactor/queue.ts';
 import { statusKeeps, versionSchema } from './state/schema.ts';
 import { type StateLocation, StateStorage } from './state/storage.ts';
 import { jitter, sleep } from './timing.ts';
+import { NamespaceWatch, selectNamespaces } from './watching/namespaces.ts';
+import { ResourceWatch } from './watching/resource-watch.ts';
+import { sharedLabelSelector } from './watching/selectors.ts';
 
 export interface GatewayOptions {
   /** Function services: base URLs, or fetch handlers to call in this process (`causeway run`). */

@@ -4,9 +4,9 @@
  */
 import { KubeConfig } from '@kubernetes/client-node';
 import type { KubernetesObject } from '../../protocol/index.ts';
-import { hasFinalizer, removeFinalizer } from '../finalizers.ts';
 import { KubeClient } from '../kube/client.ts';
 import { Discovery, objectPath } from '../kube/discovery.ts';
+import { hasFinalizer, removeFinalizer } from '../reactor/finalizers.ts';
 
 export interface ReleaseOptions {
   resource: string;

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from '../../protocol/index.ts';
-import { detectCause } from '../causes.ts';
 import { DEFAULT_IDENTITY } from '../identity.ts';
+import { detectCause } from '../reactor/causes.ts';
 import { essenceOf, serializeEssence } from './essence.ts';
 import { statusKeeps } from './schema.ts';
 import { StateStorage } from './storage.ts';

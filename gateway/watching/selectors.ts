@@ -3,7 +3,7 @@
  * the apiserver never sends objects that no handler could want. Not with delete handlers: an object
  * that stops matching would vanish from the watch with the gateway's finalizer still on it.
  */
-import type { HandlerSpec, MetaMatch } from '../protocol/index.ts';
+import type { HandlerSpec, MetaMatch } from '../../protocol/index.ts';
 
 function requirement(key: string, match: MetaMatch): string {
   if (typeof match === 'string') return `${key}=${match}`;

@@ -2,10 +2,10 @@
  * Decides what happened to an object since it was last handled, by comparing its essence with the one
  * stored on it (Kopf's diff-base): pure logic, tested without a cluster.
  */
-import type { DiffItem, KubernetesObject, Reason } from '../protocol/index.ts';
-import { diff } from './state/diff.ts';
-import { type Essence, essenceOf, serializeEssence } from './state/essence.ts';
-import type { StoredState } from './state/storage.ts';
+import type { DiffItem, KubernetesObject, Reason } from '../../protocol/index.ts';
+import { diff } from '../state/diff.ts';
+import { type Essence, essenceOf, serializeEssence } from '../state/essence.ts';
+import type { StoredState } from '../state/storage.ts';
 
 export interface Cause {
   reason: Reason | 'none';

@@ -3,7 +3,7 @@
  * added and removed with JSON patches guarded by the resourceVersion they were computed from, so a
  * concurrent change (another controller's finalizer, say) makes the patch fail rather than be lost.
  */
-import type { KubernetesObject } from '../protocol/index.ts';
+import type { KubernetesObject } from '../../protocol/index.ts';
 
 export type JsonPatch = Array<{ op: 'add' | 'remove' | 'test' | 'replace'; path: string; value?: unknown }>;
 

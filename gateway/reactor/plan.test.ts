@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { HandlerSpec, KubernetesObject } from '../protocol/index.ts';
+import type { HandlerSpec, KubernetesObject } from '../../protocol/index.ts';
+import { essenceOf, serializeEssence } from '../state/essence.ts';
 import { detectCause } from './causes.ts';
 import { planCause } from './plan.ts';
-import { essenceOf, serializeEssence } from './state/essence.ts';
 
 const resource = { name: 'kopfexamples' };
 const handler = (id: string, kind: HandlerSpec['kind'], extra: Partial<HandlerSpec> = {}) => ({

@@ -9,12 +9,12 @@ import {
   type HandlerSpec,
   type KubernetesObject,
   kindsFor,
-} from '../protocol/index.ts';
-import { valueAt } from '../protocol/json.ts';
+} from '../../protocol/index.ts';
+import { valueAt } from '../../protocol/json.ts';
+import { diff } from '../state/diff.ts';
+import type { Progress, ProgressMap } from '../state/storage.ts';
 import type { Cause } from './causes.ts';
 import { changeMatches, objectMatches } from './filters.ts';
-import { diff } from './state/diff.ts';
-import type { Progress, ProgressMap } from './state/storage.ts';
 
 export interface Candidate<S> {
   service: S;

@@ -3,18 +3,18 @@
  * No state is kept and nothing is retried: failures are logged, as Kopf does.
  */
 import { createHash } from 'node:crypto';
-import type { KubernetesObject } from '../protocol/index.ts';
-import type { FunctionService } from './dispatch/function-service.ts';
-import { invocationRequest } from './dispatch/invocation.ts';
-import { postEvents } from './events.ts';
-import { objectMatches } from './filters.ts';
-import type { Identity } from './identity.ts';
-import type { KubeClient } from './kube/client.ts';
-import type { WatchEventType } from './kube/watcher.ts';
-import type { Logger } from './logging.ts';
-import { addObjectPatch, applyChanges, emptyChanges } from './patcher.ts';
-import type { ServedResource } from './processor.ts';
-import { describe } from './queue.ts';
+import type { KubernetesObject } from '../../protocol/index.ts';
+import type { FunctionService } from '../dispatch/function-service.ts';
+import { invocationRequest } from '../dispatch/invocation.ts';
+import type { Identity } from '../identity.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { postEvents } from '../kube/events.ts';
+import { addObjectPatch, applyChanges, emptyChanges } from '../kube/patcher.ts';
+import type { WatchEventType } from '../kube/watcher.ts';
+import type { Logger } from '../logging.ts';
+import { objectMatches } from '../reactor/filters.ts';
+import type { ServedResource } from '../reactor/processor.ts';
+import { describe } from '../reactor/queue.ts';
 
 export class RawEvents {
   readonly #served: ServedResource;

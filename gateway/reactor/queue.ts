@@ -5,9 +5,9 @@
  * (older states it delivers meanwhile are dropped, however late they come), or, if the watch lags
  * beyond a timeout, until the object is read afresh from the API.
  */
-import type { KubernetesObject } from '../protocol/index.ts';
-import type { WatchEventType } from './kube/watcher.ts';
-import type { Logger } from './logging.ts';
+import type { KubernetesObject } from '../../protocol/index.ts';
+import type { WatchEventType } from '../kube/watcher.ts';
+import type { Logger } from '../logging.ts';
 
 export interface CycleOutcome {
   /** resourceVersion of the object after the cycle's write, if it wrote. */

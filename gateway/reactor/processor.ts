@@ -3,25 +3,31 @@
  * function service once with all of its due handlers, and write back results, progress, patches and
  * the handled-record in the fewest PATCHes, results first.
  */
-import type { HandlerSpec, KubernetesObject, Reason } from '../protocol/index.ts';
+import type { HandlerSpec, KubernetesObject, Reason } from '../../protocol/index.ts';
+import { callServices } from '../dispatch/calls.ts';
+import type { FunctionService } from '../dispatch/function-service.ts';
+import type { Identity } from '../identity.ts';
+import { applyObject } from '../kube/apply.ts';
+import type { KubeClient } from '../kube/client.ts';
+import type { DiscoveredResource, DiscoveryCache } from '../kube/discovery.ts';
+import { ApiError } from '../kube/errors.ts';
+import { postEvents } from '../kube/events.ts';
+import {
+  addObjectPatch,
+  applyChanges,
+  applyJsonPatch,
+  emptyChanges,
+  type ObjectChanges,
+} from '../kube/patcher.ts';
+import type { Logger } from '../logging.ts';
+import { type ProgressMap, StateStorage, type StateUpdate } from '../state/storage.ts';
 import { type Cause, detectCause } from './causes.ts';
-import { callServices } from './dispatch/calls.ts';
-import type { FunctionService } from './dispatch/function-service.ts';
-import { postEvents } from './events.ts';
 import { objectMatches } from './filters.ts';
 import { addFinalizer, hasFinalizer, removeFinalizer } from './finalizers.ts';
-import type { Identity } from './identity.ts';
-import { applyObject } from './kube/apply.ts';
-import type { KubeClient } from './kube/client.ts';
-import type { DiscoveredResource, DiscoveryCache } from './kube/discovery.ts';
-import { ApiError } from './kube/errors.ts';
-import type { Logger } from './logging.ts';
 import { type CycleEffects, recordOutcome, subhandlerKey, subhandlerRecord } from './outcomes.ts';
-import { addObjectPatch, applyChanges, applyJsonPatch, emptyChanges, type ObjectChanges } from './patcher.ts';
 import { type Candidate, type DueCall, planCause } from './plan.ts';
 import { type CycleOutcome, describe } from './queue.ts';
 import { Reconciliations } from './reconcile.ts';
-import { type ProgressMap, StateStorage, type StateUpdate } from './state/storage.ts';
 
 export interface Binding {
   service: FunctionService;

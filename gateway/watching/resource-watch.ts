@@ -3,10 +3,10 @@
  * namespace that matches patterns as namespaces come and go; all with the resource's label selector,
  * and restarted when that selector changes (new handlers arrived).
  */
-import type { KubeClient } from './kube/client.ts';
-import { collectionPath, type DiscoveredResource } from './kube/discovery.ts';
-import { type WatchEvent, Watcher } from './kube/watcher.ts';
-import type { Logger } from './logging.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { collectionPath, type DiscoveredResource } from '../kube/discovery.ts';
+import { type WatchEvent, Watcher } from '../kube/watcher.ts';
+import type { Logger } from '../logging.ts';
 import type { NamespaceSelection, NamespaceWatch } from './namespaces.ts';
 
 export interface ResourceWatchOptions {

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { KubernetesEvent, KubernetesObject } from '../protocol/index.ts';
+import type { KubernetesEvent, KubernetesObject } from '../../protocol/index.ts';
+import { createLogger } from '../logging.ts';
+import type { KubeClient, RequestInit } from './client.ts';
+import { ApiError } from './errors.ts';
 import { eventFor, MAX_MESSAGE_LENGTH, postEvents, truncate } from './events.ts';
-import type { KubeClient, RequestInit } from './kube/client.ts';
-import { ApiError } from './kube/errors.ts';
-import { createLogger } from './logging.ts';
 
 const NOW = new Date('2026-01-02T03:04:05.000Z');
 

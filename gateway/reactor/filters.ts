@@ -3,8 +3,8 @@
  * and for updates the field's old and new values. An object that matches no handler costs no call,
  * no write and no log line.
  */
-import type { HandlerFilters, KubernetesObject, MetaMatch, ValueMatch } from '../protocol/index.ts';
-import { equal, valueAt } from '../protocol/json.ts';
+import type { HandlerFilters, KubernetesObject, MetaMatch, ValueMatch } from '../../protocol/index.ts';
+import { equal, valueAt } from '../../protocol/json.ts';
 
 function metaMatches(
   values: Record<string, string> | undefined,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { HandlerSpec } from '../protocol/index.ts';
+import type { HandlerSpec } from '../../protocol/index.ts';
 import { sharedLabelSelector } from './selectors.ts';
 
 const resource = { name: 'kopfexamples' };

@@ -2,11 +2,11 @@
  * What a handler's outcome means for its progress record, and what it adds to the cycle's writes
  * (result, patch, events, objects to apply). Pure: tested without a cluster.
  */
-import type { KubernetesEvent, ObjectToApply, Outcome } from '../protocol/index.ts';
-import type { Logger } from './logging.ts';
-import { addObjectPatch, type ObjectChanges } from './patcher.ts';
+import type { KubernetesEvent, ObjectToApply, Outcome } from '../../protocol/index.ts';
+import { addObjectPatch, type ObjectChanges } from '../kube/patcher.ts';
+import type { Logger } from '../logging.ts';
+import type { Progress } from '../state/storage.ts';
 import type { DueCall } from './plan.ts';
-import type { Progress } from './state/storage.ts';
 
 export interface CycleEffects {
   changes: ObjectChanges;

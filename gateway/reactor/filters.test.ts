@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { KubernetesObject } from '../protocol/index.ts';
+import type { KubernetesObject } from '../../protocol/index.ts';
 import { changeMatches, objectMatches } from './filters.ts';
 
 const object: KubernetesObject = {

@@ -3,10 +3,10 @@
  * `--namespace` takes them. Exact names are served as given; patterns make the gateway watch the
  * namespaces themselves and start or stop serving them as they appear and disappear.
  */
-import type { KubernetesObject } from '../protocol/index.ts';
-import type { KubeClient } from './kube/client.ts';
-import { Watcher } from './kube/watcher.ts';
-import type { Logger } from './logging.ts';
+import type { KubernetesObject } from '../../protocol/index.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { Watcher } from '../kube/watcher.ts';
+import type { Logger } from '../logging.ts';
 
 const GLOB = /[*?]/;
 

@@ -3,7 +3,7 @@
  * essence, the first time this gateway sees it, and again when a call asked to be requeued. Kept in
  * memory only: after a restart every object is reconciled once anyway.
  */
-import type { KubernetesObject } from '../protocol/index.ts';
+import type { KubernetesObject } from '../../protocol/index.ts';
 import { objectMatches } from './filters.ts';
 import type { Candidate, DueCall } from './plan.ts';
 

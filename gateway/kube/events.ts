@@ -2,9 +2,9 @@
  * Kubernetes events about objects: the ones handlers ask for, and Warnings for handler failures. Never
  * about Event objects themselves (that would feed itself), never one per log line.
  */
-import type { KubernetesEvent, KubernetesObject } from '../protocol/index.ts';
-import type { KubeClient } from './kube/client.ts';
-import type { Logger } from './logging.ts';
+import type { KubernetesEvent, KubernetesObject } from '../../protocol/index.ts';
+import type { Logger } from '../logging.ts';
+import type { KubeClient } from './client.ts';
 
 /** The API refuses longer messages. */
 export const MAX_MESSAGE_LENGTH = 1024;

@@ -4,11 +4,11 @@
  * before, or with, the record that they were delivered: a crash between two writes can only repeat a
  * call, never lose a result.
  */
-import type { KubernetesObject } from '../protocol/index.ts';
-import { isObject } from '../protocol/json.ts';
-import type { JsonPatch } from './finalizers.ts';
-import type { KubeClient } from './kube/client.ts';
-import { type DiscoveredResource, objectPath } from './kube/discovery.ts';
+import type { KubernetesObject } from '../../protocol/index.ts';
+import { isObject } from '../../protocol/json.ts';
+import type { JsonPatch } from '../reactor/finalizers.ts';
+import type { KubeClient } from './client.ts';
+import { type DiscoveredResource, objectPath } from './discovery.ts';
 
 export interface ObjectChanges {
   /** Merge patch for `status`. */

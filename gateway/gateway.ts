@@ -4,16 +4,19 @@
  * feeding one queue per resource.
  */
 import { KubeConfig } from '@kubernetes/client-node';
-import type { HandlerSpec, KubernetesObject } from '../protocol/index.ts';
+import type { HandlerSpec } from '../protocol/index.ts';
 import { FunctionService } from './dispatch/function-service.ts';
 import { type FetchHandler, httpTransport, inProcessTransport } from './dispatch/transport.ts';
-import { RawEvents } from './engines/event-handlers.ts';
+import { EventHandlers } from './engines/event-handlers.ts';
 import { DEFAULT_IDENTITY, type Identity } from './identity.ts';
 import { KubeClient } from './kube/client.ts';
-import { type DiscoveredResource, DiscoveryCache, objectPath, ResourceNotFound } from './kube/discovery.ts';
+import { type DiscoveredResource, DiscoveryCache, ResourceNotFound } from './kube/discovery.ts';
 import { ApiError } from './kube/errors.ts';
 import { createLogger, type Logger } from './logging.ts';
-import { createProcessor, type ServedResource } from './reactor/processor.ts';
+import { kubeReactorApi } from './reactor/api.ts';
+import { callFunctionServices } from './reactor/calls.ts';
+import { ResourceReactor } from './reactor/cycle.ts';
+import type { ServedResource } from './reactor/model.ts';
 import { ObjectQueue } from './reactor/queue.ts';
 import { statusKeeps, versionSchema } from './state/schema.ts';
 import { type StateLocation, StateStorage } from './state/storage.ts';
@@ -65,7 +68,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const discovery = new DiscoveryCache(client);
   const served = new Map<
     string,
-    { entry: ServedResource; queue: ObjectQueue; rawEvents: RawEvents; watch: ResourceWatch }
+    { entry: ServedResource; queue: ObjectQueue; eventHandlers: EventHandlers; watch: ResourceWatch }
   >();
   const selection = options.namespaces ? selectNamespaces(options.namespaces) : undefined;
   const namespaceWatch =
@@ -87,14 +90,21 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
           ? 'annotations'
           : await chooseStateLocation(client, resource, identity, logger);
       const entry: ServedResource = { resource, bindings: [], storage: new StateStorage(location, identity) };
-      const process = createProcessor({ client, discovery, served: entry, identity, logger });
-      const queue = new ObjectQueue({
-        concurrency,
-        process: process.run,
-        refresh: (object) => readObject(client, resource, object),
+      const api = kubeReactorApi(client, discovery, resource, identity.fieldManager);
+      const reactor = new ResourceReactor({
+        served: entry,
+        api,
+        call: callFunctionServices,
+        identity,
         logger,
       });
-      const rawEvents = new RawEvents(entry, client, identity, logger);
+      const queue = new ObjectQueue({
+        concurrency,
+        process: (object) => reactor.run(object),
+        refresh: (object) => api.read(object),
+        logger,
+      });
+      const eventHandlers = new EventHandlers(entry, api, logger);
       const watch = new ResourceWatch({
         client,
         resource,
@@ -103,12 +113,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         namespaceWatch,
         onListing: (listed) => synced.push(listed),
         onEvent: ({ type, object }) => {
-          rawEvents.push(type, object);
-          if (type === 'DELETED') process.forget(object.metadata.uid);
+          eventHandlers.push(type, object);
+          if (type === 'DELETED') reactor.forget(object.metadata.uid);
           queue.push(type, object);
         },
       });
-      serving = { entry, queue, rawEvents, watch };
+      serving = { entry, queue, eventHandlers, watch };
       served.set(key, serving);
     }
     for (const { service, handler } of items) {
@@ -179,7 +189,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       const serving = [...served.values()];
       await Promise.all(serving.map(({ watch }) => watch.stop()));
       await Promise.all(serving.map(({ queue }) => queue.stop()));
-      await Promise.all(serving.map(({ rawEvents }) => rawEvents.stop()));
+      await Promise.all(serving.map(({ eventHandlers }) => eventHandlers.stop()));
       await Promise.all(services.map((service) => service.close()));
     },
   };
@@ -188,20 +198,6 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 interface Unresolved {
   service: FunctionService;
   handler: HandlerSpec;
-}
-
-/** The object as the API has it now; undefined when it is gone. */
-async function readObject(
-  client: KubeClient,
-  resource: DiscoveredResource,
-  { metadata }: KubernetesObject,
-): Promise<KubernetesObject | undefined> {
-  try {
-    return await client.get<KubernetesObject>(objectPath(resource, metadata.name, metadata.namespace));
-  } catch (error) {
-    if (error instanceof ApiError && error.status === 404) return undefined;
-    throw error;
-  }
 }
 
 function defaultKubeConfig(): KubeConfig {

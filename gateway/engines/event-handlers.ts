@@ -1,47 +1,42 @@
 /**
  * `on.event` handlers: every watch event, as it comes (not merged like causes), in order per object.
- * No state is kept and nothing is retried: failures are logged, as Kopf does.
+ * No state is kept and nothing is retried: failures are logged, as Kopf does. The calls go through the
+ * gateway's one call path; their patches and events are written as a cycle's are.
  */
-import { createHash } from 'node:crypto';
-import type { KubernetesObject } from '../../protocol/index.ts';
+import type { DueHandler, KubernetesObject } from '../../protocol/index.ts';
+import { callServices, idempotencyKey } from '../dispatch/calls.ts';
 import type { FunctionService } from '../dispatch/function-service.ts';
-import { invocationRequest } from '../dispatch/invocation.ts';
-import type { Identity } from '../identity.ts';
-import type { KubeClient } from '../kube/client.ts';
-import { postEvents } from '../kube/events.ts';
-import { addObjectPatch, applyChanges, emptyChanges } from '../kube/patcher.ts';
 import type { WatchEventType } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
+import type { ReactorApi } from '../reactor/api.ts';
 import { objectMatches } from '../reactor/filters.ts';
-import type { ServedResource } from '../reactor/processor.ts';
-import { describe } from '../reactor/queue.ts';
+import { type Binding, objectName, type ServedResource } from '../reactor/model.ts';
+import { collectEffects, emptyEffects } from '../reactor/outcomes.ts';
 
-export class RawEvents {
+export class EventHandlers {
   readonly #served: ServedResource;
-  readonly #client: KubeClient;
-  readonly #identity: Identity;
+  readonly #api: ReactorApi;
   readonly #logger: Logger;
   /** The last call chained for each object: the next waits for it. */
   readonly #chains = new Map<string, Promise<void>>();
 
-  constructor(served: ServedResource, client: KubeClient, identity: Identity, logger: Logger) {
+  constructor(served: ServedResource, api: ReactorApi, logger: Logger) {
     this.#served = served;
-    this.#client = client;
-    this.#identity = identity;
+    this.#api = api;
     this.#logger = logger;
   }
 
   push(type: WatchEventType, object: KubernetesObject): void {
-    const calls = this.#served.bindings
+    const bindings = this.#served.bindings
       .map(({ service, handlers }) => ({
         service,
         handlers: handlers.filter((spec) => spec.kind === 'event' && objectMatches(object, spec.filters)),
       }))
       .filter(({ handlers }) => handlers.length > 0);
-    if (calls.length === 0) return;
+    if (bindings.length === 0) return;
     const uid = object.metadata.uid;
     const previous = this.#chains.get(uid) ?? Promise.resolve();
-    const next = previous.then(() => this.#deliver(type, object, calls));
+    const next = previous.then(() => this.#deliver(type, object, bindings));
     this.#chains.set(uid, next);
     void next.finally(() => {
       if (this.#chains.get(uid) === next) this.#chains.delete(uid);
@@ -53,53 +48,39 @@ export class RawEvents {
     await Promise.all(this.#chains.values());
   }
 
-  async #deliver(
-    type: WatchEventType,
-    object: KubernetesObject,
-    calls: Array<{ service: FunctionService; handlers: ServedResource['bindings'][number]['handlers'] }>,
-  ): Promise<void> {
-    const log = this.#logger.child(describe(object));
-    const now = new Date().toISOString();
-    const changes = emptyChanges();
-    const events = [];
-    for (const { service, handlers } of calls) {
-      const due = handlers.map((spec) => ({
-        id: spec.id,
-        retry: 0,
-        started: now,
-        idempotencyKey: createHash('sha256')
-          .update(`${object.metadata.uid}\0${spec.id}\0${type}\0${object.metadata.resourceVersion}`)
-          .digest('base64url')
-          .slice(0, 32),
-      }));
-      try {
-        const request = invocationRequest('event', this.#served.resource, object, due, service.timeoutMs);
-        const response = await service.invoke({ ...request, event: type });
-        for (const line of response.logs)
-          log.log(line.level, line.handler ? `${line.handler}: ${line.message}` : line.message);
-        for (const [id, outcome] of Object.entries(response.outcomes)) {
-          if (outcome.patch) addObjectPatch(changes, outcome.patch);
-          if (outcome.events) events.push(...outcome.events);
-          if (outcome.status === 'temporary' || outcome.status === 'permanent') {
-            log.error(`event handler ${id} failed (not retried): ${outcome.message}`);
-          }
+  async #deliver(type: WatchEventType, object: KubernetesObject, bindings: Binding<FunctionService>[]) {
+    const log = this.#logger.child(objectName(object));
+    const started = new Date().toISOString();
+    const { uid, resourceVersion } = object.metadata;
+    const calls = bindings.map(({ service, handlers }) => ({
+      service,
+      handlers: handlers.map(
+        (spec): DueHandler => ({
+          id: spec.id,
+          retry: 0,
+          started,
+          idempotencyKey: idempotencyKey(uid, spec.id, type, resourceVersion ?? ''),
+        }),
+      ),
+    }));
+    const answers = await callServices(
+      calls,
+      { reason: 'event', resource: this.#served.resource, object, event: type },
+      log,
+    );
+    const effects = emptyEffects();
+    for (const answer of answers) {
+      for (const [id, outcome] of Object.entries(answer.outcomes)) {
+        collectEffects(effects, outcome);
+        if (outcome.status === 'temporary' || outcome.status === 'permanent') {
+          log.error(`event handler ${id} failed (not retried): ${outcome.message}`);
         }
-      } catch (error) {
-        log.error(
-          `event handlers of "${service.name}" could not be called: ${error instanceof Error ? error.message : error}`,
-        );
       }
     }
     if (type === 'DELETED') return; // nothing left to patch or to post about
     try {
-      const written = await applyChanges(
-        this.#client,
-        this.#served.resource,
-        object,
-        changes,
-        this.#identity.fieldManager,
-      );
-      if (events.length > 0) await postEvents(this.#client, written ?? object, events, log);
+      const written = await this.#api.applyChanges(object, effects.changes);
+      if (effects.events.length > 0) await this.#api.postEvents(written ?? object, effects.events, log);
     } catch (error) {
       log.error(
         `applying what event handlers returned failed: ${error instanceof Error ? error.message : error}`,

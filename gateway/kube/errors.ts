@@ -25,3 +25,27 @@ export function isTransient(error: unknown): boolean {
   if (error instanceof ApiError) return error.status === 429 || error.status >= 500;
   return error instanceof Error && error.name !== 'AbortError';
 }
+
+export function isNotFound(error: unknown): boolean {
+  return error instanceof ApiError && error.status === 404;
+}
+
+/** The result, or undefined when the API says the object is not there (controller-runtime's IgnoreNotFound). */
+export async function ignoreNotFound<T>(request: Promise<T>): Promise<T | undefined> {
+  try {
+    return await request;
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * A guarded write that met a newer object: a JSON Patch whose `test` of the resourceVersion failed
+ * (the apiserver answers 422, or 409). The object is looked at again, not the write retried blindly.
+ */
+export function isStaleWrite(error: unknown): boolean {
+  return (
+    error instanceof ApiError && (error.status === 409 || error.status === 422) && /test/i.test(error.message)
+  );
+}

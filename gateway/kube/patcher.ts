@@ -6,9 +6,11 @@
  */
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { isObject } from '../../protocol/json.ts';
-import type { JsonPatch } from '../reactor/finalizers.ts';
 import type { KubeClient } from './client.ts';
 import { type DiscoveredResource, objectPath } from './discovery.ts';
+
+/** RFC 6902 operations, as the gateway uses them. */
+export type JsonPatch = Array<{ op: 'add' | 'remove' | 'test' | 'replace'; path: string; value?: unknown }>;
 
 export interface ObjectChanges {
   /** Merge patch for `status`. */

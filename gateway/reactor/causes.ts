@@ -2,22 +2,11 @@
  * Decides what happened to an object since it was last handled, by comparing its essence with the one
  * stored on it (Kopf's diff-base): pure logic, tested without a cluster.
  */
-import type { DiffItem, KubernetesObject, Reason } from '../../protocol/index.ts';
+import type { KubernetesObject } from '../../protocol/index.ts';
 import { diff } from '../state/diff.ts';
 import { type Essence, essenceOf, serializeEssence } from '../state/essence.ts';
 import type { StoredState } from '../state/storage.ts';
-
-export interface Cause {
-  reason: Reason | 'none';
-  /** The essence last handled (absent before the first creation). */
-  old?: Essence;
-  new: Essence;
-  diff: DiffItem[];
-  /** `new`, serialised as it is stored. */
-  essence: string;
-  /** The first time this gateway process sees the object (resume handlers may be due). */
-  firstSight: boolean;
-}
+import type { Cause } from './model.ts';
 
 export interface CauseContext {
   annotationPrefix: string;

@@ -4,8 +4,9 @@
  * concurrent change (another controller's finalizer, say) makes the patch fail rather than be lost.
  */
 import type { KubernetesObject } from '../../protocol/index.ts';
-
-export type JsonPatch = Array<{ op: 'add' | 'remove' | 'test' | 'replace'; path: string; value?: unknown }>;
+import type { JsonPatch } from '../kube/patcher.ts';
+import { objectMatches } from './filters.ts';
+import type { Candidate, Cause } from './model.ts';
 
 export function hasFinalizer(object: KubernetesObject, finalizer: string): boolean {
   return object.metadata.finalizers?.includes(finalizer) ?? false;
@@ -30,4 +31,38 @@ export function removeFinalizer(object: KubernetesObject, finalizer: string): Js
     { op: 'test', path: `/metadata/finalizers/${index}`, value: finalizer },
     { op: 'remove', path: `/metadata/finalizers/${index}` },
   ];
+}
+
+/**
+ * The finalizer rule: an object needs ours while a delete handler that is not optional matches it, so a
+ * deletion can never slip past the handlers. Admission reuses it for objects it lets in.
+ */
+export function needsFinalizer<S>(object: KubernetesObject, candidates: readonly Candidate<S>[]): boolean {
+  return candidates.some(
+    ({ spec }) => spec.kind === 'delete' && !spec.options?.optional && objectMatches(object, spec.filters),
+  );
+}
+
+/** The patch that puts our finalizer on before any handler runs, when the object needs it and lacks it. */
+export function finalizerToAdd<S>(
+  object: KubernetesObject,
+  cause: Cause,
+  candidates: readonly Candidate<S>[],
+  finalizer: string,
+): JsonPatch | undefined {
+  if (cause.reason === 'delete' || hasFinalizer(object, finalizer) || !needsFinalizer(object, candidates))
+    return undefined;
+  return addFinalizer(object, finalizer);
+}
+
+/** The patch that takes off a finalizer of ours that nothing needs any more. */
+export function finalizerToRelease<S>(
+  object: KubernetesObject,
+  cause: Cause,
+  candidates: readonly Candidate<S>[],
+  finalizer: string,
+): JsonPatch | undefined {
+  if (!hasFinalizer(object, finalizer)) return undefined;
+  if (cause.reason !== 'delete' && needsFinalizer(object, candidates)) return undefined;
+  return removeFinalizer(object, finalizer);
 }

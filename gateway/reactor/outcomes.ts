@@ -3,10 +3,11 @@
  * (result, patch, events, objects to apply). Pure: tested without a cluster.
  */
 import type { KubernetesEvent, ObjectToApply, Outcome } from '../../protocol/index.ts';
-import { addObjectPatch, type ObjectChanges } from '../kube/patcher.ts';
+import { addObjectPatch, emptyChanges, type ObjectChanges } from '../kube/patcher.ts';
 import type { Logger } from '../logging.ts';
-import type { Progress } from '../state/storage.ts';
-import type { DueCall } from './plan.ts';
+import type { Progress, ProgressMap } from '../state/storage.ts';
+import type { CauseState, DueCall } from './model.ts';
+import type { Plan } from './plan.ts';
 
 export interface CycleEffects {
   changes: ObjectChanges;
@@ -27,9 +28,7 @@ export function recordOutcome<S>(
 ): Progress {
   const id = due.spec.id;
   const record: Progress = { ...due.progress };
-  if (outcome.patch) addObjectPatch(effects.changes, outcome.patch);
-  if (outcome.events) effects.events.push(...outcome.events);
-  if (outcome.apply) effects.apply.push(...outcome.apply);
+  collectEffects(effects, outcome);
   switch (outcome.status) {
     case 'success':
       record.success = true;
@@ -69,16 +68,19 @@ export function recordOutcome<S>(
   return record;
 }
 
+/** Adds what an outcome asks to write (its patch, events, objects to apply) to the effects. */
+export function collectEffects(effects: CycleEffects, outcome: Outcome): void {
+  if (outcome.patch) addObjectPatch(effects.changes, outcome.patch);
+  if (outcome.events) effects.events.push(...outcome.events);
+  if (outcome.apply) effects.apply.push(...outcome.apply);
+}
+
 /** Sub-handlers keep their progress next to their parent's, under `<parent>#<sub>`. */
 export function subhandlerKey(parent: string, sub: string): string {
   return `${parent}#${sub}`;
 }
 
-/**
- * The idempotency key depends on the object, the handler, the cause and the state the change started
- * from, which stay the same until the change is handled: across retries, restarts and crashes alike.
- */
-
+/** A sub-handler's new progress record (Kopf's `execute`), kept next to its parent's. */
 export function subhandlerRecord(previous: Progress, outcome: Outcome, now: Date): Progress {
   switch (outcome.status) {
     case 'success':
@@ -99,4 +101,104 @@ export function subhandlerRecord(previous: Progress, outcome: Outcome, now: Date
         delayedUntil: new Date(now.getTime() + outcome.delay * 1000).toISOString(),
       };
   }
+}
+
+export function emptyEffects(): CycleEffects {
+  return { changes: emptyChanges(), results: [], events: [], apply: [] };
+}
+
+export interface FoldInput<S> {
+  plan: Plan<S>;
+  /** Progress before this cycle's calls. */
+  known: ProgressMap | undefined;
+  causeOutcomes: ReadonlyArray<[DueCall<S>, Outcome]>;
+  /** Results are stored for every cause but a deletion (the object is going). */
+  storeResults: boolean;
+  reconcile: readonly DueCall<S>[];
+  reconcileOutcomes: ReadonlyArray<[DueCall<S>, Outcome]>;
+  /** Reconciling was due but waits for the next cycle (this one had calls for the cause). */
+  reconcileDeferred: boolean;
+  now: Date;
+}
+
+export interface Folded {
+  progress: ProgressMap;
+  effects: CycleEffects;
+  state: CauseState;
+  /** When to run the object again even if nothing changes. */
+  retryAfterMs?: number;
+  /** How the reconciliation went, when there was one. */
+  reconciliation?: { started: string; requeueInMs?: number; failed: boolean };
+}
+
+/** Folds a cycle's outcomes into progress, effects, the cause's state and when to look again: pure. */
+export function foldOutcomes<S>(input: FoldInput<S>, log: Logger): Folded {
+  const { plan, now } = input;
+  const progress: ProgressMap = { ...input.known };
+  const effects = emptyEffects();
+  for (const given of plan.givenUp) {
+    progress[given.spec.id] = { ...given.progress, failure: true, message: given.message };
+    log.error(`handler ${given.spec.id} ${given.message}`);
+    effects.events.push({
+      type: 'Warning',
+      reason: 'HandlerFailed',
+      message: `${given.spec.id} ${given.message}`,
+    });
+  }
+
+  let retryAfterMs = input.reconcileDeferred ? 0 : plan.wakeInMs;
+  const sooner = (ms: number) => {
+    retryAfterMs = Math.min(retryAfterMs ?? Number.POSITIVE_INFINITY, ms);
+  };
+  for (const [due, outcome] of input.causeOutcomes) {
+    const record = recordOutcome(due, outcome, input.storeResults, effects, now, log);
+    progress[due.spec.id] = record;
+    for (const [sub, subOutcome] of Object.entries(outcome.subhandlers ?? {})) {
+      const key = subhandlerKey(due.spec.id, sub);
+      const previous = progress[key] ?? { started: now.toISOString(), retries: 0 };
+      progress[key] = subhandlerRecord(previous, subOutcome, now);
+    }
+    if (record.delayedUntil) sooner(Date.parse(record.delayedUntil) - now.getTime());
+  }
+
+  let reconciliation: Folded['reconciliation'];
+  if (input.reconcile.length > 0) {
+    let requeueInMs: number | undefined;
+    let failed = false;
+    for (const [due, outcome] of input.reconcileOutcomes) {
+      const record = recordOutcome(due, outcome, true, effects, now, log);
+      if (outcome.requeueAfter !== undefined)
+        requeueInMs = Math.min(requeueInMs ?? Number.POSITIVE_INFINITY, outcome.requeueAfter * 1000);
+      if (record.delayedUntil) {
+        failed = true;
+        requeueInMs = Math.min(
+          requeueInMs ?? Number.POSITIVE_INFINITY,
+          Date.parse(record.delayedUntil) - now.getTime(),
+        );
+      }
+    }
+    const started = input.reconcile[0]?.progress.started ?? now.toISOString();
+    reconciliation = { started, failed, ...(requeueInMs === undefined ? {} : { requeueInMs }) };
+    if (requeueInMs !== undefined) sooner(requeueInMs);
+  }
+
+  return {
+    progress,
+    effects,
+    state: causeState(plan, progress),
+    ...(retryAfterMs === undefined ? {} : { retryAfterMs: Math.max(0, retryAfterMs) }),
+    ...(reconciliation ? { reconciliation } : {}),
+  };
+}
+
+/**
+ * Handlers whose `when` said no count as not concerned: if none other was, the object stays untouched
+ * (no record), so it is handled as new if it matches later, as Kopf's filters behave.
+ */
+function causeState<S>(plan: Plan<S>, progress: ProgressMap): CauseState {
+  const allSkipped = plan.concerned.every(({ spec }) => progress[spec.id]?.message === 'skipped');
+  if (plan.concerned.length === 0 || allSkipped) return 'untouched';
+  return plan.concerned.every(({ spec }) => progress[spec.id]?.success || progress[spec.id]?.failure)
+    ? 'finished'
+    : 'in progress';
 }

@@ -3,30 +3,12 @@
  * (by the progress kept on the object), which must be given up (retries or time exhausted), and when
  * to look again. Pure logic, tested without a cluster.
  */
-import {
-  calledFor,
-  type DiffItem,
-  type HandlerSpec,
-  type KubernetesObject,
-  kindsFor,
-} from '../../protocol/index.ts';
+import { calledFor, type HandlerSpec, type KubernetesObject, kindsFor } from '../../protocol/index.ts';
 import { valueAt } from '../../protocol/json.ts';
 import { diff } from '../state/diff.ts';
 import type { Progress, ProgressMap } from '../state/storage.ts';
-import type { Cause } from './causes.ts';
 import { changeMatches, objectMatches } from './filters.ts';
-
-export interface Candidate<S> {
-  service: S;
-  spec: HandlerSpec;
-}
-
-export interface DueCall<S> extends Candidate<S> {
-  progress: Progress;
-  old?: unknown;
-  new?: unknown;
-  diff?: DiffItem[];
-}
+import type { Candidate, Cause, DueCall } from './model.ts';
 
 export interface Plan<S> {
   /** Every handler this cause concerns: when all are done, the cause is handled. */

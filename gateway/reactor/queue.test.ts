@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { createLogger } from '../logging.ts';
-import { type CycleOutcome, isOlder, ObjectQueue, type QueueOptions } from './queue.ts';
+import type { CycleOutcome } from './model.ts';
+import { isOlder, ObjectQueue, type QueueOptions } from './queue.ts';
 
 const quiet = createLogger({ sink: { write: () => {} } });
 

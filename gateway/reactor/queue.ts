@@ -8,13 +8,7 @@
 import type { KubernetesObject } from '../../protocol/index.ts';
 import type { WatchEventType } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
-
-export interface CycleOutcome {
-  /** resourceVersion of the object after the cycle's write, if it wrote. */
-  written?: string;
-  /** Run again after this long with the newest state, even if nothing changes. */
-  retryAfterMs?: number;
-}
+import { type CycleOutcome, objectName } from './model.ts';
 
 export type Processor = (object: KubernetesObject) => Promise<CycleOutcome>;
 
@@ -151,7 +145,7 @@ export class ObjectQueue {
       const delay = ERROR_DELAYS_S[Math.min(slot.failures, ERROR_DELAYS_S.length - 1)] as number;
       slot.failures++;
       this.#options.logger
-        .child(describe(object))
+        .child(objectName(object))
         .error(`processing failed, retrying in ${delay}s: ${error instanceof Error ? error.message : error}`);
       outcome = { retryAfterMs: delay * 1000 };
     } finally {
@@ -186,7 +180,7 @@ export class ObjectQueue {
   /** The watch lags behind our write: read the object afresh rather than wait longer. */
   async #refresh(slot: Slot, object: KubernetesObject, written: string, failures = 0): Promise<void> {
     slot.awaiting = undefined;
-    const log = this.#options.logger.child(describe(object));
+    const log = this.#options.logger.child(objectName(object));
     log.debug(
       `the watch has not shown our write (resourceVersion ${written}) yet: reading the object afresh`,
     );
@@ -236,9 +230,4 @@ export class ObjectQueue {
  */
 export function isOlder(a: string | undefined, b: string): boolean {
   return a !== undefined && /^\d+$/.test(a) && /^\d+$/.test(b) && BigInt(a) < BigInt(b);
-}
-
-export function describe(object: KubernetesObject): string {
-  const { namespace, name } = object.metadata;
-  return namespace ? `${namespace}/${name}` : name;
 }

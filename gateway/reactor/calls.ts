@@ -1,0 +1,73 @@
+/**
+ * The reactor's one call path: due calls become the protocol's due handlers (with their idempotency
+ * keys and sub-handler progress), grouped into one call per service, and come back as one outcome per
+ * due call, plus the services' updates of the memo.
+ */
+import type { DueHandler, Outcome, Reason } from '../../protocol/index.ts';
+import { type CallSubject, callServices, idempotencyKey } from '../dispatch/calls.ts';
+import type { FunctionService } from '../dispatch/function-service.ts';
+import type { Logger } from '../logging.ts';
+import type { StoredState } from '../state/storage.ts';
+import type { DueCall } from './model.ts';
+import { subhandlerKey } from './outcomes.ts';
+
+export interface CallResults<S> {
+  outcomes: Array<[DueCall<S>, Outcome]>;
+  /** What the services changed in the memo, in the order they answered (`null` removes a key). */
+  memoUpdates: Record<string, unknown>[];
+}
+
+/** How the reactor calls handlers: the function services in the gateway, anything else in a test. */
+export type CallHandlers<S> = (
+  due: readonly DueCall<S>[],
+  subject: Omit<CallSubject, 'reason'> & { reason: Reason; stored: StoredState },
+  log: Logger,
+) => Promise<CallResults<S>>;
+
+export const callFunctionServices: CallHandlers<FunctionService> = async (due, subject, log) => {
+  if (due.length === 0) return { outcomes: [], memoUpdates: [] };
+  const byService = new Map<FunctionService, DueCall<FunctionService>[]>();
+  for (const call of due) byService.set(call.service, [...(byService.get(call.service) ?? []), call]);
+  const uid = subject.object.metadata.uid;
+  const answers = await callServices(
+    [...byService].map(([service, calls]) => ({
+      service,
+      handlers: calls.map((call) => dueHandler(call, uid, subject.reason, subject.stored)),
+    })),
+    subject,
+    log,
+  );
+  const outcomes = answers.flatMap(({ service, outcomes }) =>
+    (byService.get(service) ?? []).map((call): [DueCall<FunctionService>, Outcome] => [
+      call,
+      outcomes[call.spec.id] as Outcome,
+    ]),
+  );
+  return { outcomes, memoUpdates: answers.flatMap((answer) => (answer.memo ? [answer.memo] : [])) };
+};
+
+/**
+ * The idempotency key depends on the object, the handler, the cause and the state the change started
+ * from, which stay the same until the change is handled: across retries, restarts and crashes alike.
+ */
+function dueHandler<S>(call: DueCall<S>, uid: string, reason: Reason, stored: StoredState): DueHandler {
+  const prefix = subhandlerKey(call.spec.id, '');
+  const subhandlers = Object.fromEntries(
+    Object.entries(stored.progress ?? {})
+      .filter(([key]) => key.startsWith(prefix))
+      .map(([key, record]) => [
+        key.slice(prefix.length),
+        { retry: record.retries, done: Boolean(record.success || record.failure) },
+      ]),
+  );
+  return {
+    id: call.spec.id,
+    retry: call.progress.retries,
+    started: call.progress.started,
+    idempotencyKey: idempotencyKey(uid, call.spec.id, reason, stored.essence ?? ''),
+    ...(call.old === undefined ? {} : { old: call.old }),
+    ...(call.new === undefined ? {} : { new: call.new }),
+    ...(call.diff === undefined ? {} : { diff: call.diff }),
+    ...(Object.keys(subhandlers).length > 0 ? { subhandlers } : {}),
+  };
+}

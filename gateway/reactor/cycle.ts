@@ -1,0 +1,239 @@
+/**
+ * One processing cycle for one object, in short named steps: perceive the cause, hold the object with
+ * our finalizer, select the due calls, call, fold the outcomes, write back what the write plan says,
+ * and tell the queue when to look again. The decisions are pure functions of other modules; this one
+ * only sequences them, so every write the cycle makes goes through the small ReactorApi.
+ */
+import type { KubernetesObject, Reason } from '../../protocol/index.ts';
+import type { Identity } from '../identity.ts';
+import { isNotFound, isStaleWrite } from '../kube/errors.ts';
+import { addObjectPatch, emptyChanges } from '../kube/patcher.ts';
+import type { Logger } from '../logging.ts';
+import { StateStorage, type StoredState } from '../state/storage.ts';
+import type { ReactorApi } from './api.ts';
+import type { CallHandlers } from './calls.ts';
+import { detectCause } from './causes.ts';
+import { finalizerToAdd, finalizerToRelease, hasFinalizer, removeFinalizer } from './finalizers.ts';
+import { ObjectMemory, type Remembered, updatedMemo } from './memory.ts';
+import {
+  type Candidate,
+  type Cause,
+  type CycleOutcome,
+  candidatesOf,
+  type DueCall,
+  objectName,
+  type ServedResource,
+} from './model.ts';
+import { foldOutcomes } from './outcomes.ts';
+import { type Plan, planCause } from './plan.ts';
+import { dueReconciles, reconciled, reconcileWakeInMs } from './reconcile.ts';
+import { planWrites, type WritePlan } from './write-plan.ts';
+
+export interface ReactorOptions<S> {
+  served: ServedResource<S>;
+  api: ReactorApi;
+  call: CallHandlers<S>;
+  identity: Identity;
+  logger: Logger;
+}
+
+/** After a write lost a race (a guarded patch on a changed object), look again this soon. */
+const CONFLICT_RETRY_MS = 100;
+
+interface Selection<S> {
+  plan: Plan<S>;
+  /** Progress the cycle starts from. */
+  known: StoredState['progress'];
+  reconcile: DueCall<S>[];
+  /** Reconciling was due but waits for the next cycle, which also sees what this one's calls changed. */
+  reconcileDeferred: boolean;
+}
+
+/** Runs the cycles of one served resource's objects, and remembers what they need between cycles. */
+export class ResourceReactor<S> {
+  readonly #options: ReactorOptions<S>;
+  readonly #memory = new ObjectMemory();
+  /** Handlers whose results the resource's status drops: said once, not on every object. */
+  readonly #droppedResults = new Set<string>();
+
+  constructor(options: ReactorOptions<S>) {
+    this.#options = options;
+  }
+
+  /** Drops what is kept in memory for an object that is gone. */
+  forget(uid: string): void {
+    this.#memory.forget(uid);
+  }
+
+  async run(object: KubernetesObject): Promise<CycleOutcome> {
+    const { served, identity } = this.#options;
+    const { remembered, firstSight } = this.#memory.recall(object.metadata.uid);
+    const stored = served.storage.read(object);
+    const cause = detectCause(object, stored, { annotationPrefix: identity.annotationPrefix, firstSight });
+    const candidates = candidatesOf(served);
+    const log = this.#options.logger.child(objectName(object));
+    try {
+      // The finalizer goes on before any handler runs, so a deletion can never slip past them.
+      const held = await this.#hold(object, cause, candidates);
+      let current = held ?? object;
+      const now = new Date();
+      const selection = this.#select(current, cause, candidates, stored, remembered, now);
+      if (selection.plan.concerned.length === 0 && selection.reconcile.length === 0) {
+        // Nothing concerns it: no call, no log. A finalizer of ours that nothing needs any more goes.
+        const release = finalizerToRelease(current, cause, candidates, identity.finalizer);
+        if (release) current = await this.#options.api.jsonPatch(current, release);
+        const wake = reconcileWakeInMs(remembered.reconciled, now);
+        return {
+          ...(held || release ? { written: current.metadata.resourceVersion } : {}),
+          ...(wake === undefined ? {} : { retryAfterMs: wake }),
+        };
+      }
+
+      const folded = await this.#call(current, cause, stored, selection, remembered, now, log);
+      if (folded.reconciliation) {
+        const { started, ...outcome } = folded.reconciliation;
+        remembered.reconciled = reconciled(remembered.reconciled, cause.essence, started, outcome, now);
+      }
+      if (cause.reason === 'delete' && folded.state === 'finished')
+        remembered.finishedDeletion = folded.progress;
+      const hasStoredProgress = Object.keys(stored.progress ?? {}).length > 0;
+      const writes = planWrites(cause, folded, hasStoredProgress, served.storage);
+      const written = await this.#writeBack(current, writes, log);
+      return {
+        ...((written ?? held) ? { written: (written ?? held)?.metadata.resourceVersion } : {}),
+        ...(folded.retryAfterMs === undefined ? {} : { retryAfterMs: folded.retryAfterMs }),
+      };
+    } catch (error) {
+      if (isNotFound(error)) return {}; // gone meanwhile: nothing to record
+      if (isStaleWrite(error)) return { retryAfterMs: CONFLICT_RETRY_MS }; // look again at the newer object
+      throw error;
+    }
+  }
+
+  /** Puts our finalizer on when the object needs it; the object as written, or undefined if no write. */
+  async #hold(
+    object: KubernetesObject,
+    cause: Cause,
+    candidates: readonly Candidate<S>[],
+  ): Promise<KubernetesObject | undefined> {
+    const patch = finalizerToAdd(object, cause, candidates, this.#options.identity.finalizer);
+    return patch ? this.#options.api.jsonPatch(object, patch) : undefined;
+  }
+
+  #select(
+    object: KubernetesObject,
+    cause: Cause,
+    candidates: readonly Candidate<S>[],
+    stored: StoredState,
+    remembered: Remembered,
+    now: Date,
+  ): Selection<S> {
+    // Without our finalizer, a deletion's non-optional handlers are not ours to run: we ran them and
+    // released the object (another finalizer holds it), or never held it. Optional ones run once.
+    const releasedDeletion =
+      cause.reason === 'delete' && !hasFinalizer(object, this.#options.identity.finalizer);
+    const concerned = releasedDeletion
+      ? candidates.filter(
+          ({ spec }) =>
+            spec.kind !== 'delete' || (spec.options?.optional === true && !remembered.optionalDeletionSeen),
+        )
+      : candidates;
+    if (releasedDeletion) remembered.optionalDeletionSeen = true;
+    const known =
+      cause.reason === 'delete' ? { ...stored.progress, ...remembered.finishedDeletion } : stored.progress;
+    const plan = planCause(object, cause, concerned, known, now);
+    // One call per service and cycle: reconciling waits for the next cycle when the cause has calls to
+    // make (it then also sees what they changed).
+    const reconcileDue = dueReconciles(object, cause.essence, candidates, remembered.reconciled, now);
+    const reconcile = plan.due.length > 0 ? [] : reconcileDue;
+    return { plan, known, reconcile, reconcileDeferred: reconcile.length < reconcileDue.length };
+  }
+
+  async #call(
+    object: KubernetesObject,
+    cause: Cause,
+    stored: StoredState,
+    { plan, known, reconcile, reconcileDeferred }: Selection<S>,
+    remembered: Remembered,
+    now: Date,
+    log: Logger,
+  ) {
+    const { served, call } = this.#options;
+    const subject = (reason: Reason) => ({
+      reason,
+      resource: served.resource,
+      object,
+      stored,
+      memo: remembered.memo ?? {},
+    });
+    const [forCause, forReconcile] = await Promise.all([
+      call(plan.due, subject(cause.reason as Reason), log),
+      call(reconcile, subject('reconcile'), log),
+    ]);
+    for (const updates of [...forCause.memoUpdates, ...forReconcile.memoUpdates])
+      remembered.memo = updatedMemo(remembered.memo, updates);
+    return foldOutcomes(
+      {
+        plan,
+        known,
+        causeOutcomes: forCause.outcomes,
+        storeResults: cause.reason !== 'delete',
+        reconcile,
+        reconcileOutcomes: forReconcile.outcomes,
+        reconcileDeferred,
+        now,
+      },
+      log,
+    );
+  }
+
+  /** Carries out the write plan; the object as last written, or undefined when nothing was. */
+  async #writeBack(
+    object: KubernetesObject,
+    writes: WritePlan,
+    log: Logger,
+  ): Promise<KubernetesObject | undefined> {
+    const { api, served, identity } = this.#options;
+    for (const child of writes.apply) await api.applyObject(child, object.metadata.namespace);
+    let written = await api.applyChanges(object, writes.changes);
+    if (writes.recorded && written && !served.storage.kept(written, writes.recorded)) {
+      written = await this.#moveStateToAnnotations(written, writes.recorded, log);
+    }
+    const target = written ?? object;
+    if (writes.releaseFinalizer && hasFinalizer(target, identity.finalizer)) {
+      written = await api.jsonPatch(target, removeFinalizer(target, identity.finalizer));
+    }
+    this.#warnDroppedResults(written, writes.results, log);
+    if (writes.events.length > 0) await api.postEvents(written ?? object, writes.events, log);
+    return written;
+  }
+
+  /** The status dropped our record (a structural schema pruned it): keep state in annotations from now on. */
+  async #moveStateToAnnotations(
+    object: KubernetesObject,
+    essence: string,
+    log: Logger,
+  ): Promise<KubernetesObject | undefined> {
+    const { served, identity } = this.#options;
+    log.warning(
+      `the status of ${served.resource.plural}.${served.resource.group} does not keep status.${identity.statusKey} ` +
+        '(its schema prunes unknown fields); keeping state in annotations instead',
+    );
+    served.storage = new StateStorage('annotations', identity);
+    const changes = emptyChanges();
+    addObjectPatch(changes, served.storage.write({ essence }).object ?? {});
+    return this.#options.api.applyChanges(object, changes);
+  }
+
+  #warnDroppedResults(written: KubernetesObject | undefined, results: string[], log: Logger): void {
+    if (!written) return;
+    for (const id of results) {
+      if (written.status?.[id] !== undefined || this.#droppedResults.has(id)) continue;
+      this.#droppedResults.add(id);
+      log.warning(
+        `the status of ${this.#options.served.resource.plural} does not keep status.${id}: the result of handler ${id} was dropped ` +
+          '(store it elsewhere with patch)',
+      );
+    }
+  }
+}

@@ -1,0 +1,49 @@
+/**
+ * What the reactor remembers of each object between its cycles, in this process only: one entry per
+ * object, dropped with one `forget` when the object is gone.
+ */
+import type { ProgressMap } from '../state/storage.ts';
+import type { Reconciled } from './reconcile.ts';
+
+export interface Remembered {
+  /** What the handlers kept for the object (the memo of the protocol). */
+  memo?: Record<string, unknown>;
+  reconciled?: Reconciled;
+  /**
+   * Progress of a deletion whose handlers all ran, until the object is gone: kept here, not on the
+   * object (that would cost a write), so a retried removal of the finalizer does not call them again.
+   */
+  finishedDeletion?: ProgressMap;
+  /** Its deletion was seen without our finalizer on it: optional delete handlers have had their turn. */
+  optionalDeletionSeen?: true;
+}
+
+export class ObjectMemory {
+  readonly #objects = new Map<string, Remembered>();
+
+  /** The object's memory, and whether this is the first time this process sees it. */
+  recall(uid: string): { remembered: Remembered; firstSight: boolean } {
+    const known = this.#objects.get(uid);
+    if (known) return { remembered: known, firstSight: false };
+    const remembered: Remembered = {};
+    this.#objects.set(uid, remembered);
+    return { remembered, firstSight: true };
+  }
+
+  forget(uid: string): void {
+    this.#objects.delete(uid);
+  }
+}
+
+/** Applies a service's memo updates: `null` removes a key. */
+export function updatedMemo(
+  memo: Record<string, unknown> | undefined,
+  updates: Record<string, unknown>,
+): Record<string, unknown> {
+  const updated = { ...memo };
+  for (const [key, value] of Object.entries(updates)) {
+    if (value === null) delete updated[key];
+    else updated[key] = value;
+  }
+  return updated;
+}

@@ -1,0 +1,59 @@
+/**
+ * What a cycle writes, computed as data before anything is written: the objects handlers asked for,
+ * the merge patches (handlers' patches, results, the gateway's state), whether our finalizer comes off,
+ * and the events. Pure: tested without a cluster.
+ */
+import type { KubernetesEvent, ObjectToApply } from '../../protocol/index.ts';
+import { addObjectPatch, type ObjectChanges } from '../kube/patcher.ts';
+import type { StateStorage, StateUpdate } from '../state/storage.ts';
+import type { Cause } from './model.ts';
+import type { Folded } from './outcomes.ts';
+
+export interface WritePlan {
+  /**
+   * Objects the handlers asked for. They go first: if one fails, no success is recorded and the
+   * handler runs again (applying is idempotent), rather than a success recorded for something never made.
+   */
+  apply: ObjectToApply[];
+  /** Merge patches of the object and of its status: one write each at most, status first. */
+  changes: ObjectChanges;
+  /** Handlers whose results are in the status patch (under their ids). */
+  results: string[];
+  /** The essence the handled-record now says: the write is checked for it (a pruning status drops it). */
+  recorded?: string;
+  /** A deletion fully handled: our finalizer comes off after the changes. */
+  releaseFinalizer: boolean;
+  events: KubernetesEvent[];
+}
+
+/**
+ * When the cause is fully handled: the new handled-record, progress purged (or, for a deletion, the
+ * finalizer removed and nothing else). Otherwise: the progress.
+ */
+export function planWrites(
+  cause: Cause,
+  folded: Folded,
+  /** Whether progress is stored on the object now (to be purged when the change is handled). */
+  storedProgress: boolean,
+  storage: StateStorage,
+): WritePlan {
+  const deleting = cause.reason === 'delete';
+  const finished = folded.state === 'finished';
+  let update: StateUpdate = {};
+  if (folded.state === 'in progress') update = { progress: folded.progress };
+  else if (finished && !deleting) {
+    update = { essence: cause.essence, ...(storedProgress ? { progress: null } : {}) };
+  }
+  const changes = structuredClone(folded.effects.changes);
+  const state = storage.write(update);
+  if (state.status) addObjectPatch(changes, { status: state.status });
+  if (state.object) addObjectPatch(changes, state.object);
+  return {
+    apply: folded.effects.apply,
+    changes,
+    results: folded.effects.results,
+    ...(update.essence ? { recorded: update.essence } : {}),
+    releaseFinalizer: deleting && finished,
+    events: folded.effects.events,
+  };
+}

@@ -1,0 +1,276 @@
+/**
+ * The cycle's decisions and writes, with a fake API behind the ReactorApi and handlers answering from a
+ * table: what the reactor calls and what it writes, in order, for the situations the e2e tests meet.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { HandlerSpec, KubernetesObject, Outcome } from '../../protocol/index.ts';
+import { equal, isObject } from '../../protocol/json.ts';
+import { DEFAULT_IDENTITY } from '../identity.ts';
+import { ApiError } from '../kube/errors.ts';
+import type { JsonPatch, ObjectChanges } from '../kube/patcher.ts';
+import { createLogger } from '../logging.ts';
+import { StateStorage } from '../state/storage.ts';
+import type { ReactorApi } from './api.ts';
+import type { CallHandlers } from './calls.ts';
+import { ResourceReactor } from './cycle.ts';
+import type { ServedResource } from './model.ts';
+
+const quiet = createLogger({ sink: { write: () => {} } });
+const FINALIZER = DEFAULT_IDENTITY.finalizer;
+const resource = {
+  group: 'kopf.dev',
+  version: 'v1',
+  plural: 'kopfexamples',
+  kind: 'KopfExample',
+  namespaced: true,
+  subresources: ['status'],
+} as ServedResource['resource'];
+
+/** One object in a fake API server: every write is recorded and bumps the resourceVersion. */
+class FakeApi implements ReactorApi {
+  object: KubernetesObject;
+  readonly writes: string[] = [];
+  /** The status schema prunes unknown fields: what a merge patch puts under these keys is dropped. */
+  prunedStatusKeys: string[] = [];
+  /** The next JSON patch fails as if the object had changed meanwhile. */
+  raceNextJsonPatch = false;
+  gone = false;
+
+  constructor(object: KubernetesObject) {
+    this.object = structuredClone(object);
+  }
+
+  async jsonPatch(_target: KubernetesObject, patch: JsonPatch): Promise<KubernetesObject> {
+    this.#exists();
+    const race = this.raceNextJsonPatch;
+    this.raceNextJsonPatch = false;
+    for (const op of patch) {
+      if (op.op === 'test' && (race || !equal(pointer(this.object, op.path), op.value))) {
+        throw new ApiError('PATCH', 'kopfexamples/a', 422, {
+          kind: 'Status',
+          reason: 'Invalid',
+          message: `testing value ${op.path} failed: test failed`,
+        });
+      }
+    }
+    const finalizers = [...(this.object.metadata.finalizers ?? [])];
+    for (const op of patch) {
+      if (op.path.startsWith('/metadata/finalizers')) {
+        const index = op.path.split('/')[3];
+        if (op.op === 'add') {
+          if (index === undefined) finalizers.splice(0, finalizers.length, ...(op.value as string[]));
+          else finalizers.push(op.value as string);
+        }
+        if (op.op === 'remove') finalizers.splice(Number(index), 1);
+      }
+    }
+    this.writes.push(`json ${JSON.stringify(patch.filter((op) => op.op !== 'test'))}`);
+    return this.#save({ ...this.object, metadata: { ...this.object.metadata, finalizers } });
+  }
+
+  async applyChanges(_target: KubernetesObject, changes: ObjectChanges) {
+    this.#exists();
+    let written: KubernetesObject | undefined;
+    if (Object.keys(changes.status).length > 0) {
+      const status = Object.fromEntries(
+        Object.entries(changes.status).filter(([key]) => !this.prunedStatusKeys.includes(key)),
+      );
+      this.writes.push(`status ${JSON.stringify(changes.status)}`);
+      written = this.#save(mergePatch(this.object, { status }) as KubernetesObject);
+    }
+    if (Object.keys(changes.object).length > 0) {
+      this.writes.push(`object ${JSON.stringify(changes.object)}`);
+      written = this.#save(mergePatch(this.object, changes.object) as KubernetesObject);
+    }
+    return written;
+  }
+
+  async applyObject(object: { kind: string; metadata: { name: string } }) {
+    this.writes.push(`apply ${object.kind}/${object.metadata.name}`);
+  }
+
+  async postEvents(_object: KubernetesObject, events: Array<{ reason: string }>) {
+    this.writes.push(`events ${events.map((event) => event.reason).join(',')}`);
+  }
+
+  async read() {
+    return this.gone ? undefined : this.object;
+  }
+
+  #exists(): void {
+    if (this.gone) throw new ApiError('PATCH', 'kopfexamples/a', 404, { kind: 'Status', reason: 'NotFound' });
+  }
+
+  #save(object: KubernetesObject): KubernetesObject {
+    const resourceVersion = String(Number(object.metadata.resourceVersion) + 1);
+    this.object = { ...object, metadata: { ...object.metadata, resourceVersion } };
+    return structuredClone(this.object);
+  }
+}
+
+function pointer(value: unknown, path: string): unknown {
+  return path
+    .split('/')
+    .slice(1)
+    .reduce<unknown>(
+      (at, key) => (isObject(at) || Array.isArray(at) ? (at as Record<string, unknown>)[key] : undefined),
+      value,
+    );
+}
+
+function mergePatch(target: unknown, patch: unknown): unknown {
+  if (!isObject(patch)) return patch;
+  const result: Record<string, unknown> = isObject(target) ? { ...target } : {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete result[key];
+    else result[key] = mergePatch(result[key], value);
+  }
+  return result;
+}
+
+/** Handlers that answer from a table, recording each call as `reason:id`. */
+function handlers(answers: Record<string, Outcome[]>) {
+  const calls: string[] = [];
+  const call: CallHandlers<string> = async (due, subject) => ({
+    outcomes: due.map((d) => {
+      calls.push(`${subject.reason}:${d.spec.id}`);
+      const outcome = answers[d.spec.id]?.shift() ?? { status: 'success' };
+      return [d, outcome];
+    }),
+    memoUpdates: [],
+  });
+  return { calls, call };
+}
+
+function reactor(
+  api: FakeApi,
+  specs: Array<Pick<HandlerSpec, 'id' | 'kind'> & Partial<HandlerSpec>>,
+  call: CallHandlers<string>,
+) {
+  const served: ServedResource<string> = {
+    resource,
+    storage: new StateStorage('status', DEFAULT_IDENTITY),
+    bindings: [
+      { service: 'functions', handlers: specs.map((spec) => ({ resource: { name: 'kex' }, ...spec })) },
+    ],
+  };
+  return {
+    served,
+    reactor: new ResourceReactor({ served, api, call, identity: DEFAULT_IDENTITY, logger: quiet }),
+  };
+}
+
+const kex = (metadata: Partial<KubernetesObject['metadata']> = {}): KubernetesObject => ({
+  apiVersion: 'kopf.dev/v1',
+  kind: 'KopfExample',
+  metadata: { name: 'a', namespace: 'ns', uid: 'u1', resourceVersion: '10', ...metadata },
+  spec: { field: 'value' },
+});
+
+const LIFECYCLE = [
+  { id: 'create_fn', kind: 'create' as const },
+  { id: 'delete_fn', kind: 'delete' as const },
+];
+
+describe('a reactor cycle', () => {
+  it('holds a new object with the finalizer, calls create once, and writes result and record in one write', async () => {
+    const api = new FakeApi(kex());
+    const { calls, call } = handlers({ create_fn: [{ status: 'success', result: { ok: true } }] });
+    const { reactor: cycle } = reactor(api, LIFECYCLE, call);
+    const outcome = await cycle.run(api.object);
+    assert.deepEqual(calls, ['create:create_fn']);
+    assert.equal(api.writes.length, 2);
+    assert.match(api.writes[0] as string, /^json \[\{"op":"add","path":"\/metadata\/finalizers"/);
+    assert.match(api.writes[1] as string, /^status \{"create_fn":\{"ok":true\},"causeway":\{"essence":/);
+    assert.deepEqual(outcome, { written: api.object.metadata.resourceVersion });
+
+    const again = await cycle.run(api.object);
+    assert.deepEqual([calls.length, api.writes.length, again], [1, 2, {}], 'a handled object costs nothing');
+  });
+
+  it('keeps the progress of a temporary failure on the object and runs again after its delay', async () => {
+    const api = new FakeApi(kex({ finalizers: [FINALIZER] }));
+    const { calls, call } = handlers({ create_fn: [{ status: 'temporary', message: 'not yet', delay: 5 }] });
+    const { reactor: cycle } = reactor(api, LIFECYCLE, call);
+    const outcome = await cycle.run(api.object);
+    assert.equal(outcome.retryAfterMs, 5000);
+    const progress = (api.object.status?.causeway as { progress: Record<string, { retries: number }> })
+      .progress;
+    assert.equal(progress.create_fn?.retries, 1);
+    assert.deepEqual(api.writes.at(-1), 'events HandlerRetrying');
+
+    await cycle.run(api.object); // its delay is not over: no call
+    assert.deepEqual(calls, ['create:create_fn']);
+  });
+
+  it('calls the delete handler on deletion, then takes the finalizer off and writes nothing else', async () => {
+    const api = new FakeApi(kex({ finalizers: [FINALIZER] }));
+    const { calls, call } = handlers({});
+    const { reactor: cycle } = reactor(api, LIFECYCLE, call);
+    await cycle.run(api.object);
+    api.writes.length = 0;
+    api.object = {
+      ...api.object,
+      metadata: { ...api.object.metadata, deletionTimestamp: '2026-11-23T00:00:00Z' },
+    };
+    await cycle.run(api.object);
+    assert.deepEqual(calls, ['create:create_fn', 'delete:delete_fn']);
+    assert.deepEqual(api.writes, ['json [{"op":"remove","path":"/metadata/finalizers/0"}]']);
+    assert.deepEqual(api.object.metadata.finalizers, []);
+  });
+
+  it('does not call the delete handler again when taking the finalizer off lost a race', async () => {
+    const api = new FakeApi(kex({ finalizers: [FINALIZER], deletionTimestamp: '2026-11-23T00:00:00Z' }));
+    const { calls, call } = handlers({});
+    const { reactor: cycle } = reactor(api, LIFECYCLE, call);
+    api.raceNextJsonPatch = true;
+    assert.deepEqual(await cycle.run(api.object), { retryAfterMs: 100 });
+    await cycle.run(api.object);
+    assert.deepEqual(calls, ['delete:delete_fn'], 'called once');
+    assert.deepEqual(api.object.metadata.finalizers, []);
+  });
+
+  it('takes off a finalizer of its own that no handler needs any more, with no call', async () => {
+    const api = new FakeApi(kex({ finalizers: [FINALIZER] }));
+    const { calls, call } = handlers({});
+    const { reactor: cycle } = reactor(api, [{ id: 'event_fn', kind: 'event' }], call);
+    const outcome = await cycle.run(api.object);
+    assert.deepEqual(calls, []);
+    assert.deepEqual(api.writes, ['json [{"op":"remove","path":"/metadata/finalizers/0"}]']);
+    assert.deepEqual(outcome, { written: api.object.metadata.resourceVersion });
+  });
+
+  it('moves its state to annotations when the status drops the record, and handles the object once', async () => {
+    const api = new FakeApi(kex());
+    api.prunedStatusKeys = ['causeway'];
+    const { calls, call } = handlers({});
+    const { served, reactor: cycle } = reactor(api, [{ id: 'create_fn', kind: 'create' }], call);
+    await cycle.run(api.object);
+    assert.equal(served.storage.location, 'annotations');
+    assert.match(
+      api.writes.at(-1) as string,
+      /^object \{"metadata":\{"annotations":\{"causeway.dev\/last-handled":/,
+    );
+    await cycle.run(api.object);
+    assert.deepEqual(calls, ['create:create_fn']);
+  });
+
+  it('records nothing for an object that is gone meanwhile', async () => {
+    const api = new FakeApi(kex({ finalizers: [FINALIZER] }));
+    const { call } = handlers({});
+    const { reactor: cycle } = reactor(api, LIFECYCLE, call);
+    api.gone = true;
+    assert.deepEqual(await cycle.run(api.object), {});
+  });
+
+  it('applies the objects a handler asks for before recording its success', async () => {
+    const api = new FakeApi(kex());
+    const child = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'child' } };
+    const { call } = handlers({ create_fn: [{ status: 'success', apply: [child] }] });
+    const { reactor: cycle } = reactor(api, [{ id: 'create_fn', kind: 'create' }], call);
+    await cycle.run(api.object);
+    assert.equal(api.writes[0], 'apply ConfigMap/child');
+    assert.match(api.writes[1] as string, /^status /);
+  });
+});

@@ -1,0 +1,61 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { DEFAULT_IDENTITY } from '../identity.ts';
+import { StateStorage } from '../state/storage.ts';
+import type { Cause } from './model.ts';
+import { emptyEffects, type Folded } from './outcomes.ts';
+import { planWrites } from './write-plan.ts';
+
+const inStatus = new StateStorage('status', DEFAULT_IDENTITY);
+const cause = (reason: Cause['reason']): Cause => ({
+  reason,
+  new: { spec: { a: 1 } },
+  diff: [],
+  essence: '{"spec":{"a":1}}',
+  firstSight: false,
+});
+const progress = { create_fn: { started: '2026-11-23T00:00:00Z', retries: 1, message: 'not yet' } };
+
+function folded(state: Folded['state'], result?: unknown): Folded {
+  const effects = emptyEffects();
+  if (result !== undefined) {
+    effects.changes.status.create_fn = result;
+    effects.results.push('create_fn');
+  }
+  return { progress, effects, state };
+}
+
+describe('the write plan', () => {
+  it('writes the progress while a cause is in progress, and no record', () => {
+    const plan = planWrites(cause('create'), folded('in progress'), false, inStatus);
+    assert.deepEqual(plan.changes.status, { causeway: { progress } });
+    assert.equal(plan.recorded, undefined);
+    assert.equal(plan.releaseFinalizer, false);
+  });
+
+  it('writes result and record together once the cause is handled, purging stored progress', () => {
+    const plan = planWrites(cause('update'), folded('finished', { ok: true }), true, inStatus);
+    assert.deepEqual(plan.changes.status, {
+      create_fn: { ok: true },
+      causeway: { essence: '{"spec":{"a":1}}', progress: null },
+    });
+    assert.deepEqual([plan.recorded, plan.results], ['{"spec":{"a":1}}', ['create_fn']]);
+  });
+
+  it('writes no record for a handled deletion: the finalizer comes off instead', () => {
+    const plan = planWrites(cause('delete'), folded('finished'), true, inStatus);
+    assert.deepEqual(plan.changes, { status: {}, object: {} });
+    assert.equal(plan.releaseFinalizer, true);
+  });
+
+  it('writes nothing for an untouched object', () => {
+    const plan = planWrites(cause('create'), folded('untouched'), false, inStatus);
+    assert.deepEqual([plan.changes, plan.releaseFinalizer], [{ status: {}, object: {} }, false]);
+  });
+
+  it('leaves the effects it was given as they were', () => {
+    const given = folded('finished', { ok: true });
+    planWrites(cause('create'), given, false, inStatus);
+    assert.deepEqual(given.effects.changes.status, { create_fn: { ok: true } });
+  });
+});

@@ -96,6 +96,7 @@ async function main(): Promise<void> {
       }
     }
     report(results);
+    await saveResults('writes', results);
   });
 }
 
@@ -197,7 +198,6 @@ function report(results: Result[]): void {
     rows,
   ))
     say(line);
-  saveResults('writes', results);
 }
 
 main().catch((error: unknown) => {

@@ -81,6 +81,7 @@ async function main(): Promise<void> {
       results.push(await measure(contender, namespace, client, controlPlane));
     }
     report(results);
+    await saveResults('backlog', results);
   });
 }
 
@@ -181,7 +182,6 @@ function report(results: Result[]): void {
   );
   say('(span rate: objects per second between the first and the last result, i.e. without start-up)');
   for (const line of table(header, rows)) say(line);
-  saveResults('backlog', results);
 }
 
 main().catch((error: unknown) => {

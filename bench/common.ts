@@ -5,13 +5,22 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import {
+  cpus,
+  version as kernelBuild,
+  release as kernelRelease,
+  loadavg,
+  machine,
+  type as osType,
+  tmpdir,
+  totalmem,
+} from 'node:os';
+import { dirname, join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { bundleCli, IMAGE_NODE_FLAGS } from '../deploy/build.ts';
 import { applyManifests, parseManifests } from '../gateway/kube/apply.ts';
 import { KubeClient } from '../gateway/kube/client.ts';
-import { type ControlPlane, cacheRoot, startControlPlane } from '../test/cluster/index.ts';
+import { type ControlPlane, cacheRoot, ensureBinaries, startControlPlane } from '../test/cluster/index.ts';
 import { ensureKopf, KOPF_VERSION } from './kopf.ts';
 
 export const ROOT = new URL('..', import.meta.url).pathname;
@@ -237,25 +246,61 @@ export function table(header: string[], rows: string[][]): string[] {
   return [line(header), ...rows.map(line)];
 }
 
-/** The commit a run measures, and whether the tree had other changes, read when the run starts. */
-const MEASURED = (() => {
+/** The commit a run measures, whether the tree had other changes, and the load, read when the run starts. */
+const AT_START = (() => {
   const git = (...args: string[]) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' }).trim();
   return {
     commit: git('rev-parse', 'HEAD'),
     changed: git('status', '--porcelain', '--untracked-files=no') !== '',
+    loadAverage: loadavg(),
   };
 })();
 
+/** Python's version and the installed distributions', as the virtualenv that ran Kopf has them. */
+const PYTHON_SIDE_VERSIONS = `import importlib.metadata as m, json, platform
+print(json.dumps({'python': platform.python_version(), 'kopf': m.version('kopf'), 'uvloop': m.version('uvloop')}))`;
+
 /**
- * Writes the raw figures to bench/results/<kind>-<time>.json, with the commit they were measured at
- * (and whether the tree had changes besides, when the run started), and says where. Commit the ones a
- * document quotes.
+ * What a run was measured with, for its raw figures: the commit, the machine, its load average (1, 5
+ * and 15 minutes) at the start and at the end of the run, and the versions of what ran, each asked of
+ * the program itself (so a control plane named by CAUSEWAY_* variables reports its own).
  */
-export function saveResults(kind: string, results: unknown): void {
+async function measuredWith() {
+  const output = (file: string, ...args: string[]) => execFileSync(file, args, { encoding: 'utf8' }).trim();
+  const { etcd, kubeApiserver } = await ensureBinaries();
+  const python = join(dirname(ensureKopf(cacheRoot(), say)), 'python');
+  const pythonSide = JSON.parse(output(python, '-c', PYTHON_SIDE_VERSIONS)) as Record<string, string>;
+  const os = /^PRETTY_NAME="?([^"\n]*)/m.exec(readFileSync('/etc/os-release', 'utf8'))?.[1];
+  return {
+    commit: AT_START.commit,
+    changed: AT_START.changed,
+    machine: {
+      cpu: cpus()[0]?.model,
+      cpus: cpus().length,
+      memoryMiB: Math.round(totalmem() / 2 ** 20),
+      os,
+      kernel: `${osType()} ${kernelRelease()} ${kernelBuild()} ${machine()}`,
+      loadAverage: { start: AT_START.loadAverage, end: loadavg() },
+    },
+    versions: {
+      node: process.version, // the Causeway CLI's too: prepareContenders runs it on this Node
+      // "Kubernetes v1.34.10"; "etcd Version: 3.6.14" on the first of etcd's lines.
+      kubeApiserver: output(kubeApiserver, '--version').split(' ').at(-1),
+      etcd: /^etcd Version: (\S+)/m.exec(output(etcd, '--version'))?.[1],
+      ...pythonSide,
+    },
+  };
+}
+
+/**
+ * Writes the raw figures to bench/results/<kind>-<time>.json with what they were measured with
+ * (measuredWith), and says where. Commit the ones a document quotes.
+ */
+export async function saveResults(kind: string, results: unknown): Promise<void> {
   const out = join(ROOT, 'bench/results');
   mkdirSync(out, { recursive: true });
   const file = join(out, `${kind}-${new Date().toISOString().replaceAll(':', '-')}.json`);
-  writeFileSync(file, `${JSON.stringify({ ...MEASURED, results }, null, 2)}\n`);
-  const { commit, changed } = MEASURED;
+  writeFileSync(file, `${JSON.stringify({ ...(await measuredWith()), results }, null, 2)}\n`);
+  const { commit, changed } = AT_START;
   say(`\nraw figures: ${file} (commit ${commit.slice(0, 7)}${changed ? ', with uncommitted changes' : ''})`);
 }

@@ -170,6 +170,7 @@ async function main(): Promise<void> {
     return done;
   });
   const bugs = report(outcomes);
+  await saveResults('crash', outcomes);
   if (bugs.length) {
     say(`\nCAUSEWAY BUGS:\n${bugs.map((bug) => `  - ${bug}`).join('\n')}`);
     process.exitCode = 1;
@@ -434,7 +435,6 @@ function report(outcomes: Outcome[]): string[] {
   ))
     say(line);
   for (const outcome of outcomes) say(`${outcome.name}: keys are ${outcome.keyKind}`);
-  saveResults('crash', outcomes);
 
   const bugs: string[] = [];
   const causeway = outcomes.find((outcome) => outcome.name === 'causeway');

@@ -1,10 +1,16 @@
 /** Reads the apiserver's own request counters, so write counts come from the server, not from us. */
 
-const WRITE_VERBS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+/**
+ * Every verb `apiserver_request_total` reports for a write. Its verb is the HTTP method's (GET split
+ * into GET, LIST and WATCH), except that a server-side apply, a PATCH as application/apply-patch, is
+ * APPLY. A delete of a whole collection is therefore DELETE, never DELETECOLLECTION (checked on
+ * kube-apiserver v1.34.10).
+ */
+const WRITE_VERBS = new Set(['POST', 'PUT', 'PATCH', 'APPLY', 'DELETE']);
 
 export interface WriteCounts {
   total: number;
-  /** e.g. `PATCH kopfexamples/status`, `POST events`. */
+  /** e.g. `PATCH kopfexamples/status`, `APPLY kopfexamples`, `POST events`. */
   byRequest: Record<string, number>;
 }
 

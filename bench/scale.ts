@@ -138,7 +138,7 @@ async function main(): Promise<void> {
       }
       reportLatency(latency);
     }
-    saveResults('scale', { objects: OBJECTS, scale, latency });
+    await saveResults('scale', { objects: OBJECTS, scale, latency });
   });
 }
 

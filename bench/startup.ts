@@ -98,7 +98,7 @@ async function main(): Promise<void> {
         }
       }
       report(seconds);
-      saveResults('startup', Object.fromEntries(seconds));
+      await saveResults('startup', Object.fromEntries(seconds));
     });
   } finally {
     rmSync(project, { recursive: true, force: true });

@@ -1,6 +1,13 @@
-/** The API-writes benchmark's Causeway side (bench/writes.ts): create, update and delete handlers, each
- * returning a result. Equivalent to kopf_lifecycle.py. */
+/**
+ * The API-writes benchmark's Causeway side (bench/writes.ts): create and update handlers returning a
+ * result, and a delete handler that returns one when $BENCH_DELETE_RETURNS is `result` and nothing
+ * when it is `nothing`. Equivalent to kopf_lifecycle.py.
+ */
 import { operator } from 'causeway/functions';
+
+const deleteReturns = process.env.BENCH_DELETE_RETURNS;
+if (deleteReturns !== 'result' && deleteReturns !== 'nothing')
+  throw new Error('BENCH_DELETE_RETURNS must be "result" or "nothing"');
 
 const op = operator({ name: 'bench' });
 
@@ -12,8 +19,12 @@ op.on.update('kopfexamples', async function update_fn({ name }) {
   return { message: `updated ${name}` };
 });
 
-op.on.delete('kopfexamples', async function delete_fn({ name }) {
-  return { message: `deleted ${name}` };
-});
+if (deleteReturns === 'result') {
+  op.on.delete('kopfexamples', async function delete_fn({ name }) {
+    return { message: `deleted ${name}` };
+  });
+} else {
+  op.on.delete('kopfexamples', async function delete_fn() {});
+}
 
 export default op;

@@ -1,6 +1,7 @@
 """The scale benchmark's Kopf side (bench/scale.ts): create, update and delete handlers, each recording
 its call as one line appended to $BENCH_CALL_LOG: `<epoch ms> <handler> <name>`. Equivalent to
-causeway-scale.ts."""
+causeway-scale.ts.
+`async def`: Kopf runs plain `def` handlers in a thread pool, which is slower."""
 import os
 import time
 
@@ -15,17 +16,17 @@ def record(handler, name):
 
 
 @kopf.on.create('kopfexamples')
-def create_fn(name, **_):
+async def create_fn(name, **_):
     record('create', name)
     return {'message': f'created {name}'}
 
 
 @kopf.on.update('kopfexamples')
-def update_fn(name, **_):
+async def update_fn(name, **_):
     record('update', name)
     return {'message': f'updated {name}'}
 
 
 @kopf.on.delete('kopfexamples')
-def delete_fn(name, **_):
+async def delete_fn(name, **_):
     record('delete', name)

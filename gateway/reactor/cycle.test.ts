@@ -195,9 +195,8 @@ describe('a reactor cycle', () => {
     const { reactor: cycle } = reactor(api, LIFECYCLE, call);
     const outcome = await cycle.run(api.object);
     assert.equal(outcome.retryAfterMs, 5000);
-    const progress = (api.object.status?.causeway as { progress: Record<string, { retries: number }> })
-      .progress;
-    assert.equal(progress.create_fn?.retries, 1);
+    const state = api.object.status?.causeway as { progress?: Record<string, { retries: number }> };
+    assert.equal(state.progress?.create_fn?.retries, 1);
     assert.deepEqual(api.writes.at(-1), 'events HandlerRetrying');
 
     await cycle.run(api.object); // its delay is not over: no call

@@ -10,6 +10,7 @@ import { parseArgs } from 'node:util';
 import type { KubeClient } from '../gateway/kube/client.ts';
 import { Watcher } from '../gateway/kube/watcher.ts';
 import { createLogger } from '../gateway/logging.ts';
+import { DEFAULT_SETTINGS } from '../gateway/settings.ts';
 import {
   createBacklog,
   forEachName,
@@ -108,6 +109,7 @@ async function measure(
     client,
     path: `${KOPFEXAMPLES}/${namespace}/kopfexamples`,
     logger: quiet,
+    settings: DEFAULT_SETTINGS.watching,
     onSynced: listed.resolve,
     onEvent: ({ object }) => {
       if (object.status?.create_fn !== undefined && !handledAt.has(object.metadata.uid)) {

@@ -21,6 +21,7 @@ import { parseArgs } from 'node:util';
 import type { KubeClient } from '../gateway/kube/client.ts';
 import { Watcher } from '../gateway/kube/watcher.ts';
 import { createLogger } from '../gateway/logging.ts';
+import { DEFAULT_SETTINGS } from '../gateway/settings.ts';
 import { freePorts } from '../test/cluster/ports.ts';
 import {
   type Command,
@@ -152,6 +153,7 @@ function follow(client: KubeClient, namespace: string) {
     client,
     path: `${KOPFEXAMPLES}/${namespace}/kopfexamples`,
     logger: quiet,
+    settings: DEFAULT_SETTINGS.watching,
     onSynced: listed.resolve,
     onEvent: ({ type, object }) => {
       if (type === 'DELETED') deleted++;
@@ -349,6 +351,7 @@ function floorController(client: KubeClient, namespace: string) {
     client,
     path,
     logger: quiet,
+    settings: DEFAULT_SETTINGS.watching,
     onEvent: async ({ type, object }) => {
       if (type !== 'ADDED' || object.status?.create_fn !== undefined) return;
       const objectPath = `${path}/${object.metadata.name}`;

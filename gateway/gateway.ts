@@ -5,6 +5,7 @@
  */
 import { KubeConfig } from '@kubernetes/client-node';
 import type { HandlerSpec } from '../protocol/index.ts';
+import { Components, component } from './components.ts';
 import { FunctionService } from './dispatch/function-service.ts';
 import { type FetchHandler, httpTransport, inProcessTransport } from './dispatch/transport.ts';
 import { EventHandlers } from './engines/event-handlers.ts';
@@ -14,10 +15,11 @@ import { type DiscoveredResource, DiscoveryCache, ResourceNotFound } from './kub
 import { ApiError } from './kube/errors.ts';
 import { createLogger, type Logger } from './logging.ts';
 import { kubeReactorApi } from './reactor/api.ts';
-import { callFunctionServices } from './reactor/calls.ts';
+import { functionServiceCaller } from './reactor/calls.ts';
 import { ResourceReactor } from './reactor/cycle.ts';
 import type { ServedResource } from './reactor/model.ts';
 import { ObjectQueue } from './reactor/queue.ts';
+import { type Settings, type SettingsPatch, settingsWith } from './settings.ts';
 import { statusKeeps, versionSchema } from './state/schema.ts';
 import { type StateLocation, StateStorage } from './state/storage.ts';
 import { jitter, sleep } from './timing.ts';
@@ -34,17 +36,10 @@ export interface GatewayOptions {
   namespaces?: readonly string[];
   /** Defaults to the usual kubeconfig lookup: $KUBECONFIG, ~/.kube/config, in-cluster. */
   kubeconfig?: KubeConfig;
-  /** Objects processed at once (across all resources). */
-  concurrency?: number;
   identity?: Partial<Identity>;
   logger?: Logger;
-  /** Timeout of one function call. */
-  functionTimeoutMs?: number;
-  /**
-   * Where the handled-record is kept: `auto` (the status where it keeps it, one write per change;
-   * else annotations) or always `annotations`, for resources whose status other tools replace.
-   */
-  stateIn?: 'auto' | 'annotations';
+  /** Tunables by section (see Settings); what is not given keeps its default. */
+  settings?: SettingsPatch;
 }
 
 export interface Gateway {
@@ -56,79 +51,98 @@ export interface Gateway {
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const logger = options.logger ?? createLogger();
   const identity = { ...DEFAULT_IDENTITY, ...options.identity };
-  const concurrency = options.concurrency ?? 64;
+  const settings = settingsWith(options.settings);
+  const components = new Components(logger);
   const stopping = new AbortController();
 
   const services = await Promise.all(
-    options.functions.map((endpoint) => connectWithRetry(endpoint, options, logger, stopping.signal)),
+    options.functions.map((endpoint) =>
+      connectWithRetry(endpoint, options.secret, settings, logger, stopping.signal),
+    ),
+  );
+  await components.add(
+    component('function services', false, {
+      stop: async () => void (await Promise.all(services.map((service) => service.close()))),
+    }),
   );
   const kubeconfig = options.kubeconfig ?? defaultKubeConfig();
   const client = await KubeClient.fromConfig(kubeconfig);
-
   const discovery = new DiscoveryCache(client);
-  const served = new Map<
-    string,
-    { entry: ServedResource; queue: ObjectQueue; eventHandlers: EventHandlers; watch: ResourceWatch }
-  >();
   const selection = options.namespaces ? selectNamespaces(options.namespaces) : undefined;
   const namespaceWatch =
-    selection && !selection.names ? new NamespaceWatch(client, selection, logger) : undefined;
-  namespaceWatch?.start();
+    selection && !selection.names
+      ? new NamespaceWatch(client, selection, logger, settings.watching)
+      : undefined;
+  if (namespaceWatch) {
+    await components.add(
+      component('namespace watch', true, {
+        start: () => namespaceWatch.start(),
+        stop: () => namespaceWatch.stop(),
+      }),
+    );
+  }
+  const served = new Map<string, { entry: ServedResource; watch: ResourceWatch }>();
   const synced: Promise<void>[] = [];
 
   /**
-   * Adds handlers to the resource they name; watches the resource the first time, and again when the
-   * new handlers change which labels every handler requires.
+   * Adds handlers to the resource they name. The first time, builds what serves it (state storage,
+   * reactor, queue, event handlers, watch) as parts of the gateway; later, watches again when the new
+   * handlers change which labels every handler requires.
    */
   async function serve(resource: DiscoveredResource, items: Unresolved[]): Promise<void> {
     const key = `${resource.plural}.${resource.group}/${resource.version}`;
-    let serving = served.get(key);
-    const firstTime = !serving;
-    if (!serving) {
-      const location =
-        options.stateIn === 'annotations'
-          ? 'annotations'
-          : await chooseStateLocation(client, resource, identity, logger);
-      const entry: ServedResource = { resource, bindings: [], storage: new StateStorage(location, identity) };
-      const api = kubeReactorApi(client, discovery, resource, identity.fieldManager);
-      const reactor = new ResourceReactor({
-        served: entry,
-        api,
-        call: callFunctionServices,
-        identity,
-        logger,
-      });
-      const queue = new ObjectQueue({
-        concurrency,
-        process: (object) => reactor.run(object),
-        refresh: (object) => api.read(object),
-        logger,
-      });
-      const eventHandlers = new EventHandlers(entry, api, logger);
-      const watch = new ResourceWatch({
-        client,
-        resource,
-        logger,
-        selection,
-        namespaceWatch,
-        onListing: (listed) => synced.push(listed),
-        onEvent: ({ type, object }) => {
-          eventHandlers.push(type, object);
-          if (type === 'DELETED') reactor.forget(object.metadata.uid);
-          queue.push(type, object);
-        },
-      });
-      serving = { entry, queue, eventHandlers, watch };
-      served.set(key, serving);
+    const existing = served.get(key);
+    if (existing) {
+      bind(existing.entry, items);
+      await existing.watch.reselect(selectorOf(existing.entry));
+      return;
     }
-    for (const { service, handler } of items) {
-      const binding = serving.entry.bindings.find((candidate) => candidate.service === service);
-      if (binding) binding.handlers.push(handler);
-      else serving.entry.bindings.push({ service, handlers: [handler] });
-    }
-    const selector = sharedLabelSelector(serving.entry.bindings.flatMap((binding) => binding.handlers));
-    if (firstTime) serving.watch.start(selector);
-    else await serving.watch.reselect(selector);
+    const location =
+      settings.persistence.stateIn === 'annotations'
+        ? 'annotations'
+        : await chooseStateLocation(client, resource, identity, logger);
+    const entry: ServedResource = { resource, bindings: [], storage: new StateStorage(location, identity) };
+    bind(entry, items);
+    const api = kubeReactorApi(client, discovery, resource, identity.fieldManager);
+    const reactor = new ResourceReactor({
+      served: entry,
+      api,
+      call: functionServiceCaller(settings.calls.serviceRetryDelaysS),
+      identity,
+      logger,
+      conflictRetryMs: settings.processing.conflictRetryMs,
+    });
+    const queue = new ObjectQueue({
+      ...settings.processing,
+      process: (object) => reactor.run(object),
+      refresh: (object) => api.read(object),
+      logger,
+    });
+    const eventHandlers = new EventHandlers(entry, api, logger);
+    const watch = new ResourceWatch({
+      client,
+      resource,
+      logger,
+      selection,
+      namespaceWatch,
+      settings: settings.watching,
+      onListing: (listed) => synced.push(listed),
+      onEvent: ({ type, object }) => {
+        eventHandlers.push(type, object);
+        if (type === 'DELETED') reactor.forget(object.metadata.uid);
+        queue.push(type, object);
+      },
+    });
+    served.set(key, { entry, watch });
+    // Added in this order, stopped in the reverse: no new events, then the cycles finish, then event calls.
+    await components.add(component(`event handlers of ${key}`, true, { stop: () => eventHandlers.stop() }));
+    await components.add(component(`queue of ${key}`, true, { stop: () => queue.stop() }));
+    await components.add(
+      component(`watch of ${key}`, true, {
+        start: () => watch.start(selectorOf(entry)),
+        stop: () => watch.stop(),
+      }),
+    );
   }
 
   /** Serves every handler whose resource discovery knows now; returns the others. */
@@ -178,21 +192,33 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const handlers = services.flatMap((service) =>
     service.manifest.handlers.map((handler) => ({ service, handler })),
   );
-  const background = resolveLater(await resolve(handlers, true));
+  const unresolved = await resolve(handlers, true);
+  let lookingLater: Promise<void> | undefined;
+  await components.add(
+    component('resource discovery', true, {
+      start: () => {
+        lookingLater = resolveLater(unresolved);
+      },
+      stop: async () => {
+        stopping.abort();
+        await lookingLater;
+      },
+    }),
+  );
+  await components.start();
+  return { synced: Promise.all(synced).then(() => undefined), stop: () => components.stop() };
+}
 
-  return {
-    synced: Promise.all(synced).then(() => undefined),
-    async stop() {
-      stopping.abort();
-      await background;
-      await namespaceWatch?.stop();
-      const serving = [...served.values()];
-      await Promise.all(serving.map(({ watch }) => watch.stop()));
-      await Promise.all(serving.map(({ queue }) => queue.stop()));
-      await Promise.all(serving.map(({ eventHandlers }) => eventHandlers.stop()));
-      await Promise.all(services.map((service) => service.close()));
-    },
-  };
+function bind(entry: ServedResource, items: Unresolved[]): void {
+  for (const { service, handler } of items) {
+    const binding = entry.bindings.find((candidate) => candidate.service === service);
+    if (binding) binding.handlers.push(handler);
+    else entry.bindings.push({ service, handlers: [handler] });
+  }
+}
+
+function selectorOf(entry: ServedResource): string | undefined {
+  return sharedLabelSelector(entry.bindings.flatMap((binding) => binding.handlers));
 }
 
 interface Unresolved {
@@ -208,7 +234,8 @@ function defaultKubeConfig(): KubeConfig {
 
 async function connectWithRetry(
   endpoint: string | FetchHandler,
-  options: GatewayOptions,
+  secret: Uint8Array,
+  settings: Settings,
   logger: Logger,
   signal: AbortSignal,
 ): Promise<FunctionService> {
@@ -217,8 +244,8 @@ async function connectWithRetry(
     try {
       const service = await FunctionService.connect({
         transport,
-        secret: options.secret,
-        ...(options.functionTimeoutMs ? { timeoutMs: options.functionTimeoutMs } : {}),
+        secret,
+        timeoutMs: settings.calls.timeoutMs,
       });
       const ids = service.manifest.handlers.map((handler) => handler.id).join(', ');
       logger.info(`function service "${service.name}" at ${service.url}: handlers ${ids || '(none)'}`);

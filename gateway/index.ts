@@ -1,3 +1,4 @@
 export { type Gateway, type GatewayOptions, startGateway } from './gateway.ts';
 export { DEFAULT_IDENTITY, type Identity } from './identity.ts';
 export { createLogger, type Logger } from './logging.ts';
+export { DEFAULT_SETTINGS, type Settings, type SettingsPatch } from './settings.ts';

@@ -189,13 +189,17 @@ function gatewayOptions(values: Values, logger: Logger): Omit<GatewayOptions, 'f
   }
   return {
     logger,
-    stateIn,
     identity: identityOf(values),
     ...(values.namespace?.length ? { namespaces: values.namespace } : {}),
-    ...(values.concurrency ? { concurrency: integer(values.concurrency, '--concurrency') } : {}),
-    ...(values['function-timeout']
-      ? { functionTimeoutMs: integer(values['function-timeout'], '--function-timeout') * 1000 }
-      : {}),
+    settings: {
+      persistence: { stateIn },
+      ...(values.concurrency
+        ? { processing: { concurrency: integer(values.concurrency, '--concurrency') } }
+        : {}),
+      ...(values['function-timeout']
+        ? { calls: { timeoutMs: integer(values['function-timeout'], '--function-timeout') * 1000 } }
+        : {}),
+    },
   };
 }
 

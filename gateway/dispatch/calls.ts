@@ -13,11 +13,9 @@ import type {
   ResolvedResource,
 } from '../../protocol/index.ts';
 import type { Logger } from '../logging.ts';
+import { delayFor } from '../settings.ts';
 import type { FunctionService } from './function-service.ts';
 import { invocationRequest } from './invocation.ts';
-
-/** Seconds before calling a service again after it could not be reached or answered badly. */
-const SERVICE_RETRY_DELAYS_S = [1, 2, 5, 10, 30, 60];
 
 export interface ServiceCall {
   service: FunctionService;
@@ -33,6 +31,9 @@ export interface CallSubject {
   event?: InvocationRequest['event'];
 }
 
+/** Seconds before calling a service again after it could not be reached or answered badly, by retry. */
+export type RetryDelays = readonly number[];
+
 export interface ServiceAnswer {
   service: FunctionService;
   /** By handler id: one for each handler of the call. */
@@ -44,6 +45,7 @@ export interface ServiceAnswer {
 export async function callServices(
   calls: readonly ServiceCall[],
   subject: CallSubject,
+  retryDelaysS: RetryDelays,
   log: Logger,
 ): Promise<ServiceAnswer[]> {
   return Promise.all(
@@ -69,7 +71,7 @@ export async function callServices(
         const outcomes = Object.fromEntries(
           handlers.map((handler): [string, Outcome] => [
             handler.id,
-            { status: 'temporary', message, delay: serviceRetryDelay(handler.retry) },
+            { status: 'temporary', message, delay: delayFor(retryDelaysS, handler.retry) },
           ]),
         );
         return { service, outcomes };
@@ -81,8 +83,4 @@ export async function callServices(
 /** The same for the same parts, whoever computes it: what makes a retried or repeated call recognisable. */
 export function idempotencyKey(...parts: string[]): string {
   return createHash('sha256').update(parts.join('\0')).digest('base64url').slice(0, 32);
-}
-
-function serviceRetryDelay(retry: number): number {
-  return SERVICE_RETRY_DELAYS_S[Math.min(retry, SERVICE_RETRY_DELAYS_S.length - 1)] as number;
 }

@@ -4,7 +4,7 @@
  * gateway's one call path; their patches and events are written as a cycle's are.
  */
 import type { DueHandler, KubernetesObject } from '../../protocol/index.ts';
-import { callServices, idempotencyKey } from '../dispatch/calls.ts';
+import { callServices, idempotencyKey, type RetryDelays } from '../dispatch/calls.ts';
 import type { FunctionService } from '../dispatch/function-service.ts';
 import type { WatchEventType } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
@@ -25,6 +25,9 @@ export class EventHandlers {
     this.#api = api;
     this.#logger = logger;
   }
+
+  /** Event handlers are never retried, so a failed service is not called again for the same event. */
+  static readonly #NO_RETRIES: RetryDelays = [0];
 
   push(type: WatchEventType, object: KubernetesObject): void {
     const bindings = this.#served.bindings
@@ -66,6 +69,7 @@ export class EventHandlers {
     const answers = await callServices(
       calls,
       { reason: 'event', resource: this.#served.resource, object, event: type },
+      EventHandlers.#NO_RETRIES,
       log,
     );
     const effects = emptyEffects();

@@ -5,6 +5,7 @@
  */
 import type { KubernetesObject } from '../../protocol/index.ts';
 import type { Logger } from '../logging.ts';
+import type { Settings } from '../settings.ts';
 import { jitter, sleep } from '../timing.ts';
 import type { KubeClient } from './client.ts';
 import { ApiError } from './errors.ts';
@@ -25,13 +26,11 @@ export interface WatcherOptions {
   onEvent(event: WatchEvent): void;
   /** Called once the first list has been delivered. */
   onSynced?(): void;
+  settings: Settings['watching'];
 }
 
-const PAGE_SIZE = 500;
-const WATCH_SECONDS = 300;
 /** More than the server's own watch timeout plus its bookmark interval: silence beyond it means a dead stream. */
-const SILENCE_MS = (WATCH_SECONDS + 60) * 1000;
-const BACKOFF_MS = { first: 250, max: 30_000 };
+const silenceMs = ({ watchSeconds }: Settings['watching']) => (watchSeconds + 60) * 1000;
 
 interface ListPage {
   metadata: { resourceVersion: string; continue?: string };
@@ -65,7 +64,7 @@ export class Watcher {
   }
 
   async #loop(): Promise<void> {
-    let backoff = BACKOFF_MS.first;
+    let backoff = this.#options.settings.retryDelayMs.first;
     let synced = false;
     while (!this.#abort.signal.aborted) {
       try {
@@ -77,7 +76,7 @@ export class Watcher {
           }
         }
         await this.#watch();
-        backoff = BACKOFF_MS.first;
+        backoff = this.#options.settings.retryDelayMs.first;
       } catch (error) {
         if (this.#abort.signal.aborted) return;
         if (error instanceof Expired || (error instanceof ApiError && error.status === 410)) {
@@ -89,7 +88,7 @@ export class Watcher {
         );
         const retryAfter = error instanceof ApiError ? (error.retryAfterSeconds ?? 0) * 1000 : 0;
         await sleep(Math.max(jitter(backoff), retryAfter), this.#abort.signal);
-        backoff = Math.min(backoff * 2, BACKOFF_MS.max);
+        backoff = Math.min(backoff * 2, this.#options.settings.retryDelayMs.max);
       }
     }
   }
@@ -100,7 +99,11 @@ export class Watcher {
     let resourceVersion = '';
     do {
       const page = await this.#options.client.request<ListPage>(this.#options.path, {
-        query: { limit: PAGE_SIZE, continue: continueToken, labelSelector: this.#options.labelSelector },
+        query: {
+          limit: this.#options.settings.pageSize,
+          continue: continueToken,
+          labelSelector: this.#options.labelSelector,
+        },
         signal: this.#abort.signal,
       });
       resourceVersion = page.metadata.resourceVersion;
@@ -117,14 +120,14 @@ export class Watcher {
   async #watch(): Promise<void> {
     const silence = new AbortController();
     const signal = AbortSignal.any([this.#abort.signal, silence.signal]);
-    let timer = setTimeout(() => silence.abort(), SILENCE_MS);
+    let timer = setTimeout(() => silence.abort(), silenceMs(this.#options.settings));
     try {
       const body = await this.#options.client.stream(this.#options.path, {
         query: {
           watch: true,
           resourceVersion: this.#resourceVersion,
           allowWatchBookmarks: true,
-          timeoutSeconds: WATCH_SECONDS,
+          timeoutSeconds: this.#options.settings.watchSeconds,
           labelSelector: this.#options.labelSelector,
         },
         signal,
@@ -134,7 +137,7 @@ export class Watcher {
       let events = 0;
       for await (const chunk of body) {
         clearTimeout(timer);
-        timer = setTimeout(() => silence.abort(), SILENCE_MS);
+        timer = setTimeout(() => silence.abort(), silenceMs(this.#options.settings));
         pending += chunk.toString();
         let newline = pending.indexOf('\n');
         while (newline >= 0) {

@@ -4,7 +4,7 @@
  * due call, plus the services' updates of the memo.
  */
 import type { DueHandler, Outcome, Reason } from '../../protocol/index.ts';
-import { type CallSubject, callServices, idempotencyKey } from '../dispatch/calls.ts';
+import { type CallSubject, callServices, idempotencyKey, type RetryDelays } from '../dispatch/calls.ts';
 import type { FunctionService } from '../dispatch/function-service.ts';
 import type { Logger } from '../logging.ts';
 import type { StoredState } from '../state/storage.ts';
@@ -24,27 +24,31 @@ export type CallHandlers<S> = (
   log: Logger,
 ) => Promise<CallResults<S>>;
 
-export const callFunctionServices: CallHandlers<FunctionService> = async (due, subject, log) => {
-  if (due.length === 0) return { outcomes: [], memoUpdates: [] };
-  const byService = new Map<FunctionService, DueCall<FunctionService>[]>();
-  for (const call of due) byService.set(call.service, [...(byService.get(call.service) ?? []), call]);
-  const uid = subject.object.metadata.uid;
-  const answers = await callServices(
-    [...byService].map(([service, calls]) => ({
-      service,
-      handlers: calls.map((call) => dueHandler(call, uid, subject.reason, subject.stored)),
-    })),
-    subject,
-    log,
-  );
-  const outcomes = answers.flatMap(({ service, outcomes }) =>
-    (byService.get(service) ?? []).map((call): [DueCall<FunctionService>, Outcome] => [
-      call,
-      outcomes[call.spec.id] as Outcome,
-    ]),
-  );
-  return { outcomes, memoUpdates: answers.flatMap((answer) => (answer.memo ? [answer.memo] : [])) };
-};
+/** Calls function services, retrying a service that failed after `retryDelaysS`. */
+export const functionServiceCaller =
+  (retryDelaysS: RetryDelays): CallHandlers<FunctionService> =>
+  async (due, subject, log) => {
+    if (due.length === 0) return { outcomes: [], memoUpdates: [] };
+    const byService = new Map<FunctionService, DueCall<FunctionService>[]>();
+    for (const call of due) byService.set(call.service, [...(byService.get(call.service) ?? []), call]);
+    const uid = subject.object.metadata.uid;
+    const answers = await callServices(
+      [...byService].map(([service, calls]) => ({
+        service,
+        handlers: calls.map((call) => dueHandler(call, uid, subject.reason, subject.stored)),
+      })),
+      subject,
+      retryDelaysS,
+      log,
+    );
+    const outcomes = answers.flatMap(({ service, outcomes }) =>
+      (byService.get(service) ?? []).map((call): [DueCall<FunctionService>, Outcome] => [
+        call,
+        outcomes[call.spec.id] as Outcome,
+      ]),
+    );
+    return { outcomes, memoUpdates: answers.flatMap((answer) => (answer.memo ? [answer.memo] : [])) };
+  };
 
 /**
  * The idempotency key depends on the object, the handler, the cause and the state the change started

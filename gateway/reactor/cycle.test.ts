@@ -157,7 +157,14 @@ function reactor(
   };
   return {
     served,
-    reactor: new ResourceReactor({ served, api, call, identity: DEFAULT_IDENTITY, logger: quiet }),
+    reactor: new ResourceReactor({
+      served,
+      api,
+      call,
+      identity: DEFAULT_IDENTITY,
+      logger: quiet,
+      conflictRetryMs: 100,
+    }),
   };
 }
 

@@ -35,10 +35,9 @@ export interface ReactorOptions<S> {
   call: CallHandlers<S>;
   identity: Identity;
   logger: Logger;
+  /** After a write lost a race (a guarded patch on a changed object), look again this soon. */
+  conflictRetryMs: number;
 }
-
-/** After a write lost a race (a guarded patch on a changed object), look again this soon. */
-const CONFLICT_RETRY_MS = 100;
 
 interface Selection<S> {
   plan: Plan<S>;
@@ -105,7 +104,7 @@ export class ResourceReactor<S> {
       };
     } catch (error) {
       if (isNotFound(error)) return {}; // gone meanwhile: nothing to record
-      if (isStaleWrite(error)) return { retryAfterMs: CONFLICT_RETRY_MS }; // look again at the newer object
+      if (isStaleWrite(error)) return { retryAfterMs: this.#options.conflictRetryMs }; // look again at the newer object
       throw error;
     }
   }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { createLogger } from '../logging.ts';
+import { DEFAULT_SETTINGS } from '../settings.ts';
 import type { CycleOutcome } from './model.ts';
 import { isOlder, ObjectQueue, type QueueOptions } from './queue.ts';
 
@@ -17,6 +18,7 @@ function queueOf(
   options: Partial<QueueOptions> & Pick<QueueOptions, 'concurrency'>,
 ): ObjectQueue {
   return new ObjectQueue({
+    ...DEFAULT_SETTINGS.processing,
     process,
     logger: quiet,
     refresh: async () => {

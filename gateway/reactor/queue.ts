@@ -8,6 +8,7 @@
 import type { KubernetesObject } from '../../protocol/index.ts';
 import type { WatchEventType } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
+import { delayFor, type Settings } from '../settings.ts';
 import { type CycleOutcome, objectName } from './model.ts';
 
 export type Processor = (object: KubernetesObject) => Promise<CycleOutcome>;
@@ -15,13 +16,11 @@ export type Processor = (object: KubernetesObject) => Promise<CycleOutcome>;
 /** Reads the object as it is now; undefined when it is gone. */
 export type Refresh = (object: KubernetesObject) => Promise<KubernetesObject | undefined>;
 
-export interface QueueOptions {
-  concurrency: number;
+export interface QueueOptions
+  extends Pick<Settings['processing'], 'concurrency' | 'consistencyTimeoutMs' | 'errorDelaysS'> {
   process: Processor;
   refresh: Refresh;
   logger: Logger;
-  /** How long to wait for the watch to show our own write before reading the object afresh. */
-  consistencyTimeoutMs?: number;
 }
 
 interface Slot {
@@ -41,11 +40,8 @@ interface Floor {
   processed: boolean;
 }
 
-/** Fibonacci delays for cycles that failed unexpectedly (API trouble), capped near ten minutes. */
-const ERROR_DELAYS_S = [1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610];
-
 export class ObjectQueue {
-  readonly #options: Required<QueueOptions>;
+  readonly #options: QueueOptions;
   readonly #slots = new Map<string, Slot>();
   /**
    * uid → the resourceVersion of our newest write that the watch has not delivered yet. Kept apart from
@@ -58,7 +54,7 @@ export class ObjectQueue {
   #stopped = false;
 
   constructor(options: QueueOptions) {
-    this.#options = { consistencyTimeoutMs: 5000, ...options };
+    this.#options = options;
   }
 
   /** Number of objects with work pending or in progress. */
@@ -142,7 +138,7 @@ export class ObjectQueue {
       outcome = await this.#options.process(object);
       slot.failures = 0;
     } catch (error) {
-      const delay = ERROR_DELAYS_S[Math.min(slot.failures, ERROR_DELAYS_S.length - 1)] as number;
+      const delay = delayFor(this.#options.errorDelaysS, slot.failures);
       slot.failures++;
       this.#options.logger
         .child(objectName(object))
@@ -189,7 +185,7 @@ export class ObjectQueue {
       fresh = await this.#options.refresh(object);
     } catch (error) {
       if (this.#stopped) return;
-      const delay = ERROR_DELAYS_S[Math.min(failures, ERROR_DELAYS_S.length - 1)] as number;
+      const delay = delayFor(this.#options.errorDelaysS, failures);
       log.warning(
         `reading the object failed, retrying in ${delay}s: ${error instanceof Error ? error.message : error}`,
       );

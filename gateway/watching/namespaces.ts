@@ -7,6 +7,7 @@ import type { KubernetesObject } from '../../protocol/index.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { Watcher } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
+import type { Settings } from '../settings.ts';
 
 const GLOB = /[*?]/;
 
@@ -50,11 +51,17 @@ export class NamespaceWatch {
   readonly #listeners: NamespaceListener[] = [];
   readonly #watcher: Watcher;
 
-  constructor(client: KubeClient, selection: NamespaceSelection, logger: Logger) {
+  constructor(
+    client: KubeClient,
+    selection: NamespaceSelection,
+    logger: Logger,
+    settings: Settings['watching'],
+  ) {
     this.#watcher = new Watcher({
       client,
       path: '/api/v1/namespaces',
       logger,
+      settings,
       onEvent: ({ type, object }) =>
         this.#update(type === 'DELETED' ? undefined : object, object.metadata.name, selection),
     });

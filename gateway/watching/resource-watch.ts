@@ -7,6 +7,7 @@ import type { KubeClient } from '../kube/client.ts';
 import { collectionPath, type DiscoveredResource } from '../kube/discovery.ts';
 import { type WatchEvent, Watcher } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
+import type { Settings } from '../settings.ts';
 import type { NamespaceSelection, NamespaceWatch } from './namespaces.ts';
 
 export interface ResourceWatchOptions {
@@ -16,6 +17,7 @@ export interface ResourceWatchOptions {
   /** Undefined serves all namespaces. */
   selection: NamespaceSelection | undefined;
   namespaceWatch: NamespaceWatch | undefined;
+  settings: Settings['watching'];
   onEvent(event: WatchEvent): void;
   /** Receives a promise for each first listing made at start. */
   onListing(listed: Promise<void>): void;
@@ -60,7 +62,7 @@ export class ResourceWatch {
   }
 
   #watch(namespace: string, initial: boolean): void {
-    const { client, resource, logger, onEvent, onListing } = this.#options;
+    const { client, resource, logger, settings, onEvent, onListing } = this.#options;
     const path = collectionPath(resource, namespace || undefined);
     const listed = Promise.withResolvers<void>();
     if (initial) onListing(listed.promise);
@@ -70,6 +72,7 @@ export class ResourceWatch {
       logger,
       onSynced: listed.resolve,
       onEvent,
+      settings,
       ...(this.#selector ? { labelSelector: this.#selector } : {}),
     });
     this.#watchers.set(namespace, watcher);

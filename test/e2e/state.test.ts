@@ -90,7 +90,11 @@ describe('where the handled-record is kept', () => {
       calls.push(name);
       return { message: `hello ${name}` };
     });
-    const options = { namespaces: [namespace], stateIn: 'annotations', transport: 'in-process' } as const;
+    const options = {
+      namespaces: [namespace],
+      settings: { persistence: { stateIn: 'annotations' } },
+      transport: 'in-process',
+    } as const;
     const first = await runOperator(op, options);
     const object = await createAndWait(namespace, 'told', KOPF_EXAMPLES);
     assert.equal(typeof object.metadata.annotations?.[RECORD], 'string');

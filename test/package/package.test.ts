@@ -70,12 +70,12 @@ const body: KubernetesObject = {
   metadata: { name: 'kex-1', uid: 'uid-1' },
   spec: { field: 'x' },
 };
-const options: Partial<GatewayOptions> = { concurrency: 4 };
+const options: Partial<GatewayOptions> = { settings: { processing: { concurrency: 4 } } };
 
 test('create_fn', async () => {
   const { outcomes } = await callHandlers(op, { reason: 'create', body });
   assert.equal(outcomes.create_fn?.status, 'success');
-  assert.equal(options.concurrency, 4);
+  assert.equal(options.settings?.processing?.concurrency, 4);
 });
 `;
 

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Components, component } from './components.ts';
+import { createLogger } from './logging.ts';
+
+function recorder() {
+  const lines: string[] = [];
+  const logger = createLogger({ sink: { write: (line) => lines.push(line) } });
+  const events: string[] = [];
+  const part = (name: string, failing = false) =>
+    component(name, false, {
+      start: () => {
+        events.push(`start ${name}`);
+      },
+      stop: async () => {
+        events.push(`stop ${name}`);
+        if (failing) throw new Error('stuck');
+      },
+    });
+  return { lines, logger, events, part };
+}
+
+describe('components', () => {
+  it('start in the order they were added and stop in the reverse order', async () => {
+    const { logger, events, part } = recorder();
+    const components = new Components(logger);
+    await components.add(part('namespaces'));
+    await components.add(part('queue'));
+    await components.add(part('watch'));
+    await components.start();
+    await components.stop();
+    assert.deepEqual(events, [
+      'start namespaces',
+      'start queue',
+      'start watch',
+      'stop watch',
+      'stop queue',
+      'stop namespaces',
+    ]);
+  });
+
+  it('start a part added after the start at once, and stop it first', async () => {
+    const { logger, events, part } = recorder();
+    const components = new Components(logger);
+    await components.add(part('services'));
+    await components.start();
+    await components.add(part('late resource'));
+    await components.stop();
+    assert.deepEqual(events, [
+      'start services',
+      'start late resource',
+      'stop late resource',
+      'stop services',
+    ]);
+  });
+
+  it('stop every part even when one fails to stop, and say which', async () => {
+    const { lines, logger, events, part } = recorder();
+    const components = new Components(logger);
+    await components.add(part('services'));
+    await components.add(part('watch', true));
+    await components.start();
+    await components.stop();
+    assert.deepEqual(events.slice(-2), ['stop watch', 'stop services']);
+    assert.match(lines.join(''), /stopping watch failed: stuck/);
+  });
+
+  it('refuse a part once stopping', async () => {
+    const { logger, part } = recorder();
+    const components = new Components(logger);
+    await components.stop();
+    await assert.rejects(components.add(part('late')), /the gateway is stopping/);
+  });
+});

@@ -1,0 +1,68 @@
+/**
+ * The gateway's tunables in one sectioned object, as Kopf's OperatorSettings: each has a default here,
+ * the embedding API takes any part of them (`startGateway({ settings: { calls: { timeoutMs } } })`),
+ * and the CLI sets those that matter in operation.
+ */
+export interface Settings {
+  processing: {
+    /** Objects of one resource processed at once: each served resource has its own queue. */
+    concurrency: number;
+    /** How long to wait for the watch to show the gateway's own write before reading the object afresh. */
+    consistencyTimeoutMs: number;
+    /** Seconds before a cycle that failed unexpectedly (API trouble) runs again: one per failure, the last repeated. */
+    errorDelaysS: readonly number[];
+    /** After a guarded write met a newer object, look at it again this soon. */
+    conflictRetryMs: number;
+  };
+  calls: {
+    /** How long one call of a function service may take. */
+    timeoutMs: number;
+    /** Seconds before calling a service again after it could not be reached or answered badly: one per retry, the last repeated. */
+    serviceRetryDelaysS: readonly number[];
+  };
+  watching: {
+    /** Objects per page when listing. */
+    pageSize: number;
+    /** How long the server keeps one watch open before the gateway renews it. */
+    watchSeconds: number;
+    /** Backoff between attempts after a list or watch failed. */
+    retryDelayMs: { first: number; max: number };
+  };
+  persistence: {
+    /**
+     * Where the handled-record is kept: `auto` (the status where it keeps it, one write per change;
+     * else annotations) or always `annotations`, for resources whose status other tools replace.
+     */
+    stateIn: 'auto' | 'annotations';
+  };
+}
+
+/** Any part of the settings: what is not given keeps its default. */
+export type SettingsPatch = { [Section in keyof Settings]?: Partial<Settings[Section]> };
+
+export const DEFAULT_SETTINGS: Settings = {
+  processing: {
+    concurrency: 64,
+    consistencyTimeoutMs: 5000,
+    // Fibonacci, capped near ten minutes.
+    errorDelaysS: [1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610],
+    conflictRetryMs: 100,
+  },
+  calls: { timeoutMs: 30_000, serviceRetryDelaysS: [1, 2, 5, 10, 30, 60] },
+  watching: { pageSize: 500, watchSeconds: 300, retryDelayMs: { first: 250, max: 30_000 } },
+  persistence: { stateIn: 'auto' },
+};
+
+export function settingsWith(patch: SettingsPatch = {}): Settings {
+  return {
+    processing: { ...DEFAULT_SETTINGS.processing, ...patch.processing },
+    calls: { ...DEFAULT_SETTINGS.calls, ...patch.calls },
+    watching: { ...DEFAULT_SETTINGS.watching, ...patch.watching },
+    persistence: { ...DEFAULT_SETTINGS.persistence, ...patch.persistence },
+  };
+}
+
+/** The delay for the attempt after `failures` failures: the last delay repeats. */
+export function delayFor(delays: readonly number[], failures: number): number {
+  return delays[Math.min(failures, delays.length - 1)] as number;
+}

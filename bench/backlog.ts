@@ -8,9 +8,6 @@
  */
 import { parseArgs } from 'node:util';
 import type { KubeClient } from '../gateway/kube/client.ts';
-import { Watcher } from '../gateway/kube/watcher.ts';
-import { createLogger } from '../gateway/logging.ts';
-import { DEFAULT_SETTINGS } from '../gateway/settings.ts';
 import {
   createBacklog,
   forEachName,
@@ -25,11 +22,11 @@ import {
   saveResults,
   say,
   table,
+  watchKopfExamples,
   withCluster,
 } from './common.ts';
 import { countWrites, difference, type WriteCounts } from './metrics.ts';
 
-const quiet = createLogger({ level: 'error' });
 const WRITTEN_RESOURCES = ['kopfexamples', 'events'];
 
 interface Contender {
@@ -104,22 +101,13 @@ async function measure(
 ): Promise<Result> {
   const handledAt = new Map<string, number>();
   const allHandled = Promise.withResolvers<void>();
-  const listed = Promise.withResolvers<void>();
-  const watcher = new Watcher({
-    client,
-    path: `${KOPFEXAMPLES}/${namespace}/kopfexamples`,
-    logger: quiet,
-    settings: DEFAULT_SETTINGS.watching,
-    onSynced: listed.resolve,
-    onEvent: ({ object }) => {
-      if (object.status?.create_fn !== undefined && !handledAt.has(object.metadata.uid)) {
-        handledAt.set(object.metadata.uid, performance.now());
-        if (handledAt.size === OBJECTS) allHandled.resolve();
-      }
-    },
+  const { watcher, listed } = watchKopfExamples(client, namespace, ({ object }) => {
+    if (object.status?.create_fn !== undefined && !handledAt.has(object.metadata.uid)) {
+      handledAt.set(object.metadata.uid, performance.now());
+      if (handledAt.size === OBJECTS) allHandled.resolve();
+    }
   });
-  watcher.start();
-  await listed.promise;
+  await listed;
 
   const before = countWrites(await controlPlane.metrics(), WRITTEN_RESOURCES);
   const started = performance.now();

@@ -20,12 +20,34 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { bundleCli, IMAGE_NODE_FLAGS } from '../deploy/build.ts';
 import { applyManifests, parseManifests } from '../gateway/kube/apply.ts';
 import { KubeClient } from '../gateway/kube/client.ts';
+import { type WatchEvent, Watcher } from '../gateway/kube/watcher.ts';
+import { createLogger } from '../gateway/logging.ts';
+import { DEFAULT_SETTINGS } from '../gateway/settings.ts';
 import { type ControlPlane, cacheRoot, ensureBinaries, startControlPlane } from '../test/cluster/index.ts';
 import { ensureKopf, KOPF_VERSION } from './kopf.ts';
 
 export const ROOT = new URL('..', import.meta.url).pathname;
 export const KOPF_NAME = `kopf ${KOPF_VERSION}`;
 export const KOPFEXAMPLES = '/apis/kopf.dev/v1/namespaces';
+
+/** Watches a namespace's KopfExamples from this process, as the gateway does; `listed` after the first list. */
+export function watchKopfExamples(
+  client: KubeClient,
+  namespace: string,
+  onEvent: (event: WatchEvent) => void,
+): { watcher: Watcher; listed: Promise<void> } {
+  const listed = Promise.withResolvers<void>();
+  const watcher = new Watcher({
+    client,
+    path: `${KOPFEXAMPLES}/${namespace}/kopfexamples`,
+    logger: createLogger({ level: 'error' }),
+    settings: DEFAULT_SETTINGS.watching,
+    onSynced: listed.resolve,
+    onEvent,
+  });
+  watcher.start();
+  return { watcher, listed: listed.promise };
+}
 const CLOCK_TICKS_PER_SECOND = 100;
 
 export const say = (line: string): void => {

@@ -19,9 +19,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { KubeClient } from '../gateway/kube/client.ts';
-import { Watcher } from '../gateway/kube/watcher.ts';
-import { createLogger } from '../gateway/logging.ts';
-import { DEFAULT_SETTINGS } from '../gateway/settings.ts';
 import { freePorts } from '../test/cluster/ports.ts';
 import {
   type Command,
@@ -41,6 +38,7 @@ import {
   sleep,
   table,
   until,
+  watchKopfExamples,
   withCluster,
 } from './common.ts';
 import { countRequests, countWrites, difference, type WriteCounts } from './metrics.ts';
@@ -58,7 +56,6 @@ const { values } = parseArgs({
 const OBJECTS = Number(values.objects);
 const RATES = values.rates ? values.rates.split(',').filter(Boolean).map(Number) : [];
 const LATENCY_SECONDS = Number(values['latency-seconds']);
-const quiet = createLogger({ level: 'error' });
 const WRITTEN = ['kopfexamples', 'events'];
 /** After the last result: how long the write counters must stay still to call the operator idle. */
 const SETTLED_MS = 3000;
@@ -148,25 +145,16 @@ function follow(client: KubeClient, namespace: string) {
   const handledAt = new Map<string, number>();
   let deleted = 0;
   const listeners = new Set<() => void>();
-  const listed = Promise.withResolvers<void>();
-  const watcher = new Watcher({
-    client,
-    path: `${KOPFEXAMPLES}/${namespace}/kopfexamples`,
-    logger: quiet,
-    settings: DEFAULT_SETTINGS.watching,
-    onSynced: listed.resolve,
-    onEvent: ({ type, object }) => {
-      if (type === 'DELETED') deleted++;
-      else if (object.status?.create_fn !== undefined && !handledAt.has(object.metadata.name)) {
-        handledAt.set(object.metadata.name, performance.now());
-      }
-      for (const listener of listeners) listener();
-    },
+  const { watcher, listed } = watchKopfExamples(client, namespace, ({ type, object }) => {
+    if (type === 'DELETED') deleted++;
+    else if (object.status?.create_fn !== undefined && !handledAt.has(object.metadata.name)) {
+      handledAt.set(object.metadata.name, performance.now());
+    }
+    for (const listener of listeners) listener();
   });
-  watcher.start();
   return {
     handledAt,
-    listed: listed.promise,
+    listed,
     deleted: () => deleted,
     /** Resolves once `done()` holds; fails if `running` exits first. */
     until(done: () => boolean, running?: OperatorProcess): Promise<void> {
@@ -346,22 +334,14 @@ function startAll(
  * with a delete handler must make one after the other: the finalizer on, then the result.
  */
 function floorController(client: KubeClient, namespace: string) {
-  const path = `${KOPFEXAMPLES}/${namespace}/kopfexamples`;
-  const watcher = new Watcher({
-    client,
-    path,
-    logger: quiet,
-    settings: DEFAULT_SETTINGS.watching,
-    onEvent: async ({ type, object }) => {
-      if (type !== 'ADDED' || object.status?.create_fn !== undefined) return;
-      const objectPath = `${path}/${object.metadata.name}`;
-      await client.patch(objectPath, 'merge', { metadata: { finalizers: ['bench.causeway.dev/floor'] } });
-      await client.patch(`${objectPath}/status`, 'merge', {
-        status: { create_fn: { message: `created ${object.metadata.name}` } },
-      });
-    },
+  const { watcher } = watchKopfExamples(client, namespace, async ({ type, object }) => {
+    if (type !== 'ADDED' || object.status?.create_fn !== undefined) return;
+    const objectPath = `${KOPFEXAMPLES}/${namespace}/kopfexamples/${object.metadata.name}`;
+    await client.patch(objectPath, 'merge', { metadata: { finalizers: ['bench.causeway.dev/floor'] } });
+    await client.patch(`${objectPath}/status`, 'merge', {
+      status: { create_fn: { message: `created ${object.metadata.name}` } },
+    });
   });
-  watcher.start();
   return { stop: () => watcher.stop() };
 }
 

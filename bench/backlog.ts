@@ -1,13 +1,16 @@
 /**
  * Backlog benchmark: N KopfExamples are created while the operator is down; then it starts, and we
  * time until every object has status.create_fn. Kopf and Causeway run the same way, on the same
- * fresh control plane, in the same run, and figures are given as ratios against Kopf. A third row
- * shows the ceiling: the apiserver taking the same status writes sent straight to it.
+ * fresh control plane, in the same run, and figures are given as ratios against Kopf. Causeway runs
+ * twice: `causeway run` (functions in-process) and as deployed (`causeway gateway` calling
+ * `causeway serve` over HTTP). A last row shows the ceiling: the apiserver taking the same status
+ * writes sent straight to it.
  *
  *   npm run bench -- [--objects 1000] [--only kopf|causeway|apiserver] [--node-flags="…"]
  */
 import { parseArgs } from 'node:util';
 import type { KubeClient } from '../gateway/kube/client.ts';
+import { freePorts } from '../test/cluster/ports.ts';
 import {
   createBacklog,
   forEachName,
@@ -21,6 +24,7 @@ import {
   type Running,
   saveResults,
   say,
+  startTogether,
   table,
   watchKopfExamples,
   withCluster,
@@ -31,7 +35,14 @@ const WRITTEN_RESOURCES = ['kopfexamples', 'events'];
 
 interface Contender {
   name: string;
-  start(namespace: string, client: KubeClient, kubeconfigPath: string): Running;
+  /** `pids`: every process to measure, when there are several. */
+  start(namespace: string, client: KubeClient, kubeconfigPath: string): Running & { pids?: number[] };
+}
+
+/** One process's share: the gateway's, then the function service's, when they run apart. */
+interface ProcessUsage {
+  peakRssMiB: number;
+  cpuSeconds: number;
 }
 
 interface Result {
@@ -40,8 +51,7 @@ interface Result {
   totalSeconds: number;
   spanSeconds: number;
   writes: WriteCounts;
-  peakRssMiB?: number;
-  cpuSeconds?: number;
+  processes: ProcessUsage[];
 }
 
 const { values } = parseArgs({
@@ -55,6 +65,7 @@ const OBJECTS = Number(values.objects);
 
 async function main(): Promise<void> {
   const commands = await prepareContenders(nodeFlagsOption(values['node-flags']));
+  const [port] = await freePorts(1);
   const all: Contender[] = [
     {
       name: KOPF_NAME,
@@ -65,6 +76,18 @@ async function main(): Promise<void> {
       name: 'causeway',
       start: (namespace, _client, kubeconfig) =>
         operatorProcess(commands.causeway('causeway-operator.ts', namespace), kubeconfig),
+    },
+    {
+      // As deployed: the gateway calls the function service over HTTP.
+      name: 'causeway, functions apart',
+      start: (namespace, _client, kubeconfig) =>
+        startTogether(
+          [
+            commands.causewayGateway(`http://127.0.0.1:${port}`, namespace),
+            commands.causewayServe('causeway-operator.ts', port as number),
+          ],
+          kubeconfig,
+        ),
     },
     { name: 'apiserver alone', start: (namespace, client) => directWrites(namespace, client) },
   ];
@@ -116,7 +139,10 @@ async function measure(
   if (early !== undefined)
     throw new Error(`${contender.name} exited before handling every object:\n${early}`);
   const finished = performance.now();
-  const { peakRssMiB, cpuSeconds } = running.pid ? processUsage(running.pid) : {};
+  const processes = (running.pids ?? (running.pid ? [running.pid] : [])).map((pid) => {
+    const { peakRssMiB, cpuSeconds } = processUsage(pid);
+    return { peakRssMiB, cpuSeconds };
+  });
   await running.stop();
   await watcher.stop();
   const writes = difference(countWrites(await controlPlane.metrics(), WRITTEN_RESOURCES), before);
@@ -127,8 +153,7 @@ async function measure(
     totalSeconds: (finished - started) / 1000,
     spanSeconds: (Math.max(...times) - Math.min(...times)) / 1000,
     writes,
-    ...(peakRssMiB === undefined ? {} : { peakRssMiB }),
-    ...(cpuSeconds === undefined ? {} : { cpuSeconds }),
+    processes,
   };
 }
 
@@ -136,6 +161,21 @@ function report(results: Result[]): void {
   const baseline = results.find((result) => result.name.startsWith('kopf'));
   const ratio = (value: number | undefined, base: number | undefined) =>
     value !== undefined && base ? ` (${(value / base).toFixed(2)}x)` : '';
+  const sum = (result: Result, of: keyof ProcessUsage) =>
+    result.processes.length === 0
+      ? undefined
+      : result.processes.reduce((total, usage) => total + usage[of], 0);
+  /** The sum, and each process's part when there are several. */
+  const usage = (result: Result, of: keyof ProcessUsage, unit: string, digits: number) => {
+    const total = sum(result, of);
+    if (total === undefined) return '-';
+    const parts =
+      result.processes.length > 1
+        ? ` = ${result.processes.map((p) => p[of].toFixed(digits)).join(' + ')}`
+        : '';
+    const base = baseline && baseline !== result ? sum(baseline, of) : undefined;
+    return `${total.toFixed(digits)} ${unit}${ratio(total, base)}${parts}`;
+  };
   const rows = results.map((result) => {
     const base = baseline && baseline !== result ? baseline : undefined;
     const rate = result.objects / result.totalSeconds;
@@ -146,12 +186,8 @@ function report(results: Result[]): void {
       `${rate.toFixed(0)}/s${ratio(rate, base && base.objects / base.totalSeconds)}`,
       `${spanRate.toFixed(0)}/s${ratio(spanRate, base && base.objects / base.spanSeconds)}`,
       (result.writes.total / result.objects).toFixed(2),
-      result.peakRssMiB === undefined
-        ? '-'
-        : `${result.peakRssMiB.toFixed(0)} MiB${ratio(result.peakRssMiB, base?.peakRssMiB)}`,
-      result.cpuSeconds === undefined
-        ? '-'
-        : `${result.cpuSeconds.toFixed(2)} s${ratio(result.cpuSeconds, base?.cpuSeconds)}`,
+      usage(result, 'peakRssMiB', 'MiB', 0),
+      usage(result, 'cpuSeconds', 's', 2),
       Object.entries(result.writes.byRequest)
         .map(([request, count]) => `${request}: ${count}`)
         .join(', '),
@@ -170,7 +206,8 @@ function report(results: Result[]): void {
   say(
     `\n${OBJECTS} objects created while the operator was down; time from its start until all have status.create_fn`,
   );
-  say('(span rate: objects per second between the first and the last result, i.e. without start-up)');
+  say('(span rate: objects per second between the first and the last result, i.e. without start-up;');
+  say(' peak RSS and CPU of the functions apart: the gateway + the function service)');
   for (const line of table(header, rows)) say(line);
 }
 

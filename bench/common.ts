@@ -4,6 +4,7 @@
  * processes, backlogs of KopfExamples, polling, and plain-text tables.
  */
 import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import {
   cpus,
@@ -117,6 +118,32 @@ export interface Command {
   cwd?: string;
   /** The whole environment; this process's unless given. */
   env?: NodeJS.ProcessEnv;
+}
+
+/**
+ * Starts processes that work together (the gateway first), sharing a secret of their own. The result
+ * is the first process, whose stop stops them all, with every pid so each can be measured.
+ */
+export function startTogether(
+  commands: Command[],
+  kubeconfig: string,
+  env: Record<string, string> = {},
+): OperatorProcess & { pids: number[] } {
+  const shared = { ...env, CAUSEWAY_SECRET: randomBytes(32).toString('base64url') };
+  const processes = commands.map((command) => operatorProcess(command, kubeconfig, shared));
+  const main = processes[0] as OperatorProcess;
+  return {
+    ...(main.pid === undefined ? {} : { pid: main.pid }),
+    pids: processes.flatMap((running) => (running.pid === undefined ? [] : [running.pid])),
+    exited: main.exited,
+    get gone() {
+      return main.gone;
+    },
+    kill: () => main.kill(),
+    stop: async () => {
+      await Promise.all(processes.map((running) => running.stop()));
+    },
+  };
 }
 
 /** How to start each contender with a given operator file, serving one namespace. */

@@ -13,7 +13,6 @@
  *   npm run bench:scale -- [--objects 10000 (0: latency only)] [--only causeway|kopf] [--rates 50,200]
  *                          [--no-delete] [--node-flags="--max-semi-space-size=4"]
  */
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,12 +29,12 @@ import {
   nodeFlagsOption,
   type OperatorProcess,
   objectNames,
-  operatorProcess,
   prepareContenders,
   processUsage,
   saveResults,
   say,
   sleep,
+  startTogether,
   table,
   until,
   watchKopfExamples,
@@ -193,7 +192,7 @@ async function scaleRun(
     say(`${contender.name}: started; handling the backlog`);
     let before = countWrites(await metrics(), WRITTEN);
     const started = performance.now();
-    const first = startAll(contender, namespace, kubeconfig, env);
+    const first = startTogether(contender.commands(namespace), kubeconfig, env);
     await objects.until(() => objects.handledAt.size === OBJECTS, first);
     const backlogSeconds = (performance.now() - started) / 1000;
     await settled(metrics);
@@ -203,7 +202,7 @@ async function scaleRun(
 
     say(`${contender.name}: restarted over the handled objects`);
     before = countWrites(await metrics(), WRITTEN);
-    const second = startAll(contender, namespace, kubeconfig, env);
+    const second = startTogether(contender.commands(namespace), kubeconfig, env);
     // Listing 10,000 objects and finding nothing to do: give it the time, then let the writes settle.
     await sleep(Math.max(5000, OBJECTS / 2));
     await settled(metrics);
@@ -263,7 +262,7 @@ async function latencyRun(
   const objects = follow(client, namespace);
   await objects.listed;
   const running = contender
-    ? startAll(contender, namespace, kubeconfig, { BENCH_CALL_LOG: join(dir, 'calls') })
+    ? startTogether(contender.commands(namespace), kubeconfig, { BENCH_CALL_LOG: join(dir, 'calls') })
     : floorController(client, namespace);
   try {
     const create = (object: string) =>
@@ -299,34 +298,6 @@ async function latencyRun(
     await objects.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-/**
- * Starts every process of a contender, with a secret of their own to share; the result is the first
- * process, which stops them all.
- */
-function startAll(
-  contender: Contender,
-  namespace: string,
-  kubeconfig: string,
-  env: Record<string, string>,
-): OperatorProcess {
-  const shared = { ...env, CAUSEWAY_SECRET: randomBytes(32).toString('base64url') };
-  const [first, ...others] = contender
-    .commands(namespace)
-    .map((command) => operatorProcess(command, kubeconfig, shared));
-  const main = first as OperatorProcess;
-  return {
-    ...(main.pid === undefined ? {} : { pid: main.pid }),
-    exited: main.exited,
-    get gone() {
-      return main.gone;
-    },
-    kill: () => main.kill(),
-    stop: async () => {
-      await Promise.all([main, ...others].map((running) => running.stop()));
-    },
-  };
 }
 
 /**

@@ -1,4 +1,5 @@
 import type {
+  AdmissionOperation,
   DiffItem,
   DueHandler,
   InvocationRequest,
@@ -7,6 +8,7 @@ import type {
   ObjectToApply,
   Reason,
   ResolvedResource,
+  UserInfo,
 } from '../protocol/index.ts';
 import type { Logger } from './logger.ts';
 
@@ -96,6 +98,16 @@ export interface HandlerContext<Spec extends object = Fields, Status extends obj
   execute: (subhandlers: Record<string, Handler>) => Promise<void>;
   /** Event handlers: the type of the watch event. */
   event: 'ADDED' | 'MODIFIED' | 'DELETED' | undefined;
+  /** Admission handlers: the operation under review; undefined for the others. */
+  operation: AdmissionOperation | undefined;
+  /** Admission handlers: a server-side dry run, which stores nothing: act on nothing outside. */
+  dryRun: boolean;
+  /** Admission handlers: who asked for the operation. */
+  userInfo: Readonly<UserInfo> | undefined;
+  /** Admission handlers: the subresource under review (`status`, `scale`), undefined for the object. */
+  subresource: string | undefined;
+  /** Admission handlers: append warnings for the client that made the request (kubectl prints them). */
+  warnings: string[];
 }
 
 /**
@@ -110,6 +122,7 @@ export type Handler<Spec extends object = Fields, Status extends object = Fields
 export interface Extras {
   memo: Record<string, unknown>;
   patch: Patch;
+  warnings: string[];
   events: KubernetesEvent[];
   apply: ObjectToApply[];
   param: unknown;
@@ -159,6 +172,11 @@ export function handlerContext(
     },
     execute: extras.execute,
     event: request.event,
+    operation: request.admission?.operation,
+    dryRun: request.admission?.dryRun ?? false,
+    userInfo: request.admission?.userInfo,
+    subresource: request.admission?.subresource,
+    warnings: extras.warnings,
   };
 }
 

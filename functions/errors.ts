@@ -19,3 +19,20 @@ export class TemporaryError extends Error {
 export class PermanentError extends Error {
   override name = 'PermanentError';
 }
+
+/**
+ * Admission handlers: the request under review is refused, with this message and HTTP code (as
+ * Kopf's AdmissionError). kubectl shows the message; other errors refuse it with a generic one.
+ */
+export class AdmissionError extends PermanentError {
+  override name = 'AdmissionError';
+  readonly code: number;
+
+  constructor(message: string, code = 500) {
+    super(message);
+    if (!(Number.isInteger(code) && code >= 400 && code <= 599)) {
+      throw new RangeError(`AdmissionError code must be an HTTP error code (400 to 599), got ${code}`);
+    }
+    this.code = code;
+  }
+}

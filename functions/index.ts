@@ -1,5 +1,5 @@
 export type { Handler, HandlerContext, MergePatch, Patch } from './context.ts';
-export { PermanentError, TemporaryError } from './errors.ts';
+export { AdmissionError, PermanentError, TemporaryError } from './errors.ts';
 export { ABSENT, PRESENT } from './filters.ts';
 export { adjustNamespace, adopt, appendOwnerReference, harmonizeNaming, label } from './hierarchies.ts';
 export type { Logger } from './logger.ts';

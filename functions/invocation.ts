@@ -3,6 +3,7 @@ import { isObject } from '../protocol/json.ts';
 import type { Registered } from './registry.ts';
 
 const EVENT_TYPES: readonly unknown[] = ['ADDED', 'MODIFIED', 'DELETED'];
+const OPERATIONS: readonly unknown[] = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'];
 
 /** The request is not one this service can act on; answered with 400. */
 export class BadRequest extends Error {
@@ -35,6 +36,18 @@ export function parseInvocation(
   if (!Array.isArray(request.handlers)) throw new BadRequest('the request has no "handlers" list');
   if (request.memo !== undefined && !isObject(request.memo)) {
     throw new BadRequest('"memo" must be an object of keys to values');
+  }
+  if (request.reason === 'admission') {
+    const review = request.admission;
+    if (
+      !isObject(review) ||
+      typeof review.uid !== 'string' ||
+      !OPERATIONS.includes(review.operation) ||
+      typeof review.dryRun !== 'boolean' ||
+      !isObject(review.userInfo)
+    ) {
+      throw new BadRequest('an admission request needs "admission" with uid, operation, dryRun and userInfo');
+    }
   }
   if (request.event !== undefined && !EVENT_TYPES.includes(request.event)) {
     throw new BadRequest(

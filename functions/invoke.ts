@@ -11,7 +11,7 @@ import {
 } from '../protocol/index.ts';
 import { equal } from '../protocol/json.ts';
 import { deepFreeze, type Handler, type HandlerContext, handlerContext, type Patch } from './context.ts';
-import { PermanentError, TemporaryError } from './errors.ts';
+import { AdmissionError, PermanentError, TemporaryError } from './errors.ts';
 import { asJson } from './json.ts';
 import { collectingLogger, type Logger } from './logger.ts';
 import type { Registered } from './registry.ts';
@@ -33,10 +33,12 @@ export async function invoke(
     const patch: Patch = {};
     const events: KubernetesEvent[] = [];
     const apply: ObjectToApply[] = [];
+    const warnings: string[] = [];
     const subhandlers: Record<string, Outcome> = {};
     const context: HandlerContext = handlerContext(frozen, due, logger, {
       memo,
       patch,
+      warnings,
       events,
       apply,
       param: handler.param,
@@ -44,7 +46,8 @@ export async function invoke(
     });
     const outcome = await attempt(handler, context);
     const withSubhandlers = Object.keys(subhandlers).length > 0 ? { ...outcome, subhandlers } : outcome;
-    outcomes.push([due.id, withEffects(withSubhandlers, patch, events, apply)]);
+    const withAll = withEffects(withSubhandlers, patch, events, apply);
+    outcomes.push([due.id, isAdmission(handler) ? admissionOutcome(handler, withAll, warnings) : withAll]);
   }
   const updates = memoUpdates(before, memo, logs);
   return {
@@ -117,6 +120,15 @@ function success(result: unknown): Outcome {
 
 function failure(handler: Registered, error: unknown, logger: Logger): Outcome {
   const message = error instanceof Error ? error.message || error.name : String(error);
+  if (isAdmission(handler)) {
+    // The request waits for the answer, so nothing is retried: any failure refuses it. Only the
+    // messages of Causeway's errors reach the client; others may hold what it should not see.
+    if (error instanceof AdmissionError) return { status: 'denied', message, code: error.code };
+    if (error instanceof PermanentError || error instanceof TemporaryError)
+      return { status: 'denied', message, code: 500 };
+    logger.error(`admission handler failed: ${message}`);
+    return { status: 'denied', message: `admission handler ${handler.id} failed`, code: 500 };
+  }
   // Kopf ignores the errors of event handlers: logged, never retried.
   if (handler.kind === 'event') {
     logger.error(`event handler failed, not to be retried: ${message}`);
@@ -152,6 +164,47 @@ function withEffects(
   if (Object.keys(merge).length > 0) effects.patch = merge;
   if (objects.length > 0) effects.apply = objects;
   return { ...outcome, ...effects };
+}
+
+function isAdmission(handler: Registered): boolean {
+  return handler.kind === 'validate' || handler.kind === 'mutate';
+}
+
+/**
+ * Admission handlers answer the review: no result is stored, warnings go to the client, and only
+ * mutating handlers may change the object (a validating one that patches is a mistake to report).
+ */
+function admissionOutcome(handler: Registered, outcome: Outcome, warnings: string[]): Outcome {
+  const { result: _result, ...rest } = outcome as Outcome & { result?: unknown };
+  // What fails after the handler (a patch that is not JSON, a requeue) refuses the request too.
+  const answer: Outcome =
+    rest.status === 'permanent' || rest.status === 'temporary' ? denial(rest, 500) : rest;
+  const withWarnings = warnings.length > 0 ? { ...answer, warnings: warnings.map(String) } : answer;
+  if (handler.kind === 'validate' && withWarnings.patch) {
+    const { patch: _patch, ...unpatched } = withWarnings;
+    return denial(
+      {
+        ...unpatched,
+        message: `validating handler ${handler.id} filled patch; only op.on.mutate handlers change objects`,
+      },
+      500,
+    );
+  }
+  return withWarnings;
+}
+
+/** The outcome as a denial with its message, keeping the effects (warnings, events), nothing of its status. */
+function denial(outcome: Outcome & { message?: string }, code: number): Outcome {
+  const {
+    status: _status,
+    message,
+    delay: _delay,
+    ...effects
+  } = outcome as Outcome & {
+    message?: string;
+    delay?: number;
+  };
+  return { ...effects, status: 'denied', message: message ?? '', code };
 }
 
 /** Keys set or changed since the call began, and `null` for keys deleted (or set to null or undefined). */

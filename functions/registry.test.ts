@@ -53,9 +53,11 @@ describe('registration', () => {
       'delete',
       'event',
       'field',
+      'mutate',
       'reconcile',
       'resume',
       'update',
+      'validate',
     ]);
   });
 });
@@ -64,7 +66,7 @@ function manifestOf(registry: ReturnType<typeof createRegistry>) {
   return [...registry.handlers.values()].map(specOf);
 }
 
-const REASONS: Reason[] = ['create', 'update', 'delete', 'resume', 'event', 'reconcile'];
+const REASONS: Reason[] = ['create', 'update', 'delete', 'resume', 'event', 'reconcile', 'admission'];
 
 describe('kinds', () => {
   it('registers every kind under its own name, due for the reasons it answers', () => {
@@ -77,6 +79,8 @@ describe('kinds', () => {
     on.field('kex', 'spec.field', function on_field() {});
     on.event('kex', function on_event() {});
     on.reconcile('kex', function on_reconcile() {});
+    on.validate('kex', function on_validate() {});
+    on.mutate('kex', function on_mutate() {});
     assert.deepEqual(
       manifestOf(registry).map(({ id, kind }) => [id, kind]),
       [
@@ -87,6 +91,8 @@ describe('kinds', () => {
         ['on_field/spec.field', 'field'],
         ['on_event', 'event'],
         ['on_reconcile', 'reconcile'],
+        ['on_validate', 'validate'],
+        ['on_mutate', 'mutate'],
       ],
     );
     const answered = Object.fromEntries(
@@ -100,6 +106,8 @@ describe('kinds', () => {
       field: ['create', 'update'],
       event: ['event'],
       reconcile: ['reconcile'],
+      validate: ['admission'],
+      mutate: ['admission'],
     });
   });
 

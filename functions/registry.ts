@@ -1,4 +1,5 @@
 import {
+  type AdmissionOperation,
   HANDLER_KIND_NAMES,
   HANDLER_KINDS,
   type HandlerKind,
@@ -29,6 +30,16 @@ export interface HandlerOptions extends FilterOptions {
   optional?: boolean;
   /** Resume handlers: also for objects already being deleted. */
   deleted?: boolean;
+  /** Admission handlers: the operations reviewed; CREATE, UPDATE and DELETE by default. */
+  operations?: AdmissionOperation[];
+  /** Admission handlers: the subresource reviewed (`status`, `scale`, `*` for all); the object itself by default. */
+  subresource?: string;
+  /** Admission handlers: the webhook stays configured when the gateway exits. */
+  persistent?: boolean;
+  /** Admission handlers: the handler acts outside the object, so it must heed `dryRun`. */
+  sideEffects?: boolean;
+  /** Admission handlers: requests pass when the handler cannot be asked (failurePolicy Ignore). */
+  ignoreFailures?: boolean;
 }
 
 type OptionName = keyof HandlerOptions;
@@ -124,7 +135,7 @@ export function createRegistry(): Registry {
       }
       const [given, fn] = rest.length === 1 ? [{}, rest[0]] : rest;
       if (typeof fn !== 'function') throw new TypeError(`${where}: the handler must be a function`);
-      checkOptions(where, optionsOf(kind), given);
+      checkOptions(where, kind, given);
       const options: HandlerOptions = field === undefined ? given : { ...given, field };
       const { filters, applies } = compileFilters(where, options);
       const id = options.id ?? handlerId(fn.name, options.field);
@@ -137,7 +148,7 @@ export function createRegistry(): Registry {
       if (handlers.has(id)) {
         throw new Error(`${where}: handler id "${id}" is already registered; pass a distinct { id: '...' }`);
       }
-      const specOptions = pick(options, ['retries', 'timeout', 'backoff', 'optional', 'deleted']);
+      const specOptions = pick(options, SPEC_OPTIONS);
       handlers.set(id, {
         id,
         kind,
@@ -164,18 +175,30 @@ function handlerId(name: string, field: string | undefined): string {
   return field === undefined ? name : `${name}/${field}`;
 }
 
-function pick(options: HandlerOptions, names: (keyof SpecOptions)[]): SpecOptions | undefined {
+/** The options the manifest publishes (the others stay in the service). */
+const SPEC_OPTIONS: readonly (keyof SpecOptions)[] = [
+  'retries',
+  'timeout',
+  'backoff',
+  'optional',
+  'deleted',
+  'operations',
+  'subresource',
+  'persistent',
+  'sideEffects',
+  'ignoreFailures',
+];
+const OPERATIONS: readonly AdmissionOperation[] = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'];
+
+function pick(options: HandlerOptions, names: readonly (keyof SpecOptions)[]): SpecOptions | undefined {
   const picked = Object.fromEntries(
     names.flatMap((name) => (options[name] === undefined ? [] : [[name, options[name]]])),
   );
   return Object.keys(picked).length > 0 ? picked : undefined;
 }
 
-function checkOptions(
-  where: string,
-  known: readonly OptionName[],
-  options: unknown,
-): asserts options is HandlerOptions {
+function checkOptions(where: string, kind: HandlerKind, options: unknown): asserts options is HandlerOptions {
+  const known = optionsOf(kind);
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new TypeError(`${where}: options must be an object, got ${String(options)}`);
   }
@@ -184,7 +207,7 @@ function checkOptions(
       throw new TypeError(`${where}: unknown option "${name}"; known options: ${known.join(', ')}`);
     }
   }
-  const { id, retries, timeout, backoff, optional, deleted } = options as HandlerOptions;
+  const { id, retries, timeout, backoff, operations, subresource } = options as HandlerOptions;
   if (id !== undefined && (typeof id !== 'string' || id === '')) {
     throw new TypeError(`${where}: option "id" must be a non-empty string`);
   }
@@ -194,15 +217,31 @@ function checkOptions(
   if (timeout !== undefined && !(typeof timeout === 'number' && Number.isFinite(timeout) && timeout > 0)) {
     throw new TypeError(`${where}: option "timeout" must be a positive number of seconds`);
   }
+  // The apiserver waits for a webhook 1 to 30 seconds, in whole seconds.
+  const admission = (HANDLER_KINDS[kind].reasons as readonly string[]).includes('admission');
+  if (admission && timeout !== undefined && !(Number.isInteger(timeout) && timeout <= 30)) {
+    throw new TypeError(
+      `${where}: option "timeout" of an admission handler must be a whole number of seconds, 1 to 30`,
+    );
+  }
   if (backoff !== undefined && !(typeof backoff === 'number' && Number.isFinite(backoff) && backoff >= 0)) {
     throw new TypeError(`${where}: option "backoff" must be a non-negative number of seconds`);
   }
-  for (const [name, flag] of [
-    ['optional', optional],
-    ['deleted', deleted],
-  ] as const) {
+  for (const name of ['optional', 'deleted', 'persistent', 'sideEffects', 'ignoreFailures'] as const) {
+    const flag = (options as HandlerOptions)[name];
     if (flag !== undefined && typeof flag !== 'boolean') {
       throw new TypeError(`${where}: option "${name}" must be true or false`);
     }
+  }
+  if (
+    operations !== undefined &&
+    (!Array.isArray(operations) ||
+      operations.length === 0 ||
+      !operations.every((operation) => OPERATIONS.includes(operation)))
+  ) {
+    throw new TypeError(`${where}: option "operations" must list some of ${OPERATIONS.join(', ')}`);
+  }
+  if (subresource !== undefined && (typeof subresource !== 'string' || subresource === '')) {
+    throw new TypeError(`${where}: option "subresource" must be a subresource's name, or '*' for all`);
   }
 }

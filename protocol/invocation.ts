@@ -38,7 +38,32 @@ export interface ObjectToApply {
   [key: string]: unknown;
 }
 
-export type Reason = 'create' | 'update' | 'delete' | 'resume' | 'event' | 'reconcile';
+export type Reason = 'create' | 'update' | 'delete' | 'resume' | 'event' | 'reconcile' | 'admission';
+
+export type AdmissionOperation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
+
+/** Who asked the apiserver for the operation under review, as the AdmissionReview says. */
+export interface UserInfo {
+  username?: string;
+  uid?: string;
+  groups?: string[];
+  extra?: Record<string, string[]>;
+}
+
+/**
+ * Admission handlers: what the review is about. The object under review is the request's `body` (the
+ * old object for a DELETE); for an UPDATE, each handler's `old`, `new` and `diff` compare the objects.
+ */
+export interface AdmissionRequest {
+  /** The review's uid. */
+  uid: string;
+  operation: AdmissionOperation;
+  /** The subresource under review (`status`, `scale`), absent for the main resource. */
+  subresource?: string;
+  /** A server-side dry run: nothing will be stored, so the handlers must not act outside the cluster. */
+  dryRun: boolean;
+  userInfo: UserInfo;
+}
 
 export type DiffOperation = 'add' | 'change' | 'remove';
 
@@ -78,6 +103,8 @@ export interface InvocationRequest {
   memo?: Record<string, unknown>;
   /** Event handlers: the type of the raw watch event. */
   event?: 'ADDED' | 'MODIFIED' | 'DELETED';
+  /** Admission handlers: the review. */
+  admission?: AdmissionRequest;
 }
 
 export interface KubernetesEvent {
@@ -102,6 +129,8 @@ export interface Effects {
   apply?: ObjectToApply[];
   /** How the sub-handlers run in this call went (their effects are the handler's own). */
   subhandlers?: Record<string, Outcome>;
+  /** Admission handlers: warnings for the client that made the request (kubectl prints them). */
+  warnings?: string[];
 }
 
 export type Outcome = Effects &
@@ -113,6 +142,11 @@ export type Outcome = Effects &
     | /** Retry after `delay` seconds. */ { status: 'temporary'; message: string; delay: number }
     | /** Do not retry this change. */ { status: 'permanent'; message: string }
     | /** A `when` callback of the service decided the handler does not apply. */ { status: 'skipped' }
+    | /** Admission handlers: the request is refused, with this message and HTTP code. */ {
+        status: 'denied';
+        message: string;
+        code: number;
+      }
   );
 
 export type LogLevel = 'debug' | 'info' | 'warning' | 'error';

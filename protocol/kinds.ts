@@ -21,6 +21,14 @@ export interface KindRule {
 const MATCHING = ['labels', 'annotations', 'value', 'when'] as const;
 const CHANGES = ['old', 'new'] as const;
 const RETRYING = ['retries', 'timeout', 'backoff'] as const;
+const ADMISSION = [
+  'operations',
+  'subresource',
+  'persistent',
+  'sideEffects',
+  'ignoreFailures',
+  'timeout',
+] as const;
 
 /** Event handlers take no retry options: their errors are never retried, as in Kopf. */
 export const HANDLER_KINDS = {
@@ -43,6 +51,9 @@ export const HANDLER_KINDS = {
   },
   event: { reasons: ['event'], filters: [...MATCHING, 'field'], options: [] },
   reconcile: { reasons: ['reconcile'], filters: [...MATCHING, 'field'], options: RETRYING },
+  // Admission: answered while the apiserver waits, so never retried; a failure denies the request.
+  validate: { reasons: ['admission'], filters: [...MATCHING, 'field'], options: ADMISSION },
+  mutate: { reasons: ['admission'], filters: [...MATCHING, 'field'], options: ADMISSION },
 } as const satisfies Record<string, KindRule>;
 
 export type HandlerKind = keyof typeof HANDLER_KINDS;

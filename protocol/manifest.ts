@@ -1,3 +1,4 @@
+import type { AdmissionOperation } from './invocation.ts';
 import type { HandlerKind } from './kinds.ts';
 import type { PROTOCOL } from './version.ts';
 
@@ -35,7 +36,10 @@ export interface HandlerFilters {
 export interface HandlerOptions {
   /** Attempts before the handler is given up (as a permanent failure). */
   retries?: number;
-  /** Seconds since the first attempt before the handler is given up. */
+  /**
+   * Seconds since the first attempt before the handler is given up; for admission handlers, how long
+   * the apiserver waits for the webhook (1 to 30, 10 by default).
+   */
   timeout?: number;
   /** Seconds before retrying after an unexpected error (the service applies it; default 60). */
   backoff?: number;
@@ -43,6 +47,16 @@ export interface HandlerOptions {
   optional?: boolean;
   /** Resume handlers: also for objects already being deleted. */
   deleted?: boolean;
+  /** Admission handlers: the operations reviewed; CREATE, UPDATE and DELETE by default. */
+  operations?: AdmissionOperation[];
+  /** Admission handlers: the subresource reviewed (`status`, `scale`, `*` for all); the object itself by default. */
+  subresource?: string;
+  /** Admission handlers: the webhook stays configured when the gateway exits. */
+  persistent?: boolean;
+  /** Admission handlers: acting outside the object (so dry runs must be told apart); false by default. */
+  sideEffects?: boolean;
+  /** Admission handlers: requests pass when the webhook cannot answer (failurePolicy Ignore); false by default. */
+  ignoreFailures?: boolean;
 }
 
 export interface HandlerSpec {

@@ -70,20 +70,14 @@ export class FunctionService {
     return new FunctionService(transport, sign, options, parsed);
   }
 
-  async invoke(invocation: InvocationRequest): Promise<InvocationResponse> {
+  /** Sends an invocation; waits `timeoutMs` at most (the service's call timeout unless given). */
+  async invoke(invocation: InvocationRequest, timeoutMs = this.timeoutMs): Promise<InvocationResponse> {
     const body = encoder.encode(JSON.stringify(invocation));
-    const answer = await send(
-      this.#transport,
-      this.#sign,
-      'POST',
-      PATHS.invoke,
-      body,
-      this.name,
-      this.timeoutMs,
-    );
+    const answer = await send(this.#transport, this.#sign, 'POST', PATHS.invoke, body, this.name, timeoutMs);
     return parseInvocationResponse(
       answer,
       invocation.handlers.map((handler) => handler.id),
+      invocation.reason === 'admission',
     );
   }
 

@@ -71,7 +71,12 @@ export function parseManifest(value: unknown): { manifest: Manifest; unknownKind
   return { manifest: { protocol: PROTOCOL, name: value.name, handlers }, unknownKinds };
 }
 
-export function parseInvocationResponse(value: unknown, handlerIds: readonly string[]): InvocationResponse {
+/** `admission`: the answer to an admission review, whose handlers may deny and warn. */
+export function parseInvocationResponse(
+  value: unknown,
+  handlerIds: readonly string[],
+  admission = false,
+): InvocationResponse {
   if (!isObject(value)) throw new ProtocolError('response is not a JSON object');
   checkProtocol(value, 'response');
   if (!isObject(value.outcomes)) throw new ProtocolError('response.outcomes is not an object');
@@ -79,7 +84,7 @@ export function parseInvocationResponse(value: unknown, handlerIds: readonly str
   for (const id of handlerIds) {
     const outcome = value.outcomes[id];
     if (outcome === undefined) throw new ProtocolError(`response has no outcome for handler "${id}"`);
-    outcomes[id] = parseOutcome(outcome, `response.outcomes.${id}`);
+    outcomes[id] = parseOutcome(outcome, `response.outcomes.${id}`, admission);
   }
   const logs: LogLine[] = [];
   if (value.logs !== undefined) {
@@ -96,9 +101,9 @@ export function parseInvocationResponse(value: unknown, handlerIds: readonly str
   return { protocol: PROTOCOL, outcomes, logs, ...(isObject(value.memo) ? { memo: value.memo } : {}) };
 }
 
-function parseOutcome(value: unknown, where: string): Outcome {
+function parseOutcome(value: unknown, where: string, admission: boolean): Outcome {
   if (!isObject(value)) throw new ProtocolError(`${where} is not an object`);
-  const effects = parseEffects(value, where);
+  const effects = parseEffects(value, where, admission);
   switch (value.status) {
     case 'success':
       return value.result === undefined
@@ -113,14 +118,24 @@ function parseOutcome(value: unknown, where: string): Outcome {
       return { status: 'permanent', message: String(value.message ?? ''), ...effects };
     case 'skipped':
       return { status: 'skipped', ...effects };
+    case 'denied':
+      if (!admission) throw new ProtocolError(`${where}.status "denied" answers admission reviews only`);
+      if (typeof value.message !== 'string' || !isHttpCode(value.code)) {
+        throw new ProtocolError(`${where}: a denial needs a message and an HTTP code (400 to 599)`);
+      }
+      return { status: 'denied', message: value.message, code: value.code, ...effects };
     default:
       throw new ProtocolError(
-        `${where}.status ${JSON.stringify(value.status)} is not success, temporary, permanent or skipped`,
+        `${where}.status ${JSON.stringify(value.status)} is not success, temporary, permanent, skipped${admission ? ' or denied' : ''}`,
       );
   }
 }
 
-function parseEffects(value: Record<string, unknown>, where: string): Effects {
+function isHttpCode(code: unknown): code is number {
+  return Number.isInteger(code) && (code as number) >= 400 && (code as number) <= 599;
+}
+
+function parseEffects(value: Record<string, unknown>, where: string, admission: boolean): Effects {
   const effects: Effects = {};
   if (value.patch !== undefined) {
     if (!isObject(value.patch))
@@ -170,7 +185,7 @@ function parseEffects(value: Record<string, unknown>, where: string): Effects {
     effects.subhandlers = Object.fromEntries(
       Object.entries(value.subhandlers).map(([id, outcome]) => [
         id,
-        parseOutcome(outcome, `${where}.subhandlers.${id}`),
+        parseOutcome(outcome, `${where}.subhandlers.${id}`, admission),
       ]),
     );
   }
@@ -179,6 +194,13 @@ function parseEffects(value: Record<string, unknown>, where: string): Effects {
       throw new ProtocolError(`${where}.requeueAfter must be a number of seconds > 0`);
     }
     effects.requeueAfter = value.requeueAfter;
+  }
+  if (value.warnings !== undefined) {
+    if (!admission) throw new ProtocolError(`${where}.warnings answer admission reviews only`);
+    if (!Array.isArray(value.warnings) || !value.warnings.every((warning) => typeof warning === 'string')) {
+      throw new ProtocolError(`${where}.warnings must be a list of strings`);
+    }
+    effects.warnings = value.warnings;
   }
   return effects;
 }

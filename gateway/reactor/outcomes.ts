@@ -44,6 +44,7 @@ export function recordOutcome<S>(
       record.message = 'skipped';
       break;
     case 'permanent':
+    case 'denied': // only admission handlers deny; the validation refuses it from others
       record.failure = true;
       record.message = outcome.message;
       log.error(`handler ${id} failed permanently: ${outcome.message}`);
@@ -87,6 +88,7 @@ export function subhandlerRecord(previous: Progress, outcome: Outcome, now: Date
     case 'skipped':
       return { started: previous.started, retries: previous.retries, success: true };
     case 'permanent':
+    case 'denied':
       return {
         started: previous.started,
         retries: previous.retries,

@@ -33,3 +33,14 @@ export function valueAt(value: unknown, dotted: string): unknown {
   }
   return current;
 }
+
+/** `target` with a JSON merge patch (RFC 7386) applied: objects merge key by key, `null` removes. */
+export function mergePatched(target: unknown, patch: unknown): unknown {
+  if (!isObject(patch)) return patch;
+  const result: Record<string, unknown> = isObject(target) ? { ...target } : {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete result[key];
+    else result[key] = mergePatched(result[key], value);
+  }
+  return result;
+}

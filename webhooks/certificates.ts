@@ -1,0 +1,139 @@
+/**
+ * The webhook server's certificates: a CA the apiserver trusts (its certificate is the configurations'
+ * `caBundle`) and a serving certificate it signs, for every name and address the apiserver may use.
+ * The CA lives long and the serving certificate is renewed well before it expires, signed by the same
+ * CA, so a renewal never changes what the apiserver trusts and no request fails during it. When the CA
+ * itself nears its end, the next CA goes into the bundle first and signs only later.
+ */
+
+import { X509Certificate } from 'node:crypto';
+import { isIP } from 'node:net';
+import { generate } from 'selfsigned';
+
+export interface CertificateAuthority {
+  cert: string;
+  key: string;
+}
+
+export interface Certificates {
+  /** Signs the serving certificate. */
+  ca: CertificateAuthority;
+  /** The next CA, already trusted, once the current one nears its end. */
+  nextCa?: CertificateAuthority;
+  /** The serving certificate (PEM) and its key. */
+  cert: string;
+  key: string;
+}
+
+const DAY_MS = 86_400_000;
+const CA_DAYS = 3650;
+const SERVING_DAYS = 90;
+/** Renew when this little of a certificate's life is left. */
+const RENEW_WITHIN = 1 / 3;
+
+/** What the apiserver must trust: the CA, and the next one once there is one. */
+export function caBundle(certificates: Certificates): string {
+  return [certificates.ca.cert, certificates.nextCa?.cert].filter(Boolean).join('');
+}
+
+/** The hosts the serving certificate names: DNS names and IP addresses. */
+export function hostsOf(certificates: Certificates): string[] {
+  const names = new X509Certificate(certificates.cert).subjectAltName ?? '';
+  return names
+    .split(', ')
+    .map((entry) => entry.replace(/^(DNS|IP Address):/, ''))
+    .filter(Boolean);
+}
+
+/**
+ * New certificates, or the given ones carried on: whatever is due (a serving certificate for other
+ * hosts or near its end, a next CA, the switch to it) is done; `changed` says whether anything was.
+ */
+export async function renewCertificates(
+  current: Certificates | undefined,
+  hosts: readonly string[],
+  now = new Date(),
+): Promise<{ certificates: Certificates; changed: boolean }> {
+  let ca = current?.ca;
+  let nextCa = current?.nextCa;
+  let changed = false;
+  if (!ca || expired(ca.cert, now)) {
+    ca = nextCa && !expired(nextCa.cert, now) ? nextCa : await authority(now);
+    nextCa = undefined;
+    changed = true;
+  } else if (!nextCa && nearEnd(ca.cert, now)) {
+    nextCa = await authority(now); // trusted first, used once the current CA is at its end
+    changed = true;
+  }
+  const keep =
+    current &&
+    !changed &&
+    !nearEnd(current.cert, now) &&
+    sameHosts(hostsOf(current), hosts) &&
+    new X509Certificate(current.cert).checkIssued(new X509Certificate(ca.cert));
+  if (keep) return { certificates: current, changed: false };
+  const serving = await servingCertificate(ca, hosts, now);
+  return { certificates: { ca, ...(nextCa ? { nextCa } : {}), ...serving }, changed: true };
+}
+
+/** When the serving certificate is to be renewed (a third of its life before its end). */
+export function renewalDue(certificates: Certificates): Date {
+  const certificate = new X509Certificate(certificates.cert);
+  const from = Date.parse(certificate.validFrom);
+  const to = Date.parse(certificate.validTo);
+  return new Date(to - (to - from) * RENEW_WITHIN);
+}
+
+async function authority(now: Date): Promise<CertificateAuthority> {
+  const generated = await generate([{ name: 'commonName', value: 'causeway webhooks CA' }], {
+    keyType: 'ec',
+    curve: 'P-256',
+    algorithm: 'sha256',
+    notBeforeDate: new Date(now.getTime() - 5 * 60_000), // clocks differ a little
+    notAfterDate: new Date(now.getTime() + CA_DAYS * DAY_MS),
+    extensions: [
+      { name: 'basicConstraints', cA: true, critical: true },
+      { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
+    ],
+  });
+  return { cert: generated.cert, key: generated.private };
+}
+
+async function servingCertificate(ca: CertificateAuthority, hosts: readonly string[], now: Date) {
+  const [first = 'localhost'] = hosts;
+  const generated = await generate([{ name: 'commonName', value: first }], {
+    keyType: 'ec',
+    curve: 'P-256',
+    algorithm: 'sha256',
+    notBeforeDate: new Date(now.getTime() - 5 * 60_000),
+    notAfterDate: new Date(now.getTime() + SERVING_DAYS * DAY_MS),
+    ca: { key: ca.key, cert: ca.cert },
+    extensions: [
+      { name: 'basicConstraints', cA: false },
+      { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
+      { name: 'extKeyUsage', serverAuth: true },
+      {
+        name: 'subjectAltName',
+        altNames: hosts.map((host) =>
+          isIP(host) ? { type: 7 as const, ip: host } : { type: 2 as const, value: host },
+        ),
+      },
+    ],
+  });
+  return { cert: generated.cert, key: generated.private };
+}
+
+function expired(pem: string, now: Date): boolean {
+  return Date.parse(new X509Certificate(pem).validTo) <= now.getTime();
+}
+
+function nearEnd(pem: string, now: Date): boolean {
+  const certificate = new X509Certificate(pem);
+  const from = Date.parse(certificate.validFrom);
+  const to = Date.parse(certificate.validTo);
+  return now.getTime() >= to - (to - from) * RENEW_WITHIN;
+}
+
+function sameHosts(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && [...a].sort().every((host, i) => host === [...b].sort()[i]);
+}

@@ -1,0 +1,132 @@
+/**
+ * The admission webhook server: HTTPS only (Node's https with Hono), one path per webhook. It parses
+ * the AdmissionReview, asks a decision callback for the verdict and answers the review; it knows
+ * nothing of handlers or gateways, so it runs alone in its tests. A body limit, a deadline below the
+ * webhook's own timeout, and a 400 with the reason for a malformed review: never a crash.
+ */
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { getRequestListener } from '@hono/node-server';
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { MalformedReview, parseReview, type ReviewRequest, reviewResponse, type Verdict } from './review.ts';
+
+/** Decides about one review for the webhook at `webhook` (the request's path); `signal` ends at the deadline. */
+export type Decide = (review: ReviewRequest, webhook: string, signal: AbortSignal) => Promise<Verdict>;
+
+export interface WebhookLogger {
+  warning(message: string): void;
+  error(message: string): void;
+}
+
+export interface WebhookServerOptions {
+  /** Where to listen: 127.0.0.1 for an apiserver on this host, 0.0.0.0 in a pod. */
+  host: string;
+  /** 0 for any free port. */
+  port: number;
+  key: string;
+  cert: string;
+  decide: Decide;
+  /** How long a decision may take; the apiserver gives up at the webhook's timeoutSeconds. */
+  deadlineMs(webhook: string): number;
+  logger: WebhookLogger;
+  /** Biggest review accepted: the object and the old one, each up to etcd's 1.5 MiB, and the rest. */
+  bodyLimitBytes?: number;
+  /** PEM of a CA: only clients with a certificate it signed (the apiserver's) are answered. */
+  clientCa?: string;
+}
+
+export interface WebhookServer {
+  /** `https://host:port`, as listened on. */
+  readonly url: string;
+  readonly port: number;
+  /** Serves with another certificate from the next connection on (a renewal), without a restart. */
+  setCertificate(key: string, cert: string): void;
+  close(): Promise<void>;
+}
+
+const DEFAULT_BODY_LIMIT = 4 * 1024 * 1024;
+
+export function webhookApp(
+  options: Pick<WebhookServerOptions, 'decide' | 'deadlineMs' | 'logger' | 'bodyLimitBytes'>,
+) {
+  const app = new Hono();
+  app.post(
+    '*',
+    bodyLimit({
+      maxSize: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT,
+      onError: (c) =>
+        c.json(
+          { error: `the review is larger than ${options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT} bytes` },
+          413,
+        ),
+    }),
+    async (c) => {
+      const webhook = c.req.path;
+      let review: ReviewRequest;
+      try {
+        review = parseReview(await c.req.json());
+      } catch (error) {
+        const reason =
+          error instanceof MalformedReview
+            ? error.message
+            : `the body is not JSON: ${(error as Error).message}`;
+        options.logger.warning(`webhook ${webhook}: refused a malformed review: ${reason}`);
+        return c.json({ error: reason }, 400);
+      }
+      const expiry = new AbortController();
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          reject(new Error('no decision before the deadline')); // first: a decision the abort hurries comes too late
+          expiry.abort();
+        }, options.deadlineMs(webhook));
+      });
+      try {
+        const verdict = await Promise.race([options.decide(review, webhook, expiry.signal), deadline]);
+        return c.json(reviewResponse(review.uid, verdict));
+      } catch (error) {
+        // The apiserver then applies the webhook's failure policy.
+        const message = error instanceof Error ? error.message : String(error);
+        options.logger.error(`webhook ${webhook}: review ${review.uid} failed: ${message}`);
+        return c.json({ error: message }, 500);
+      } finally {
+        clearTimeout(timer); // a decided review keeps no timer
+      }
+    },
+  );
+  app.all('*', (c) => c.json({ error: 'admission reviews are POSTed' }, 405));
+  return app;
+}
+
+export async function startWebhookServer(options: WebhookServerOptions): Promise<WebhookServer> {
+  const app = webhookApp(options);
+  const server: Server = createServer(
+    {
+      key: options.key,
+      cert: options.cert,
+      ...(options.clientCa ? { ca: options.clientCa, requestCert: true, rejectUnauthorized: true } : {}),
+    },
+    getRequestListener(app.fetch),
+  );
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = options.host.includes(':') ? `[${options.host}]` : options.host;
+  return {
+    url: `https://${host}:${port}`,
+    port,
+    setCertificate: (key, cert) =>
+      server.setSecureContext({ key, cert, ...(options.clientCa ? { ca: options.clientCa } : {}) }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
+  };
+}

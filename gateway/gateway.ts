@@ -8,6 +8,7 @@ import type { HandlerSpec } from '../protocol/index.ts';
 import { Components, component } from './components.ts';
 import { FunctionService } from './dispatch/function-service.ts';
 import { type FetchHandler, httpTransport, inProcessTransport } from './dispatch/transport.ts';
+import { Admission } from './engines/admission.ts';
 import { EventHandlers } from './engines/event-handlers.ts';
 import { DEFAULT_IDENTITY, type Identity } from './identity.ts';
 import { KubeClient } from './kube/client.ts';
@@ -82,6 +83,17 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     );
   }
   const served = new Map<string, { entry: ServedResource; watch: ResourceWatch }>();
+  const reviews = services.some((service) => service.manifest.handlers.some(isAdmissionHandler));
+  const admission = reviews
+    ? new Admission({
+        client,
+        identity,
+        settings: settings.admission,
+        namespaces: selection?.names,
+        serves: (namespace) => namespace === undefined || !selection || selection.matches(namespace),
+        logger,
+      })
+    : undefined;
   const synced: Promise<void>[] = [];
 
   /**
@@ -91,6 +103,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
    */
   async function serve(resource: DiscoveredResource, items: Unresolved[]): Promise<void> {
     const key = `${resource.plural}.${resource.group}/${resource.version}`;
+    const reviewed = items.filter(({ handler }) => isAdmissionHandler(handler));
+    for (const service of new Set(reviewed.map((item) => item.service))) {
+      const handlers = reviewed.filter((item) => item.service === service).map((item) => item.handler);
+      await admission?.serve(service, handlers, resource);
+    }
+    items = items.filter(({ handler }) => !isAdmissionHandler(handler));
+    if (items.length === 0) return; // reviewed only: nothing to watch
     const existing = served.get(key);
     if (existing) {
       bind(existing.entry, items);
@@ -193,6 +212,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     service.manifest.handlers.map((handler) => ({ service, handler })),
   );
   const unresolved = await resolve(handlers, true);
+  if (admission) await components.add(admission);
   let lookingLater: Promise<void> | undefined;
   await components.add(
     component('resource discovery', true, {
@@ -206,7 +226,15 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     }),
   );
   await components.start();
-  return { synced: Promise.all(synced).then(() => undefined), stop: () => components.stop() };
+  let stopped: Promise<void> | undefined;
+  return {
+    synced: Promise.all(synced).then(() => undefined),
+    stop: () => (stopped ??= components.stop()),
+  };
+}
+
+function isAdmissionHandler(handler: HandlerSpec): boolean {
+  return handler.kind === 'validate' || handler.kind === 'mutate';
 }
 
 function bind(entry: ServedResource, items: Unresolved[]): void {

@@ -28,6 +28,18 @@ export interface Settings {
     /** Backoff between attempts after a list or watch failed. */
     retryDelayMs: { first: number; max: number };
   };
+  admission: {
+    /**
+     * Where the apiserver reaches the webhook server: `local`, a URL on this host (an apiserver on the
+     * same machine); `service`, through the Service `service` names in the cluster.
+     */
+    reach: 'local' | 'service';
+    /** Where the server listens: port 0 takes any free one (`local` only). */
+    listen: { host: string; port: number };
+    service?: { namespace: string; name: string; port: number };
+    /** The Secret that keeps the certificates, so restarts and replicas share them; in memory when absent. */
+    certificates?: { namespace: string; name: string };
+  };
   persistence: {
     /**
      * Where the handled-record is kept: `auto` (the status where it keeps it, one write per change;
@@ -50,6 +62,7 @@ export const DEFAULT_SETTINGS: Settings = {
   },
   calls: { timeoutMs: 30_000, serviceRetryDelaysS: [1, 2, 5, 10, 30, 60] },
   watching: { pageSize: 500, watchSeconds: 300, retryDelayMs: { first: 250, max: 30_000 } },
+  admission: { reach: 'local', listen: { host: '127.0.0.1', port: 0 } },
   persistence: { stateIn: 'auto' },
 };
 
@@ -58,6 +71,7 @@ export function settingsWith(patch: SettingsPatch = {}): Settings {
     processing: { ...DEFAULT_SETTINGS.processing, ...patch.processing },
     calls: { ...DEFAULT_SETTINGS.calls, ...patch.calls },
     watching: { ...DEFAULT_SETTINGS.watching, ...patch.watching },
+    admission: { ...DEFAULT_SETTINGS.admission, ...patch.admission },
     persistence: { ...DEFAULT_SETTINGS.persistence, ...patch.persistence },
   };
 }

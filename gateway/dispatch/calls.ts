@@ -29,6 +29,9 @@ export interface CallSubject {
   object: KubernetesObject;
   memo?: Record<string, unknown>;
   event?: InvocationRequest['event'];
+  admission?: InvocationRequest['admission'];
+  /** How long to wait for the answers; each service's own call timeout unless given. */
+  timeoutMs?: number;
 }
 
 /** Seconds before calling a service again after it could not be reached or answered badly, by retry. */
@@ -51,18 +54,23 @@ export async function callServices(
   return Promise.all(
     calls.map(async ({ service, handlers }): Promise<ServiceAnswer> => {
       try {
+        const timeoutMs = subject.timeoutMs ?? service.timeoutMs;
         const request = invocationRequest(
           subject.reason,
           subject.resource,
           subject.object,
           handlers,
-          service.timeoutMs,
+          timeoutMs,
         );
-        const response = await service.invoke({
-          ...request,
-          ...(subject.memo ? { memo: subject.memo } : {}),
-          ...(subject.event ? { event: subject.event } : {}),
-        });
+        const response = await service.invoke(
+          {
+            ...request,
+            ...(subject.memo ? { memo: subject.memo } : {}),
+            ...(subject.event ? { event: subject.event } : {}),
+            ...(subject.admission ? { admission: subject.admission } : {}),
+          },
+          timeoutMs,
+        );
         for (const line of response.logs)
           log.log(line.level, line.handler ? `${line.handler}: ${line.message}` : line.message);
         return { service, outcomes: response.outcomes, ...(response.memo ? { memo: response.memo } : {}) };

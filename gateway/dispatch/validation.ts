@@ -126,7 +126,7 @@ function parseOutcome(value: unknown, where: string, admission: boolean): Outcom
       return { status: 'denied', message: value.message, code: value.code, ...effects };
     default:
       throw new ProtocolError(
-        `${where}.status ${JSON.stringify(value.status)} is not success, temporary, permanent, skipped${admission ? ' or denied' : ''}`,
+        `${where}.status ${JSON.stringify(value.status)} is not success, temporary, permanent${admission ? ', skipped or denied' : ' or skipped'}`,
       );
   }
 }

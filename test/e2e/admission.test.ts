@@ -1,0 +1,205 @@
+/**
+ * Admission through the real apiserver: it calls the gateway's HTTPS webhook server, which the
+ * gateway configured (ValidatingWebhookConfiguration and MutatingWebhookConfiguration) at start.
+ */
+import assert from 'node:assert/strict';
+import { before, describe, it, type TestContext } from 'node:test';
+import { AdmissionError, operator } from '../../functions/index.ts';
+import { serveFetch } from '../../gateway/cli/serve.ts';
+import { startGateway } from '../../gateway/gateway.ts';
+import type { KubeClient } from '../../gateway/kube/client.ts';
+import { ApiError } from '../../gateway/kube/errors.ts';
+import type { KubernetesObject } from '../../protocol/index.ts';
+import { testNamespace } from '../support/cluster.ts';
+import { kubectl } from '../support/kubectl.ts';
+import {
+  applyFile,
+  kubeClient,
+  kubeConfig,
+  memoryLogger,
+  runOperator,
+  TEST_SECRET,
+} from '../support/operator.ts';
+
+const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
+const CONFIGURATIONS = ['validatingwebhookconfigurations', 'mutatingwebhookconfigurations'];
+
+interface Seen {
+  operation: string | undefined;
+  dryRun: boolean;
+  old?: unknown;
+  new?: unknown;
+  user?: string;
+}
+
+/** Refuses spec.field "forbidden", warns about spec.legacy, and defaults spec.replicas to 1. */
+function admissionOperator(options: { persistent?: boolean } = {}) {
+  const seen: Seen[] = [];
+  const op = operator({ name: 'admission', secret: TEST_SECRET });
+  op.on.validate(
+    'kopfexamples',
+    { persistent: options.persistent ?? false },
+    function check_field({ spec, operation, dryRun, old, new: after, userInfo, warnings }) {
+      seen.push({ operation, dryRun, old, new: after, user: userInfo?.username });
+      if (spec.legacy !== undefined) warnings.push('spec.legacy is deprecated');
+      if (spec.field === 'forbidden') throw new AdmissionError('spec.field must not be "forbidden"', 422);
+    },
+  );
+  op.on.mutate('kopfexamples', { operations: ['CREATE'] }, function default_replicas({ spec, patch }) {
+    if (spec.replicas === undefined) patch.spec = { replicas: 1 };
+  });
+  return { op, seen };
+}
+
+function kex(namespace: string, name: string, spec: Record<string, unknown>): string {
+  return JSON.stringify({
+    apiVersion: 'kopf.dev/v1',
+    kind: 'KopfExample',
+    metadata: { name, namespace },
+    spec,
+  });
+}
+
+async function configured(client: KubeClient): Promise<string[]> {
+  const names: string[] = [];
+  for (const kind of CONFIGURATIONS) {
+    try {
+      const configuration = await client.get<{ webhooks?: Array<{ name: string }> }>(
+        `/apis/admissionregistration.k8s.io/v1/${kind}/causeway.dev`,
+      );
+      names.push(...(configuration.webhooks ?? []).map((webhook) => `${kind}: ${webhook.name}`));
+    } catch (error) {
+      if (!(error instanceof ApiError && error.status === 404)) throw error;
+    }
+  }
+  return names;
+}
+
+describe('admission webhooks through the real apiserver', () => {
+  let client: KubeClient;
+
+  before(async () => {
+    await applyFile(CRD);
+    client = await kubeClient();
+  });
+
+  async function start(t: TestContext, options: { persistent?: boolean } = {}) {
+    const namespace = await testNamespace(t);
+    const { op, seen } = admissionOperator(options);
+    const running = await runOperator(op, { namespaces: [namespace] });
+    t.after(() => running.stop());
+    return { namespace, seen, running };
+  }
+
+  it("refuses an object with the handler's message: kubectl says it", async (t) => {
+    const { namespace } = await start(t);
+    const refused = await kubectl(['create', '-f', '-'], kex(namespace, 'bad', { field: 'forbidden' }));
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.stderr, /denied the request: spec\.field must not be "forbidden"/);
+    const accepted = await kubectl(['create', '-f', '-'], kex(namespace, 'good', { field: 'fine' }));
+    assert.equal(accepted.code, 0, accepted.stderr);
+  });
+
+  it('stores the default a mutating handler sets, and returns warnings to the client', async (t) => {
+    const { namespace } = await start(t);
+    const created = await kubectl(['create', '-f', '-'], kex(namespace, 'defaulted', { legacy: true }));
+    assert.equal(created.code, 0, created.stderr);
+    assert.match(created.stderr, /Warning: spec\.legacy is deprecated/);
+    const stored = await client.get<KubernetesObject>(
+      `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/defaulted`,
+    );
+    assert.equal(stored.spec?.replicas, 1);
+  });
+
+  it('tells handlers of a server-side dry run, which stores nothing', async (t) => {
+    const { namespace, seen } = await start(t);
+    const dry = await kubectl(
+      ['create', '--dry-run=server', '-f', '-'],
+      kex(namespace, 'dry', { field: 'x' }),
+    );
+    assert.equal(dry.code, 0, dry.stderr);
+    assert.deepEqual(
+      seen.map(({ operation, dryRun }) => [operation, dryRun]),
+      [['CREATE', true]],
+    );
+    const gone = await kubectl(['get', '-n', namespace, 'kopfexample', 'dry']);
+    assert.notEqual(gone.code, 0);
+  });
+
+  it('gives UPDATE reviews the old and the new object, and the user who asked', async (t) => {
+    const { namespace, seen } = await start(t);
+    assert.equal(
+      (await kubectl(['create', '-f', '-'], kex(namespace, 'changing', { field: 'one' }))).code,
+      0,
+    );
+    const patched = await kubectl([
+      'patch',
+      '-n',
+      namespace,
+      'kopfexample',
+      'changing',
+      '--type=merge',
+      '-p',
+      '{"spec":{"field":"two"}}',
+    ]);
+    assert.equal(patched.code, 0, patched.stderr);
+    const update = seen.find((each) => each.operation === 'UPDATE');
+    assert.ok(update, 'the update was reviewed');
+    const [before, after] = [update.old, update.new] as KubernetesObject[];
+    assert.deepEqual([before?.spec?.field, after?.spec?.field], ['one', 'two']);
+    assert.equal(typeof update.user, 'string');
+  });
+
+  it('removes its webhooks on a graceful exit, and keeps the persistent ones', async (t) => {
+    const { running } = await start(t, { persistent: true });
+    const names = await configured(client);
+    assert.deepEqual(
+      names.map((name) => name.split(':')[0]),
+      CONFIGURATIONS,
+      `one webhook of each: ${names.join(', ')}`,
+    );
+    await running.stop();
+    assert.deepEqual(
+      await configured(client),
+      names.filter((name) => name.startsWith('validating')),
+    );
+    // Persistent means it outlives the gateway; the test cleans it up itself.
+    await client.request(
+      '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/causeway.dev',
+      {
+        method: 'DELETE',
+      },
+    );
+  });
+
+  it('lets requests through when the function service is down only for handlers that ignore failures', async (t) => {
+    const namespace = await testNamespace(t);
+    const op = operator({ name: 'fragile', secret: TEST_SECRET });
+    op.on.validate('kopfexamples', { id: 'lenient', ignoreFailures: true, operations: ['CREATE'] }, () => {});
+    op.on.validate(
+      'kopfexamples',
+      { id: 'strict', operations: ['CREATE'], labels: { strict: 'yes' } },
+      () => {},
+    );
+    const server = await serveFetch(op, { port: 0, host: '127.0.0.1' });
+    const gateway = await startGateway({
+      functions: [server.url],
+      secret: new TextEncoder().encode(TEST_SECRET),
+      kubeconfig: await kubeConfig(),
+      logger: memoryLogger(),
+      namespaces: [namespace],
+    });
+    t.after(() => gateway.stop());
+    await gateway.synced;
+    await server.close(); // the function service goes away; the gateway's webhooks stay
+
+    const lenient = await kubectl(['create', '-f', '-'], kex(namespace, 'lenient', {}));
+    assert.equal(lenient.code, 0, lenient.stderr);
+    assert.match(lenient.stderr, /Warning: admission handler lenient of "fragile" could not decide/);
+    const strict = JSON.parse(kex(namespace, 'strict', {}));
+    strict.metadata.labels = { strict: 'yes' };
+    const refused = await kubectl(['create', '-f', '-'], JSON.stringify(strict));
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.stderr, /admission handler strict of "fragile" could not decide/);
+  });
+});

@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { bundleCli, IMAGE_NODE_FLAGS } from '../deploy/build.ts';
+import { type ControlPlane, cacheRoot, startControlPlane } from '../deploy/control-plane/index.ts';
 import { applyManifests, parseManifests } from '../gateway/kube/apply.ts';
 import { KubeClient } from '../gateway/kube/client.ts';
-import { type ControlPlane, cacheRoot, startControlPlane } from '../test/cluster/index.ts';
 import { ensureKopf, KOPF_VERSION } from './kopf.ts';
 
 export const ROOT = new URL('..', import.meta.url).pathname;

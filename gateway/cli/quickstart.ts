@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { startControlPlane } from '../../test/cluster/index.ts';
+import { startControlPlane } from '../../deploy/control-plane/index.ts';
 import { startGateway } from '../gateway.ts';
 import { applyManifests, parseManifests } from '../kube/apply.ts';
 import { KubeClient } from '../kube/client.ts';

@@ -1,3 +1,5 @@
+export type { FetchHandler } from './dispatch/transport.ts';
 export { type Gateway, type GatewayOptions, startGateway } from './gateway.ts';
 export { DEFAULT_IDENTITY, type Identity } from './identity.ts';
 export { createLogger, type Logger } from './logging.ts';
+export { ensureProcessSecret } from './secret.ts';

@@ -13,10 +13,10 @@ import { startGateway } from '../gateway.ts';
 import { applyManifests, parseManifests } from '../kube/apply.ts';
 import { KubeClient } from '../kube/client.ts';
 import { createLogger } from '../logging.ts';
+import { ensureProcessSecret } from '../secret.ts';
 import { sleep } from '../timing.ts';
 import { untilSignal } from './main.ts';
 import { loadOperatorModule } from './operator-module.ts';
-import { ensureProcessSecret } from './secret.ts';
 
 const EXAMPLE = new URL('../../examples/01-minimal/', import.meta.url);
 const NAMESPACE = 'default';

@@ -9,8 +9,8 @@
  *   npm run bench -- [--objects 1000] [--only kopf|causeway|apiserver] [--node-flags="…"]
  */
 import { parseArgs } from 'node:util';
+import { freePorts } from '../deploy/control-plane/ports.ts';
 import type { KubeClient } from '../gateway/kube/client.ts';
-import { freePorts } from '../test/cluster/ports.ts';
 import {
   createBacklog,
   forEachName,

@@ -19,12 +19,17 @@ import {
 import { dirname, join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { bundleCli, IMAGE_NODE_FLAGS } from '../deploy/build.ts';
+import {
+  type ControlPlane,
+  cacheRoot,
+  ensureBinaries,
+  startControlPlane,
+} from '../deploy/control-plane/index.ts';
 import { applyManifests, parseManifests } from '../gateway/kube/apply.ts';
 import { KubeClient } from '../gateway/kube/client.ts';
 import { type WatchEvent, Watcher } from '../gateway/kube/watcher.ts';
 import { createLogger } from '../gateway/logging.ts';
 import { DEFAULT_SETTINGS } from '../gateway/settings.ts';
-import { type ControlPlane, cacheRoot, ensureBinaries, startControlPlane } from '../test/cluster/index.ts';
 import { ensureKopf, KOPF_VERSION } from './kopf.ts';
 
 export const ROOT = new URL('..', import.meta.url).pathname;

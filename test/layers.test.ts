@@ -1,6 +1,9 @@
 /**
  * The layers import one way: protocol ← functions, protocol ← webhooks ← gateway. functions/ and
  * protocol/ must also run on Workers, so they may not touch Node built-ins or Node-only packages.
+ * testing/ is public: it reaches the gateway only through gateway/index.ts, as its users do. What runs
+ * outside the tests (gateway/, and deploy/, whose control plane `npm start` starts) imports neither
+ * test/ nor bench/.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -21,18 +24,37 @@ interface Rule {
   forbidden: Array<{ test: (specifier: string, file: string) => boolean; why: string }>;
 }
 
-const insideOf = (specifier: string, file: string, folder: string) =>
-  specifier.startsWith('.') && relative(ROOT, join(file, '..', specifier)).split('/')[0] === folder;
+/** Where a relative import lands, from the repository's root. */
+const targetOf = (specifier: string, file: string) => relative(ROOT, join(file, '..', specifier));
+/** The top-level folder an import lands in: by a relative path, or by a causeway/<folder> entry. */
+function folderOf(specifier: string, file: string): string | undefined {
+  if (specifier.startsWith('.')) return targetOf(specifier, file).split('/')[0];
+  return /^causeway\/([^/]+)/.exec(specifier)?.[1];
+}
 const nodeBuiltin = { test: (specifier: string) => specifier.startsWith('node:'), why: 'a Node built-in' };
 const nodeOnly = {
   test: (specifier: string) => NODE_ONLY_PACKAGES.includes(specifier),
   why: 'a Node-only package',
 };
 const layer = (folder: string) => ({
-  test: (specifier: string, file: string) =>
-    insideOf(specifier, file, folder) || specifier.startsWith(`causeway/${folder}`),
+  test: (specifier: string, file: string) => folderOf(specifier, file) === folder,
   why: `${folder}/`,
 });
+/** Any folder of the repository but these; packages and Node built-ins stay allowed. */
+const outside = (...allowed: string[]) => ({
+  test: (specifier: string, file: string) => {
+    const folder = folderOf(specifier, file);
+    return folder !== undefined && !allowed.includes(folder);
+  },
+  why: `outside ${allowed.map((folder) => `${folder}/`).join(', ')}`,
+});
+const gatewayInternals = {
+  test: (specifier: string, file: string) =>
+    specifier.startsWith('.') &&
+    targetOf(specifier, file).startsWith('gateway/') &&
+    targetOf(specifier, file) !== 'gateway/index.ts',
+  why: 'gateway/ internals: only its public entry, gateway/index.ts',
+};
 
 const RULES: Rule[] = [
   {
@@ -40,7 +62,13 @@ const RULES: Rule[] = [
     forbidden: [nodeBuiltin, nodeOnly, layer('functions'), layer('gateway'), layer('webhooks')],
   },
   { layer: 'functions', forbidden: [nodeBuiltin, nodeOnly, layer('gateway'), layer('webhooks')] },
-  { layer: 'webhooks', forbidden: [layer('gateway'), layer('functions')] },
+  { layer: 'webhooks', forbidden: [outside('webhooks', 'protocol')] },
+  { layer: 'gateway', forbidden: [layer('test'), layer('bench')] },
+  {
+    layer: 'testing',
+    forbidden: [outside('testing', 'protocol', 'functions', 'gateway'), gatewayInternals],
+  },
+  { layer: 'deploy', forbidden: [layer('test'), layer('bench')] },
 ];
 
 function sourceFiles(folder: string): string[] {

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type ControlPlane, startControlPlane } from './cluster/index.ts';
+import { type ControlPlane, startControlPlane } from '../deploy/control-plane/index.ts';
 import { packPackage } from './package/project.ts';
 
 let controlPlane: ControlPlane | undefined;

@@ -3,7 +3,7 @@
  * built, signed and answered exactly as it would be for the gateway, so it works with any operator
  * made with causeway/functions. Needs Node (it shares the secret through the process environment).
  */
-import { ensureProcessSecret } from '../gateway/cli/secret.ts';
+import { ensureProcessSecret } from '../gateway/index.ts';
 import {
   type DueHandler,
   type InvocationResponse,

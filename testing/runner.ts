@@ -3,10 +3,14 @@
  * KopfRunner): the gateway calls the operator's fetch handler in this process, signed as always.
  */
 import { KubeConfig } from '@kubernetes/client-node';
-import { ensureProcessSecret } from '../gateway/cli/secret.ts';
-import type { FetchHandler } from '../gateway/dispatch/transport.ts';
-import { type Gateway, type GatewayOptions, startGateway } from '../gateway/gateway.ts';
-import { createLogger } from '../gateway/logging.ts';
+import {
+  createLogger,
+  ensureProcessSecret,
+  type FetchHandler,
+  type Gateway,
+  type GatewayOptions,
+  startGateway,
+} from '../gateway/index.ts';
 import { encodeSecret } from '../protocol/index.ts';
 
 export interface RunOptions extends Omit<GatewayOptions, 'functions' | 'secret' | 'kubeconfig'> {

@@ -7,10 +7,11 @@ import type { LogLevel } from '../../protocol/index.ts';
 import { type GatewayOptions, startGateway } from '../gateway.ts';
 import { DEFAULT_IDENTITY, type Identity } from '../identity.ts';
 import { createLogger, type Logger } from '../logging.ts';
+import { ensureProcessSecret, SECRET_VARIABLE } from '../secret.ts';
 import { init } from './init.ts';
 import { loadOperatorModule } from './operator-module.ts';
 import { release } from './release.ts';
-import { ensureProcessSecret, readSecret, SECRET_VARIABLE } from './secret.ts';
+import { readSecret } from './secret.ts';
 import { serveFetch } from './serve.ts';
 
 const VERSION = packageJson.version;

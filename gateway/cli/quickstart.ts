@@ -8,15 +8,15 @@ import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { startControlPlane } from '../../test/cluster/index.ts';
+import { startControlPlane } from '../../deploy/control-plane/index.ts';
 import { startGateway } from '../gateway.ts';
 import { applyManifests, parseManifests } from '../kube/apply.ts';
 import { KubeClient } from '../kube/client.ts';
 import { createLogger } from '../logging.ts';
+import { ensureProcessSecret } from '../secret.ts';
 import { sleep } from '../timing.ts';
 import { untilSignal } from './main.ts';
 import { loadOperatorModule } from './operator-module.ts';
-import { ensureProcessSecret } from './secret.ts';
 
 const EXAMPLE = new URL('../../examples/01-minimal/', import.meta.url);
 const NAMESPACE = 'default';

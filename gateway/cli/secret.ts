@@ -1,8 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { encodeSecret } from '../../protocol/index.ts';
-
-export const SECRET_VARIABLE = 'CAUSEWAY_SECRET';
+import { SECRET_VARIABLE } from '../secret.ts';
 
 /** The shared signing secret: from a file, else from $CAUSEWAY_SECRET. */
 export function readSecret(file: string | undefined): Uint8Array {
@@ -13,10 +11,4 @@ export function readSecret(file: string | undefined): Uint8Array {
     );
   }
   return encodeSecret(value);
-}
-
-/** For one process that is both gateway and function service: a fresh secret nobody else knows. */
-export function ensureProcessSecret(): Uint8Array {
-  process.env[SECRET_VARIABLE] ||= randomBytes(32).toString('base64url');
-  return encodeSecret(process.env[SECRET_VARIABLE]);
 }

@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
-import { cacheRoot } from '../cluster/index.ts';
+import { cacheRoot } from '../../deploy/control-plane/index.ts';
 import { startCli } from '../support/processes.ts';
 
 describe('quickstart (npm start)', () => {

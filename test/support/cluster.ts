@@ -1,6 +1,6 @@
 import type { TestContext } from 'node:test';
-import { type ApiTarget, apiRequest } from '../cluster/https.ts';
-import { readKubeconfig } from '../cluster/kubeconfig.ts';
+import { type ApiTarget, apiRequest } from '../../deploy/control-plane/https.ts';
+import { readKubeconfig } from '../../deploy/control-plane/kubeconfig.ts';
 
 export interface TestCluster extends ApiTarget {
   kubeconfigPath: string;

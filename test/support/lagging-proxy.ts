@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { request } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
-import type { ApiTarget } from '../cluster/https.ts';
+import type { ApiTarget } from '../../deploy/control-plane/https.ts';
 
 export interface LaggingProxy {
   /** A kubeconfig whose cluster is this proxy. */

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import test from 'node:test';
 import { promisify } from 'node:util';
-import { testCluster, testNamespace } from '../support/cluster.ts';
+import { testCluster, testNamespace } from '../../test/support/cluster.ts';
 import { type ApiTarget, apiRequest } from './https.ts';
 import { KUBERNETES_VERSION } from './versions.ts';
 import { waitFor } from './wait.ts';

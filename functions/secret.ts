@@ -1,6 +1,4 @@
-import { encodeSecret } from '../protocol/index.ts';
-
-const VARIABLE = 'CAUSEWAY_SECRET';
+import { encodeSecret, SECRET_VARIABLE } from '../protocol/index.ts';
 
 /** Read through globalThis so that no runtime's module has to be imported. */
 interface Runtimes {
@@ -19,18 +17,18 @@ export function secretSource(secret?: string | Uint8Array): (env: unknown) => Ui
   }
   return (env) => {
     const found = fromBinding(env) || fromEnvironment();
-    if (!found) throw new Error(`no signing secret configured: set ${VARIABLE}`);
+    if (!found) throw new Error(`no signing secret configured: set ${SECRET_VARIABLE}`);
     return encodeSecret(found);
   };
 }
 
 function fromBinding(env: unknown): string | undefined {
   const value =
-    typeof env === 'object' && env !== null ? (env as Record<string, unknown>)[VARIABLE] : undefined;
+    typeof env === 'object' && env !== null ? (env as Record<string, unknown>)[SECRET_VARIABLE] : undefined;
   return typeof value === 'string' ? value : undefined;
 }
 
 function fromEnvironment(): string | undefined {
   const runtimes = globalThis as Runtimes;
-  return runtimes.process?.env?.[VARIABLE] || runtimes.Deno?.env.get(VARIABLE);
+  return runtimes.process?.env?.[SECRET_VARIABLE] || runtimes.Deno?.env.get(SECRET_VARIABLE);
 }

@@ -1,8 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { encodeSecret } from '../protocol/index.ts';
-
-/** Where the gateway and the function services look for their shared signing secret. */
-export const SECRET_VARIABLE = 'CAUSEWAY_SECRET';
+import { encodeSecret, SECRET_VARIABLE } from '../protocol/index.ts';
 
 /**
  * For one process that is both gateway and function service (a fetch handler in

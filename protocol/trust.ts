@@ -6,6 +6,8 @@
 import { errors, jwtVerify, SignJWT } from 'jose';
 
 export const ISSUER = 'causeway-gateway';
+/** The environment variable in which the gateway and the function services find their shared secret. */
+export const SECRET_VARIABLE = 'CAUSEWAY_SECRET';
 /** Tokens may live at most this long; the gateway signs for less. */
 export const MAX_TOKEN_SECONDS = 60;
 export const DEFAULT_TOKEN_SECONDS = 30;

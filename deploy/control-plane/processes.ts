@@ -88,11 +88,20 @@ export async function supervise(
     detached: true,
     stdio: ['pipe', out.fd, log.fd, 'pipe'],
   });
+  // Listened for from the spawn on: a command that exits before it is reported ready, or while the
+  // files close, must still be seen to exit.
+  let exit: Exit | undefined;
+  const exited = new Promise<Exit>((resolve) =>
+    child.once('exit', (code, signal) => {
+      exit = { code, signal };
+      resolve(exit);
+    }),
+  );
   try {
     await new Promise<void>((resolve, reject) => {
       child.stdio[3]?.once('data', () => resolve());
       child.once('error', reject);
-      child.once('exit', (code, signal) =>
+      void exited.then(({ code, signal }) =>
         reject(new Error(`${name}: the supervisor exited (${code ?? signal})`)),
       );
     });
@@ -102,14 +111,6 @@ export async function supervise(
   }
   const pid = child.pid;
   if (pid === undefined) throw new Error(`${name}: sh started without a pid`);
-
-  let exit: Exit | undefined;
-  const exited = new Promise<Exit>((resolve) =>
-    child.once('exit', (code, signal) => {
-      exit = { code, signal };
-      resolve(exit);
-    }),
-  );
 
   let stopping: Promise<Exit> | undefined;
   return {

@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { encodeSecret } from '../../protocol/index.ts';
-import { SECRET_VARIABLE } from '../secret.ts';
+import { encodeSecret, SECRET_VARIABLE } from '../../protocol/index.ts';
 
 /** The shared signing secret: from a file, else from $CAUSEWAY_SECRET. */
 export function readSecret(file: string | undefined): Uint8Array {

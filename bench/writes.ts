@@ -57,11 +57,40 @@ interface Result {
   writes: WriteCounts;
 }
 
+interface Contender {
+  name: string;
+  command(namespace: string): Command;
+  /** Resolves once the operator is ready for the scenario (when it must be, before the first create). */
+  ready?(client: KubeClient): Promise<unknown>;
+}
+
 async function main(): Promise<void> {
   const commands = await prepareContenders();
-  const all: { name: string; command(namespace: string): Command }[] = [
+  const all: Contender[] = [
     { name: KOPF_NAME, command: (namespace) => commands.kopf('kopf_lifecycle.py', namespace) },
     { name: 'causeway', command: (namespace) => commands.causeway('causeway-lifecycle.ts', namespace) },
+    {
+      name: 'causeway, with admission',
+      command: (namespace) => ({
+        ...commands.causeway('causeway-lifecycle.ts', namespace),
+        env: { ...process.env, BENCH_ADMISSION: '1' },
+      }),
+      // Its webhooks must be configured before the object is created.
+      ready: (client) =>
+        until('the finalizer webhook', async () => {
+          try {
+            const configuration = await client.get<{ webhooks?: Array<{ name: string }> }>(
+              '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/causeway.dev',
+            );
+            return (
+              configuration.webhooks?.some((webhook) => webhook.name.startsWith('finalizer-')) || undefined
+            );
+          } catch (error) {
+            if (error instanceof ApiError && error.status === 404) return undefined;
+            throw error;
+          }
+        }),
+    },
   ];
   const contenders = all.filter((contender) => !values.only || contender.name.startsWith(values.only));
 
@@ -77,6 +106,7 @@ async function main(): Promise<void> {
           BENCH_DELETE_RETURNS: deleteReturns,
         });
         try {
+          await contender.ready?.(client);
           say(
             `${contender.name}, delete handler returning ${deleteReturns}: create → update → delete of one KopfExample in ${namespace}`,
           );

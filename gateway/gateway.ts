@@ -18,7 +18,8 @@ import { createLogger, type Logger } from './logging.ts';
 import { kubeReactorApi } from './reactor/api.ts';
 import { functionServiceCaller } from './reactor/calls.ts';
 import { ResourceReactor } from './reactor/cycle.ts';
-import type { ServedResource } from './reactor/model.ts';
+import { needsFinalizer } from './reactor/finalizers.ts';
+import { candidatesOf, type ServedResource } from './reactor/model.ts';
 import { ObjectQueue } from './reactor/queue.ts';
 import { type Settings, type SettingsPatch, settingsWith } from './settings.ts';
 import { statusKeeps, versionSchema } from './state/schema.ts';
@@ -83,6 +84,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     );
   }
   const served = new Map<string, { entry: ServedResource; watch: ResourceWatch }>();
+  /** Resources some admission handler reviews. */
+  const reviewedKeys = new Set<string>();
   const reviews = services.some((service) => service.manifest.handlers.some(isAdmissionHandler));
   const admission = reviews
     ? new Admission({
@@ -109,10 +112,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       await admission?.serve(service, handlers, resource);
     }
     items = items.filter(({ handler }) => !isAdmissionHandler(handler));
+    if (reviewed.length > 0) reviewedKeys.add(key);
     if (items.length === 0) return; // reviewed only: nothing to watch
     const existing = served.get(key);
     if (existing) {
       bind(existing.entry, items);
+      await holdAtCreation(key, existing.entry);
       await existing.watch.reselect(selectorOf(existing.entry));
       return;
     }
@@ -153,6 +158,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       },
     });
     served.set(key, { entry, watch });
+    await holdAtCreation(key, entry);
     // Added in this order, stopped in the reverse: no new events, then the cycles finish, then event calls.
     await components.add(component(`event handlers of ${key}`, true, { stop: () => eventHandlers.stop() }));
     await components.add(component(`queue of ${key}`, true, { stop: () => queue.stop() }));
@@ -162,6 +168,16 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         stop: () => watch.stop(),
       }),
     );
+  }
+
+  /**
+   * Where the gateway serves admission for a resource with delete handlers, its own webhook puts the
+   * finalizer on at creation, which then costs no write of its own.
+   */
+  async function holdAtCreation(key: string, entry: ServedResource): Promise<void> {
+    if (!admission || !reviewedKeys.has(key)) return;
+    if (!entry.bindings.some(({ handlers }) => handlers.some((handler) => handler.kind === 'delete'))) return;
+    await admission.holdAtCreation(entry.resource, (object) => needsFinalizer(object, candidatesOf(entry)));
   }
 
   /** Serves every handler whose resource discovery knows now; returns the others. */

@@ -39,6 +39,8 @@ export interface Settings {
     service?: { namespace: string; name: string; port: number };
     /** The Secret that keeps the certificates, so restarts and replicas share them; in memory when absent. */
     certificates?: { namespace: string; name: string };
+    /** PEM of the CA that signed the apiserver's client certificate: other clients are refused (Kopf's verify_cafile). */
+    clientCa?: string;
   };
   persistence: {
     /**

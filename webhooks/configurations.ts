@@ -59,8 +59,14 @@ export function webhookOf(
   };
 }
 
+/** The webhook's path in its URL, percent-encoded; the server is given it decoded (see webhookKey). */
 export function webhookPath(service: string, handlerId: string): string {
   return `/${encodeURIComponent(service)}/${encodeURIComponent(handlerId)}`;
+}
+
+/** The path as the server hands it to the decision: decoded, as the apiserver may have sent it. */
+export function webhookKey(webhook: Pick<Webhook, 'path'>): string {
+  return decodeURIComponent(webhook.path);
 }
 
 /**

@@ -175,6 +175,26 @@ describe('the webhook server', () => {
     );
   });
 
+  it('loses no request while its certificate is renewed under load', async (t) => {
+    const { server, post } = await serve(t, async () => ({ allowed: true }));
+    let renewing = true;
+    const renewals = (async () => {
+      let count = 0;
+      while (renewing) {
+        const next = (await renewCertificates(certificates, ['127.0.0.1', `renewal-${count++}.example`]))
+          .certificates;
+        server.setCertificate(next.key, next.cert);
+      }
+      return count;
+    })();
+    const answers = await Promise.all(
+      Array.from({ length: 200 }, async () => (await post('/v', review())).status),
+    );
+    renewing = false;
+    assert.ok((await renewals) > 0, 'certificates were swapped meanwhile');
+    assert.deepEqual(new Set(answers), new Set([200]));
+  });
+
   it('answers only clients with a certificate from the given CA, when given one', async (t) => {
     const { post } = await serve(t, async () => ({ allowed: true }), { clientCa: certificates.ca.cert });
     await assert.rejects(post('/v', review()), /fetch failed/);

@@ -11,7 +11,10 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { MalformedReview, parseReview, type ReviewRequest, reviewResponse, type Verdict } from './review.ts';
 
-/** Decides about one review for the webhook at `webhook` (the request's path); `signal` ends at the deadline. */
+/**
+ * Decides about one review for the webhook at `webhook` (the request's path, percent-decoded);
+ * `signal` ends at the deadline.
+ */
 export type Decide = (review: ReviewRequest, webhook: string, signal: AbortSignal) => Promise<Verdict>;
 
 export interface WebhookLogger {
@@ -62,7 +65,13 @@ export function webhookApp(
         ),
     }),
     async (c) => {
-      const webhook = c.req.path;
+      // Decoded: the apiserver may send an encoded slash of a handler id (`fn%2Fspec.field`) as `/`.
+      let webhook: string;
+      try {
+        webhook = decodeURIComponent(new URL(c.req.url).pathname);
+      } catch {
+        return c.json({ error: 'the path is not valid percent-encoding' }, 400);
+      }
       let review: ReviewRequest;
       try {
         review = parseReview(await c.req.json());

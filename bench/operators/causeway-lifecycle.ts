@@ -1,7 +1,9 @@
 /**
  * The API-writes benchmark's Causeway side (bench/writes.ts): create and update handlers returning a
  * result, and a delete handler that returns one when $BENCH_DELETE_RETURNS is `result` and nothing
- * when it is `nothing`. Equivalent to kopf_lifecycle.py.
+ * when it is `nothing`. Equivalent to kopf_lifecycle.py. With $BENCH_ADMISSION set, also a validating
+ * handler that lets everything through: the gateway then serves admission for the resource, and its
+ * own mutating webhook puts the finalizer on at creation.
  */
 import { operator } from 'causeway/functions';
 
@@ -26,5 +28,7 @@ if (deleteReturns === 'result') {
 } else {
   op.on.delete('kopfexamples', async function delete_fn() {});
 }
+
+if (process.env.BENCH_ADMISSION) op.on.validate('kopfexamples', function allow() {});
 
 export default op;

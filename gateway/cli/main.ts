@@ -1,14 +1,15 @@
 #!/usr/bin/env node
 /** `causeway`: run operators written with causeway/functions, as `kopf run` runs Kopf's. */
+import { readFileSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import packageJson from '../../package.json' with { type: 'json' };
-import type { LogLevel } from '../../protocol/index.ts';
-import { SECRET_VARIABLE } from '../../protocol/index.ts';
+import { type LogLevel, SECRET_VARIABLE } from '../../protocol/index.ts';
 import { type GatewayOptions, startGateway } from '../gateway.ts';
 import { DEFAULT_IDENTITY, type Identity } from '../identity.ts';
 import { createLogger, type Logger } from '../logging.ts';
 import { ensureProcessSecret } from '../secret.ts';
+import type { SettingsPatch } from '../settings.ts';
 import { init } from './init.ts';
 import { loadOperatorModule } from './operator-module.ts';
 import { release } from './release.ts';
@@ -42,6 +43,16 @@ Options for run and gateway:
       --state-in <where>    Where to record that an object was handled: auto (the status when the
                             resource's status keeps it, else annotations; the default) or annotations.
 
+Admission webhooks (run, gateway), for operators with validate or mutate handlers:
+      --webhook-listen <host:port>      Where the HTTPS webhook server listens (default 127.0.0.1:0, any
+                                        port, for an apiserver on this host, reached by URL).
+      --webhook-service <ns/name:port>  Have the apiserver reach it through this Service instead (in a
+                                        cluster; listen on 0.0.0.0 then).
+      --webhook-certificates <ns/name>  Keep its certificates in this Secret, shared by restarts and
+                                        replicas (default: in memory, new at every start).
+      --webhook-client-ca <file>        Answer only clients whose certificate this CA signed (the
+                                        apiserver's, with its --admission-control-config-file).
+
 Identity (run, gateway, release), so that two deployments can serve the same objects:
       --status-key <key>          Key of the gateway's state under status (default causeway).
       --annotation-prefix <prefix>  Prefix of its annotations (default causeway.dev).
@@ -73,6 +84,10 @@ const OPTIONS = {
   functions: { type: 'string', multiple: true },
   'function-timeout': { type: 'string' },
   'state-in': { type: 'string' },
+  'webhook-listen': { type: 'string' },
+  'webhook-service': { type: 'string' },
+  'webhook-certificates': { type: 'string' },
+  'webhook-client-ca': { type: 'string' },
   'status-key': { type: 'string' },
   'annotation-prefix': { type: 'string' },
   finalizer: { type: 'string' },
@@ -201,8 +216,42 @@ function gatewayOptions(values: Values, logger: Logger): Omit<GatewayOptions, 'f
       ...(values['function-timeout']
         ? { calls: { timeoutMs: integer(values['function-timeout'], '--function-timeout') * 1000 } }
         : {}),
+      admission: admissionSettings(values),
     },
   };
+}
+
+function admissionSettings(values: Values): SettingsPatch['admission'] {
+  const settings: SettingsPatch['admission'] = {};
+  const listen = values['webhook-listen'];
+  if (listen !== undefined) {
+    const match = /^(.+):(\d+)$/.exec(listen);
+    if (!match) throw new UsageError(`--webhook-listen expects host:port, got "${listen}"`);
+    settings.listen = {
+      host: (match[1] as string).replace(/^\[|\]$/g, ''),
+      port: integer(match[2] as string, '--webhook-listen'),
+    };
+  }
+  const service = values['webhook-service'];
+  if (service !== undefined) {
+    const match = /^([a-z0-9-]+)\/([a-z0-9-]+):(\d+)$/.exec(service);
+    if (!match) throw new UsageError(`--webhook-service expects namespace/name:port, got "${service}"`);
+    settings.reach = 'service';
+    settings.service = {
+      namespace: match[1] as string,
+      name: match[2] as string,
+      port: integer(match[3] as string, '--webhook-service'),
+    };
+  }
+  const secret = values['webhook-certificates'];
+  if (secret !== undefined) {
+    const match = /^([a-z0-9-]+)\/([a-z0-9.-]+)$/.exec(secret);
+    if (!match) throw new UsageError(`--webhook-certificates expects namespace/name, got "${secret}"`);
+    settings.certificates = { namespace: match[1] as string, name: match[2] as string };
+  }
+  const clientCa = values['webhook-client-ca'];
+  if (clientCa !== undefined) settings.clientCa = readFileSync(clientCa, 'utf8');
+  return settings;
 }
 
 function identityOf(values: Values): Identity {

@@ -4,12 +4,13 @@
  * service that has the handler), keeps the certificates, and keeps the webhook configurations in step
  * with the handlers served; on a graceful stop it removes all but the persistent webhooks.
  */
-import type { DueHandler, HandlerSpec } from '../../protocol/index.ts';
+import type { DueHandler, HandlerSpec, KubernetesObject } from '../../protocol/index.ts';
 import { type Certificates, caBundle, renewalDue, renewCertificates } from '../../webhooks/certificates.ts';
 import {
   type ClientConfig,
   type Webhook,
   webhookConfiguration,
+  webhookKey,
   webhookOf,
 } from '../../webhooks/configurations.ts';
 import { jsonPatchOf } from '../../webhooks/patch.ts';
@@ -21,9 +22,10 @@ import type { FunctionService } from '../dispatch/function-service.ts';
 import type { Identity } from '../identity.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { DiscoveredResource } from '../kube/discovery.ts';
-import { isNotFound } from '../kube/errors.ts';
+import { ApiError, isNotFound } from '../kube/errors.ts';
 import type { Logger } from '../logging.ts';
 import { objectMatches } from '../reactor/filters.ts';
+import { hasFinalizer } from '../reactor/finalizers.ts';
 import type { Settings } from '../settings.ts';
 import { diff } from '../state/diff.ts';
 
@@ -40,9 +42,18 @@ export interface AdmissionOptions {
 
 interface Served {
   webhook: Webhook;
-  service: FunctionService;
+  /** Decides here, without a call: the gateway's own webhooks. */
+  local?: (object: KubernetesObject) => Verdict;
+  service?: FunctionService;
   resource: DiscoveredResource;
 }
+
+/** The gateway's own webhook: not a handler's, so its "service" is the gateway. */
+const OWN = 'causeway';
+
+type SecretName = NonNullable<Settings['admission']['certificates']>;
+
+const secretPath = ({ namespace, name }: SecretName) => `/api/v1/namespaces/${namespace}/secrets/${name}`;
 
 /** The apiserver gives up at the webhook's timeout: answer well before it. */
 const DECISION_MARGIN_MS = 1000;
@@ -65,8 +76,33 @@ export class Admission implements Component {
   async serve(service: FunctionService, handlers: readonly HandlerSpec[], resource: DiscoveredResource) {
     for (const handler of handlers) {
       const webhook = webhookOf(service.name, handler, resource, this.#options.identity.annotationPrefix);
-      this.#webhooks.set(webhook.path, { webhook, service, resource });
+      this.#webhooks.set(webhookKey(webhook), { webhook, service, resource });
     }
+    if (this.#server) await this.#configure();
+  }
+
+  /**
+   * Puts our finalizer on objects of `resource` as they are created, when `needs` says so (the reactor's
+   * finalizer rule): the finalizer then costs no PATCH of its own. Ignored on failure: the reactor
+   * adds the finalizer itself if the webhook could not.
+   */
+  async holdAtCreation(resource: DiscoveredResource, needs: (object: KubernetesObject) => boolean) {
+    const { finalizer, annotationPrefix } = this.#options.identity;
+    const handler: HandlerSpec = {
+      id: `finalizer/${resource.plural}.${resource.group}`,
+      kind: 'mutate',
+      resource: { name: resource.plural, group: resource.group, version: resource.version },
+      options: { operations: ['CREATE'], ignoreFailures: true, timeout: 5 },
+    };
+    const webhook = webhookOf(OWN, handler, resource, annotationPrefix);
+    const local = (object: KubernetesObject): Verdict => {
+      if (!needs(object) || hasFinalizer(object, finalizer)) return { allowed: true };
+      const patch = object.metadata.finalizers
+        ? [{ op: 'add' as const, path: '/metadata/finalizers/-', value: finalizer }]
+        : [{ op: 'add' as const, path: '/metadata/finalizers', value: [finalizer] }];
+      return { allowed: true, patch };
+    };
+    this.#webhooks.set(webhookKey(webhook), { webhook, local, resource });
     if (this.#server) await this.#configure();
   }
 
@@ -86,6 +122,7 @@ export class Admission implements Component {
       deadlineMs: (path) =>
         Math.max(500, (this.#webhooks.get(path)?.webhook.timeoutSeconds ?? 10) * 1000 - DECISION_MARGIN_MS),
       logger,
+      ...(settings.clientCa ? { clientCa: settings.clientCa } : {}),
     });
     logger.info(`admission webhooks served at ${this.#server.url}`);
     await this.#configure();
@@ -105,6 +142,9 @@ export class Admission implements Component {
     if (!served) throw new Error(`no webhook at ${path}`);
     const { webhook, service, resource } = served;
     const object = review.object ?? review.oldObject;
+    if (served.local)
+      return object && this.#options.serves(review.namespace) ? served.local(object) : { allowed: true };
+    if (!service) throw new Error(`no function service for the webhook at ${path}`);
     // What the apiserver could not filter (annotations, fields, namespace patterns) is filtered here.
     if (
       !object ||
@@ -197,12 +237,87 @@ export class Admission implements Component {
     }
   }
 
-  /** The certificates as kept, renewed when due (hosts the server must name, or their end near). */
+  /**
+   * The certificates as kept (in the Secret, when there is one), renewed when due: other hosts to
+   * name, or their end near. Replicas race to keep theirs: the first write wins, the others take it.
+   */
   async #renewCertificates(): Promise<Certificates> {
     const hosts = this.#hosts();
-    const { certificates, changed } = await renewCertificates(this.#certificates, hosts);
-    if (changed) this.#options.logger.info(`admission webhook certificate made for ${hosts.join(', ')}`);
-    return certificates;
+    const secret = this.#options.settings.certificates;
+    for (let attempt = 0; ; attempt++) {
+      const kept = secret ? await this.#readSecret(secret) : undefined;
+      const { certificates, changed } = await renewCertificates(
+        kept?.certificates ?? this.#certificates,
+        hosts,
+      );
+      if (!changed) return certificates;
+      try {
+        if (secret) await this.#writeSecret(secret, certificates, kept?.resourceVersion);
+        this.#options.logger.info(`admission webhook certificate made for ${hosts.join(', ')}`);
+        return certificates;
+      } catch (error) {
+        if (!(error instanceof ApiError && error.status === 409) || attempt > 2) throw error;
+      }
+    }
+  }
+
+  async #readSecret(
+    secret: SecretName,
+  ): Promise<{ certificates: Certificates; resourceVersion: string } | undefined> {
+    try {
+      const read = await this.#options.client.get<{
+        data?: Record<string, string>;
+        metadata: { resourceVersion: string };
+      }>(secretPath(secret));
+      const data = Object.fromEntries(
+        Object.entries(read.data ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64').toString()]),
+      );
+      if (!data['ca.crt'] || !data['ca.key'] || !data['tls.crt'] || !data['tls.key']) return undefined;
+      return {
+        resourceVersion: read.metadata.resourceVersion,
+        certificates: {
+          ca: { cert: data['ca.crt'], key: data['ca.key'] },
+          ...(data['next-ca.crt'] && data['next-ca.key']
+            ? { nextCa: { cert: data['next-ca.crt'], key: data['next-ca.key'] } }
+            : {}),
+          cert: data['tls.crt'],
+          key: data['tls.key'],
+        },
+      };
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  }
+
+  /** Creates the Secret, or replaces the version read: a 409 means another replica wrote first. */
+  async #writeSecret(secret: SecretName, certificates: Certificates, resourceVersion: string | undefined) {
+    const files: Record<string, string> = {
+      'ca.crt': certificates.ca.cert,
+      'ca.key': certificates.ca.key,
+      'tls.crt': certificates.cert,
+      'tls.key': certificates.key,
+      ...(certificates.nextCa
+        ? { 'next-ca.crt': certificates.nextCa.cert, 'next-ca.key': certificates.nextCa.key }
+        : {}),
+    };
+    const body = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      type: 'Opaque',
+      metadata: {
+        name: secret.name,
+        namespace: secret.namespace,
+        labels: { 'app.kubernetes.io/managed-by': 'causeway' },
+        ...(resourceVersion ? { resourceVersion } : {}),
+      },
+      data: Object.fromEntries(
+        Object.entries(files).map(([key, value]) => [key, Buffer.from(value).toString('base64')]),
+      ),
+    };
+    const { client } = this.#options;
+    if (resourceVersion) await client.request(secretPath(secret), { method: 'PUT', body });
+    else await client.request(`/api/v1/namespaces/${secret.namespace}/secrets`, { method: 'POST', body });
   }
 
   #hosts(): string[] {

@@ -14,12 +14,14 @@ import { testNamespace } from '../support/cluster.ts';
 import { kubectl } from '../support/kubectl.ts';
 import {
   applyFile,
+  eventually,
   kubeClient,
   kubeConfig,
   memoryLogger,
   runOperator,
   TEST_SECRET,
 } from '../support/operator.ts';
+import { causeway } from '../support/processes.ts';
 
 const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
 const CONFIGURATIONS = ['validatingwebhookconfigurations', 'mutatingwebhookconfigurations'];
@@ -88,7 +90,30 @@ describe('admission webhooks through the real apiserver', () => {
     const { op, seen } = admissionOperator(options);
     const running = await runOperator(op, { namespaces: [namespace] });
     t.after(() => running.stop());
+    await inEffect(namespace);
+    seen.length = 0; // the dry runs that waited for the webhooks
     return { namespace, seen, running };
+  }
+
+  /** The apiserver takes up new webhook configurations shortly after they are written: until both act. */
+  async function inEffect(namespace: string): Promise<void> {
+    const dryRun = (spec: Record<string, unknown>) =>
+      client.request<KubernetesObject>(`/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`, {
+        method: 'POST',
+        query: { dryRun: 'All' },
+        body: JSON.parse(kex(namespace, 'probe', spec)),
+      });
+    await eventually('the mutating webhook in effect', async () =>
+      (await dryRun({})).spec?.replicas === 1 ? true : undefined,
+    );
+    await eventually('the validating webhook in effect', async () => {
+      try {
+        await dryRun({ field: 'forbidden' });
+        return undefined;
+      } catch (error) {
+        return error instanceof ApiError && /must not be "forbidden"/.test(error.message) ? true : undefined;
+      }
+    });
   }
 
   it("refuses an object with the handler's message: kubectl says it", async (t) => {
@@ -193,7 +218,10 @@ describe('admission webhooks through the real apiserver', () => {
     await gateway.synced;
     await server.close(); // the function service goes away; the gateway's webhooks stay
 
-    const lenient = await kubectl(['create', '-f', '-'], kex(namespace, 'lenient', {}));
+    const lenient = await eventually('the lenient webhook in effect', async () => {
+      const created = await kubectl(['create', '-f', '-'], kex(namespace, `lenient-${Date.now()}`, {}));
+      return created.stderr.includes('could not decide') ? created : undefined;
+    });
     assert.equal(lenient.code, 0, lenient.stderr);
     assert.match(lenient.stderr, /Warning: admission handler lenient of "fragile" could not decide/);
     const strict = JSON.parse(kex(namespace, 'strict', {}));
@@ -201,5 +229,118 @@ describe('admission webhooks through the real apiserver', () => {
     const refused = await kubectl(['create', '-f', '-'], JSON.stringify(strict));
     assert.notEqual(refused.code, 0);
     assert.match(refused.stderr, /admission handler strict of "fragile" could not decide/);
+  });
+
+  it('keeps its certificates in a Secret, so a restart is trusted with the same CA', async (t) => {
+    const namespace = await testNamespace(t);
+    const secret = { namespace, name: 'causeway-webhooks' };
+    const caBundleOf = async () => {
+      const configuration = await client.get<{ webhooks: Array<{ clientConfig: { caBundle: string } }> }>(
+        '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/causeway.dev',
+      );
+      return configuration.webhooks[0]?.clientConfig.caBundle;
+    };
+    const first = await runOperator(admissionOperator().op, {
+      namespaces: [namespace],
+      settings: { admission: { certificates: secret } },
+    });
+    const kept = await client.get<{ data: Record<string, string> }>(
+      `/api/v1/namespaces/${namespace}/secrets/causeway-webhooks`,
+    );
+    assert.deepEqual(Object.keys(kept.data).sort(), ['ca.crt', 'ca.key', 'tls.crt', 'tls.key']);
+    const bundle = await caBundleOf();
+    assert.equal(bundle, kept.data['ca.crt'], 'the apiserver trusts the kept CA');
+    await first.stop();
+
+    const second = await runOperator(admissionOperator().op, {
+      namespaces: [namespace],
+      settings: { admission: { certificates: secret } },
+    });
+    t.after(() => second.stop());
+    assert.equal(await caBundleOf(), bundle, 'the same CA after the restart');
+    const refused = await kubectl(['create', '-f', '-'], kex(namespace, 'bad', { field: 'forbidden' }));
+    assert.match(refused.stderr, /denied the request: spec\.field must not be "forbidden"/);
+  });
+
+  it('is set up from the CLI: causeway run with --webhook-listen and --webhook-certificates', async (t) => {
+    const namespace = await testNamespace(t);
+    const run = causeway(
+      [
+        'run',
+        'examples/17-admission/operator.ts',
+        '--namespace',
+        namespace,
+        '--webhook-listen',
+        '127.0.0.1:0',
+        '--webhook-certificates',
+        `${namespace}/webhook-certificates`,
+      ],
+      process.env,
+    );
+    t.after(() => run.stop());
+    await run.waitFor(/admission webhooks served at https:\/\/127\.0\.0\.1:\d+/);
+    const refused = await eventually('the webhook to refuse the wrong object', async () => {
+      const created = await kubectl(
+        ['create', '-f', '-'],
+        kex(namespace, `wrong-${Date.now()}`, { field: 'wrong' }),
+      );
+      return created.code === 0 ? undefined : created;
+    });
+    assert.match(refused.stderr, /denied the request: Meh! I don't like it/);
+    await client.get(`/api/v1/namespaces/${namespace}/secrets/webhook-certificates`);
+  });
+
+  it('says what is wrong with a webhook option, and exits', async () => {
+    const run = causeway(
+      ['run', 'examples/17-admission/operator.ts', '--webhook-service', 'nonsense'],
+      process.env,
+    );
+    assert.equal(await run.exited(), 2, 'a usage error');
+    assert.match(run.output(), /--webhook-service expects namespace\/name:port, got "nonsense"/);
+  });
+
+  it('puts the finalizer on at creation where it serves admission for a resource with delete handlers', async (t) => {
+    const namespace = await testNamespace(t);
+    const deleted: string[] = [];
+    const op = operator({ name: 'holding', secret: TEST_SECRET });
+    op.on.validate('kopfexamples', function allow() {});
+    op.on.create('kopfexamples', function create_fn() {
+      return { created: true };
+    });
+    op.on.delete('kopfexamples', function delete_fn({ name }) {
+      deleted.push(name);
+    });
+    const running = await runOperator(op, { namespaces: [namespace] });
+    t.after(() => running.stop());
+    const path = `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`;
+    // The apiserver takes up new webhook configurations shortly after they are written.
+    await eventually('the finalizer webhook in effect', async () => {
+      const dry = await client.request<KubernetesObject>(path, {
+        method: 'POST',
+        query: { dryRun: 'All' },
+        body: JSON.parse(kex(namespace, 'dry', {})),
+      });
+      return dry.metadata.finalizers?.length ? true : undefined;
+    });
+    const created = await client.request<KubernetesObject>(path, {
+      method: 'POST',
+      body: JSON.parse(kex(namespace, 'held', { field: 'x' })),
+    });
+    assert.deepEqual(created.metadata.finalizers, ['causeway.dev/finalizer'], 'held from its creation on');
+    const handled = await eventually('status.create_fn', async () => {
+      const current = await client.get<KubernetesObject>(`${path}/held`);
+      return current.status?.create_fn ? current : undefined;
+    });
+    assert.deepEqual(handled.metadata.finalizers, ['causeway.dev/finalizer']);
+    await client.request(`${path}/held`, { method: 'DELETE' });
+    await eventually('the object gone, after its delete handler', async () => {
+      try {
+        await client.get(`${path}/held`);
+        return undefined;
+      } catch (error) {
+        return error instanceof ApiError && error.status === 404 ? true : undefined;
+      }
+    });
+    assert.deepEqual(deleted, ['held']);
   });
 });

@@ -8,6 +8,7 @@ import { parseManifests } from '../../gateway/kube/apply.ts';
 import type { KubeClient } from '../../gateway/kube/client.ts';
 import { ApiError } from '../../gateway/kube/errors.ts';
 import { testCluster, testNamespace } from '../support/cluster.ts';
+import { kubectl } from '../support/kubectl.ts';
 import { applyFile, eventually, kubeClient } from '../support/operator.ts';
 
 const example = (name: string, file: string) => new URL(`../../examples/${name}/${file}`, import.meta.url);
@@ -603,5 +604,61 @@ describe('examples/11-filtering-handlers', async () => {
       'create {"with_items":"skipped"}',
       'create {"with_items":"success"}',
     ]);
+  });
+});
+
+describe('examples/17-admission', async () => {
+  const { default: op } = await import(example('17-admission', 'operator.ts').href);
+
+  it('refuses the wrong objects with their messages, warns, and injects the field into the labelled one', async (t) => {
+    await applyFile(CRD);
+    const namespace = await testNamespace(t);
+    await start(t, op, namespace);
+    const refuse = JSON.stringify({
+      apiVersion: 'kopf.dev/v1',
+      kind: 'KopfExample',
+      metadata: { name: 'probe' },
+      spec: { field: 'not-allowed' },
+    });
+    // The apiserver takes up new webhook configurations shortly after they are written.
+    await eventually('the webhooks in effect', async () => {
+      const dry = await kubectl(['create', '--dry-run=server', '-n', namespace, '-f', '-'], refuse);
+      return dry.code === 0 ? undefined : true;
+    });
+    const applied = await kubectl([
+      'apply',
+      '-n',
+      namespace,
+      '-f',
+      example('17-admission', 'objects.yaml').pathname,
+    ]);
+
+    assert.notEqual(applied.code, 0, 'two of the objects are refused');
+    assert.match(applied.stdout, /kopfexample.kopf.dev\/kopf-example-1 created/);
+    assert.match(applied.stderr, /denied the request: Meh! I don't like it\. Change the field\./);
+    assert.match(applied.stderr, /denied the request: I'm too lazy anyway\. Go away!/);
+    assert.match(applied.stderr, /Warning: Accessing as user: /);
+    const client = await kubeClient();
+    const first = await client.get<KubernetesObject>(kopfExample(namespace, 'kopf-example-1'));
+    assert.equal(first.spec?.injected, 123);
+    for (const refused of ['kopf-example-2', 'kopf-example-3']) {
+      assert.equal(
+        await readOrGone(client, kopfExample(namespace, refused)),
+        undefined,
+        `${refused} not stored`,
+      );
+    }
+
+    // validate1 lets a server-side dry run through.
+    const dryRun = await kubectl(
+      ['create', '--dry-run=server', '-n', namespace, '-f', '-'],
+      JSON.stringify({
+        apiVersion: 'kopf.dev/v1',
+        kind: 'KopfExample',
+        metadata: { name: 'dry' },
+        spec: { field: 'wrong' },
+      }),
+    );
+    assert.equal(dryRun.code, 0, dryRun.stderr);
   });
 });

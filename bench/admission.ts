@@ -1,0 +1,293 @@
+/**
+ * Admission throughput: AdmissionReviews per second and their latency, sent straight to each webhook
+ * server as the apiserver sends them, with one validating handler that allows everything; keep-alive,
+ * `--connections` at once, for `--seconds`. Causeway over HTTPS with the handler in the gateway's
+ * process (`causeway run`) and as deployed (`causeway gateway` calling `causeway serve`); Kopf's
+ * WebhookServer (plain HTTP, see kopf_admission.py) with the same handler; in the same run, on one
+ * control plane (both need it to start).
+ *
+ *   npm run bench:admission -- [--seconds 10] [--connections 16] [--only kopf|causeway]
+ */
+import { parseArgs } from 'node:util';
+import { Agent, fetch } from 'undici';
+import { freePorts } from '../deploy/control-plane/ports.ts';
+import type { KubeClient } from '../gateway/kube/client.ts';
+import { ApiError } from '../gateway/kube/errors.ts';
+import {
+  type Command,
+  createNamespace,
+  KOPF_NAME,
+  type OperatorProcess,
+  operatorProcess,
+  prepareContenders,
+  processUsage,
+  saveResults,
+  say,
+  startTogether,
+  table,
+  until,
+  withCluster,
+} from './common.ts';
+
+const { values } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '16' },
+    only: { type: 'string' },
+  },
+});
+const SECONDS = Number(values.seconds);
+const CONNECTIONS = Number(values.connections);
+
+interface Target {
+  /** The webhook's URL. */
+  url: string;
+  /** PEM to trust, for HTTPS. */
+  ca?: string;
+}
+
+interface Contender {
+  name: string;
+  start(
+    namespace: string,
+    kubeconfig: string,
+  ): Promise<{ running: OperatorProcess & { pids?: number[] }; target: Target }>;
+}
+
+interface Result {
+  name: string;
+  transport: string;
+  reviews: number;
+  failures: number;
+  perSecond: number;
+  ms: { p50: number; p90: number; p99: number; max: number };
+  peakRssMiB: number[];
+  cpuSeconds: number[];
+}
+
+async function main(): Promise<void> {
+  const commands = await prepareContenders();
+  await withCluster(async ({ controlPlane, client }) => {
+    const webhookOf = (namespace: string) => causewayWebhook(client, namespace);
+    const all: Contender[] = [
+      {
+        name: KOPF_NAME,
+        async start(namespace, kubeconfig) {
+          const [port] = await freePorts(1);
+          const command = commands.kopf('kopf_admission.py', namespace);
+          const running = operatorProcess(
+            { ...command, env: { ...process.env, BENCH_WEBHOOK_PORT: String(port) } },
+            kubeconfig,
+          );
+          const url = `http://127.0.0.1:${port}/allow`;
+          await until(
+            'Kopf to answer reviews',
+            async () => ((await answer({ url }, review(namespace))) ? true : undefined),
+            {
+              timeoutMs: 60_000,
+              intervalMs: 200,
+            },
+          );
+          return { running, target: { url } };
+        },
+      },
+      {
+        name: 'causeway',
+        async start(namespace, kubeconfig) {
+          const [port] = await freePorts(1);
+          const running = operatorProcess(
+            withArgs(commands.causeway('causeway-admission.ts', namespace), [
+              '--webhook-listen',
+              `127.0.0.1:${port}`,
+            ]),
+            kubeconfig,
+          );
+          return { running, target: await webhookOf(namespace) };
+        },
+      },
+      {
+        name: 'causeway, functions apart',
+        async start(namespace, kubeconfig) {
+          const [port, functionsPort] = await freePorts(2);
+          const running = startTogether(
+            [
+              withArgs(commands.causewayGateway(`http://127.0.0.1:${functionsPort}`, namespace), [
+                '--webhook-listen',
+                `127.0.0.1:${port}`,
+              ]),
+              commands.causewayServe('causeway-admission.ts', functionsPort as number),
+            ],
+            kubeconfig,
+          );
+          return { running, target: await webhookOf(namespace) };
+        },
+      },
+    ];
+    const contenders = all.filter((contender) => !values.only || contender.name.startsWith(values.only));
+    const results: Result[] = [];
+    for (const [index, contender] of contenders.entries()) {
+      const namespace = `admission-${index}`;
+      await createNamespace(client, namespace);
+      say(`${contender.name}: ${CONNECTIONS} connections for ${SECONDS} s`);
+      const { running, target } = await contender.start(namespace, controlPlane.kubeconfigPath);
+      try {
+        const load = await hammer(target, review(namespace));
+        const pids = running.pids ?? (running.pid ? [running.pid] : []);
+        const usage = pids.map(processUsage);
+        results.push({
+          name: contender.name,
+          transport: target.url.split(':')[0] as string,
+          ...load,
+          peakRssMiB: usage.map((each) => each.peakRssMiB),
+          cpuSeconds: usage.map((each) => each.cpuSeconds),
+        });
+      } finally {
+        await running.stop();
+      }
+    }
+    report(results);
+    await saveResults('admission', results);
+  });
+}
+
+function withArgs(command: Command, args: string[]): Command {
+  return { ...command, args: [...command.args, ...args] };
+}
+
+/** The webhook as the gateway configured it: its URL and the CA the apiserver is told to trust. */
+async function causewayWebhook(client: KubeClient, namespace: string): Promise<Target> {
+  const webhook = await until(
+    `the validating webhook of ${namespace}`,
+    async () => {
+      try {
+        const configuration = await client.get<{
+          webhooks?: Array<{
+            clientConfig: { url: string; caBundle: string };
+            namespaceSelector?: { matchExpressions: Array<{ values: string[] }> };
+          }>;
+        }>('/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/causeway.dev');
+        return configuration.webhooks?.find((each) =>
+          each.namespaceSelector?.matchExpressions[0]?.values.includes(namespace),
+        );
+      } catch (error) {
+        if (error instanceof ApiError && error.status === 404) return undefined;
+        throw error;
+      }
+    },
+    { timeoutMs: 60_000, intervalMs: 200 },
+  );
+  return {
+    url: webhook.clientConfig.url,
+    ca: Buffer.from(webhook.clientConfig.caBundle, 'base64').toString(),
+  };
+}
+
+function review(namespace: string): string {
+  return JSON.stringify({
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid: '705ab4f5-6393-11e8-b7cc-42010a800002',
+      kind: { group: 'kopf.dev', version: 'v1', kind: 'KopfExample' },
+      resource: { group: 'kopf.dev', version: 'v1', resource: 'kopfexamples' },
+      requestKind: { group: 'kopf.dev', version: 'v1', kind: 'KopfExample' },
+      requestResource: { group: 'kopf.dev', version: 'v1', resource: 'kopfexamples' },
+      name: 'kex-1',
+      namespace,
+      operation: 'CREATE',
+      userInfo: { username: 'admin', uid: '014fbff9a07c', groups: ['system:authenticated'] },
+      object: {
+        apiVersion: 'kopf.dev/v1',
+        kind: 'KopfExample',
+        metadata: { name: 'kex-1', namespace, uid: 'e911857d-c318-11e8-bbad-025000000001' },
+        spec: { field: 'value', items: ['item1', 'item2'] },
+      },
+      oldObject: null,
+      dryRun: false,
+      options: { apiVersion: 'meta.k8s.io/v1', kind: 'CreateOptions' },
+    },
+  });
+}
+
+let agents = new Map<string, Agent>();
+
+function agentFor(target: Target): Agent {
+  let agent = agents.get(target.url);
+  if (!agent) {
+    agent = new Agent({
+      connections: CONNECTIONS,
+      pipelining: 1,
+      ...(target.ca ? { connect: { ca: target.ca } } : {}),
+    });
+    agents.set(target.url, agent);
+  }
+  return agent;
+}
+
+/** One review: true when it was allowed. */
+async function answer(target: Target, body: string): Promise<boolean> {
+  try {
+    const response = await fetch(target.url, {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/json' },
+      dispatcher: agentFor(target),
+    });
+    const parsed = (await response.json()) as { response?: { allowed?: boolean } };
+    return response.ok && parsed.response?.allowed === true;
+  } catch {
+    return false;
+  }
+}
+
+/** `CONNECTIONS` loops, each sending one review after the other for `SECONDS`. */
+async function hammer(target: Target, body: string) {
+  const latencies: number[] = [];
+  let failures = 0;
+  const ends = performance.now() + SECONDS * 1000;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CONNECTIONS }, async () => {
+      while (performance.now() < ends) {
+        const sent = performance.now();
+        if (await answer(target, body)) latencies.push(performance.now() - sent);
+        else failures++;
+      }
+    }),
+  );
+  const elapsed = (performance.now() - started) / 1000;
+  await Promise.all([...agents.values()].map((agent) => agent.close()));
+  agents = new Map();
+  latencies.sort((a, b) => a - b);
+  const at = (quantile: number) =>
+    latencies[Math.min(latencies.length - 1, Math.floor(quantile * latencies.length))] ?? 0;
+  return {
+    reviews: latencies.length,
+    failures,
+    perSecond: latencies.length / elapsed,
+    ms: { p50: at(0.5), p90: at(0.9), p99: at(0.99), max: latencies.at(-1) ?? 0 },
+  };
+}
+
+function report(results: Result[]): void {
+  const baseline = results.find((result) => result.name.startsWith('kopf'));
+  const rows = results.map((result) => [
+    result.name,
+    result.transport,
+    `${result.perSecond.toFixed(0)}/s${baseline && baseline !== result ? ` (${(result.perSecond / baseline.perSecond).toFixed(2)}x)` : ''}`,
+    ...(['p50', 'p90', 'p99', 'max'] as const).map((q) => `${result.ms[q].toFixed(1)} ms`),
+    String(result.failures),
+    result.peakRssMiB.map((mib) => mib.toFixed(0)).join(' + ') + ' MiB',
+    result.cpuSeconds.map((s) => s.toFixed(1)).join(' + ') + ' s',
+  ]);
+  say(
+    `\nAdmissionReviews straight to the webhook server: ${CONNECTIONS} keep-alive connections for ${SECONDS} s`,
+  );
+  for (const line of table(
+    ['server', 'transport', 'reviews', 'p50', 'p90', 'p99', 'max', 'failed', 'peak RSS', 'CPU'],
+    rows,
+  ))
+    say(line);
+}
+
+await main();

@@ -6,7 +6,7 @@
  * WebhookServer (plain HTTP, see kopf_admission.py) with the same handler; in the same run, on one
  * control plane (both need it to start).
  *
- *   npm run bench:admission -- [--seconds 10] [--connections 16] [--only kopf|causeway]
+ *   npm run bench:admission -- [--seconds 10] [--connections 16] [--only kopf|causeway] [--node-flags="…"]
  */
 import { parseArgs } from 'node:util';
 import { Agent, fetch } from 'undici';
@@ -17,6 +17,7 @@ import {
   type Command,
   createNamespace,
   KOPF_NAME,
+  nodeFlagsOption,
   type OperatorProcess,
   operatorProcess,
   prepareContenders,
@@ -34,6 +35,7 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '10' },
     connections: { type: 'string', default: '16' },
     only: { type: 'string' },
+    'node-flags': { type: 'string' },
   },
 });
 const SECONDS = Number(values.seconds);
@@ -66,7 +68,7 @@ interface Result {
 }
 
 async function main(): Promise<void> {
-  const commands = await prepareContenders();
+  const commands = await prepareContenders(nodeFlagsOption(values['node-flags']));
   await withCluster(async ({ controlPlane, client }) => {
     const webhookOf = (namespace: string) => causewayWebhook(client, namespace);
     const all: Contender[] = [

@@ -25,6 +25,11 @@ export function parseInvocation(
   } catch (error) {
     throw new BadRequest(`the request body is not JSON: ${(error as Error).message}`);
   }
+  return checkInvocation(request, handlers);
+}
+
+/** Checks an InvocationRequest however it arrived: parsed from a body, or handed over in-process. */
+export function checkInvocation(request: InvocationRequest, handlers: ReadonlyMap<string, Registered>) {
   if (!isObject(request)) throw new BadRequest('the request body is not a JSON object');
   if (request.protocol !== PROTOCOL) {
     throw new BadRequest(`protocol "${String(request.protocol)}" is not spoken here; expected "${PROTOCOL}"`);

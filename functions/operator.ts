@@ -1,7 +1,15 @@
 import { Hono } from 'hono';
-import { type Health, type InvocationRequest, type Manifest, PATHS, PROTOCOL } from '../protocol/index.ts';
+import {
+  type Health,
+  IN_PROCESS,
+  type InProcessCalls,
+  type InvocationRequest,
+  type Manifest,
+  PATHS,
+  PROTOCOL,
+} from '../protocol/index.ts';
 import { errorResponse } from './error-response.ts';
-import { BadRequest, parseInvocation } from './invocation.ts';
+import { BadRequest, checkInvocation, parseInvocation } from './invocation.ts';
 import { invoke } from './invoke.ts';
 import { verify } from './middleware/verify/index.ts';
 import { createRegistry, type On, specOf } from './registry.ts';
@@ -20,6 +28,8 @@ export interface Operator {
   readonly on: On;
   /** A fetch handler for any runtime; `env` is where Workers pass their bindings. */
   readonly fetch: (request: Request, env?: unknown) => Promise<Response>;
+  /** For a gateway in the same process: the same answers, without HTTP, JSON or signatures. */
+  readonly [IN_PROCESS]: InProcessCalls;
 }
 
 // A DNS-1123 label: the name is also used in URLs, Kubernetes objects and token audiences.
@@ -36,12 +46,15 @@ export function operator(options: OperatorOptions): Operator {
   const { on, handlers } = createRegistry();
   const signed = verify({ audience: name, secret: secretSource(options.secret) });
 
+  const health = (): Health => ({ status: 'ok', protocol: PROTOCOL, name });
+  const manifest = (): Manifest => ({
+    protocol: PROTOCOL,
+    name,
+    handlers: [...handlers.values()].map(specOf),
+  });
   const app = new Hono()
-    .get(PATHS.health, (c) => c.json({ status: 'ok', protocol: PROTOCOL, name } satisfies Health))
-    .get(PATHS.manifest, signed, (c) => {
-      const specs = [...handlers.values()].map(specOf);
-      return c.json({ protocol: PROTOCOL, name, handlers: specs } satisfies Manifest);
-    })
+    .get(PATHS.health, (c) => c.json(health()))
+    .get(PATHS.manifest, signed, (c) => c.json(manifest()))
     .post(PATHS.invoke, signed, async (c) => {
       let request: InvocationRequest;
       try {
@@ -55,5 +68,14 @@ export function operator(options: OperatorOptions): Operator {
   app.notFound((c) => errorResponse(c, 404, `no route for ${c.req.method} ${c.req.path}`));
   app.onError((error, c) => errorResponse(c, 500, `internal error: ${error.message}`));
 
-  return { name, on, fetch: async (request, env) => app.fetch(request, env ?? {}) };
+  return {
+    name,
+    on,
+    fetch: async (request, env) => app.fetch(request, env ?? {}),
+    [IN_PROCESS]: {
+      health,
+      manifest,
+      invoke: async (request) => invoke(checkInvocation(request, handlers), handlers),
+    },
+  };
 }

@@ -1,3 +1,4 @@
+import type { Health, Manifest } from './manifest.ts';
 import type { PROTOCOL } from './version.ts';
 
 /** A resource as the gateway resolved it through API discovery. */
@@ -171,4 +172,12 @@ export interface InvocationResponse {
 export interface ErrorResponse {
   protocol: typeof PROTOCOL;
   error: string;
+}
+
+/** An operator's calls for a gateway in its own process (see IN_PROCESS). */
+export interface InProcessCalls {
+  health(): Health;
+  manifest(): Manifest;
+  /** The request is the callee's from then on (it may freeze it). */
+  invoke(request: InvocationRequest): Promise<InvocationResponse>;
 }

@@ -7,3 +7,9 @@ export const PATHS = {
   manifest: '/causeway/v1/manifest',
   invoke: '/causeway/v1/invoke',
 } as const;
+
+/**
+ * Where an operator made with causeway/functions offers its calls to a gateway in the same process
+ * (`causeway run`): without HTTP, JSON or signatures, which guard a network the call never crosses.
+ */
+export const IN_PROCESS = Symbol.for('causeway.dev/v1/in-process');

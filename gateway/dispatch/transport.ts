@@ -1,9 +1,11 @@
 /**
- * How the gateway reaches a function service: over HTTP, or, when both live in one process
- * (`causeway run`), by calling the service's fetch handler directly. Requests are signed and verified
- * the same way on both.
+ * How the gateway reaches a function service: over HTTP, signed and verified; or, when both live in
+ * one process (`causeway run`), through the service's fetch handler, or directly through the calls an
+ * operator of causeway/functions offers in-process: no HTTP, JSON or signatures, which guard a
+ * network such a call never crosses.
  */
 import { Agent, request } from 'undici';
+import { IN_PROCESS, type InProcessCalls } from '../../protocol/index.ts';
 
 export interface Exchange {
   method: 'GET' | 'POST';
@@ -18,11 +20,14 @@ export interface Transport {
   readonly url: string;
   send(exchange: Exchange): Promise<{ status: number; text: string }>;
   close(): Promise<void>;
+  /** An operator in this process: its calls, made directly. */
+  readonly direct?: InProcessCalls;
 }
 
 /** A fetch handler as `causeway/functions` makes it (`export default op`). */
 export interface FetchHandler {
   fetch(request: Request): Promise<Response> | Response;
+  readonly [IN_PROCESS]?: InProcessCalls;
 }
 
 export function httpTransport(url: string): Transport {
@@ -48,13 +53,11 @@ export function inProcessTransport(handler: FetchHandler): Transport {
         const answer = Promise.resolve(
           handler.fetch(new Request(`${base}${path}`, { method, headers, body, signal })),
         );
-        const timedOut = new Promise<never>((_, reject) =>
-          signal.addEventListener('abort', () => reject(signal.reason), { once: true }),
-        );
-        const response = await Promise.race([answer, timedOut]);
+        const response = await Promise.race([answer, aborted(signal)]);
         return { status: response.status, text: await response.text() };
       }),
     close: async () => {},
+    ...(handler[IN_PROCESS] ? { direct: handler[IN_PROCESS] } : {}),
   };
 }
 
@@ -63,7 +66,17 @@ export function inProcessTransport(handler: FetchHandler): Transport {
  * AbortSignal.timeout, the timer goes when the call settles: at hundreds of calls per second, 30-s
  * timers kept every call's signal, request and response alive for 30 s.
  */
-async function withDeadline<T>(timeoutMs: number, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
+/** Rejects with the signal's reason once it aborts: raced against a call that takes no signal. */
+export function aborted(signal: AbortSignal): Promise<never> {
+  return new Promise<never>((_, reject) =>
+    signal.addEventListener('abort', () => reject(signal.reason), { once: true }),
+  );
+}
+
+export async function withDeadline<T>(
+  timeoutMs: number,
+  call: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
   const controller = new AbortController();
   const timer = setTimeout(
     () => controller.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')),

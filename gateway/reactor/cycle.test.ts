@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { HandlerSpec, KubernetesObject, Outcome } from '../../protocol/index.ts';
-import { equal, isObject } from '../../protocol/json.ts';
+import { equal, isObject, mergePatched } from '../../protocol/json.ts';
 import { DEFAULT_IDENTITY } from '../identity.ts';
 import { ApiError } from '../kube/errors.ts';
 import type { JsonPatch, ObjectChanges } from '../kube/patcher.ts';
@@ -77,11 +77,11 @@ class FakeApi implements ReactorApi {
         Object.entries(changes.status).filter(([key]) => !this.prunedStatusKeys.includes(key)),
       );
       this.writes.push(`status ${JSON.stringify(changes.status)}`);
-      written = this.#save(mergePatch(this.object, { status }) as KubernetesObject);
+      written = this.#save(mergePatched(this.object, { status }) as KubernetesObject);
     }
     if (Object.keys(changes.object).length > 0) {
       this.writes.push(`object ${JSON.stringify(changes.object)}`);
-      written = this.#save(mergePatch(this.object, changes.object) as KubernetesObject);
+      written = this.#save(mergePatched(this.object, changes.object) as KubernetesObject);
     }
     return written;
   }
@@ -117,16 +117,6 @@ function pointer(value: unknown, path: string): unknown {
       (at, key) => (isObject(at) || Array.isArray(at) ? (at as Record<string, unknown>)[key] : undefined),
       value,
     );
-}
-
-function mergePatch(target: unknown, patch: unknown): unknown {
-  if (!isObject(patch)) return patch;
-  const result: Record<string, unknown> = isObject(target) ? { ...target } : {};
-  for (const [key, value] of Object.entries(patch)) {
-    if (value === null) delete result[key];
-    else result[key] = mergePatch(result[key], value);
-  }
-  return result;
 }
 
 /** Handlers that answer from a table, recording each call as `reason:id`. */

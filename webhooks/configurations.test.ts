@@ -1,0 +1,111 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { HandlerSpec } from '../protocol/index.ts';
+import { webhookConfiguration, webhookKey, webhookOf } from './configurations.ts';
+
+const resource = { group: 'kopf.dev', version: 'v1', plural: 'kopfexamples', namespaced: true };
+const handler = (spec: Partial<HandlerSpec>): HandlerSpec => ({
+  id: 'check',
+  kind: 'validate',
+  resource: { name: 'kopfexamples' },
+  ...spec,
+});
+
+describe('webhook configurations', () => {
+  it('reach the server through a Service, with the rules, selectors and policies of the handler', () => {
+    const webhook = webhookOf(
+      'my-operator',
+      handler({
+        filters: { labels: { app: 'web', canary: { present: true }, legacy: { absent: true } } },
+        options: {
+          operations: ['CREATE', 'UPDATE'],
+          subresource: 'status',
+          sideEffects: true,
+          ignoreFailures: true,
+          timeout: 5,
+        },
+      }),
+      resource,
+      'causeway.dev',
+    );
+    const configuration = webhookConfiguration(
+      'validating',
+      'causeway.dev',
+      [webhook],
+      { service: { namespace: 'ops', name: 'gateway', port: 443 } },
+      'PEM',
+      ['team-a'],
+    );
+    assert.deepEqual(configuration.webhooks, [
+      {
+        name: 'check.my-operator.causeway.dev',
+        clientConfig: {
+          service: { namespace: 'ops', name: 'gateway', port: 443, path: '/my-operator/check' },
+          caBundle: Buffer.from('PEM').toString('base64'),
+        },
+        rules: [
+          {
+            apiGroups: ['kopf.dev'],
+            apiVersions: ['v1'],
+            resources: ['kopfexamples/status'],
+            operations: ['CREATE', 'UPDATE'],
+            scope: 'Namespaced',
+          },
+        ],
+        objectSelector: {
+          matchExpressions: [
+            { key: 'app', operator: 'In', values: ['web'] },
+            { key: 'canary', operator: 'Exists' },
+            { key: 'legacy', operator: 'DoesNotExist' },
+          ],
+        },
+        namespaceSelector: {
+          matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: ['team-a'] }],
+        },
+        sideEffects: 'NoneOnDryRun',
+        failurePolicy: 'Ignore',
+        timeoutSeconds: 5,
+        matchPolicy: 'Equivalent',
+        admissionReviewVersions: ['v1'],
+      },
+    ]);
+  });
+
+  it('name webhooks as DNS names, keeping apart ids that differ only in other characters', () => {
+    const a = webhookOf('svc', handler({ id: 'check/spec.field' }), resource, 'causeway.dev');
+    const b = webhookOf('svc', handler({ id: 'check-spec-field' }), resource, 'causeway.dev');
+    assert.match(a.name, /^check-spec-field-[0-9a-f]{8}\.svc\.causeway\.dev$/);
+    assert.equal(b.name, 'check-spec-field.svc.causeway.dev');
+    assert.equal(a.path, '/svc/check%2Fspec.field');
+    assert.equal(webhookKey(a), '/svc/check/spec.field', 'as the apiserver sends it');
+  });
+
+  it('put only the webhooks of its kind in a configuration, defaulting operations, policy and timeout', () => {
+    const validating = webhookOf('svc', handler({}), resource, 'causeway.dev');
+    const mutating = webhookOf('svc', handler({ id: 'defaults', kind: 'mutate' }), resource, 'causeway.dev');
+    const configuration = webhookConfiguration(
+      'mutating',
+      'x',
+      [validating, mutating],
+      { url: 'https://127.0.0.1:9443' },
+      'PEM',
+      undefined,
+    );
+    const [only] = configuration.webhooks as Array<Record<string, unknown>>;
+    assert.equal((configuration.webhooks as unknown[]).length, 1);
+    assert.deepEqual(only?.clientConfig, {
+      url: 'https://127.0.0.1:9443/svc/defaults',
+      caBundle: Buffer.from('PEM').toString('base64'),
+    });
+    assert.deepEqual((only?.rules as Array<{ operations: string[] }>)[0]?.operations, [
+      'CREATE',
+      'UPDATE',
+      'DELETE',
+    ]);
+    assert.deepEqual(
+      [only?.failurePolicy, only?.timeoutSeconds, only?.reinvocationPolicy],
+      ['Fail', 10, 'Never'],
+    );
+    assert.equal(only?.namespaceSelector, undefined);
+  });
+});

@@ -92,20 +92,18 @@ describe('webhook configurations', () => {
       undefined,
     );
     const [only] = configuration.webhooks as Array<Record<string, unknown>>;
+    assert.ok(only);
     assert.equal((configuration.webhooks as unknown[]).length, 1);
-    assert.deepEqual(only?.clientConfig, {
+    assert.deepEqual(only.clientConfig, {
       url: 'https://127.0.0.1:9443/svc/defaults',
       caBundle: Buffer.from('PEM').toString('base64'),
     });
-    assert.deepEqual((only?.rules as Array<{ operations: string[] }>)[0]?.operations, [
-      'CREATE',
-      'UPDATE',
-      'DELETE',
-    ]);
+    const [rule] = only.rules as Array<{ operations: string[] }>;
+    assert.deepEqual(rule?.operations, ['CREATE', 'UPDATE', 'DELETE']);
     assert.deepEqual(
-      [only?.failurePolicy, only?.timeoutSeconds, only?.reinvocationPolicy],
+      [only.failurePolicy, only.timeoutSeconds, only.reinvocationPolicy],
       ['Fail', 10, 'Never'],
     );
-    assert.equal(only?.namespaceSelector, undefined);
+    assert.equal(only.namespaceSelector, undefined);
   });
 });

@@ -45,6 +45,9 @@ export async function bundleCli(outdir = join(DIST, 'cli')): Promise<string> {
     sourcesContent: false,
     legalComments: 'linked',
     logLevel: 'warning',
+    // A native addon, loaded only for an ngrok tunnel: resolved from node_modules, where the package's
+    // dependencies are installed, when it is.
+    external: ['@ngrok/ngrok'],
     // Some bundled dependencies are CommonJS and require() Node built-ins.
     banner: {
       js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",

@@ -241,7 +241,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       },
     }),
   );
-  await components.start();
+  try {
+    await components.start();
+  } catch (error) {
+    await components.stop(); // what did start stops again: a failed start leaves nothing running
+    throw error;
+  }
   let stopped: Promise<void> | undefined;
   return {
     synced: Promise.all(synced).then(() => undefined),

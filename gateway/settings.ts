@@ -3,6 +3,8 @@
  * the embedding API takes any part of them (`startGateway({ settings: { calls: { timeoutMs } } })`),
  * and the CLI sets those that matter in operation.
  */
+import type { Forward, ReachMode } from '../webhooks/reach.ts';
+
 export interface Settings {
   processing: {
     /** Objects of one resource processed at once: each served resource has its own queue. */
@@ -31,9 +33,15 @@ export interface Settings {
   admission: {
     /**
      * Where the apiserver reaches the webhook server: `local`, a URL on this host (an apiserver on the
-     * same machine); `service`, through the Service `service` names in the cluster.
+     * same machine); `service`, through the Service `service` names in the cluster; `ngrok`, a tunnel;
+     * `auto`: `service` in a pod, `local` when the apiserver is on this host, `ngrok` otherwise.
      */
-    reach: 'local' | 'service';
+    reach: ReachMode;
+    /**
+     * The ngrok tunnel: its authtoken from a Secret (key `authtoken`) instead of NGROK_AUTHTOKEN, a
+     * reserved domain, and what opens it (`@ngrok/ngrok`'s forward unless given).
+     */
+    ngrok?: { authtokenSecret?: { namespace: string; name: string }; domain?: string; forward?: Forward };
     /** Where the server listens: port 0 takes any free one (`local` only). */
     listen: { host: string; port: number };
     service?: { namespace: string; name: string; port: number };
@@ -64,7 +72,7 @@ export const DEFAULT_SETTINGS: Settings = {
   },
   calls: { timeoutMs: 30_000, serviceRetryDelaysS: [1, 2, 5, 10, 30, 60] },
   watching: { pageSize: 500, watchSeconds: 300, retryDelayMs: { first: 250, max: 30_000 } },
-  admission: { reach: 'local', listen: { host: '127.0.0.1', port: 0 } },
+  admission: { reach: 'auto', listen: { host: '127.0.0.1', port: 0 } },
   persistence: { stateIn: 'auto' },
 };
 

@@ -78,10 +78,11 @@ export function webhookConfiguration(
   name: string,
   webhooks: readonly Webhook[],
   client: ClientConfig,
-  caBundle: string,
+  /** PEM of what the apiserver is to trust; absent where it trusts the endpoint already (a tunnel). */
+  caBundle: string | undefined,
   namespaces: readonly string[] | undefined,
 ): Record<string, unknown> {
-  const caData = Buffer.from(caBundle).toString('base64');
+  const ca = caBundle === undefined ? {} : { caBundle: Buffer.from(caBundle).toString('base64') };
   return {
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind: type === 'mutating' ? 'MutatingWebhookConfiguration' : 'ValidatingWebhookConfiguration',
@@ -96,8 +97,8 @@ export function webhookConfiguration(
           name: webhook.name,
           clientConfig:
             'url' in client
-              ? { url: `${client.url}${webhook.path}`, caBundle: caData }
-              : { service: { ...client.service, path: webhook.path }, caBundle: caData },
+              ? { url: `${client.url.replace(/\/+$/, '')}${webhook.path}`, ...ca }
+              : { service: { ...client.service, path: webhook.path }, ...ca },
           rules: [
             {
               apiGroups: [resource.group],

@@ -5,6 +5,7 @@ import { basename, resolve } from 'node:path';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import packageJson from '../../package.json' with { type: 'json' };
 import { type LogLevel, SECRET_VARIABLE } from '../../protocol/index.ts';
+import type { ReachMode } from '../../webhooks/reach.ts';
 import { type GatewayOptions, startGateway } from '../gateway.ts';
 import { DEFAULT_IDENTITY, type Identity } from '../identity.ts';
 import { createLogger, type Logger } from '../logging.ts';
@@ -44,10 +45,17 @@ Options for run and gateway:
                             resource's status keeps it, else annotations; the default) or annotations.
 
 Admission webhooks (run, gateway), for operators with validate or mutate handlers:
+      --webhook-reach <how>             How the apiserver reaches the webhook server: local (a URL on this
+                                        host), service (see below), ngrok (a tunnel; the authtoken from
+                                        $NGROK_AUTHTOKEN or --ngrok-authtoken-secret), or auto (the
+                                        default: service in a pod, local when the apiserver is on this
+                                        host, ngrok otherwise).
       --webhook-listen <host:port>      Where the HTTPS webhook server listens (default 127.0.0.1:0, any
-                                        port, for an apiserver on this host, reached by URL).
-      --webhook-service <ns/name:port>  Have the apiserver reach it through this Service instead (in a
-                                        cluster; listen on 0.0.0.0 then).
+                                        port).
+      --webhook-service <ns/name:port>  The Service through which the apiserver reaches it in a cluster
+                                        (implies --webhook-reach service; listen on 0.0.0.0 then).
+      --ngrok-authtoken-secret <ns/name>  The Secret whose key "authtoken" holds the ngrok authtoken.
+      --ngrok-domain <domain>           A reserved ngrok domain, for a URL that stays the same.
       --webhook-certificates <ns/name>  Keep its certificates in this Secret, shared by restarts and
                                         replicas (default: in memory, new at every start).
       --webhook-client-ca <file>        Answer only clients whose certificate this CA signed (the
@@ -84,7 +92,10 @@ const OPTIONS = {
   functions: { type: 'string', multiple: true },
   'function-timeout': { type: 'string' },
   'state-in': { type: 'string' },
+  'webhook-reach': { type: 'string' },
   'webhook-listen': { type: 'string' },
+  'ngrok-authtoken-secret': { type: 'string' },
+  'ngrok-domain': { type: 'string' },
   'webhook-service': { type: 'string' },
   'webhook-certificates': { type: 'string' },
   'webhook-client-ca': { type: 'string' },
@@ -244,14 +255,35 @@ function admissionSettings(values: Values): SettingsPatch['admission'] {
     };
   }
   const secret = values['webhook-certificates'];
-  if (secret !== undefined) {
-    const match = /^([a-z0-9-]+)\/([a-z0-9.-]+)$/.exec(secret);
-    if (!match) throw new UsageError(`--webhook-certificates expects namespace/name, got "${secret}"`);
-    settings.certificates = { namespace: match[1] as string, name: match[2] as string };
+  if (secret !== undefined) settings.certificates = namespacedName(secret, '--webhook-certificates');
+  const reach = values['webhook-reach'];
+  if (reach !== undefined) {
+    if (!REACH_MODES.includes(reach as ReachMode)) {
+      throw new UsageError(`--webhook-reach expects ${REACH_MODES.join(', ')}, got "${reach}"`);
+    }
+    settings.reach = reach as ReachMode;
+  }
+  const tokenSecret = values['ngrok-authtoken-secret'];
+  const domain = values['ngrok-domain'];
+  if (tokenSecret !== undefined || domain !== undefined) {
+    settings.ngrok = {
+      ...(tokenSecret !== undefined
+        ? { authtokenSecret: namespacedName(tokenSecret, '--ngrok-authtoken-secret') }
+        : {}),
+      ...(domain !== undefined ? { domain } : {}),
+    };
   }
   const clientCa = values['webhook-client-ca'];
   if (clientCa !== undefined) settings.clientCa = readFileSync(clientCa, 'utf8');
   return settings;
+}
+
+const REACH_MODES: readonly ReachMode[] = ['auto', 'local', 'service', 'ngrok'];
+
+function namespacedName(value: string, flag: string): { namespace: string; name: string } {
+  const match = /^([a-z0-9-]+)\/([a-z0-9.-]+)$/.exec(value);
+  if (!match) throw new UsageError(`${flag} expects namespace/name, got "${value}"`);
+  return { namespace: match[1] as string, name: match[2] as string };
 }
 
 function identityOf(values: Values): Identity {

@@ -4,16 +4,21 @@
  * service that has the handler), keeps the certificates, and keeps the webhook configurations in step
  * with the handlers served; on a graceful stop it removes all but the persistent webhooks.
  */
+import { existsSync } from 'node:fs';
 import type { DueHandler, HandlerSpec, KubernetesObject } from '../../protocol/index.ts';
 import { type Certificates, caBundle, renewalDue, renewCertificates } from '../../webhooks/certificates.ts';
-import {
-  type ClientConfig,
-  type Webhook,
-  webhookConfiguration,
-  webhookKey,
-  webhookOf,
-} from '../../webhooks/configurations.ts';
+import { type Webhook, webhookConfiguration, webhookKey, webhookOf } from '../../webhooks/configurations.ts';
 import { jsonPatchOf } from '../../webhooks/patch.ts';
+import {
+  chooseMode,
+  localReach,
+  ngrokReach,
+  type Reach,
+  type ReachMode,
+  serviceReach,
+  TunnelError,
+  type Way,
+} from '../../webhooks/reach.ts';
 import type { ReviewRequest, Verdict } from '../../webhooks/review.ts';
 import { startWebhookServer, type WebhookServer } from '../../webhooks/server.ts';
 import type { Component } from '../components.ts';
@@ -53,6 +58,9 @@ const OWN = 'causeway';
 
 type SecretName = NonNullable<Settings['admission']['certificates']>;
 
+/** Mounted in every pod with a service account: with KUBERNETES_SERVICE_HOST, how a pod knows it is one. */
+const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+
 const secretPath = ({ namespace, name }: SecretName) => `/api/v1/namespaces/${namespace}/secrets/${name}`;
 
 /** The apiserver gives up at the webhook's timeout: answer well before it. */
@@ -67,6 +75,8 @@ export class Admission implements Component {
   #server: WebhookServer | undefined;
   #certificates: Certificates | undefined;
   #renewal: NodeJS.Timeout | undefined;
+  #mode: Exclude<ReachMode, 'auto'> = 'local';
+  #way: Way | undefined;
 
   constructor(options: AdmissionOptions) {
     this.#options = options;
@@ -111,7 +121,16 @@ export class Admission implements Component {
   }
 
   async start(): Promise<void> {
-    const { settings, logger } = this.#options;
+    const { settings, logger, client } = this.#options;
+    this.#mode = chooseMode(settings.reach, {
+      inPod: Boolean(process.env.KUBERNETES_SERVICE_HOST) && existsSync(SERVICE_ACCOUNT_TOKEN),
+      apiserverHost: new URL(client.server).hostname,
+    });
+    if (this.#mode === 'service' && !settings.service) {
+      throw new Error(
+        'admission webhooks in a pod are reached through a Service: name it with --webhook-service',
+      );
+    }
     this.#certificates = await this.#renewCertificates();
     this.#server = await startWebhookServer({
       host: settings.listen.host,
@@ -125,6 +144,15 @@ export class Admission implements Component {
       ...(settings.clientCa ? { clientCa: settings.clientCa } : {}),
     });
     logger.info(`admission webhooks served at ${this.#server.url}`);
+    try {
+      this.#way = await (await this.#reach())({ host: settings.listen.host, port: this.#server.port });
+    } catch (error) {
+      await this.#server.close(); // nothing configured yet: nothing else to undo
+      this.#server = undefined;
+      throw error;
+    }
+    if ('url' in this.#way.clientConfig)
+      logger.info(`the apiserver reaches them at ${this.#way.clientConfig.url}`);
     await this.#configure();
     this.#scheduleRenewal();
   }
@@ -133,8 +161,36 @@ export class Admission implements Component {
     clearTimeout(this.#renewal);
     if (!this.#server) return;
     await this.#configure({ persistentOnly: true });
+    await this.#way?.close();
     await this.#server.close();
     this.#server = undefined;
+  }
+
+  /** The way in for the mode chosen at start. */
+  async #reach(): Promise<Reach> {
+    const { settings } = this.#options;
+    switch (this.#mode) {
+      case 'service':
+        return serviceReach(settings.service as NonNullable<typeof settings.service>);
+      case 'ngrok': {
+        const secret = settings.ngrok?.authtokenSecret;
+        const authtoken = secret ? await this.#readAuthtoken(secret) : undefined;
+        return ngrokReach({
+          ...(authtoken ? { authtoken } : {}),
+          ...(settings.ngrok?.domain ? { domain: settings.ngrok.domain } : {}),
+          ...(settings.ngrok?.forward ? { forward: settings.ngrok.forward } : {}),
+        });
+      }
+      default:
+        return localReach();
+    }
+  }
+
+  async #readAuthtoken(secret: SecretName): Promise<string> {
+    const read = await this.#options.client.get<{ data?: Record<string, string> }>(secretPath(secret));
+    const token = read.data?.authtoken;
+    if (!token) throw new TunnelError(`the Secret ${secret.namespace}/${secret.name} has no key "authtoken"`);
+    return Buffer.from(token, 'base64').toString().trim();
   }
 
   async #decide(review: ReviewRequest, path: string, signal: AbortSignal): Promise<Verdict> {
@@ -203,22 +259,20 @@ export class Admission implements Component {
 
   /** Writes both configurations (server-side apply, as the gateway's field manager), or removes them. */
   async #configure({ persistentOnly = false } = {}): Promise<void> {
-    const { client, identity, settings, namespaces } = this.#options;
+    const { client, identity, namespaces } = this.#options;
     if (!this.#server || !this.#certificates) return;
     const webhooks = [...this.#webhooks.values()]
       .map(({ webhook }) => webhook)
       .filter((webhook) => !persistentOnly || webhook.persistent);
-    const clientConfig: ClientConfig =
-      settings.reach === 'service' && settings.service
-        ? { service: settings.service }
-        : { url: this.#server.url };
+    if (!this.#way) return;
+    const { clientConfig, bundle } = this.#way;
     for (const type of KINDS) {
       const configuration = webhookConfiguration(
         type,
         identity.annotationPrefix,
         webhooks,
         clientConfig,
-        caBundle(this.#certificates),
+        bundle ? caBundle(this.#certificates) : undefined,
         namespaces,
       );
       const path = `/apis/admissionregistration.k8s.io/v1/${type}webhookconfigurations/${identity.annotationPrefix}`;
@@ -322,7 +376,7 @@ export class Admission implements Component {
 
   #hosts(): string[] {
     const { settings } = this.#options;
-    if (settings.reach === 'service' && settings.service) {
+    if (this.#mode === 'service' && settings.service) {
       const { name, namespace } = settings.service;
       return [
         name,

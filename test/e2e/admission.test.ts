@@ -343,4 +343,35 @@ describe('admission webhooks through the real apiserver', () => {
     });
     assert.deepEqual(deleted, ['held']);
   });
+
+  it('with an ngrok tunnel that cannot open: says so, and leaves nothing running or configured', async (t) => {
+    const namespace = await testNamespace(t);
+    const { op } = admissionOperator();
+    const logger = memoryLogger();
+    await assert.rejects(
+      startGateway({
+        functions: [op],
+        secret: new TextEncoder().encode(TEST_SECRET),
+        kubeconfig: await kubeConfig(),
+        logger,
+        namespaces: [namespace],
+        settings: { admission: { reach: 'ngrok', ngrok: { authtokenSecret: undefined } } },
+      }),
+      /the ngrok tunnel could not open: .*NGROK_AUTHTOKEN/,
+    );
+    assert.deepEqual(await configured(client), [], 'no webhook configured');
+    const served = logger.lines.find((line) => line.includes('admission webhooks served at'));
+    const url = /served at (https:\/\/\S+)/.exec(served ?? '')?.[1];
+    assert.ok(url, 'the server had started');
+    await assert.rejects(fetch(url), 'and is closed again');
+  });
+
+  it('from the CLI: causeway run with --webhook-reach ngrok exits with the reason when the tunnel cannot open', async () => {
+    const run = causeway(
+      ['run', 'examples/17-admission/operator.ts', '--namespace', 'default', '--webhook-reach', 'ngrok'],
+      { ...process.env, NGROK_AUTHTOKEN: 'not-a-real-token' },
+    );
+    assert.equal(await run.exited(), 1);
+    assert.match(run.output(), /the ngrok tunnel could not open/);
+  });
 });

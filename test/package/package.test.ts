@@ -56,6 +56,17 @@ op.on.create('kopfexamples', async function create_fn({ spec, name }) {
 export default op;
 `;
 
+const ADMISSION_OPERATOR = `import { AdmissionError, operator } from 'causeway/functions';
+
+const op = operator({ name: 'admission-operator' });
+
+op.on.validate('kopfexamples', function no_forbidden({ spec }) {
+  if (spec.field === 'forbidden') throw new AdmissionError('no', 422);
+});
+
+export default op;
+`;
+
 /** A test of the operator that uses every other export, to typecheck them all. */
 const USER_TEST = `import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -239,6 +250,29 @@ describe('the package, installed into a project of its own', () => {
 
   it('runs a JavaScript operator with npx causeway run, which handles an object in the cluster', (t) =>
     runsOperator(t, 'operator.js', JAVASCRIPT_OPERATOR, 'js-operator'));
+
+  it('serves admission with npx causeway run, and loads the ngrok SDK from the installed dependencies', async (t) => {
+    await applyFile(CRD);
+    const namespace = await testNamespace(t);
+    await writeFile(join(project, 'admission.js'), ADMISSION_OPERATOR);
+    const { kubeconfigPath } = await testCluster();
+    const run = (args: string[], env: Record<string, string> = {}) =>
+      startCli(
+        'npx',
+        ['causeway', 'run', 'admission.js', '--namespace', namespace, ...args],
+        userEnvironment({ KUBECONFIG: kubeconfigPath, ...env }),
+        project,
+      );
+    const local = run([]);
+    t.after(() => local.stop('SIGKILL'));
+    await local.waitFor(/the apiserver reaches them at https:\/\/127\.0\.0\.1:\d+/);
+    await local.stop('SIGTERM');
+
+    const tunnelled = run(['--webhook-reach', 'ngrok'], { NGROK_AUTHTOKEN: 'not-a-real-token' });
+    t.after(() => tunnelled.stop('SIGKILL'));
+    assert.notEqual(await tunnelled.exited(), 0);
+    assert.match(tunnelled.output(), /the ngrok tunnel could not open/);
+  });
 
   it("typechecks a user's operator and its test against the published types, and catches a misspelt argument", async () => {
     await writeFile(join(project, 'tsconfig.json'), JSON.stringify(USER_TSCONFIG, null, 2));

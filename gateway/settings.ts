@@ -3,6 +3,7 @@
  * the embedding API takes any part of them (`startGateway({ settings: { calls: { timeoutMs } } })`),
  * and the CLI sets those that matter in operation.
  */
+import type { CertificateFiles } from '../webhooks/certificates.ts';
 import type { Forward, ReachMode } from '../webhooks/reach.ts';
 
 export interface Settings {
@@ -47,6 +48,10 @@ export interface Settings {
     service?: { namespace: string; name: string; port: number };
     /** The Secret that keeps the certificates, so restarts and replicas share them; in memory when absent. */
     certificates?: { namespace: string; name: string };
+    /** The user's certificate files instead (cert-manager's way), read again when they change. */
+    certificateFiles?: CertificateFiles;
+    /** How often to look whether the certificate files changed. */
+    filesCheckIntervalMs: number;
     /** PEM of the CA that signed the apiserver's client certificate: other clients are refused (Kopf's verify_cafile). */
     clientCa?: string;
   };
@@ -72,7 +77,7 @@ export const DEFAULT_SETTINGS: Settings = {
   },
   calls: { timeoutMs: 30_000, serviceRetryDelaysS: [1, 2, 5, 10, 30, 60] },
   watching: { pageSize: 500, watchSeconds: 300, retryDelayMs: { first: 250, max: 30_000 } },
-  admission: { reach: 'auto', listen: { host: '127.0.0.1', port: 0 } },
+  admission: { reach: 'auto', listen: { host: '127.0.0.1', port: 0 }, filesCheckIntervalMs: 60_000 },
   persistence: { stateIn: 'auto' },
 };
 

@@ -3,10 +3,12 @@
  * `caBundle`) and a serving certificate it signs, for every name and address the apiserver may use.
  * The CA lives long and the serving certificate is renewed well before it expires, signed by the same
  * CA, so a renewal never changes what the apiserver trusts and no request fails during it. When the CA
- * itself nears its end, the next CA goes into the bundle first and signs only later.
+ * itself nears its end, the next CA goes into the bundle first and signs only later. Or the user's own
+ * certificate files, read again when they change.
  */
 
-import { X509Certificate } from 'node:crypto';
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { readFile, stat } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { generate } from 'selfsigned';
 
@@ -136,4 +138,33 @@ function nearEnd(pem: string, now: Date): boolean {
 
 function sameHosts(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && [...a].sort().every((host, i) => host === [...b].sort()[i]);
+}
+
+/** Certificate files given by the user (cert-manager's way): the serving pair and the CA to trust. */
+export interface CertificateFiles {
+  cert: string;
+  key: string;
+  /** PEM of what the apiserver is to trust; the serving certificate itself when absent (self-signed). */
+  ca?: string;
+}
+
+export interface LoadedFiles {
+  cert: string;
+  key: string;
+  bundle: string;
+  /** Changes when a file does: sizes and modification times. */
+  stamp: string;
+}
+
+/** Reads the files and checks that the key is the certificate's: a half-written renewal is refused. */
+export async function readCertificateFiles(files: CertificateFiles): Promise<LoadedFiles> {
+  const paths = [files.cert, files.key, ...(files.ca ? [files.ca] : [])];
+  const stamp = (await Promise.all(paths.map((path) => stat(path))))
+    .map((each) => `${each.size}:${each.mtimeMs}`)
+    .join(',');
+  const [cert, key, ca] = await Promise.all(paths.map((path) => readFile(path, 'utf8')));
+  if (!new X509Certificate(cert as string).checkPrivateKey(createPrivateKey(key as string))) {
+    throw new Error(`${files.key} is not the key of the certificate in ${files.cert}`);
+  }
+  return { cert: cert as string, key: key as string, bundle: ca ?? (cert as string), stamp };
 }

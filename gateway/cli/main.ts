@@ -58,6 +58,10 @@ Admission webhooks (run, gateway), for operators with validate or mutate handler
       --ngrok-domain <domain>           A reserved ngrok domain, for a URL that stays the same.
       --webhook-certificates <ns/name>  Keep its certificates in this Secret, shared by restarts and
                                         replicas (default: in memory, new at every start).
+      --webhook-cert-file <file>        Serve this certificate (with --webhook-key-file) instead of one the
+                                        gateway makes, read again when it changes (cert-manager's way).
+      --webhook-key-file <file>         Its private key.
+      --webhook-ca-file <file>          What the apiserver is to trust for it (default: the certificate).
       --webhook-client-ca <file>        Answer only clients whose certificate this CA signed (the
                                         apiserver's, with its --admission-control-config-file).
 
@@ -99,6 +103,9 @@ const OPTIONS = {
   'webhook-service': { type: 'string' },
   'webhook-certificates': { type: 'string' },
   'webhook-client-ca': { type: 'string' },
+  'webhook-cert-file': { type: 'string' },
+  'webhook-key-file': { type: 'string' },
+  'webhook-ca-file': { type: 'string' },
   'status-key': { type: 'string' },
   'annotation-prefix': { type: 'string' },
   finalizer: { type: 'string' },
@@ -271,6 +278,21 @@ function admissionSettings(values: Values): SettingsPatch['admission'] {
         ? { authtokenSecret: namespacedName(tokenSecret, '--ngrok-authtoken-secret') }
         : {}),
       ...(domain !== undefined ? { domain } : {}),
+    };
+  }
+  const [cert, key, ca] = [
+    values['webhook-cert-file'],
+    values['webhook-key-file'],
+    values['webhook-ca-file'],
+  ];
+  if (cert !== undefined || key !== undefined || ca !== undefined) {
+    if (cert === undefined || key === undefined) {
+      throw new UsageError('--webhook-cert-file and --webhook-key-file go together');
+    }
+    settings.certificateFiles = {
+      cert: resolve(cert),
+      key: resolve(key),
+      ...(ca ? { ca: resolve(ca) } : {}),
     };
   }
   const clientCa = values['webhook-client-ca'];

@@ -6,7 +6,14 @@
  */
 import { existsSync } from 'node:fs';
 import type { DueHandler, HandlerSpec, KubernetesObject } from '../../protocol/index.ts';
-import { type Certificates, caBundle, renewalDue, renewCertificates } from '../../webhooks/certificates.ts';
+import {
+  type CertificateFiles,
+  type Certificates,
+  caBundle,
+  readCertificateFiles,
+  renewalDue,
+  renewCertificates,
+} from '../../webhooks/certificates.ts';
 import { type Webhook, webhookConfiguration, webhookKey, webhookOf } from '../../webhooks/configurations.ts';
 import { jsonPatchOf } from '../../webhooks/patch.ts';
 import {
@@ -73,7 +80,11 @@ export class Admission implements Component {
   readonly #options: AdmissionOptions;
   readonly #webhooks = new Map<string, Served>();
   #server: WebhookServer | undefined;
+  /** Made and kept by the gateway, unless the user gives certificate files. */
   #certificates: Certificates | undefined;
+  /** What the server serves and the configurations tell the apiserver to trust, from either. */
+  #tls: { key: string; cert: string; bundle: string } | undefined;
+  #filesStamp: string | undefined;
   #renewal: NodeJS.Timeout | undefined;
   #mode: Exclude<ReachMode, 'auto'> = 'local';
   #way: Way | undefined;
@@ -131,12 +142,19 @@ export class Admission implements Component {
         'admission webhooks in a pod are reached through a Service: name it with --webhook-service',
       );
     }
-    this.#certificates = await this.#renewCertificates();
+    if (settings.certificateFiles) {
+      const loaded = await readCertificateFiles(settings.certificateFiles);
+      this.#tls = loaded;
+      this.#filesStamp = loaded.stamp;
+    } else {
+      this.#certificates = await this.#renewCertificates();
+      this.#tls = { ...this.#certificates, bundle: caBundle(this.#certificates) };
+    }
     this.#server = await startWebhookServer({
       host: settings.listen.host,
       port: settings.listen.port,
-      key: this.#certificates.key,
-      cert: this.#certificates.cert,
+      key: this.#tls.key,
+      cert: this.#tls.cert,
       decide: (review, path, signal) => this.#decide(review, path, signal),
       deadlineMs: (path) =>
         Math.max(500, (this.#webhooks.get(path)?.webhook.timeoutSeconds ?? 10) * 1000 - DECISION_MARGIN_MS),
@@ -154,7 +172,8 @@ export class Admission implements Component {
     if ('url' in this.#way.clientConfig)
       logger.info(`the apiserver reaches them at ${this.#way.clientConfig.url}`);
     await this.#configure();
-    this.#scheduleRenewal();
+    if (settings.certificateFiles) this.#watchFiles(settings.certificateFiles, settings.filesCheckIntervalMs);
+    else this.#scheduleRenewal();
   }
 
   async stop(): Promise<void> {
@@ -260,7 +279,7 @@ export class Admission implements Component {
   /** Writes both configurations (server-side apply, as the gateway's field manager), or removes them. */
   async #configure({ persistentOnly = false } = {}): Promise<void> {
     const { client, identity, namespaces } = this.#options;
-    if (!this.#server || !this.#certificates) return;
+    if (!this.#server || !this.#tls) return;
     const webhooks = [...this.#webhooks.values()]
       .map(({ webhook }) => webhook)
       .filter((webhook) => !persistentOnly || webhook.persistent);
@@ -272,7 +291,7 @@ export class Admission implements Component {
         identity.annotationPrefix,
         webhooks,
         clientConfig,
-        bundle ? caBundle(this.#certificates) : undefined,
+        bundle ? this.#tls.bundle : undefined,
         namespaces,
       );
       const path = `/apis/admissionregistration.k8s.io/v1/${type}webhookconfigurations/${identity.annotationPrefix}`;
@@ -388,6 +407,43 @@ export class Admission implements Component {
     return [settings.listen.host === '0.0.0.0' ? '127.0.0.1' : settings.listen.host, 'localhost'];
   }
 
+  /**
+   * To another certificate. When what vouches for it changes too, the apiserver is told to trust both
+   * the old and the new first, then the certificate changes, then the old trust goes.
+   */
+  async #switchTo(tls: { key: string; cert: string; bundle: string }): Promise<void> {
+    const previous = this.#tls;
+    const bundleChanged = tls.bundle !== previous?.bundle;
+    if (bundleChanged && previous) {
+      this.#tls = { ...previous, bundle: previous.bundle + tls.bundle };
+      await this.#configure();
+    }
+    this.#server?.setCertificate(tls.key, tls.cert);
+    this.#tls = tls;
+    if (bundleChanged) await this.#configure();
+  }
+
+  /** The user's files, read again when they change (as cert-manager renews them), every `intervalMs`. */
+  #watchFiles(files: CertificateFiles, intervalMs: number): void {
+    this.#renewal = setTimeout(async () => {
+      try {
+        const loaded = await readCertificateFiles(files);
+        if (loaded.stamp !== this.#filesStamp) {
+          this.#filesStamp = loaded.stamp;
+          await this.#switchTo(loaded);
+          this.#options.logger.info(`webhook certificate read again from ${files.cert}`);
+        }
+      } catch (error) {
+        // A renewal caught half-written: the next look finds it whole.
+        this.#options.logger.warning(
+          `reading the webhook certificate files failed: ${(error as Error).message}`,
+        );
+      }
+      if (this.#server) this.#watchFiles(files, intervalMs);
+    }, intervalMs);
+    this.#renewal.unref();
+  }
+
   /** Renews the serving certificate ahead of its end: the CA stays, so the bundle and the apiserver's trust do too. */
   #scheduleRenewal(): void {
     if (!this.#certificates) return;
@@ -398,8 +454,7 @@ export class Admission implements Component {
           const renewed = await this.#renewCertificates();
           if (renewed !== this.#certificates) {
             this.#certificates = renewed;
-            await this.#configure(); // the bundle first (a next CA), then the certificate it vouches for
-            this.#server?.setCertificate(renewed.key, renewed.cert);
+            await this.#switchTo({ ...renewed, bundle: caBundle(renewed) });
           }
         } catch (error) {
           this.#options.logger.error(`renewing the webhook certificate failed: ${(error as Error).message}`);

@@ -3,13 +3,18 @@
  * gateway configured (ValidatingWebhookConfiguration and MutatingWebhookConfiguration) at start.
  */
 import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { before, describe, it, type TestContext } from 'node:test';
+import { connect } from 'node:tls';
 import { AdmissionError, operator } from '../../functions/index.ts';
 import { serveFetch } from '../../gateway/cli/serve.ts';
 import { startGateway } from '../../gateway/gateway.ts';
 import type { KubeClient } from '../../gateway/kube/client.ts';
 import { ApiError } from '../../gateway/kube/errors.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
+import { renewCertificates } from '../../webhooks/certificates.ts';
 import { testNamespace } from '../support/cluster.ts';
 import { kubectl } from '../support/kubectl.ts';
 import {
@@ -374,4 +379,63 @@ describe('admission webhooks through the real apiserver', () => {
     assert.equal(await run.exited(), 1);
     assert.match(run.output(), /the ngrok tunnel could not open/);
   });
+
+  it("serves the user's certificate files, and a renewal written to them, without a restart", async (t) => {
+    const namespace = await testNamespace(t);
+    const dir = await mkdtemp(join(tmpdir(), 'causeway-webhook-files-'));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    // As cert-manager or openssl would make them: a CA, and a serving certificate it signs.
+    const first = (await renewCertificates(undefined, ['127.0.0.1', 'localhost'])).certificates;
+    const files = { cert: join(dir, 'tls.crt'), key: join(dir, 'tls.key'), ca: join(dir, 'ca.crt') };
+    const write = async (certificates: typeof first) => {
+      await writeFile(files.key, certificates.key);
+      await writeFile(files.cert, certificates.cert);
+      await writeFile(files.ca, certificates.ca.cert);
+    };
+    await write(first);
+    const { op } = admissionOperator();
+    const running = await runOperator(op, {
+      namespaces: [namespace],
+      settings: { admission: { certificateFiles: files, filesCheckIntervalMs: 100 } },
+    });
+    t.after(() => running.stop());
+    const refused = async () => {
+      const created = await kubectl(
+        ['create', '-f', '-'],
+        kex(namespace, `bad-${Date.now()}`, { field: 'forbidden' }),
+      );
+      return /denied the request: spec\.field must not be "forbidden"/.test(created.stderr)
+        ? true
+        : undefined;
+    };
+    await eventually('a refusal through the webhook served with the given files', refused);
+
+    const renewed = (await renewCertificates(first, ['127.0.0.1', 'localhost', 'renewed.example']))
+      .certificates;
+    await write(renewed);
+    const url = await webhookUrl(client);
+    await eventually('the renewed certificate served', async () =>
+      (await servedNames(url)).includes('renewed.example') ? true : undefined,
+    );
+    assert.equal(await refused(), true, 'the apiserver still trusts it: the same CA');
+  });
 });
+
+async function webhookUrl(client: KubeClient): Promise<string> {
+  const configuration = await client.get<{ webhooks: Array<{ clientConfig: { url: string } }> }>(
+    '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/causeway.dev',
+  );
+  return new URL(configuration.webhooks[0]?.clientConfig.url ?? '').origin;
+}
+
+/** The subject alternative names of the certificate a TLS server presents now. */
+function servedNames(url: string): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: hostname, port: Number(port), rejectUnauthorized: false }, () => {
+      resolve(socket.getPeerX509Certificate()?.subjectAltName ?? '');
+      socket.end();
+    });
+    socket.on('error', reject);
+  });
+}

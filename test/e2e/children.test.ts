@@ -26,9 +26,13 @@ describe('examples/02-children', () => {
       ),
       [{ kind: 'KopfExample', name: 'kopf-example-2', uid: parent.metadata.uid }],
     );
-    const handled = await client.get<KubernetesObject>(
-      `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/kopf-example-2`,
-    );
+    // The child is applied before the result is written (a failed apply must leave no success behind).
+    const handled = await eventually('status.create_fn', async () => {
+      const current = await client.get<KubernetesObject>(
+        `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/kopf-example-2`,
+      );
+      return current.status?.create_fn === undefined ? undefined : current;
+    });
     assert.deepEqual(handled.status?.create_fn, { 'pod-name': 'kopf-example-2-pod' });
 
     await client.request(`/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/kopf-example-2`, {

@@ -418,6 +418,38 @@ describe('admission webhooks through the real apiserver', () => {
       (await servedNames(url)).includes('renewed.example') ? true : undefined,
     );
     assert.equal(await refused(), true, 'the apiserver still trusts it: the same CA');
+
+    // Renewals while reviews flow: every review is answered, none fails on the change.
+    const probe = JSON.parse(kex(namespace, 'probe', { field: 'forbidden' }));
+    const path = `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`;
+    let renewing = true;
+    const outcomes: string[] = [];
+    const flow = (async () => {
+      while (renewing) {
+        try {
+          await client.request(path, { method: 'POST', query: { dryRun: 'All' }, body: probe });
+          outcomes.push('allowed');
+        } catch (error) {
+          outcomes.push(
+            error instanceof ApiError && /must not be "forbidden"/.test(error.message)
+              ? 'denied'
+              : String(error),
+          );
+        }
+      }
+    })();
+    for (let round = 0; round < 5; round++) {
+      const next = (await renewCertificates(first, ['127.0.0.1', 'localhost', `round-${round}.example`]))
+        .certificates;
+      await write(next);
+      await eventually(`renewal ${round} served`, async () =>
+        (await servedNames(url)).includes(`round-${round}.example`) ? true : undefined,
+      );
+    }
+    renewing = false;
+    await flow;
+    assert.ok(outcomes.length > 10, `reviews flowed meanwhile: ${outcomes.length}`);
+    assert.deepEqual(new Set(outcomes), new Set(['denied']), 'every one answered by the webhook');
   });
 });
 

@@ -3,6 +3,7 @@ import {
   type Effects,
   type InvocationRequest,
   type InvocationResponse,
+  isAdmissionKind,
   type KubernetesEvent,
   type LogLine,
   type ObjectToApply,
@@ -167,7 +168,7 @@ function withEffects(
 }
 
 function isAdmission(handler: Registered): boolean {
-  return handler.kind === 'validate' || handler.kind === 'mutate';
+  return isAdmissionKind(handler.kind);
 }
 
 /**

@@ -4,6 +4,7 @@ import {
   HANDLER_KINDS,
   type HandlerKind,
   type HandlerSpec,
+  isAdmissionKind,
   type KindRule,
   type HandlerOptions as SpecOptions,
 } from '../protocol/index.ts';
@@ -218,8 +219,7 @@ function checkOptions(where: string, kind: HandlerKind, options: unknown): asser
     throw new TypeError(`${where}: option "timeout" must be a positive number of seconds`);
   }
   // The apiserver waits for a webhook 1 to 30 seconds, in whole seconds.
-  const admission = (HANDLER_KINDS[kind].reasons as readonly string[]).includes('admission');
-  if (admission && timeout !== undefined && !(Number.isInteger(timeout) && timeout <= 30)) {
+  if (isAdmissionKind(kind) && timeout !== undefined && !(Number.isInteger(timeout) && timeout <= 30)) {
     throw new TypeError(
       `${where}: option "timeout" of an admission handler must be a whole number of seconds, 1 to 30`,
     );

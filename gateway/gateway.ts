@@ -4,7 +4,7 @@
  * feeding one queue per resource.
  */
 import { KubeConfig } from '@kubernetes/client-node';
-import type { HandlerSpec } from '../protocol/index.ts';
+import { type HandlerSpec, isAdmissionKind } from '../protocol/index.ts';
 import { Components, component } from './components.ts';
 import { FunctionService } from './dispatch/function-service.ts';
 import { type FetchHandler, httpTransport, inProcessTransport } from './dispatch/transport.ts';
@@ -255,7 +255,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 }
 
 function isAdmissionHandler(handler: HandlerSpec): boolean {
-  return handler.kind === 'validate' || handler.kind === 'mutate';
+  return isAdmissionKind(handler.kind);
 }
 
 function bind(entry: ServedResource, items: Unresolved[]): void {

@@ -78,6 +78,11 @@ export function calledFor(handler: { kind: HandlerKind; options?: HandlerOptions
   return option !== undefined && handler.options?.[option] === true;
 }
 
+/** Whether the kind answers admission reviews (validate, mutate): called while a request waits. */
+export function isAdmissionKind(kind: HandlerKind): boolean {
+  return (HANDLER_KINDS[kind].reasons as readonly Reason[]).includes('admission');
+}
+
 /** The kinds `reason` always calls. */
 export function kindsFor(reason: Reason): HandlerKind[] {
   return HANDLER_KIND_NAMES.filter((kind) =>

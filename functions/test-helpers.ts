@@ -1,7 +1,23 @@
 /** Builds what a gateway would send, for the tests of this folder. */
-import { type DueHandler, type InvocationRequest, PATHS, PROTOCOL, signRequest } from '../protocol/index.ts';
+import {
+  type DueHandler,
+  type InvocationRequest,
+  PATHS,
+  PROTOCOL,
+  type ResolvedResource,
+  signRequest,
+} from '../protocol/index.ts';
 
 export const SECRET = 'a test secret that is long enough for HS256';
+
+/** Kopf's example resource, as a gateway resolves it. */
+export const KOPF_EXAMPLES: ResolvedResource = {
+  group: 'kopf.dev',
+  version: 'v1',
+  plural: 'kopfexamples',
+  kind: 'KopfExample',
+  namespaced: true,
+};
 
 export interface Call {
   audience: string;
@@ -46,13 +62,7 @@ export function invocation(
   return {
     protocol: PROTOCOL,
     reason: 'create',
-    resource: {
-      group: 'kopf.dev',
-      version: 'v1',
-      plural: 'kopfexamples',
-      kind: 'KopfExample',
-      namespaced: true,
-    },
+    resource: KOPF_EXAMPLES,
     body: {
       apiVersion: 'kopf.dev/v1',
       kind: 'KopfExample',

@@ -2,18 +2,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { operator } from '../../functions/index.ts';
+import { KOPF_EXAMPLES } from '../../functions/test-helpers.ts';
 import { FunctionService } from './function-service.ts';
 import { invocationRequest } from './invocation.ts';
 import { inProcessTransport } from './transport.ts';
 
 const SECRET = new TextEncoder().encode('a secret of at least thirty-two bytes, for the test');
-const resource = {
-  group: 'kopf.dev',
-  version: 'v1',
-  plural: 'kopfexamples',
-  kind: 'KopfExample',
-  namespaced: true,
-};
+const resource = KOPF_EXAMPLES;
 const object = {
   apiVersion: 'kopf.dev/v1',
   kind: 'KopfExample',

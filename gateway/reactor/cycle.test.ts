@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { KOPF_EXAMPLES } from '../../functions/test-helpers.ts';
 import type { HandlerSpec, KubernetesObject, Outcome } from '../../protocol/index.ts';
 import { equal, isObject, mergePatched } from '../../protocol/json.ts';
 import { DEFAULT_IDENTITY } from '../identity.ts';
@@ -18,14 +19,7 @@ import type { ServedResource } from './model.ts';
 
 const quiet = createLogger({ sink: { write: () => {} } });
 const FINALIZER = DEFAULT_IDENTITY.finalizer;
-const resource = {
-  group: 'kopf.dev',
-  version: 'v1',
-  plural: 'kopfexamples',
-  kind: 'KopfExample',
-  namespaced: true,
-  subresources: ['status'],
-} as ServedResource['resource'];
+const resource = { ...KOPF_EXAMPLES, subresources: ['status'] } as ServedResource['resource'];
 
 /** One object in a fake API server: every write is recorded and bumps the resourceVersion. */
 class FakeApi implements ReactorApi {

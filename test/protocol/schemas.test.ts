@@ -7,7 +7,12 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { ABSENT, operator, PermanentError, PRESENT, requeue, TemporaryError } from '../../functions/index.ts';
-import { invocation as sdkInvocation, signedInvoke, signedManifest } from '../../functions/test-helpers.ts';
+import {
+  KOPF_EXAMPLES,
+  invocation as sdkInvocation,
+  signedInvoke,
+  signedManifest,
+} from '../../functions/test-helpers.ts';
 import { invocationRequest } from '../../gateway/dispatch/invocation.ts';
 import { HANDLER_KIND_NAMES, HANDLER_KINDS, type KindRule } from '../../protocol/index.ts';
 
@@ -162,13 +167,7 @@ describe('protocol JSON Schemas', () => {
       metadata: { name: 'a', namespace: 'ns', uid: 'u', managedFields: [{ manager: 'kubectl' }] },
       spec: {},
     };
-    const resource = {
-      group: 'kopf.dev',
-      version: 'v1',
-      plural: 'kopfexamples',
-      kind: 'KopfExample',
-      namespaced: true,
-    };
+    const resource = KOPF_EXAMPLES;
     const request = invocationRequest(
       'create',
       {

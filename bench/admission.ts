@@ -279,8 +279,8 @@ function report(results: Result[]): void {
     `${result.perSecond.toFixed(0)}/s${baseline && baseline !== result ? ` (${(result.perSecond / baseline.perSecond).toFixed(2)}x)` : ''}`,
     ...(['p50', 'p90', 'p99', 'max'] as const).map((q) => `${result.ms[q].toFixed(1)} ms`),
     String(result.failures),
-    result.peakRssMiB.map((mib) => mib.toFixed(0)).join(' + ') + ' MiB',
-    result.cpuSeconds.map((s) => s.toFixed(1)).join(' + ') + ' s',
+    `${result.peakRssMiB.map((mib) => mib.toFixed(0)).join(' + ')} MiB`,
+    `${result.cpuSeconds.map((s) => s.toFixed(1)).join(' + ')} s`,
   ]);
   say(
     `\nAdmissionReviews straight to the webhook server: ${CONNECTIONS} keep-alive connections for ${SECONDS} s`,

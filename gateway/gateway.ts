@@ -6,9 +6,11 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { type HandlerSpec, isAdmissionKind } from '../protocol/index.ts';
 import { Components, component } from './components.ts';
-import { FunctionService } from './dispatch/function-service.ts';
-import { type FetchHandler, httpTransport, inProcessTransport } from './dispatch/transport.ts';
+import type { FunctionService } from './dispatch/function-service.ts';
+import { FunctionServices } from './dispatch/services.ts';
+import type { FetchHandler } from './dispatch/transport.ts';
 import { Admission } from './engines/admission.ts';
+import { DevSessions } from './engines/dev-sessions.ts';
 import { EventHandlers } from './engines/event-handlers.ts';
 import { DEFAULT_IDENTITY, type Identity } from './identity.ts';
 import { KubeClient } from './kube/client.ts';
@@ -21,10 +23,10 @@ import { ResourceReactor } from './reactor/cycle.ts';
 import { needsFinalizer } from './reactor/finalizers.ts';
 import { candidatesOf, type ServedResource } from './reactor/model.ts';
 import { ObjectQueue } from './reactor/queue.ts';
-import { type Settings, type SettingsPatch, settingsWith } from './settings.ts';
+import { type SettingsPatch, settingsWith } from './settings.ts';
 import { statusKeeps, versionSchema } from './state/schema.ts';
 import { type StateLocation, StateStorage } from './state/storage.ts';
-import { jitter, sleep } from './timing.ts';
+import { sleep } from './timing.ts';
 import { NamespaceWatch, selectNamespaces } from './watching/namespaces.ts';
 import { ResourceWatch } from './watching/resource-watch.ts';
 import { sharedLabelSelector } from './watching/selectors.ts';
@@ -42,11 +44,18 @@ export interface GatewayOptions {
   logger?: Logger;
   /** Tunables by section (see Settings); what is not given keeps its default. */
   settings?: SettingsPatch;
+  /**
+   * Let `causeway dev` sessions send a service's calls to a laptop: the namespace whose Leases name
+   * them (see engines/dev-sessions.ts). Whoever may write Leases there may see the objects' calls.
+   */
+  devSessions?: string;
 }
 
 export interface Gateway {
   /** Resolves once every watched resource has been listed and its objects queued. */
   readonly synced: Promise<void>;
+  /** Reads the function services' manifests again now (as it does every `calls.manifestRefreshMs`). */
+  refresh(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -57,16 +66,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const components = new Components(logger);
   const stopping = new AbortController();
 
-  const services = await Promise.all(
-    options.functions.map((endpoint) =>
-      connectWithRetry(endpoint, options.secret, settings, logger, stopping.signal),
-    ),
-  );
-  await components.add(
-    component('function services', false, {
-      stop: async () => void (await Promise.all(services.map((service) => service.close()))),
-    }),
-  );
+  const services = new FunctionServices({
+    secret: options.secret,
+    settings: settings.calls,
+    logger,
+    onChange: (previous, next) => exclusively(() => rebind(previous, next)),
+  });
+  await services.connect(options.functions, stopping.signal);
+  await components.add(component('function services', false, { stop: () => services.close() }));
   const kubeconfig = options.kubeconfig ?? defaultKubeConfig();
   const client = await KubeClient.fromConfig(kubeconfig);
   const discovery = new DiscoveryCache(client);
@@ -86,17 +93,22 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const served = new Map<string, { entry: ServedResource; watch: ResourceWatch }>();
   /** Resources some admission handler reviews. */
   const reviewedKeys = new Set<string>();
-  const reviews = services.some((service) => service.manifest.handlers.some(isAdmissionHandler));
-  const admission = reviews
-    ? new Admission({
-        client,
-        identity,
-        settings: settings.admission,
-        namespaces: selection?.names,
-        serves: (namespace) => namespace === undefined || !selection || selection.matches(namespace),
-        logger,
-      })
-    : undefined;
+  /** Made when a service first has admission handlers: until then no webhook server runs. */
+  let admission: Admission | undefined;
+  async function admitting(): Promise<Admission> {
+    if (admission) return admission;
+    admission = new Admission({
+      client,
+      identity,
+      settings: settings.admission,
+      namespaces: selection?.names,
+      serves: (namespace) => namespace === undefined || !selection || selection.matches(namespace),
+      logger,
+    });
+    if (started) await components.add(admission); // started now; at the start otherwise
+    return admission;
+  }
+  let started = false;
   const synced: Promise<void>[] = [];
 
   /**
@@ -109,7 +121,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     const reviewed = items.filter(({ handler }) => isAdmissionHandler(handler));
     for (const service of new Set(reviewed.map((item) => item.service))) {
       const handlers = reviewed.filter((item) => item.service === service).map((item) => item.handler);
-      await admission?.serve(service, handlers, resource);
+      (await admitting()).serve(service, handlers, resource);
     }
     items = items.filter(({ handler }) => !isAdmissionHandler(handler));
     if (reviewed.length > 0) reviewedKeys.add(key);
@@ -117,7 +129,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     const existing = served.get(key);
     if (existing) {
       bind(existing.entry, items);
-      await holdAtCreation(key, existing.entry);
+      holdAtCreation(key, existing.entry);
       await existing.watch.reselect(selectorOf(existing.entry));
       return;
     }
@@ -158,7 +170,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       },
     });
     served.set(key, { entry, watch });
-    await holdAtCreation(key, entry);
+    holdAtCreation(key, entry);
     // Added in this order, stopped in the reverse: no new events, then the cycles finish, then event calls.
     await components.add(component(`event handlers of ${key}`, true, { stop: () => eventHandlers.stop() }));
     await components.add(component(`queue of ${key}`, true, { stop: () => queue.stop() }));
@@ -174,10 +186,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
    * Where the gateway serves admission for a resource with delete handlers, its own webhook puts the
    * finalizer on at creation, which then costs no write of its own.
    */
-  async function holdAtCreation(key: string, entry: ServedResource): Promise<void> {
+  function holdAtCreation(key: string, entry: ServedResource): void {
     if (!admission || !reviewedKeys.has(key)) return;
     if (!entry.bindings.some(({ handlers }) => handlers.some((handler) => handler.kind === 'delete'))) return;
-    await admission.holdAtCreation(entry.resource, (object) => needsFinalizer(object, candidatesOf(entry)));
+    admission.holdAtCreation(entry.resource, (object) => needsFinalizer(object, candidatesOf(entry)));
   }
 
   /** Serves every handler whose resource discovery knows now; returns the others. */
@@ -204,43 +216,94 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       }
     }
     for (const { resource, items } of byResource.values()) await serve(resource, items);
+    await admission?.sync();
     return left;
   }
 
-  /** Resources that are not there yet (a CRD applied later) are looked for again, less and less often. */
-  async function resolveLater(pending: Unresolved[]): Promise<void> {
-    for (
-      let delay = 1000;
-      pending.length > 0 && !stopping.signal.aborted;
-      delay = Math.min(delay * 2, 30_000)
-    ) {
-      await sleep(delay, stopping.signal);
-      if (stopping.signal.aborted) return;
-      try {
-        pending = await resolve(pending, false);
-      } catch (error) {
-        logger.warning(`API discovery failed, retrying: ${error instanceof Error ? error.message : error}`);
+  /** Handlers whose resource is not there yet (a CRD applied later). */
+  let pending: Unresolved[] = [];
+  let lookingLater: Promise<void> | undefined;
+
+  /** Looks for the resources of `items` again, less and less often, until each is served. */
+  function resolveLater(items: Unresolved[]): void {
+    pending.push(...items);
+    if (!started || lookingLater || pending.length === 0) return;
+    lookingLater = (async () => {
+      for (let delay = 1000; pending.length > 0; delay = Math.min(delay * 2, 30_000)) {
+        await sleep(delay, stopping.signal);
+        if (stopping.signal.aborted) return;
+        try {
+          await exclusively(async () => {
+            const batch = pending;
+            pending = [];
+            try {
+              pending.push(...(await resolve(batch, false)));
+            } catch (error) {
+              pending.push(...batch);
+              throw error;
+            }
+          });
+        } catch (error) {
+          logger.warning(`API discovery failed, retrying: ${error instanceof Error ? error.message : error}`);
+        }
       }
-    }
+    })().finally(() => {
+      lookingLater = undefined;
+    });
   }
 
-  const handlers = services.flatMap((service) =>
-    service.manifest.handlers.map((handler) => ({ service, handler })),
-  );
-  const unresolved = await resolve(handlers, true);
+  /**
+   * Another service answers for a name now (redeployed with other handlers, or redirected by a dev
+   * session): its handlers replace the previous one's. Cycles under way finish with the previous one.
+   */
+  async function rebind(previous: FunctionService, next: FunctionService): Promise<void> {
+    for (const { entry } of served.values()) {
+      entry.bindings = entry.bindings.filter((binding) => binding.service !== previous);
+    }
+    pending = pending.filter((item) => item.service !== previous);
+    admission?.forget(previous);
+    resolveLater(await resolve(handlersOf([next]), true));
+    for (const { entry, watch } of served.values()) await watch.reselect(selectorOf(entry));
+  }
+
+  /** Changes to what is served happen one at a time. */
+  let changing: Promise<unknown> = Promise.resolve();
+  function exclusively<T>(change: () => Promise<T>): Promise<T> {
+    const result = changing.then(change);
+    changing = result.catch(() => {});
+    return result;
+  }
+
+  const unresolved = await resolve(handlersOf(services.current), true);
   if (admission) await components.add(admission);
-  let lookingLater: Promise<void> | undefined;
+  let refreshing: NodeJS.Timeout | undefined;
   await components.add(
-    component('resource discovery', true, {
+    component('resource discovery and manifest refresh', false, {
       start: () => {
-        lookingLater = resolveLater(unresolved);
+        started = true;
+        resolveLater(unresolved);
+        refreshing = setInterval(() => void services.refresh(), settings.calls.manifestRefreshMs);
       },
       stop: async () => {
+        clearInterval(refreshing);
         stopping.abort();
         await lookingLater;
+        await changing;
       },
     }),
   );
+  if (options.devSessions) {
+    await components.add(
+      new DevSessions({
+        client,
+        namespace: options.devSessions,
+        identity,
+        settings: settings.watching,
+        logger,
+        redirect: (name, to) => services.redirect(name, to),
+      }),
+    );
+  }
   try {
     await components.start();
   } catch (error) {
@@ -250,8 +313,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   let stopped: Promise<void> | undefined;
   return {
     synced: Promise.all(synced).then(() => undefined),
+    refresh: () => services.refresh(),
     stop: () => (stopped ??= components.stop()),
   };
+}
+
+function handlersOf(services: readonly FunctionService[]): Unresolved[] {
+  return services.flatMap((service) => service.manifest.handlers.map((handler) => ({ service, handler })));
 }
 
 function isAdmissionHandler(handler: HandlerSpec): boolean {
@@ -279,39 +347,6 @@ function defaultKubeConfig(): KubeConfig {
   const config = new KubeConfig();
   config.loadFromDefault();
   return config;
-}
-
-async function connectWithRetry(
-  endpoint: string | FetchHandler,
-  secret: Uint8Array,
-  settings: Settings,
-  logger: Logger,
-  signal: AbortSignal,
-): Promise<FunctionService> {
-  const transport = typeof endpoint === 'string' ? httpTransport(endpoint) : inProcessTransport(endpoint);
-  for (let delay = 250; ; delay = Math.min(delay * 2, 10_000)) {
-    try {
-      const service = await FunctionService.connect({
-        transport,
-        secret,
-        timeoutMs: settings.calls.timeoutMs,
-      });
-      const ids = service.manifest.handlers.map((handler) => handler.id).join(', ');
-      logger.info(`function service "${service.name}" at ${service.url}: handlers ${ids || '(none)'}`);
-      if (service.unknownKinds.length > 0) {
-        logger.warning(
-          `"${service.name}" declares handler kinds this gateway does not know: ${service.unknownKinds.join(', ')}`,
-        );
-      }
-      return service;
-    } catch (error) {
-      if (signal.aborted) throw error;
-      logger.warning(
-        `function service ${transport.url} is not reachable yet: ${error instanceof Error ? error.message : error}`,
-      );
-      await sleep(jitter(delay), signal);
-    }
-  }
 }
 
 /**

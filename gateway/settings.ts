@@ -22,6 +22,8 @@ export interface Settings {
     timeoutMs: number;
     /** Seconds before calling a service again after it could not be reached or answered badly: one per retry, the last repeated. */
     serviceRetryDelaysS: readonly number[];
+    /** How often the services' manifests are read again, so that a service redeployed with other handlers is served as it is now. */
+    manifestRefreshMs: number;
   };
   watching: {
     /** Objects per page when listing. */
@@ -75,7 +77,7 @@ export const DEFAULT_SETTINGS: Settings = {
     errorDelaysS: [1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610],
     conflictRetryMs: 100,
   },
-  calls: { timeoutMs: 30_000, serviceRetryDelaysS: [1, 2, 5, 10, 30, 60] },
+  calls: { timeoutMs: 30_000, serviceRetryDelaysS: [1, 2, 5, 10, 30, 60], manifestRefreshMs: 30_000 },
   watching: { pageSize: 500, watchSeconds: 300, retryDelayMs: { first: 250, max: 30_000 } },
   admission: { reach: 'auto', listen: { host: '127.0.0.1', port: 0 }, filesCheckIntervalMs: 60_000 },
   persistence: { stateIn: 'auto' },

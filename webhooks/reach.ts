@@ -24,13 +24,15 @@ export interface Way {
 export interface Listening {
   host: string;
   port: number;
+  /** `https` (the webhook server) unless given: a dev session's function service is plain HTTP on this host. */
+  scheme?: 'http' | 'https';
 }
 
 export type Reach = (server: Listening) => Promise<Way>;
 
 export function localReach(): Reach {
-  return async ({ host, port }) => ({
-    clientConfig: { url: `https://${host.includes(':') ? `[${host}]` : host}:${port}` },
+  return async ({ host, port, scheme = 'https' }) => ({
+    clientConfig: { url: `${scheme}://${host.includes(':') ? `[${host}]` : host}:${port}` },
     bundle: true,
     close: async () => {},
   });
@@ -63,13 +65,13 @@ export class TunnelError extends Error {
 }
 
 export function ngrokReach(options: NgrokOptions = {}): Reach {
-  return async ({ port }) => {
+  return async ({ port, scheme = 'https' }) => {
     const forward = options.forward ?? (await import('@ngrok/ngrok')).forward;
     let listener: Awaited<ReturnType<Forward>>;
     try {
       listener = await forward({
-        // The agent connects to this server over TLS; the server's own CA is not one it knows.
-        addr: `https://127.0.0.1:${port}`,
+        addr: `${scheme}://127.0.0.1:${port}`,
+        // Over TLS, the agent meets the server's own CA, which it does not know.
         verify_upstream_tls: false,
         ...(options.authtoken ? { authtoken: options.authtoken } : { authtoken_from_env: true }),
         ...(options.domain ? { domain: options.domain } : {}),

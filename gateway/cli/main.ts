@@ -3,18 +3,20 @@
 import { readFileSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { KubeConfig } from '@kubernetes/client-node';
 import packageJson from '../../package.json' with { type: 'json' };
 import { type LogLevel, SECRET_VARIABLE } from '../../protocol/index.ts';
-import type { ReachMode } from '../../webhooks/reach.ts';
+import { chooseMode, localReach, ngrokReach, type ReachMode } from '../../webhooks/reach.ts';
 import { type GatewayOptions, startGateway } from '../gateway.ts';
 import { DEFAULT_IDENTITY, type Identity } from '../identity.ts';
 import { createLogger, type Logger } from '../logging.ts';
 import { ensureProcessSecret } from '../secret.ts';
 import type { SettingsPatch } from '../settings.ts';
+import { dev } from './dev.ts';
 import { init } from './init.ts';
 import { loadOperatorModule } from './operator-module.ts';
 import { release } from './release.ts';
-import { readSecret } from './secret.ts';
+import { readSecret, readSecretText } from './secret.ts';
 import { serveFetch } from './serve.ts';
 
 const VERSION = packageJson.version;
@@ -30,6 +32,9 @@ Commands:
                         deployed elsewhere. Needs the shared secret in $${SECRET_VARIABLE}.
   gateway               Run only the gateway: watch the cluster and call the function services
                         given with --functions. Needs the same secret as the services.
+  dev <module>          Develop an operator: reloaded on save, with no restart of the gateway. Runs
+                        a gateway of its own, as run does; or, with --dev-sessions, has a gateway
+                        deployed in the cluster send the module's service's calls to this machine.
   release <resource> <name>
                         Remove the gateway's finalizer from one object, without calling any
                         handler: for objects stuck in deletion after their operator is gone.
@@ -64,6 +69,16 @@ Admission webhooks (run, gateway), for operators with validate or mutate handler
       --webhook-ca-file <file>          What the apiserver is to trust for it (default: the certificate).
       --webhook-client-ca <file>        Answer only clients whose certificate this CA signed (the
                                         apiserver's, with its --admission-control-config-file).
+
+Dev sessions (gateway, dev):
+      --dev-sessions <namespace>  gateway: let dev sessions, Leases in this namespace, send a
+                                  service's calls to a laptop while they are renewed. dev: hold such a
+                                  Lease for the module's service there (needs the gateway's secret).
+      --session-seconds <n>       dev: the Lease's duration: after a crash, calls go back to the
+                                  deployed service this long after the last renewal (default 15).
+      --dev-reach <how>           dev: how the deployed gateway reaches this machine: local (it runs
+                                  on this host), ngrok (a tunnel; $NGROK_AUTHTOKEN), or auto (the
+                                  default: local when the apiserver is on this host, ngrok otherwise).
 
 Identity (run, gateway, release), so that two deployments can serve the same objects:
       --status-key <key>          Key of the gateway's state under status (default causeway).
@@ -106,6 +121,9 @@ const OPTIONS = {
   'webhook-cert-file': { type: 'string' },
   'webhook-key-file': { type: 'string' },
   'webhook-ca-file': { type: 'string' },
+  'dev-sessions': { type: 'string' },
+  'session-seconds': { type: 'string' },
+  'dev-reach': { type: 'string' },
   'status-key': { type: 'string' },
   'annotation-prefix': { type: 'string' },
   finalizer: { type: 'string' },
@@ -164,6 +182,8 @@ export async function main(argv: string[]): Promise<void> {
     case 'gateway':
       if (!values.functions?.length) throw new UsageError('gateway needs at least one --functions <url>');
       return gatewayOnly(values.functions, values, logger);
+    case 'dev':
+      return devCommand(requireModule(rest, 'dev'), values, logger);
     case 'release': {
       const [resource, name, ...extra] = rest;
       if (!resource || !name || extra.length)
@@ -197,6 +217,7 @@ async function serveOnly(module: string, values: Values, logger: Logger): Promis
     host: values.host ?? '0.0.0.0',
   });
   logger.info(`function service listening on ${server.url}`);
+  process.send?.({ listening: server.url }); // started by `causeway dev`, which asks where
   await untilSignal(logger);
   await server.close();
 }
@@ -209,6 +230,46 @@ async function gatewayOnly(functions: string[], values: Values, logger: Logger):
   });
   await untilSignal(logger);
   await gateway.stop();
+}
+
+async function devCommand(module: string, values: Values, logger: Logger): Promise<void> {
+  const namespace = values['dev-sessions'];
+  const gateway = gatewayOptions({ ...values, 'dev-sessions': undefined }, logger);
+  const serveArgs = values.verbose ? ['--verbose'] : values.quiet ? ['--quiet'] : [];
+  if (!namespace) {
+    ensureProcessSecret();
+    const secret = process.env[SECRET_VARIABLE] as string;
+    return dev({ module, secret, serveArgs, logger, gateway, until: untilSignal(logger) });
+  }
+  const kubeconfig = new KubeConfig();
+  kubeconfig.loadFromDefault();
+  const server = kubeconfig.getCurrentCluster()?.server;
+  if (!server) throw new Error('dev --dev-sessions needs a cluster: the kubeconfig names none');
+  const reachMode = values['dev-reach'] ?? 'auto';
+  if (reachMode !== 'auto' && reachMode !== 'local' && reachMode !== 'ngrok') {
+    throw new UsageError(`--dev-reach expects auto, local or ngrok, got "${reachMode}"`);
+  }
+  const mode = chooseMode(reachMode, { inPod: false, apiserverHost: new URL(server).hostname });
+  const seconds = integer(values['session-seconds'] ?? '15', '--session-seconds');
+  if (seconds < 3) throw new UsageError('--session-seconds expects at least 3');
+  return dev({
+    module,
+    secret: readSecretText(values['secret-file']),
+    serveArgs,
+    logger,
+    gateway,
+    until: untilSignal(logger),
+    session: {
+      namespace,
+      durationSeconds: seconds,
+      reach:
+        mode === 'ngrok'
+          ? ngrokReach(values['ngrok-domain'] ? { domain: values['ngrok-domain'] } : {})
+          : localReach(),
+      annotationPrefix: identityOf(values).annotationPrefix,
+      kubeconfig,
+    },
+  });
 }
 
 function gatewayOptions(values: Values, logger: Logger): Omit<GatewayOptions, 'functions' | 'secret'> {
@@ -226,6 +287,7 @@ function gatewayOptions(values: Values, logger: Logger): Omit<GatewayOptions, 'f
     logger,
     identity: identityOf(values),
     ...(values.namespace?.length ? { namespaces: values.namespace } : {}),
+    ...(values['dev-sessions'] ? { devSessions: values['dev-sessions'] } : {}),
     settings: {
       persistence: { stateIn },
       ...(values.concurrency

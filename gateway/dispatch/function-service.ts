@@ -9,6 +9,7 @@ import {
   type Manifest,
   PATHS,
 } from '../../protocol/index.ts';
+import { equal } from '../../protocol/json.ts';
 import { nodeSigner, type Signer } from './signer.ts';
 import { aborted, type Transport, withDeadline } from './transport.ts';
 import { ProtocolError, parseHealth, parseInvocationResponse, parseManifest } from './validation.ts';
@@ -34,6 +35,7 @@ export class FunctionService {
   readonly timeoutMs: number;
   readonly #transport: Transport;
   readonly #sign: Signer;
+  readonly #options: FunctionServiceOptions;
 
   private constructor(
     transport: Transport,
@@ -43,6 +45,7 @@ export class FunctionService {
   ) {
     this.#transport = transport;
     this.#sign = sign;
+    this.#options = options;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.manifest = parsed.manifest;
     this.unknownKinds = parsed.unknownKinds;
@@ -92,6 +95,12 @@ export class FunctionService {
     const body = encoder.encode(JSON.stringify(invocation));
     const answer = await send(this.#transport, this.#sign, 'POST', PATHS.invoke, body, this.name, timeoutMs);
     return parseInvocationResponse(answer, ids, admission);
+  }
+
+  /** The same service asked again (its transport kept): a new instance when its manifest changed. */
+  async reread(): Promise<FunctionService> {
+    const next = await FunctionService.connect(this.#options);
+    return equal(next.manifest, this.manifest) ? this : next;
   }
 
   close(): Promise<void> {

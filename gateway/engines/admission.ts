@@ -93,12 +93,24 @@ export class Admission implements Component {
     this.#options = options;
   }
 
-  /** Adds the admission handlers of a service for a resource; configured at start, or at once if started. */
-  async serve(service: FunctionService, handlers: readonly HandlerSpec[], resource: DiscoveredResource) {
+  /**
+   * Adds the admission handlers of a service for a resource. Like every change here, the apiserver
+   * learns of it at start, or at the next `sync` once started: a set of changes goes out as one.
+   */
+  serve(service: FunctionService, handlers: readonly HandlerSpec[], resource: DiscoveredResource): void {
     for (const handler of handlers) {
       const webhook = webhookOf(service.name, handler, resource, this.#options.identity.annotationPrefix);
       this.#webhooks.set(webhookKey(webhook), { webhook, service, resource });
     }
+  }
+
+  /** Drops the webhooks of a service's handlers (it was redeployed, or redirected): they are served anew. */
+  forget(service: FunctionService): void {
+    for (const [key, served] of this.#webhooks) if (served.service === service) this.#webhooks.delete(key);
+  }
+
+  /** Writes the configurations as the webhooks served now, once started. */
+  async sync(): Promise<void> {
     if (this.#server) await this.#configure();
   }
 
@@ -107,7 +119,7 @@ export class Admission implements Component {
    * finalizer rule): the finalizer then costs no PATCH of its own. Ignored on failure: the reactor
    * adds the finalizer itself if the webhook could not.
    */
-  async holdAtCreation(resource: DiscoveredResource, needs: (object: KubernetesObject) => boolean) {
+  holdAtCreation(resource: DiscoveredResource, needs: (object: KubernetesObject) => boolean): void {
     const { finalizer, annotationPrefix } = this.#options.identity;
     const handler: HandlerSpec = {
       id: `finalizer/${resource.plural}.${resource.group}`,
@@ -124,7 +136,6 @@ export class Admission implements Component {
       return { allowed: true, patch };
     };
     this.#webhooks.set(webhookKey(webhook), { webhook, local, resource });
-    if (this.#server) await this.#configure();
   }
 
   get size(): number {

@@ -1,0 +1,159 @@
+/**
+ * `causeway dev`: an operator module on a laptop, reloaded on save. Either with a gateway of its own
+ * (as `causeway run`), or, where a gateway is deployed with `--dev-sessions <namespace>`, as a dev
+ * session: a Lease there sends the deployed service's calls to this laptop while it is renewed.
+ */
+import { type FSWatcher, watch } from 'node:fs';
+import { hostname, userInfo } from 'node:os';
+import { dirname, resolve } from 'node:path';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { encodeSecret, PATHS } from '../../protocol/index.ts';
+import type { Reach } from '../../webhooks/reach.ts';
+import { devSessionLease, devSessionLeaseName } from '../engines/dev-sessions.ts';
+import { type GatewayOptions, startGateway } from '../gateway.ts';
+import { KubeClient } from '../kube/client.ts';
+import { isNotFound } from '../kube/errors.ts';
+import type { Logger } from '../logging.ts';
+import { DevService } from './dev-service.ts';
+
+export interface DevOptions {
+  module: string;
+  /** The signing secret: the deployed gateway's in a session, any otherwise. */
+  secret: string;
+  /** Extra arguments for the `causeway serve` that runs the module. */
+  serveArgs: readonly string[];
+  logger: Logger;
+  /** Resolves when the session is to end (a signal). */
+  until: Promise<void>;
+  /** A session with a deployed gateway; without it, a gateway of its own with these options. */
+  session?: SessionOptions;
+  gateway: Omit<GatewayOptions, 'functions' | 'secret'>;
+}
+
+export interface SessionOptions {
+  namespace: string;
+  durationSeconds: number;
+  /** How the deployed gateway reaches this laptop. */
+  reach: Reach;
+  annotationPrefix: string;
+  kubeconfig: KubeConfig;
+}
+
+export async function dev(options: DevOptions): Promise<void> {
+  const { module, secret, serveArgs, logger } = options;
+  const service = await DevService.start({ module, secret, serveArgs, logger });
+  try {
+    const name = await serviceName(service.url);
+    if (options.session) {
+      await asSession(service, name, options.session, options);
+    } else {
+      const gateway = await startGateway({
+        ...options.gateway,
+        functions: [service.url],
+        secret: encodeSecret(secret),
+      });
+      logger.info(`dev: serving "${name}" from ${module}, reloaded on save`);
+      const stopWatching = watchSources(module, async () => {
+        if (await service.reload()) {
+          await gateway.refresh();
+          logger.info('dev: reloaded');
+        }
+      });
+      await options.until;
+      stopWatching();
+      await gateway.stop();
+    }
+  } finally {
+    await service.close();
+  }
+}
+
+/** Holds the session's Lease while `until` is pending; a reload changes its revision. */
+async function asSession(service: DevService, name: string, session: SessionOptions, options: DevOptions) {
+  const { logger, module } = options;
+  const way = await session.reach({ host: '127.0.0.1', port: service.port, scheme: 'http' });
+  try {
+    if (!('url' in way.clientConfig)) throw new Error('a dev session needs a URL the gateway can reach');
+    const url = way.clientConfig.url;
+    const client = await KubeClient.fromConfig(session.kubeconfig);
+    const path = `/apis/coordination.k8s.io/v1/namespaces/${session.namespace}/leases/${devSessionLeaseName(name)}`;
+    const holder = `${userInfo().username}@${hostname()}`;
+    let revision = String(Date.now());
+    const renew = () =>
+      client.patch(
+        path,
+        'apply',
+        devSessionLease(
+          { service: name, url, revision, holder, durationSeconds: session.durationSeconds },
+          session.annotationPrefix,
+          new Date(),
+        ),
+        { fieldManager: 'causeway-dev', force: true },
+      );
+    await renew();
+    logger.info(
+      `dev: the calls of "${name}" come to ${url} from the gateway watching ${session.namespace} ` +
+        `(Lease ${session.namespace}/${devSessionLeaseName(name)}); reloaded on save`,
+    );
+    const renewing = setInterval(
+      () =>
+        void renew().catch((error) =>
+          logger.warning(`dev: renewing the session failed: ${(error as Error).message}`),
+        ),
+      (session.durationSeconds * 1000) / 3,
+    );
+    const stopWatching = watchSources(module, async () => {
+      if (!(await service.reload())) return;
+      revision = String(Date.now());
+      await renew().catch((error) => logger.warning(`dev: renewing the session failed: ${error.message}`));
+      logger.info('dev: reloaded');
+    });
+    await options.until;
+    stopWatching();
+    clearInterval(renewing);
+    // The calls go home at once, rather than when the Lease would expire.
+    await client.request(path, { method: 'DELETE' }).catch((error) => {
+      if (!isNotFound(error)) logger.warning(`dev: ending the session failed: ${error.message}`);
+    });
+  } finally {
+    await way.close();
+  }
+}
+
+async function serviceName(url: string): Promise<string> {
+  const health = (await (await fetch(`${url}${PATHS.health}`)).json()) as { name?: unknown };
+  if (typeof health.name !== 'string') throw new Error(`${url}${PATHS.health} names no service`);
+  return health.name;
+}
+
+/**
+ * Calls `onChange` after files in the module's folder change (a burst of saves counts once, and a
+ * change during a reload brings one more). node_modules and dot-folders are not watched.
+ */
+function watchSources(module: string, onChange: () => Promise<void>): () => void {
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  let again = false;
+  const run = () => {
+    if (running) {
+      again = true;
+      return;
+    }
+    running = onChange().finally(() => {
+      running = undefined;
+      if (again) {
+        again = false;
+        run();
+      }
+    });
+  };
+  const watcher: FSWatcher = watch(dirname(resolve(module)), { recursive: true }, (_event, file) => {
+    if (file && /(^|\/)(node_modules|\.[^/]+)(\/|$)/.test(file)) return;
+    clearTimeout(timer);
+    timer = setTimeout(run, 100);
+  });
+  return () => {
+    clearTimeout(timer);
+    watcher.close();
+  };
+}

@@ -1,0 +1,184 @@
+/**
+ * Dev sessions, as an engine of the gateway: `causeway dev` on a laptop holds a Lease in a namespace
+ * the gateway was told to look in (`--dev-sessions`), naming a function service and the laptop's URL.
+ * While the Lease is renewed, the gateway sends that service's calls (and admission reviews) to the
+ * laptop; when it is deleted, or not renewed within its duration, they go back to the deployed
+ * service. The Lease is the whole protocol, so a session heals by itself, shows in
+ * `kubectl get leases`, and needs no restart of anything.
+ */
+import type { KubernetesObject } from '../../protocol/index.ts';
+import { isObject } from '../../protocol/json.ts';
+import type { Component } from '../components.ts';
+import type { Identity } from '../identity.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { Watcher } from '../kube/watcher.ts';
+import type { Logger } from '../logging.ts';
+import type { Settings } from '../settings.ts';
+
+/** What one dev session asks: calls of `service` go to `url` while it lasts. */
+export interface DevSession {
+  service: string;
+  url: string;
+  /** Changes when the laptop's code does: the gateway reads its manifest again. */
+  revision: string;
+  /** Who holds it, for people reading the Lease: `user@host`. */
+  holder: string;
+  durationSeconds: number;
+}
+
+/** The Lease a session holds: the label lets the gateway watch these and no other Lease. */
+export function devSessionLease(
+  session: DevSession,
+  annotationPrefix: string,
+  now: Date,
+): Record<string, unknown> {
+  return {
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: {
+      name: devSessionLeaseName(session.service),
+      labels: { [`${annotationPrefix}/dev-session`]: 'true' },
+      annotations: {
+        [`${annotationPrefix}/service`]: session.service,
+        [`${annotationPrefix}/url`]: session.url,
+        [`${annotationPrefix}/revision`]: session.revision,
+      },
+    },
+    spec: {
+      holderIdentity: session.holder,
+      leaseDurationSeconds: session.durationSeconds,
+      renewTime: now.toISOString().replace('Z', '000Z'), // a MicroTime
+    },
+  };
+}
+
+/** One session per service: a second laptop takes it over, as the last writer. */
+export function devSessionLeaseName(service: string): string {
+  const name = service
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, '-')
+    .replace(/^-+|-+$/g, '');
+  return `causeway-dev-${name}`.slice(0, 63).replace(/-+$/, '');
+}
+
+/** The session a Lease holds, or what is wrong with it. */
+export function devSessionOf(lease: KubernetesObject, annotationPrefix: string): DevSession | string {
+  const annotations = lease.metadata.annotations ?? {};
+  const service = annotations[`${annotationPrefix}/service`];
+  const url = annotations[`${annotationPrefix}/url`];
+  const spec = isObject(lease.spec) ? lease.spec : {};
+  const durationSeconds = spec.leaseDurationSeconds;
+  if (!service) return `no annotation ${annotationPrefix}/service`;
+  if (!url || !/^https?:\/\//.test(url)) return `annotation ${annotationPrefix}/url is not an http(s) URL`;
+  if (typeof durationSeconds !== 'number' || !(durationSeconds > 0)) return 'no spec.leaseDurationSeconds';
+  return {
+    service,
+    url,
+    revision: annotations[`${annotationPrefix}/revision`] ?? '',
+    holder: typeof spec.holderIdentity === 'string' ? spec.holderIdentity : '',
+    durationSeconds,
+  };
+}
+
+export interface DevSessionsOptions {
+  client: KubeClient;
+  namespace: string;
+  identity: Identity;
+  settings: Settings['watching'];
+  logger: Logger;
+  /** Sends a service's calls to a session's URL, or home for undefined; false if it did not answer as that service. */
+  redirect(service: string, to: { url: string; revision: string } | undefined): Promise<boolean>;
+}
+
+interface Held {
+  session: DevSession;
+  renewTime: unknown;
+  /** By this process's clock, from when it saw the renewal: the laptop's clock may be off. */
+  expiresAt: number;
+}
+
+export class DevSessions implements Component {
+  readonly name = 'dev sessions';
+  readonly leaderOnly = false; // every replica calls the services
+  readonly #options: DevSessionsOptions;
+  readonly #watcher: Watcher;
+  /** By Lease name. */
+  readonly #held = new Map<string, Held>();
+  /** Where each service's calls go now: `url revision`. */
+  readonly #routed = new Map<string, string>();
+  #expiry: NodeJS.Timeout | undefined;
+  #routing: Promise<void> = Promise.resolve();
+
+  constructor(options: DevSessionsOptions) {
+    this.#options = options;
+    this.#watcher = new Watcher({
+      client: options.client,
+      path: `/apis/coordination.k8s.io/v1/namespaces/${options.namespace}/leases`,
+      labelSelector: `${options.identity.annotationPrefix}/dev-session`,
+      logger: options.logger.child(`dev sessions in ${options.namespace}`),
+      settings: options.settings,
+      onEvent: ({ type, object }) =>
+        this.#observe(type === 'DELETED' ? undefined : object, object.metadata.name),
+    });
+  }
+
+  start(): void {
+    this.#watcher.start();
+  }
+
+  async stop(): Promise<void> {
+    clearTimeout(this.#expiry);
+    await this.#watcher.stop();
+    await this.#routing;
+  }
+
+  #observe(lease: KubernetesObject | undefined, name: string): void {
+    if (!lease) {
+      this.#held.delete(name);
+    } else {
+      const session = devSessionOf(lease, this.#options.identity.annotationPrefix);
+      if (typeof session === 'string') {
+        this.#options.logger.warning(
+          `Lease ${this.#options.namespace}/${name} is no dev session: ${session}`,
+        );
+        this.#held.delete(name);
+      } else {
+        const renewTime = isObject(lease.spec) ? lease.spec.renewTime : undefined;
+        const known = this.#held.get(name);
+        const renewed = !known || known.renewTime !== renewTime;
+        const expiresAt = renewed ? Date.now() + session.durationSeconds * 1000 : (known?.expiresAt ?? 0);
+        this.#held.set(name, { session, renewTime, expiresAt });
+      }
+    }
+    this.#route();
+  }
+
+  /** Sends each service's calls where its live session says, or home; looks again at the next expiry. */
+  #route(): void {
+    clearTimeout(this.#expiry);
+    const now = Date.now();
+    const live = new Map<string, Held>();
+    for (const held of this.#held.values()) {
+      if (held.expiresAt <= now) continue;
+      const other = live.get(held.session.service);
+      if (!other || held.expiresAt > other.expiresAt) live.set(held.session.service, held);
+    }
+    const services = new Set([...this.#routed.keys(), ...live.keys()]);
+    for (const service of services) {
+      const session = live.get(service)?.session;
+      const target = session ? `${session.url} ${session.revision}` : undefined;
+      if (target === this.#routed.get(service)) continue;
+      if (target) this.#routed.set(service, target);
+      else this.#routed.delete(service);
+      const to = session ? { url: session.url, revision: session.revision } : undefined;
+      this.#routing = this.#routing.then(async () => {
+        // Not there (yet): forgotten, so the session's next renewal tries again.
+        if (!(await this.#options.redirect(service, to)) && this.#routed.get(service) === target) {
+          this.#routed.delete(service);
+        }
+      });
+    }
+    const next = Math.min(...[...live.values()].map((held) => held.expiresAt));
+    if (Number.isFinite(next)) this.#expiry = setTimeout(() => this.#route(), next - now + 10);
+  }
+}

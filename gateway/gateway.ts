@@ -194,6 +194,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 
   /** Serves every handler whose resource discovery knows now; returns the others. */
   async function resolve(pending: Unresolved[], announce: boolean): Promise<Unresolved[]> {
+    const { groups, left } = await locate(pending, announce);
+    for (const { resource, items } of groups.values()) await serve(resource, items);
+    await admission?.sync();
+    return left;
+  }
+
+  /** Groups handlers by the resource discovery finds for them now; `left` are those it does not know. */
+  async function locate(pending: Unresolved[], announce: boolean) {
     const current = await discovery.reload();
     const left: Unresolved[] = [];
     const byResource = new Map<string, { resource: DiscoveredResource; items: Unresolved[] }>();
@@ -215,9 +223,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         }
       }
     }
-    for (const { resource, items } of byResource.values()) await serve(resource, items);
-    await admission?.sync();
-    return left;
+    return { groups: byResource, left };
   }
 
   /** Handlers whose resource is not there yet (a CRD applied later). */
@@ -257,12 +263,25 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
    * session): its handlers replace the previous one's. Cycles under way finish with the previous one.
    */
   async function rebind(previous: FunctionService, next: FunctionService): Promise<void> {
-    for (const { entry } of served.values()) {
+    const { groups, left } = await locate(handlersOf([next]), true);
+    // In one step, with no await: a cycle sees the handlers of one service or the other, never neither
+    // (with neither, it would take an object for unhandled, or release its finalizer).
+    for (const [key, { entry }] of served) {
       entry.bindings = entry.bindings.filter((binding) => binding.service !== previous);
+      const group = groups.get(key);
+      if (!group) continue;
+      bind(
+        entry,
+        group.items.filter(({ handler }) => !isAdmissionHandler(handler)),
+      );
+      group.items = group.items.filter(({ handler }) => isAdmissionHandler(handler));
+      holdAtCreation(key, entry);
     }
+    admission?.retire(previous); // its webhooks answer until the next ones are configured
     pending = pending.filter((item) => item.service !== previous);
-    admission?.forget(previous);
-    resolveLater(await resolve(handlersOf([next]), true));
+    for (const { resource, items } of groups.values()) await serve(resource, items);
+    await admission?.sync();
+    resolveLater(left);
     for (const { entry, watch } of served.values()) await watch.reselect(selectorOf(entry));
   }
 

@@ -217,8 +217,13 @@ async function serveOnly(module: string, values: Values, logger: Logger): Promis
     host: values.host ?? '0.0.0.0',
   });
   logger.info(`function service listening on ${server.url}`);
-  process.send?.({ listening: server.url }); // started by `causeway dev`, which asks where
-  await untilSignal(logger);
+  if (process.send) {
+    // Started by `causeway dev`, which asks where, and whose end (even by SIGKILL) is this one's.
+    process.send({ listening: server.url });
+    await Promise.race([untilSignal(logger), new Promise((resolve) => process.once('disconnect', resolve))]);
+  } else {
+    await untilSignal(logger);
+  }
   await server.close();
 }
 

@@ -58,6 +58,8 @@ interface Served {
   local?: (object: KubernetesObject) => Verdict;
   service?: FunctionService;
   resource: DiscoveredResource;
+  /** Its service was replaced: dropped at the next sync unless served again. */
+  retired?: boolean;
 }
 
 /** The gateway's own webhook: not a handler's, so its "service" is the gateway. */
@@ -104,13 +106,18 @@ export class Admission implements Component {
     }
   }
 
-  /** Drops the webhooks of a service's handlers (it was redeployed, or redirected): they are served anew. */
-  forget(service: FunctionService): void {
-    for (const [key, served] of this.#webhooks) if (served.service === service) this.#webhooks.delete(key);
+  /**
+   * Retires the webhooks of a service's handlers (it was redeployed, or redirected): they keep
+   * answering until the next `sync`, so that a review in between is not let through unchecked, and
+   * those the new service serves again (`serve`) stay.
+   */
+  retire(service: FunctionService): void {
+    for (const served of this.#webhooks.values()) if (served.service === service) served.retired = true;
   }
 
-  /** Writes the configurations as the webhooks served now, once started. */
+  /** Drops what is retired, and writes the configurations as the webhooks served now, once started. */
   async sync(): Promise<void> {
+    for (const [key, served] of this.#webhooks) if (served.retired) this.#webhooks.delete(key);
     if (this.#server) await this.#configure();
   }
 
@@ -225,7 +232,8 @@ export class Admission implements Component {
 
   async #decide(review: ReviewRequest, path: string, signal: AbortSignal): Promise<Verdict> {
     const served = this.#webhooks.get(path);
-    if (!served) throw new Error(`no webhook at ${path}`);
+    // A handler gone (its service redeployed without it) while the apiserver still has its webhook.
+    if (!served) return { allowed: true };
     const { webhook, service, resource } = served;
     const object = review.object ?? review.oldObject;
     if (served.local)

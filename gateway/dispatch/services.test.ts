@@ -1,0 +1,83 @@
+/**
+ * The services a gateway serves can change under it: a redeploy with other handlers is found when the
+ * manifests are read again, and a dev session redirects a service only to something that answers as it.
+ */
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { operator } from '../../functions/index.ts';
+import { type RunningServer, serveFetch } from '../cli/serve.ts';
+import { createLogger } from '../logging.ts';
+import { DEFAULT_SETTINGS } from '../settings.ts';
+import type { FunctionService } from './function-service.ts';
+import { FunctionServices } from './services.ts';
+
+const SECRET = 'a secret of at least thirty-two bytes, for the test';
+
+function greeter(name: string) {
+  const op = operator({ name, secret: SECRET });
+  op.on.create('kopfexamples', function create_fn() {});
+  return op;
+}
+
+describe('the function services of a gateway', () => {
+  const servers: RunningServer[] = [];
+  after(() => Promise.all(servers.map((server) => server.close())));
+  const serve = async (handler: ReturnType<typeof greeter>) => {
+    const server = await serveFetch(handler, { port: 0, host: '127.0.0.1' });
+    servers.push(server);
+    return server.url;
+  };
+
+  async function directory(home: ReturnType<typeof greeter>) {
+    const changes: Array<{ previous: FunctionService; next: FunctionService }> = [];
+    const services = new FunctionServices({
+      secret: new TextEncoder().encode(SECRET),
+      settings: DEFAULT_SETTINGS.calls,
+      logger: createLogger({ level: 'error' }),
+      onChange: async (previous, next) => void changes.push({ previous, next }),
+    });
+    await services.connect([home], AbortSignal.timeout(5000));
+    return { services, changes };
+  }
+
+  it('rebinds a service whose handlers changed when the manifests are read again, and only then', async () => {
+    const home = greeter('billing');
+    const { services, changes } = await directory(home);
+    await services.refresh();
+    assert.equal(changes.length, 0, 'the same manifest changes nothing');
+
+    home.on.delete('kopfexamples', function delete_fn() {});
+    await services.refresh();
+    assert.equal(changes.length, 1);
+    assert.deepEqual(
+      changes[0]?.next.manifest.handlers.map((handler) => handler.id),
+      ['create_fn', 'delete_fn'],
+    );
+    assert.equal(services.current[0], changes[0]?.next);
+    await services.close();
+  });
+
+  it('redirects to a URL that answers as the service, refuses others, and comes home', async () => {
+    const { services, changes } = await directory(greeter('billing'));
+    const home = services.current[0];
+
+    assert.equal(
+      await services.redirect('billing', { url: await serve(greeter('shipping')), revision: '1' }),
+      false,
+    );
+    assert.equal(await services.redirect('billing', { url: 'http://127.0.0.1:1', revision: '1' }), false);
+    assert.equal(await services.redirect('unknown', undefined), false);
+    assert.equal(changes.length, 0, 'refused redirects leave the calls where they were');
+
+    const laptop = await serve(greeter('billing'));
+    assert.equal(await services.redirect('billing', { url: laptop, revision: '1' }), true);
+    assert.equal(services.current[0]?.url, laptop);
+    assert.equal(await services.redirect('billing', { url: laptop, revision: '1' }), true);
+    assert.equal(changes.length, 1, 'the same session again changes nothing');
+
+    assert.equal(await services.redirect('billing', undefined), true);
+    assert.equal(services.current[0], home, 'home, as it was: its manifest did not change');
+    assert.equal(changes.length, 2);
+    await services.close();
+  });
+});

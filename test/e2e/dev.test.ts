@@ -1,0 +1,183 @@
+/**
+ * `causeway dev`, as a developer uses it, against the real apiserver: a module reloaded on save with no
+ * restart (its new handlers served, webhooks included), and a dev session that takes a deployed
+ * gateway's calls to the laptop and gives them back when it ends or its process is killed, with
+ * every object handled exactly once across the switches.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it, type TestContext } from 'node:test';
+import type { KubernetesObject } from '../../protocol/index.ts';
+import { testCluster, testNamespace } from '../support/cluster.ts';
+import { kubectl } from '../support/kubectl.ts';
+import { applyFile, createKopfExample, eventually, kubeClient, TEST_SECRET } from '../support/operator.ts';
+import { type CliProcess, causeway } from '../support/processes.ts';
+
+const ROOT = new URL('../..', import.meta.url).pathname;
+const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
+
+/**
+ * An operator module as a user writes one, in a folder of its own: its create handler says which
+ * version handled the object and appends the object's name to $CAUSEWAY_CALL_LOG; `extra` adds handlers.
+ */
+function operatorSource(version: string, extra = ''): string {
+  return `import { openSync, writeSync } from 'node:fs';
+import { AdmissionError, operator } from '${ROOT}functions/index.ts';
+
+const log = openSync(process.env.CAUSEWAY_CALL_LOG, 'a');
+const op = operator({ name: 'dev-e2e' });
+
+op.on.create('kopfexamples', function create_fn({ name }) {
+  writeSync(log, \`\${name}\\n\`);
+  return { version: '${version}' };
+});
+${extra}
+export default op;
+`;
+}
+
+function moduleIn(folder: string, source: string): string {
+  const path = join(folder, 'operator.ts');
+  writeFileSync(path, source);
+  return path;
+}
+
+async function handledBy(namespace: string, name: string): Promise<string> {
+  const client = await kubeClient();
+  return eventually(
+    `${name} handled`,
+    async () => {
+      const object = await client.get<KubernetesObject>(
+        `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/${name}`,
+      );
+      return (object.status as { create_fn?: { version?: string } } | undefined)?.create_fn?.version;
+    },
+    30_000,
+  );
+}
+
+async function environment(t: TestContext) {
+  await applyFile(CRD);
+  const namespace = await testNamespace(t);
+  const callLog = join(mkdtempSync(join(tmpdir(), 'causeway-dev-')), 'calls');
+  writeFileSync(callLog, '');
+  const env = {
+    ...process.env,
+    KUBECONFIG: (await testCluster()).kubeconfigPath,
+    CAUSEWAY_SECRET: TEST_SECRET,
+    CAUSEWAY_CALL_LOG: callLog,
+  };
+  const processes: CliProcess[] = [];
+  t.after(async () => {
+    for (const each of processes.reverse()) await each.stop();
+  });
+  const start = (args: string[]) => {
+    const started = causeway(args, env);
+    processes.push(started);
+    return started;
+  };
+  const calls = () => readFileSync(callLog, 'utf8').split('\n').filter(Boolean).sort();
+  return { namespace, start, calls };
+}
+
+describe('causeway dev', () => {
+  it('with a gateway of its own: a saved edit is served without a restart, new handlers and webhooks included', async (t) => {
+    const { namespace, start } = await environment(t);
+    const folder = mkdtempSync(join(tmpdir(), 'causeway-dev-module-'));
+    const module = moduleIn(folder, operatorSource('v1'));
+    const dev = start(['dev', module, '-n', namespace, '--annotation-prefix', `${namespace}.causeway.dev`]);
+    await dev.waitFor(/dev: serving "dev-e2e"/);
+
+    await createKopfExample(namespace, 'first');
+    assert.equal(await handledBy(namespace, 'first'), 'v1');
+
+    // A new version with a validating handler, which the gateway has not served before.
+    moduleIn(
+      folder,
+      operatorSource(
+        'v2',
+        `op.on.validate('kopfexamples', function no_forbidden({ spec }) {
+  if (spec.field === 'forbidden') throw new AdmissionError('spec.field must not be "forbidden"');
+});
+`,
+      ),
+    );
+    await dev.waitFor(/dev: reloaded/);
+    await createKopfExample(namespace, 'second');
+    assert.equal(await handledBy(namespace, 'second'), 'v2');
+    // The apiserver takes up a new webhook configuration shortly after it is written: a dry run until then.
+    const bad = JSON.stringify({
+      apiVersion: 'kopf.dev/v1',
+      kind: 'KopfExample',
+      metadata: { name: 'bad' },
+      spec: { field: 'forbidden' },
+    });
+    const denied = await eventually('the new validating handler in effect', async () => {
+      const attempt = await kubectl(['create', '--dry-run=server', '-n', namespace, '-f', '-'], bad);
+      return attempt.code !== 0 ? attempt : undefined;
+    });
+    assert.match(denied.stderr, /spec\.field must not be "forbidden"/);
+    assert.equal(dev.child.exitCode, null, 'the same process served both versions');
+  });
+
+  it('as a session with a deployed gateway: calls go to the laptop and back, each object handled once', async (t) => {
+    const { namespace, start, calls } = await environment(t);
+    const deployed = moduleIn(mkdtempSync(join(tmpdir(), 'causeway-deployed-')), operatorSource('deployed'));
+    const laptop = mkdtempSync(join(tmpdir(), 'causeway-laptop-'));
+    const functions = start(['serve', deployed, '--port', '0', '--host', '127.0.0.1']);
+    const url = (await functions.waitFor(/listening on (http:\/\/\S+)/))[1] as string;
+    const gateway = start(['gateway', '--functions', url, '-n', namespace, '--dev-sessions', namespace]);
+    await gateway.waitFor(/function service "dev-e2e"/);
+
+    await createKopfExample(namespace, 'before');
+    assert.equal(await handledBy(namespace, 'before'), 'deployed');
+
+    const session = ['dev', moduleIn(laptop, operatorSource('laptop-1')), '--dev-sessions', namespace];
+    const dev = start([...session, '--session-seconds', '3', '--dev-reach', 'local']);
+    await gateway.waitFor(/calls of "dev-e2e" go to http:\/\/127\.0\.0\.1:\d+ \(a dev session\)/);
+    const lease = await kubectl([
+      'get',
+      'leases',
+      '-n',
+      namespace,
+      '-l',
+      'causeway.dev/dev-session',
+      '-o',
+      'name',
+    ]);
+    assert.equal(
+      lease.stdout.trim(),
+      'lease.coordination.k8s.io/causeway-dev-dev-e2e',
+      'the session shows in kubectl',
+    );
+    await createKopfExample(namespace, 'during');
+    assert.equal(await handledBy(namespace, 'during'), 'laptop-1');
+
+    moduleIn(laptop, operatorSource('laptop-2'));
+    await dev.waitFor(/dev: reloaded/);
+    await createKopfExample(namespace, 'edited');
+    assert.equal(await handledBy(namespace, 'edited'), 'laptop-2');
+
+    // Ended on purpose: the Lease goes, and the calls go home at once.
+    assert.equal(await dev.stop('SIGINT'), 0);
+    await gateway.waitFor(/calls of "dev-e2e" go to \S+ again/);
+    await createKopfExample(namespace, 'after');
+    assert.equal(await handledBy(namespace, 'after'), 'deployed');
+
+    // A laptop that vanishes: the calls come home when its Lease is not renewed.
+    const again = start([...session, '--session-seconds', '3', '--dev-reach', 'local']);
+    await eventually('the second session', async () =>
+      (gateway.output().match(/\(a dev session\)/g)?.length ?? 0) >= 2 ? true : undefined,
+    );
+    await createKopfExample(namespace, 'second-session');
+    assert.equal(await handledBy(namespace, 'second-session'), 'laptop-2');
+    await again.stop('SIGKILL');
+    await createKopfExample(namespace, 'vanished');
+    assert.equal(await handledBy(namespace, 'vanished'), 'deployed');
+    assert.equal(gateway.output().match(/go to \S+ again/g)?.length, 2);
+
+    assert.deepEqual(calls(), ['after', 'before', 'during', 'edited', 'second-session', 'vanished']);
+  });
+});

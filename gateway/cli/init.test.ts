@@ -82,6 +82,7 @@ describe('causeway init', () => {
       engines: { node: '>=22.19' },
       scripts: {
         start: 'causeway run operator.ts --namespace default',
+        dev: 'causeway dev operator.ts --namespace default',
         test: 'node --test "*.test.ts"',
         build: 'tsc',
       },

@@ -89,6 +89,7 @@ function projectPackage(name: string, target: string, options: InitOptions) {
     engines: { node: packageJson.engines.node },
     scripts: {
       start: 'causeway run operator.ts --namespace default',
+      dev: 'causeway dev operator.ts --namespace default',
       test: 'node --test "*.test.ts"',
       build: 'tsc',
     },

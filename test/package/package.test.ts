@@ -3,7 +3,7 @@
  * own outside the repository, and used there the way the README says.
  */
 import assert from 'node:assert/strict';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
 import { pathToFileURL } from 'node:url';
@@ -250,6 +250,41 @@ describe('the package, installed into a project of its own', () => {
 
   it('runs a JavaScript operator with npx causeway run, which handles an object in the cluster', (t) =>
     runsOperator(t, 'operator.js', JAVASCRIPT_OPERATOR, 'js-operator'));
+
+  it('develops an operator with npx causeway dev: a saved change is served with no restart', async (t) => {
+    await applyFile(CRD);
+    const namespace = await testNamespace(t);
+    // A folder of its own: dev reloads on changes in the module's folder, and other tests write here.
+    await mkdir(join(project, 'dev'), { recursive: true });
+    const version = (from: string) =>
+      TYPESCRIPT_OPERATOR.replace("name: '{{name}}'", "name: 'dev-operator'").replaceAll('{{name}}', from);
+    await writeFile(join(project, 'dev/operator.ts'), version('v1'));
+    const { kubeconfigPath } = await testCluster();
+    const dev = startCli(
+      'npx',
+      ['causeway', 'dev', 'dev/operator.ts', '--namespace', namespace],
+      userEnvironment({ KUBECONFIG: kubeconfigPath }),
+      project,
+    );
+    t.after(() => dev.stop('SIGKILL'));
+    await dev.waitFor(/dev: serving "dev-operator"/);
+    const client = await kubeClient();
+    const handledBy = async (name: string) => {
+      const path = await createKopfExample(namespace, name, { field: 'x' });
+      const result = await eventually(
+        `${name} handled`,
+        async () =>
+          (await client.get<KubernetesObject>(path)).status?.create_fn as { from: string } | undefined,
+        30_000,
+      );
+      return result.from;
+    };
+    assert.equal(await handledBy('kex-1'), 'v1');
+    await writeFile(join(project, 'dev/operator.ts'), version('v2'));
+    await dev.waitFor(/dev: reloaded/);
+    assert.equal(await handledBy('kex-2'), 'v2');
+    assert.equal(dev.child.exitCode, null);
+  });
 
   it('serves admission with npx causeway run, and loads the ngrok SDK from the installed dependencies', async (t) => {
     await applyFile(CRD);

@@ -5,26 +5,33 @@
  * the gateway's service account token.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
-import { before, describe, it, type TestContext } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { before, describe, it } from 'node:test';
 import { bundleCli, IMAGE_NODE_FLAGS } from '../../deploy/build.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { testNamespace } from '../support/cluster.ts';
 import {
-  applyRbac,
+  type Binding,
+  type Deployment,
+  find,
+  flagValue,
+  installRbac,
+  onlyContainer,
+  REPO,
+  render,
+  type Service,
+  startBundledCli,
+  withFlag,
+} from '../support/deploy.ts';
+import {
   CLUSTER_SCOPED,
   dryRunObjects,
   grantedBeyondBaseline,
   kubectl,
   kubectlOk,
-  type Manifest,
   type PolicyRule,
-  parseYaml,
   serviceAccount,
   toYaml,
   writeServiceAccountKubeconfig,
@@ -32,7 +39,6 @@ import {
 } from '../support/kubectl.ts';
 import { applyFile, eventually, kubeClient } from '../support/operator.ts';
 
-const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const OVERLAY = join(REPO, 'deploy/examples/01-minimal');
 const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
 const OBJECT = new URL('../../examples/01-minimal/object.yaml', import.meta.url);
@@ -56,151 +62,6 @@ const EXPECTED = [
   `service/${FUNCTIONS}`,
 ].sort();
 
-interface SecurityContext {
-  runAsNonRoot?: boolean;
-  runAsUser?: number;
-  readOnlyRootFilesystem?: boolean;
-  allowPrivilegeEscalation?: boolean;
-  capabilities?: { drop?: string[]; add?: string[] };
-  seccompProfile?: { type: string };
-}
-
-interface EnvVar {
-  name: string;
-  value?: string;
-  valueFrom?: { fieldRef?: { fieldPath: string }; secretKeyRef?: { name: string; key: string } };
-}
-
-interface Container {
-  name: string;
-  image: string;
-  args?: string[];
-  env?: EnvVar[];
-  ports?: Array<{ name?: string; containerPort: number }>;
-  readinessProbe?: { httpGet?: { path: string; port: string | number } };
-  livenessProbe?: { httpGet?: { path: string; port: string | number } };
-  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
-  securityContext?: SecurityContext;
-}
-
-interface PodSpec {
-  serviceAccountName?: string;
-  automountServiceAccountToken?: boolean;
-  securityContext?: SecurityContext;
-  containers: Container[];
-}
-
-interface Deployment extends Manifest {
-  spec: {
-    replicas?: number;
-    selector: { matchLabels: Record<string, string> };
-    template: { metadata: { labels: Record<string, string> }; spec: PodSpec };
-  };
-}
-
-interface Service extends Manifest {
-  spec: { selector: Record<string, string>; ports: Array<{ port: number; targetPort?: string | number }> };
-}
-
-interface Binding extends Manifest {
-  roleRef: { kind: string; name: string };
-  subjects: Array<{ kind: string; name: string; namespace?: string }>;
-}
-
-/** `kubectl kustomize` of the overlay, or of a throwaway overlay on top of it that sets `namespace`. */
-async function render(namespace?: string): Promise<Manifest[]> {
-  if (namespace === undefined) return parseYaml(await kubectlOk(['kustomize', OVERLAY]));
-  const dir = await mkdtemp(join(tmpdir(), 'causeway-deploy-'));
-  try {
-    // kustomize refuses absolute paths to other kustomizations, not relative ones outside the root.
-    const kustomization = {
-      apiVersion: 'kustomize.config.k8s.io/v1beta1',
-      kind: 'Kustomization',
-      namespace,
-      resources: [relative(dir, OVERLAY)],
-    };
-    await writeFile(join(dir, 'kustomization.yaml'), JSON.stringify(kustomization));
-    return parseYaml(await kubectlOk(['kustomize', dir]));
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
-
-function find<T extends Manifest>(objects: Manifest[], kind: string, name: string): T {
-  const found = objects.find((object) => object.kind === kind && object.metadata.name === name);
-  assert.ok(found, `no ${kind} ${name} in the rendered manifests`);
-  return found as T;
-}
-
-function onlyContainer(deployment: Deployment): Container {
-  const [container, ...more] = deployment.spec.template.spec.containers;
-  assert.ok(container, `${deployment.metadata.name} has no container`);
-  assert.equal(more.length, 0, `${deployment.metadata.name} has more than one container`);
-  return container;
-}
-
-/** The value that follows `flag` in `args`. */
-function flagValue(args: string[], flag: string): string | undefined {
-  const index = args.indexOf(flag);
-  return index < 0 ? undefined : args[index + 1];
-}
-
-function withFlag(args: string[], flag: string, value: string): string[] {
-  const index = args.indexOf(flag);
-  assert.ok(index >= 0, `${flag} is not among ${args.join(' ')}`);
-  return args.map((arg, i) => (i === index + 1 ? value : arg));
-}
-
-/** Cluster-scoped names are shared by every test: give them the test namespace's name as a suffix. */
-function uniqueClusterNames(objects: Manifest[], suffix: string): Manifest[] {
-  const renamed = (name: string) => `${name}-${suffix}`;
-  return objects.map((object) => {
-    if (!CLUSTER_SCOPED.has(object.kind)) return object;
-    const copy = structuredClone(object);
-    copy.metadata.name = renamed(copy.metadata.name);
-    if (copy.kind === 'ClusterRoleBinding') {
-      const binding = copy as Binding;
-      binding.roleRef.name = renamed(binding.roleRef.name);
-    }
-    return copy;
-  });
-}
-
-/** Applies the service accounts and the RBAC of the overlay for real in `namespace`. */
-async function installRbac(t: TestContext, namespace: string): Promise<void> {
-  await applyRbac(t, uniqueClusterNames(await render(namespace), namespace));
-}
-
-/** Starts `node <bundled CLI> <args>` — the image's entrypoint — and stops it after `t`. */
-
-function startCli(
-  t: TestContext,
-  cli: string,
-  args: string[],
-  env: NodeJS.ProcessEnv,
-): ChildProcess & { output(): string } {
-  const child = spawn(process.execPath, [...IMAGE_NODE_FLAGS, cli, ...args], {
-    cwd: REPO,
-    env: { PATH: process.env.PATH, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-    output += chunk;
-  });
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-    output += chunk;
-  });
-  t.after(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = once(child, 'exit');
-      child.kill('SIGTERM');
-      await exited;
-    }
-  });
-  return Object.assign(child, { output: () => output });
-}
-
 describe('deploy/examples/01-minimal', () => {
   before(async () => {
     // The Role names kopfexamples.kopf.dev: the resource must exist for the checks to mean anything.
@@ -208,7 +69,7 @@ describe('deploy/examples/01-minimal', () => {
   });
 
   it('renders with kubectl kustomize: every object, in the overlay namespace, bound to its service account', async () => {
-    const objects = await render();
+    const objects = await render(OVERLAY);
     assert.deepEqual(
       objects.map((object) => `${object.kind}/${object.metadata.name}`).sort(),
       [
@@ -255,7 +116,7 @@ describe('deploy/examples/01-minimal', () => {
       'pod-security.kubernetes.io/enforce=restricted',
       'pod-security.kubernetes.io/warn=restricted',
     ]);
-    const objects = await render(namespace);
+    const objects = await render(OVERLAY, namespace);
 
     const result = await kubectl(['apply', '--dry-run=server', '-f', '-'], toYaml(objects));
     assert.equal(result.code, 0, result.stderr);
@@ -275,7 +136,7 @@ describe('deploy/examples/01-minimal', () => {
   it('grants the gateway what it uses and nothing more, and the functions nothing', async (t) => {
     const namespace = await testNamespace(t);
     const elsewhere = await testNamespace(t);
-    await installRbac(t, namespace);
+    await installRbac(t, OVERLAY, namespace);
     const gateway = serviceAccount(namespace, GATEWAY);
     const functions = serviceAccount(namespace, FUNCTIONS);
     const kex = 'kopfexamples.kopf.dev';
@@ -338,7 +199,7 @@ describe('deploy/examples/01-minimal', () => {
   });
 
   it('keeps the hardened defaults in every container and mounts no token into the functions', async () => {
-    const objects = await render();
+    const objects = await render(OVERLAY);
     for (const name of [GATEWAY, FUNCTIONS]) {
       const pod = find<Deployment>(objects, 'Deployment', name).spec.template.spec;
       const container = onlyContainer(find<Deployment>(objects, 'Deployment', name));
@@ -388,7 +249,7 @@ describe('deploy/examples/01-minimal', () => {
   });
 
   it('wires the gateway to the function service and its namespace, and probes the health check', async () => {
-    const objects = await render();
+    const objects = await render(OVERLAY);
     const gateway = onlyContainer(find<Deployment>(objects, 'Deployment', GATEWAY));
     const args = gateway.args ?? [];
     assert.equal(args[0], 'gateway');
@@ -421,8 +282,8 @@ describe('deploy/examples/01-minimal', () => {
 
   it("runs the containers' commands: the function service, and a gateway holding only its service account's token", async (t) => {
     const namespace = await testNamespace(t);
-    await installRbac(t, namespace);
-    const objects = await render(namespace);
+    await installRbac(t, OVERLAY, namespace);
+    const objects = await render(OVERLAY, namespace);
     const secret = 'a-shared-secret-for-this-test-that-is-long-enough';
     // The image starts the bundled CLI with the container's args, as below.
     const dockerfile = await readFile(join(REPO, 'deploy/Dockerfile'), 'utf8');
@@ -438,9 +299,14 @@ describe('deploy/examples/01-minimal', () => {
 
     // The functions container's arguments, on a free loopback port instead of 0.0.0.0:8080.
     const functionsArgs = onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [];
-    const functions = startCli(t, cli, [...withFlag(functionsArgs, '--port', '0'), '--host', '127.0.0.1'], {
-      CAUSEWAY_SECRET: secret,
-    });
+    const functions = startBundledCli(
+      t,
+      cli,
+      [...withFlag(functionsArgs, '--port', '0'), '--host', '127.0.0.1'],
+      {
+        CAUSEWAY_SECRET: secret,
+      },
+    );
     const url = await eventually('the function service to listen', async () => {
       assert.equal(functions.exitCode, null, functions.output());
       return /listening on (http:\/\/\S+)/.exec(functions.output())?.[1];
@@ -451,7 +317,7 @@ describe('deploy/examples/01-minimal', () => {
     const gatewayArgs = withFlag(gatewayContainer.args ?? [], '--functions', url).map((arg) =>
       arg === '$(POD_NAMESPACE)' ? namespace : arg,
     );
-    const gateway = startCli(t, cli, gatewayArgs, { CAUSEWAY_SECRET: secret, KUBECONFIG: kubeconfig });
+    const gateway = startBundledCli(t, cli, gatewayArgs, { CAUSEWAY_SECRET: secret, KUBECONFIG: kubeconfig });
 
     const [example] = await applyFile(OBJECT, namespace);
     assert.ok(example);

@@ -1,0 +1,192 @@
+/**
+ * deploy/examples/17-admission: a gateway serving admission webhooks, checked against the real test
+ * control plane. Its RBAC is exactly what it uses: the containers' commands run with nothing but the
+ * gateway's service account token, keep the certificates in their Secret, configure the webhooks
+ * that the apiserver then calls, and remove them on exit. (The apiserver here has no cluster network
+ * to reach a Service, so that run reaches the server on this host: the one flag changed.)
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { before, describe, it } from 'node:test';
+import { bundleCli } from '../../deploy/build.ts';
+import { ApiError } from '../../gateway/kube/errors.ts';
+import { testNamespace } from '../support/cluster.ts';
+import {
+  type Deployment,
+  find,
+  flagValue,
+  onlyContainer,
+  REPO,
+  render,
+  type Service,
+  startBundledCli,
+  uniqueClusterNames,
+  withFlag,
+} from '../support/deploy.ts';
+import {
+  applyRbac,
+  dryRunObjects,
+  grantedBeyondBaseline,
+  kubectl,
+  kubectlOk,
+  type Manifest,
+  type PolicyRule,
+  serviceAccount,
+  toYaml,
+  writeServiceAccountKubeconfig,
+} from '../support/kubectl.ts';
+import { applyFile, eventually, kubeClient } from '../support/operator.ts';
+
+const OVERLAY = join(REPO, 'deploy/examples/17-admission');
+const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
+const GATEWAY = 'causeway-gateway';
+const FUNCTIONS = 'kopfexample-functions';
+const WEBHOOKS = 'causeway-gateway-webhooks';
+const CERTIFICATES = 'causeway-gateway-webhooks-tls';
+
+/**
+ * The webhook configurations are named by the gateway's annotation prefix, cluster-wide: each test
+ * gives its gateway a prefix of its own, and the ClusterRole's resourceNames follow it.
+ */
+function withPrefix(objects: Manifest[], prefix: string): Manifest[] {
+  return objects.map((object) => {
+    if (object.kind !== 'ClusterRole') return object;
+    const copy = structuredClone(object);
+    for (const rule of copy.rules as PolicyRule[]) {
+      rule.resourceNames = rule.resourceNames?.map((name) => (name === 'causeway.dev' ? prefix : name));
+    }
+    return copy;
+  });
+}
+
+describe('deploy/examples/17-admission', () => {
+  before(() => applyFile(CRD));
+
+  it('renders the webhook Service for the gateway, and the gateway names it, its port and its Secret', async () => {
+    const objects = await render(OVERLAY);
+    assert.deepEqual(
+      objects.map((object) => `${object.kind}/${object.metadata.name}`).sort(),
+      [
+        'ClusterRole/causeway-gateway-admission',
+        'ClusterRoleBinding/causeway-gateway-admission',
+        `Deployment/${FUNCTIONS}`,
+        `Deployment/${GATEWAY}`,
+        `Role/${GATEWAY}`,
+        `RoleBinding/${GATEWAY}`,
+        `Service/${WEBHOOKS}`,
+        `Service/${FUNCTIONS}`,
+        `ServiceAccount/${FUNCTIONS}`,
+        `ServiceAccount/${GATEWAY}`,
+      ].sort(),
+    );
+    const gateway = find<Deployment>(objects, 'Deployment', GATEWAY);
+    const container = onlyContainer(gateway);
+    const args = container.args ?? [];
+    assert.equal(flagValue(args, '--webhook-service'), `$(POD_NAMESPACE)/${WEBHOOKS}:443`);
+    assert.equal(flagValue(args, '--webhook-certificates'), `$(POD_NAMESPACE)/${CERTIFICATES}`);
+    const service = find<Service>(objects, 'Service', WEBHOOKS);
+    const [port] = service.spec.ports;
+    assert.equal(port?.port, 443);
+    const target = container.ports?.find((each) => each.name === port?.targetPort);
+    assert.equal(`0.0.0.0:${target?.containerPort}`, flagValue(args, '--webhook-listen'));
+    for (const [label, value] of Object.entries(service.spec.selector)) {
+      assert.equal(gateway.spec.template.metadata.labels[label], value, `pod label ${label}`);
+    }
+    const functions = onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS));
+    assert.equal(functions.args?.[1], 'examples/17-admission/operator.ts');
+  });
+
+  it('passes kubectl apply --dry-run=server under the restricted pod security standard', async (t) => {
+    const namespace = await testNamespace(t);
+    await kubectlOk(['label', 'namespace', namespace, 'pod-security.kubernetes.io/enforce=restricted']);
+    const objects = uniqueClusterNames(await render(OVERLAY, namespace), namespace);
+    const result = await kubectl(['apply', '--dry-run=server', '-f', '-'], toYaml(objects));
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(dryRunObjects(result.stdout).length, objects.length);
+    assert.doesNotMatch(result.stderr, /PodSecurity/, result.stderr);
+  });
+
+  it("runs the gateway with only its service account's token: the rights it has are the ones it uses", async (t) => {
+    const namespace = await testNamespace(t);
+    const prefix = `${namespace}.causeway.dev`;
+    const objects = withPrefix(uniqueClusterNames(await render(OVERLAY, namespace), namespace), prefix);
+    await applyRbac(t, objects);
+    assert.deepEqual(await grantedBeyondBaseline(serviceAccount(namespace, GATEWAY), namespace), [
+      'create /secrets',
+      'create admissionregistration.k8s.io/mutatingwebhookconfigurations',
+      'create admissionregistration.k8s.io/validatingwebhookconfigurations',
+      `delete admissionregistration.k8s.io/mutatingwebhookconfigurations/${prefix}`,
+      `delete admissionregistration.k8s.io/validatingwebhookconfigurations/${prefix}`,
+      `get /secrets/${CERTIFICATES}`,
+      `patch admissionregistration.k8s.io/mutatingwebhookconfigurations/${prefix}`,
+      `patch admissionregistration.k8s.io/validatingwebhookconfigurations/${prefix}`,
+      `update /secrets/${CERTIFICATES}`,
+    ]);
+
+    const dir = await mkdtemp(join(tmpdir(), 'causeway-deploy-'));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    const cli = await bundleCli(join(dir, 'cli'));
+    const kubeconfig = join(dir, 'kubeconfig');
+    await writeServiceAccountKubeconfig(kubeconfig, namespace, GATEWAY);
+    const secret = 'a-shared-secret-for-the-admission-deploy-test';
+    const functionsArgs = onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [];
+    const functions = startBundledCli(
+      t,
+      cli,
+      [...withFlag(functionsArgs, '--port', '0'), '--host', '127.0.0.1'],
+      { CAUSEWAY_SECRET: secret },
+    );
+    const url = await eventually('the function service to listen', async () => {
+      assert.equal(functions.exitCode, null, functions.output());
+      return /listening on (http:\/\/\S+)/.exec(functions.output())?.[1];
+    });
+    const container = onlyContainer(find<Deployment>(objects, 'Deployment', GATEWAY));
+    const args = withFlag(
+      withFlag(container.args ?? [], '--functions', url),
+      '--webhook-listen',
+      '127.0.0.1:0',
+    )
+      .map((arg) => arg.replaceAll('$(POD_NAMESPACE)', namespace))
+      .concat(['--webhook-reach', 'local', '--annotation-prefix', prefix]);
+    const gateway = startBundledCli(t, cli, args, { CAUSEWAY_SECRET: secret, KUBECONFIG: kubeconfig });
+    await eventually('the webhooks configured', async () => {
+      assert.equal(gateway.exitCode, null, gateway.output());
+      return /the apiserver reaches them at/.test(gateway.output()) ? true : undefined;
+    });
+
+    // The example's handler refuses spec.field "not-allowed", with its own code.
+    const refused = await eventually('the validating webhook in effect', async () => {
+      const attempt = await kubectl(
+        ['create', '--dry-run=server', '-n', namespace, '-f', '-'],
+        JSON.stringify({
+          apiVersion: 'kopf.dev/v1',
+          kind: 'KopfExample',
+          metadata: { name: 'refused' },
+          spec: { field: 'not-allowed' },
+        }),
+      );
+      assert.equal(gateway.exitCode, null, gateway.output());
+      return attempt.code === 0 ? undefined : attempt.stderr;
+    }).catch((error) => assert.fail(`${error.message}\n${gateway.output()}`));
+    assert.match(refused, /I'm too lazy anyway\. Go away!/);
+
+    const client = await kubeClient();
+    const kept = await client.get<{ data: Record<string, string> }>(
+      `/api/v1/namespaces/${namespace}/secrets/${CERTIFICATES}`,
+    );
+    assert.deepEqual(Object.keys(kept.data).sort(), ['ca.crt', 'ca.key', 'tls.crt', 'tls.key']);
+
+    gateway.kill('SIGTERM');
+    assert.equal((await new Promise((resolve) => gateway.once('exit', resolve))) ?? 0, 0, gateway.output());
+    for (const kind of ['validatingwebhookconfigurations', 'mutatingwebhookconfigurations']) {
+      await assert.rejects(
+        client.get(`/apis/admissionregistration.k8s.io/v1/${kind}/${prefix}`),
+        (error) => error instanceof ApiError && error.status === 404,
+        `${kind} removed on exit`,
+      );
+    }
+    assert.doesNotMatch(gateway.output(), /\b(ERROR|WARNING)\b|[Ff]orbidden/, gateway.output());
+  });
+});

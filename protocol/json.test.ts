@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { equal, isObject, valueAt } from './json.ts';
+import { equal, isObject, jsonCopy, valueAt } from './json.ts';
 
 describe('JSON helpers', () => {
   it('tell objects from arrays and null', () => {
@@ -25,5 +25,15 @@ describe('JSON helpers', () => {
     assert.equal(valueAt({ spec: {} }, 'spec.constructor'), undefined);
     assert.equal(valueAt({ spec: {} }, 'spec.toString'), undefined);
     assert.equal(equal({ constructor: 1 }, { toString: 1 }), false);
+  });
+});
+
+describe('jsonCopy', () => {
+  it('copies deeply, as JSON across a network would: nothing shared, undefined members dropped', () => {
+    const original = { a: { b: [1, { c: 'd' }] }, gone: undefined };
+    const copy = jsonCopy(original);
+    assert.deepEqual(copy, { a: { b: [1, { c: 'd' }] } });
+    assert.notEqual(copy.a, original.a);
+    assert.notEqual(copy.a.b[1], original.a.b[1]);
   });
 });

@@ -44,3 +44,11 @@ export function mergePatched(target: unknown, patch: unknown): unknown {
   }
   return result;
 }
+
+/**
+ * A deep copy as the wire would make one (JSON out and in): what a service in the same process is
+ * given, as one across a network would be. For such small trees, faster than structuredClone.
+ */
+export function jsonCopy<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
+}

@@ -24,10 +24,11 @@ async function serve(t: TestContext, decide: Decide, options: Partial<WebhookSer
   t.after(() => server.close());
   const dispatcher = new Agent({ connect: { ca: certificates.ca.cert } });
   t.after(() => dispatcher.close());
-  const post = (path: string, body: string) =>
+  const post = (path: string, body: string | ReadableStream<Uint8Array>) =>
     fetch(`${server.url}${path}`, {
       method: 'POST',
       body,
+      duplex: 'half',
       headers: { 'content-type': 'application/json' },
       dispatcher,
     });
@@ -125,6 +126,26 @@ describe('the webhook server', () => {
     const { post } = await serve(t, async () => ({ allowed: true }), { bodyLimitBytes: 1024 });
     const answer = await post('/v', review('CREATE', { spec: { blob: 'x'.repeat(2048) } }));
     assert.equal(answer.status, 413);
+  });
+
+  it('refuses a chunked review (no length said) once it grows over the limit, and the connection serves on', async (t) => {
+    const decided: string[] = [];
+    const { post } = await serve(t, async (request) => (decided.push(request.uid), { allowed: true }), {
+      bodyLimitBytes: 1024,
+    });
+    const big = review('CREATE', { spec: { blob: 'x'.repeat(64 * 1024) } });
+    const chunked = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let at = 0; at < big.length; at += 512)
+          controller.enqueue(new TextEncoder().encode(big.slice(at, at + 512)));
+        controller.close();
+      },
+    });
+    const refused = await post('/v', chunked);
+    assert.equal(refused.status, 413);
+    assert.deepEqual(await refused.json(), { error: 'the review is larger than 1024 bytes' });
+    assert.equal((await post('/v', review())).status, 200);
+    assert.deepEqual(decided, ['review-1'], 'only the review within the limit was decided');
   });
 
   it('answers 500 when no decision comes before the deadline, so the failure policy applies', async (t) => {

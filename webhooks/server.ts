@@ -4,11 +4,12 @@
  * nothing of handlers or gateways, so it runs alone in its tests. A body limit, a deadline below the
  * webhook's own timeout, and a 400 with the reason for a malformed review: never a crash.
  */
+
+import type { IncomingMessage } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { getRequestListener } from '@hono/node-server';
+import { getRequestListener, type HttpBindings } from '@hono/node-server';
 import { Hono } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import { MalformedReview, parseReview, type ReviewRequest, reviewResponse, type Verdict } from './review.ts';
 
 /**
@@ -53,57 +54,49 @@ const DEFAULT_BODY_LIMIT = 4 * 1024 * 1024;
 export function webhookApp(
   options: Pick<WebhookServerOptions, 'decide' | 'deadlineMs' | 'logger' | 'bodyLimitBytes'>,
 ) {
-  const app = new Hono();
-  app.post(
-    '*',
-    bodyLimit({
-      maxSize: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT,
-      onError: (c) =>
-        c.json(
-          { error: `the review is larger than ${options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT} bytes` },
-          413,
-        ),
-    }),
-    async (c) => {
-      // Decoded: the apiserver may send an encoded slash of a handler id (`fn%2Fspec.field`) as `/`.
-      let webhook: string;
-      try {
-        webhook = decodeURIComponent(new URL(c.req.url).pathname);
-      } catch {
-        return c.json({ error: 'the path is not valid percent-encoding' }, 400);
-      }
-      let review: ReviewRequest;
-      try {
-        review = parseReview(await c.req.json());
-      } catch (error) {
-        const reason =
-          error instanceof MalformedReview
-            ? error.message
-            : `the body is not JSON: ${(error as Error).message}`;
-        options.logger.warning(`webhook ${webhook}: refused a malformed review: ${reason}`);
-        return c.json({ error: reason }, 400);
-      }
-      const expiry = new AbortController();
-      let timer: NodeJS.Timeout | undefined;
-      const deadline = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
-          reject(new Error('no decision before the deadline')); // first: a decision the abort hurries comes too late
-          expiry.abort();
-        }, options.deadlineMs(webhook));
-      });
-      try {
-        const verdict = await Promise.race([options.decide(review, webhook, expiry.signal), deadline]);
-        return c.json(reviewResponse(review.uid, verdict));
-      } catch (error) {
-        // The apiserver then applies the webhook's failure policy.
-        const message = error instanceof Error ? error.message : String(error);
-        options.logger.error(`webhook ${webhook}: review ${review.uid} failed: ${message}`);
-        return c.json({ error: message }, 500);
-      } finally {
-        clearTimeout(timer); // a decided review keeps no timer
-      }
-    },
-  );
+  const limit = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT;
+  const app = new Hono<{ Bindings: Partial<HttpBindings> }>();
+  app.post('*', async (c) => {
+    const body = await readBody(c.env?.incoming, c.req.raw, limit);
+    if (body === undefined) return c.json({ error: `the review is larger than ${limit} bytes` }, 413);
+    // Decoded: the apiserver may send an encoded slash of a handler id (`fn%2Fspec.field`) as `/`.
+    let webhook: string;
+    try {
+      webhook = decodeURIComponent(new URL(c.req.url).pathname);
+    } catch {
+      return c.json({ error: 'the path is not valid percent-encoding' }, 400);
+    }
+    let review: ReviewRequest;
+    try {
+      review = parseReview(JSON.parse(body));
+    } catch (error) {
+      const reason =
+        error instanceof MalformedReview
+          ? error.message
+          : `the body is not JSON: ${(error as Error).message}`;
+      options.logger.warning(`webhook ${webhook}: refused a malformed review: ${reason}`);
+      return c.json({ error: reason }, 400);
+    }
+    const expiry = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        reject(new Error('no decision before the deadline')); // first: a decision the abort hurries comes too late
+        expiry.abort();
+      }, options.deadlineMs(webhook));
+    });
+    try {
+      const verdict = await Promise.race([options.decide(review, webhook, expiry.signal), deadline]);
+      return c.json(reviewResponse(review.uid, verdict));
+    } catch (error) {
+      // The apiserver then applies the webhook's failure policy.
+      const message = error instanceof Error ? error.message : String(error);
+      options.logger.error(`webhook ${webhook}: review ${review.uid} failed: ${message}`);
+      return c.json({ error: message }, 500);
+    } finally {
+      clearTimeout(timer); // a decided review keeps no timer
+    }
+  });
   app.all('*', (c) => c.json({ error: 'admission reviews are POSTed' }, 405));
   return app;
 }
@@ -138,4 +131,37 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
         server.closeIdleConnections();
       }),
   };
+}
+
+/**
+ * The body as text, or undefined when it is over `limit` bytes (read no further). From Node's request
+ * itself where there is one: the web stream of the Request costs more than a review's decision.
+ */
+async function readBody(
+  incoming: IncomingMessage | undefined,
+  request: Request,
+  limit: number,
+): Promise<string | undefined> {
+  if (Number(request.headers.get('content-length') ?? 0) > limit) return undefined;
+  if (!incoming) {
+    const bytes = new Uint8Array(await request.arrayBuffer());
+    return bytes.byteLength > limit ? undefined : new TextDecoder().decode(bytes);
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.byteLength;
+      if (size <= limit) return void chunks.push(chunk);
+      // Answered at once; the rest is drained, not kept, and the connection lives on.
+      incoming.off('data', onData);
+      incoming.resume();
+      resolve(undefined);
+    };
+    incoming.on('data', onData);
+    incoming.once('end', () =>
+      resolve(size > limit ? undefined : Buffer.concat(chunks, size).toString('utf8')),
+    );
+    incoming.once('error', reject);
+  });
 }

@@ -9,7 +9,7 @@ import {
   type Manifest,
   PATHS,
 } from '../../protocol/index.ts';
-import { equal } from '../../protocol/json.ts';
+import { equal, jsonCopy } from '../../protocol/json.ts';
 import { nodeSigner, type Signer } from './signer.ts';
 import { aborted, type Transport, withDeadline } from './transport.ts';
 import { ProtocolError, parseHealth, parseInvocationResponse, parseManifest } from './validation.ts';
@@ -85,7 +85,7 @@ export class FunctionService {
       try {
         // A copy: the service may freeze what it is given, and the gateway keeps the object.
         answer = await withDeadline(timeoutMs, (signal) =>
-          Promise.race([direct.invoke(structuredClone(invocation)), aborted(signal)]),
+          Promise.race([direct.invoke(jsonCopy(invocation)), aborted(signal)]),
         );
       } catch (error) {
         throw new ServiceError(`invoke ${this.url}: ${describe(error)}`);

@@ -7,6 +7,8 @@ import {
   type Manifest,
   PATHS,
   PROTOCOL,
+  ReplayGuard,
+  type ReplayStore,
 } from '../protocol/index.ts';
 import { errorResponse } from './error-response.ts';
 import { BadRequest, checkInvocation, parseInvocation } from './invocation.ts';
@@ -20,6 +22,16 @@ export interface OperatorOptions {
   name: string;
   /** At least 32 bytes. Defaults to `CAUSEWAY_SECRET` from the Workers `env`, then from the process environment. */
   secret?: string | Uint8Array;
+  /**
+   * Requests with a bigger body are refused (413) before it is read: 16 MiB unless given, room for
+   * an object, its old and new states and their diff, each up to etcd's 1.5 MiB.
+   */
+  maxBodyBytes?: number;
+  /**
+   * Where the ids of the tokens admitted are kept until they expire: this process's memory unless
+   * given. A service with several replicas gives them one shared store (see ReplayStore).
+   */
+  replays?: ReplayStore;
 }
 
 export interface Operator {
@@ -31,6 +43,8 @@ export interface Operator {
   /** For a gateway in the same process: the same answers, without HTTP, JSON or signatures. */
   readonly [IN_PROCESS]: InProcessCalls;
 }
+
+const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
 
 // A DNS-1123 label: the name is also used in URLs, Kubernetes objects and token audiences.
 const NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
@@ -44,7 +58,12 @@ export function operator(options: OperatorOptions): Operator {
     );
   }
   const { on, handlers } = createRegistry();
-  const signed = verify({ audience: name, secret: secretSource(options.secret) });
+  const signed = verify({
+    audience: name,
+    secret: secretSource(options.secret),
+    maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+    replays: options.replays ?? new ReplayGuard(),
+  });
 
   const health = (): Health => ({ status: 'ok', protocol: PROTOCOL, name });
   const manifest = (): Manifest => ({

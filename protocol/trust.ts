@@ -107,8 +107,20 @@ export async function signRequest(
   return new SignJWT({ ...claims }).setProtectedHeader(TOKEN_HEADER).sign(await hmacKey(secret));
 }
 
-/** Remembers token ids until they expire, so a captured request cannot be sent again. */
-export class ReplayGuard {
+/**
+ * Where a function service remembers the token ids it admitted, until they expire, so that a
+ * captured request cannot be sent again. The replicas of one service must share one store, and its
+ * `admit` must be atomic across them (a Redis `SET jti 1 NX EXAT exp`, a Durable Object on Workers;
+ * not Workers KV, which is eventually consistent): with a store per replica, a request captured on
+ * its way to one replica can be replayed to another within the token's lifetime.
+ */
+export interface ReplayStore {
+  /** True, remembering `jti` until `exp` (seconds since the epoch), when it was not seen before; false for a replay. */
+  admit(jti: string, exp: number): boolean | Promise<boolean>;
+}
+
+/** The default store: this process's memory, so one replica's. */
+export class ReplayGuard implements ReplayStore {
   readonly #seen = new Map<string, number>();
 
   /** Returns false when the id was already used. */
@@ -124,11 +136,26 @@ export class ReplayGuard {
   }
 }
 
+/** Verifies a request as a whole: its token, then its body, then that it is no replay. */
 export async function verifyRequest(
   secret: Uint8Array,
   authorization: string | null | undefined,
   request: RequestToSign,
-  replays: ReplayGuard,
+  replays: ReplayStore,
+): Promise<SignedClaims> {
+  const claims = await verifyToken(secret, authorization, request);
+  await verifyBody(claims, request.body, replays);
+  return claims;
+}
+
+/**
+ * The token alone, before the body is read: a request nobody signed for this service and route is
+ * refused before its body costs anything.
+ */
+export async function verifyToken(
+  secret: Uint8Array,
+  authorization: string | null | undefined,
+  request: Omit<RequestToSign, 'body'>,
 ): Promise<SignedClaims> {
   const token = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1];
   if (!token)
@@ -140,6 +167,7 @@ export async function verifyRequest(
       issuer: ISSUER,
       audience: request.audience,
       clockTolerance: CLOCK_TOLERANCE_SECONDS,
+      maxTokenAge: MAX_TOKEN_SECONDS, // and an iat in the future is refused
       requiredClaims: ['iat', 'exp', 'jti', 'req', 'bsh'],
     });
     claims = verified.payload;
@@ -154,18 +182,33 @@ export async function verifyRequest(
   const expected = `${request.method} ${request.path}`;
   if (claims.req !== expected)
     throw new TrustError(`token was signed for "${claims.req}", not "${expected}"`);
-  if (claims.bsh !== (await bodyDigest(request.body))) {
-    throw new TrustError('body does not match the signed digest: the request was altered');
-  }
-  if (!replays.admit(claims.jti, claims.exp))
-    throw new TrustError('token was already used: replayed request');
   return claims;
 }
 
+/** The body against the token's digest, then the token's id against those seen. */
+export async function verifyBody(
+  claims: SignedClaims,
+  body: Uint8Array,
+  replays: ReplayStore,
+): Promise<void> {
+  if (claims.bsh !== (await bodyDigest(body))) {
+    throw new TrustError('body does not match the signed digest: the request was altered');
+  }
+  if (!(await replays.admit(claims.jti, claims.exp)))
+    throw new TrustError('token was already used: replayed request');
+}
+
 function describeJoseError(error: unknown, audience: string): string {
-  if (error instanceof errors.JWTExpired) return 'token expired';
+  if (error instanceof errors.JWTExpired) {
+    return error.claim === 'iat' ? `token issued more than ${MAX_TOKEN_SECONDS}s ago` : 'token expired';
+  }
   if (error instanceof errors.JWTClaimValidationFailed) {
     if (error.claim === 'aud') return `token is for another audience, not "${audience}"`;
+    if (error.claim === 'iss') return `token is not from the gateway: its issuer is not "${ISSUER}"`;
+    if (error.claim === 'iat' && error.reason === 'check_failed') {
+      return `token issued in the future: the clocks of gateway and service differ by more than ${CLOCK_TOLERANCE_SECONDS}s`;
+    }
+    if (error.reason === 'missing') return `token has no "${error.claim}" claim`;
     return `token claim "${error.claim}" is invalid: ${error.message}`;
   }
   if (error instanceof errors.JWSSignatureVerificationFailed)

@@ -211,7 +211,8 @@ async function run(module: string, values: Values, logger: Logger): Promise<void
 }
 
 async function serveOnly(module: string, values: Values, logger: Logger): Promise<void> {
-  readSecret(values['secret-file']); // refuse to start without a secret rather than answer 500 later
+  // Where causeway/functions looks for it; refused at start rather than answered with a 500 later.
+  process.env[SECRET_VARIABLE] = readSecretText(values['secret-file']);
   const server = await serveFetch(await loadOperatorModule(module), {
     port: integer(values.port ?? '8080', '--port'),
     host: values.host ?? '0.0.0.0',

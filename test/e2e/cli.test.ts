@@ -3,6 +3,9 @@
  * calling them over HTTP, one shared secret. The function service refuses whatever the gateway did not sign.
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { SignJWT } from 'jose';
 import { type KubernetesObject, PATHS, signRequest } from '../../protocol/index.ts';
@@ -18,11 +21,17 @@ describe('causeway serve + causeway gateway', () => {
   let functions: CliProcess;
   let url: string;
 
+  const { CAUSEWAY_SECRET: _unset, ...withoutSecret } = process.env;
+  let secretFile: string;
+
   before(async () => {
-    functions = causeway(['serve', EXAMPLE, '--port', '0', '--host', '127.0.0.1'], {
-      ...process.env,
-      CAUSEWAY_SECRET: SECRET,
-    });
+    // The secret from a file only, as a mounted Secret gives it: none in the environment.
+    secretFile = join(mkdtempSync(join(tmpdir(), 'causeway-cli-')), 'secret');
+    writeFileSync(secretFile, `${SECRET}\n`);
+    functions = causeway(
+      ['serve', EXAMPLE, '--port', '0', '--host', '127.0.0.1', '--secret-file', secretFile],
+      withoutSecret,
+    );
     url = (await functions.waitFor(/listening on (http:\/\/\S+)/))[1] as string;
   });
 
@@ -91,13 +100,27 @@ describe('causeway serve + causeway gateway', () => {
     });
   });
 
-  it('handles objects for a gateway that holds the same secret', async (t) => {
+  it('refuses a body over its limit with 413, before reading it or checking its signature', async () => {
+    const response = await fetch(`${url}${PATHS.invoke}`, {
+      method: 'POST',
+      headers: { 'content-length': String(32 * 1024 * 1024) },
+      body: new ReadableStream({ start: (controller) => controller.enqueue(new Uint8Array(1024)) }),
+      duplex: 'half',
+    } as RequestInit);
+    assert.equal(response.status, 413);
+    assert.equal(
+      ((await response.json()) as { error: string }).error,
+      'the body is larger than 16777216 bytes',
+    );
+  });
+
+  it('handles objects for a gateway that holds the same secret, from its file', async (t) => {
     await applyFile(new URL('../../examples/01-minimal/crd.yaml', import.meta.url));
     const namespace = await testNamespace(t);
-    const gateway = causeway(['gateway', '--functions', url, '--namespace', namespace], {
-      ...process.env,
-      CAUSEWAY_SECRET: SECRET,
-    });
+    const gateway = causeway(
+      ['gateway', '--functions', url, '--namespace', namespace, '--secret-file', secretFile],
+      withoutSecret,
+    );
     t.after(() => gateway.stop());
     await gateway.waitFor(/watching \/apis\/kopf.dev\/v1\/namespaces\//);
 
@@ -111,10 +134,14 @@ describe('causeway serve + causeway gateway', () => {
     assert.equal(await gateway.stop(), 0, 'the gateway exits cleanly on SIGTERM');
   });
 
-  it('refuses to start a gateway without a secret, saying how to give one', async () => {
-    const { CAUSEWAY_SECRET: _unset, ...env } = process.env;
-    const gateway = causeway(['gateway', '--functions', url], env);
-    assert.equal(await gateway.exited(), 1);
-    assert.match(gateway.output(), /no signing secret: set CAUSEWAY_SECRET or pass --secret-file/);
+  it('refuses to start a gateway or a function service without a secret, saying how to give one', async () => {
+    for (const args of [
+      ['gateway', '--functions', url],
+      ['serve', EXAMPLE, '--port', '0'],
+    ]) {
+      const started = causeway(args, withoutSecret);
+      assert.equal(await started.exited(), 1);
+      assert.match(started.output(), /no signing secret: set CAUSEWAY_SECRET or pass --secret-file/);
+    }
   });
 });

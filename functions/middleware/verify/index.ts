@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from 'hono';
-import { ReplayGuard, TrustError, verifyRequest } from '../../../protocol/index.ts';
+import { type ReplayStore, TrustError, verifyBody, verifyToken } from '../../../protocol/index.ts';
 import { errorResponse } from '../../error-response.ts';
 
 export interface VerifyOptions {
@@ -7,14 +7,26 @@ export interface VerifyOptions {
   audience: string;
   /** Called per request with the runtime's `env`; throws when no secret is configured. */
   secret: (env: unknown) => Uint8Array;
+  /** Bodies over this many bytes are refused (413) unread. */
+  maxBodyBytes: number;
+  /** The token ids seen, shared by the service's replicas where it has several. */
+  replays: ReplayStore;
 }
 
 /** Downstream handlers read the body from here: the exact bytes whose digest was verified. */
 export type Verified = { Variables: { body: Uint8Array } };
 
-/** Refuses every request the gateway did not sign for this service, this route and this body, or that was seen before. */
-export function verify({ audience, secret }: VerifyOptions): MiddlewareHandler<Verified> {
-  const replays = new ReplayGuard();
+/**
+ * Refuses every request the gateway did not sign for this service, this route and this body, or that
+ * was seen before. In that order: the size as declared, the token, then the body read up to the limit.
+ */
+export function verify({
+  audience,
+  secret,
+  maxBodyBytes,
+  replays,
+}: VerifyOptions): MiddlewareHandler<Verified> {
+  const tooLarge = `the body is larger than ${maxBodyBytes} bytes`;
   return async (c, next) => {
     let key: Uint8Array;
     try {
@@ -22,15 +34,44 @@ export function verify({ audience, secret }: VerifyOptions): MiddlewareHandler<V
     } catch (error) {
       return errorResponse(c, 500, (error as Error).message);
     }
-    const body = new Uint8Array(await c.req.arrayBuffer());
-    const request = { audience, method: c.req.method, path: c.req.path, body };
+    if (Number(c.req.header('content-length') ?? 0) > maxBodyBytes) return errorResponse(c, 413, tooLarge);
+    const route = { audience, method: c.req.method, path: c.req.path };
     try {
-      await verifyRequest(key, c.req.header('authorization'), request, replays);
+      const claims = await verifyToken(key, c.req.header('authorization'), route);
+      const body = await readUpTo(c.req.raw, maxBodyBytes);
+      if (!body) return errorResponse(c, 413, tooLarge);
+      await verifyBody(claims, body, replays);
+      c.set('body', body);
     } catch (error) {
       if (error instanceof TrustError) return errorResponse(c, 401, error.message);
       throw error;
     }
-    c.set('body', body);
     await next();
   };
+}
+
+/** The body, or undefined as soon as it grows over `limit` bytes (what a length header does not say). */
+async function readUpTo(request: Request, limit: number): Promise<Uint8Array | undefined> {
+  if (!request.body) return new Uint8Array();
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel();
+      return undefined;
+    }
+    chunks.push(value);
+  }
+  if (chunks.length === 1) return chunks[0] as Uint8Array;
+  const body = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    body.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return body;
 }

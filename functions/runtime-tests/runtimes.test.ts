@@ -128,6 +128,33 @@ for (const [name, start] of Object.entries(runtimes)) {
       });
     }
 
+    it('refuses a body over its limit with 413, however it comes', async () => {
+      // 17 MiB, over the default 16: with its length said, and chunked with none.
+      const size = 17 * 1024 * 1024;
+      const said = new Request(`http://functions.test${PATHS.invoke}`, {
+        method: 'POST',
+        headers: { 'content-length': String(size) },
+        body: new Uint8Array(size),
+      });
+      const chunk = new Uint8Array(1024 * 1024);
+      let sent = 0;
+      const chunked = new Request(await signedInvoke('kopfexample', invocation(['create_fn'])), {
+        body: new ReadableStream<Uint8Array>({
+          pull(controller) {
+            if (sent >= size) return controller.close();
+            sent += chunk.byteLength;
+            controller.enqueue(chunk);
+          },
+        }),
+        duplex: 'half',
+      } as RequestInit);
+      for (const request of [said, chunked]) {
+        const response = await runtime.fetch(request);
+        assert.equal(response.status, 413);
+        assert.match(((await response.json()) as { error: string }).error, /larger than 16777216 bytes/);
+      }
+    });
+
     it('refuses a replayed request with 401', async () => {
       const request = await signedManifest('kopfexample');
       const replay = request.clone();

@@ -189,7 +189,7 @@ export async function prepareContenders(nodeFlags = IMAGE_NODE_FLAGS): Promise<C
     causewayServe: (operator, port) =>
       cli(['serve', join(ROOT, 'bench/operators', operator), '--host', '127.0.0.1', '--port', String(port)]),
     causewayGateway: (functions, namespace) =>
-      cli(['gateway', '--functions', functions, '--namespace', namespace]),
+      cli(['gateway', '--functions', `bench=${functions}`, '--namespace', namespace]),
   };
 }
 

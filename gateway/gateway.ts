@@ -7,7 +7,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { type HandlerSpec, isAdmissionKind } from '../protocol/index.ts';
 import { Components, component } from './components.ts';
 import type { FunctionService } from './dispatch/function-service.ts';
-import { FunctionServices } from './dispatch/services.ts';
+import { type FunctionEndpoint, FunctionServices } from './dispatch/services.ts';
 import type { FetchHandler } from './dispatch/transport.ts';
 import { Admission } from './engines/admission.ts';
 import { DevSessions } from './engines/dev-sessions.ts';
@@ -32,8 +32,11 @@ import { ResourceWatch } from './watching/resource-watch.ts';
 import { sharedLabelSelector } from './watching/selectors.ts';
 
 export interface GatewayOptions {
-  /** Function services: base URLs, or fetch handlers to call in this process (`causeway run`). */
-  functions: ReadonlyArray<string | FetchHandler>;
+  /**
+   * Function services: by name and base URL (the name pinned: a service that answers as another is
+   * refused), or fetch handlers to call in this process (`causeway run`).
+   */
+  functions: ReadonlyArray<FunctionEndpoint | FetchHandler>;
   /** The secret shared with the function services (≥ 32 bytes). */
   secret: Uint8Array;
   /** Namespaces to serve: names, globs (`team-*`), negations (`!kube-*`); undefined serves all of them. */

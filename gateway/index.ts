@@ -1,3 +1,4 @@
+export type { FunctionEndpoint } from './dispatch/services.ts';
 export type { FetchHandler } from './dispatch/transport.ts';
 export { type Gateway, type GatewayOptions, startGateway } from './gateway.ts';
 export { DEFAULT_IDENTITY, type Identity } from './identity.ts';

@@ -49,7 +49,7 @@ export async function dev(options: DevOptions): Promise<void> {
     } else {
       const gateway = await startGateway({
         ...options.gateway,
-        functions: [service.url],
+        functions: [{ name, url: service.url }],
         secret: encodeSecret(secret),
       });
       logger.info(`dev: serving "${name}" from ${module}, reloaded on save`);

@@ -128,7 +128,7 @@ describe('causeway init', () => {
     ]);
     assert.match(
       await readFile(join(project, 'deploy/gateway.yaml'), 'utf8'),
-      /http:\/\/acme-widgets-functions:8080/,
+      /- acme-widgets=http:\/\/acme-widgets-functions:8080 /,
     );
   });
 

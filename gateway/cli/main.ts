@@ -7,6 +7,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import packageJson from '../../package.json' with { type: 'json' };
 import { type LogLevel, SECRET_VARIABLE } from '../../protocol/index.ts';
 import { chooseMode, localReach, ngrokReach, type ReachMode } from '../../webhooks/reach.ts';
+import type { FunctionEndpoint } from '../dispatch/services.ts';
 import { type GatewayOptions, startGateway } from '../gateway.ts';
 import { DEFAULT_IDENTITY, type Identity } from '../identity.ts';
 import { createLogger, type Logger } from '../logging.ts';
@@ -44,7 +45,8 @@ Options for run and gateway:
                             (!kube-*) serve namespaces as they appear and disappear.
   -A, --all-namespaces      Serve every namespace (the default when no --namespace is given).
       --concurrency <n>     Objects processed at once, per resource (default 64).
-      --functions <url>     (gateway) A function service's base URL; repeat for several.
+      --functions <name>=<url>  (gateway) A function service: the name it must answer to (its calls
+                            are signed for it) and its base URL; repeat for several.
       --function-timeout <s>  Seconds one function call may take (default 30).
       --state-in <where>    Where to record that an object was handled: auto (the status when the
                             resource's status keeps it, else annotations; the default) or annotations.
@@ -180,8 +182,9 @@ export async function main(argv: string[]): Promise<void> {
     case 'serve':
       return serveOnly(requireModule(rest, 'serve'), values, logger);
     case 'gateway':
-      if (!values.functions?.length) throw new UsageError('gateway needs at least one --functions <url>');
-      return gatewayOnly(values.functions, values, logger);
+      if (!values.functions?.length)
+        throw new UsageError(`gateway needs at least one --functions ${ENDPOINT}`);
+      return gatewayOnly(values.functions.map(functionEndpoint), values, logger);
     case 'dev':
       return devCommand(requireModule(rest, 'dev'), values, logger);
     case 'release': {
@@ -228,7 +231,20 @@ async function serveOnly(module: string, values: Values, logger: Logger): Promis
   await server.close();
 }
 
-async function gatewayOnly(functions: string[], values: Values, logger: Logger): Promise<void> {
+const ENDPOINT = '<name>=<url>';
+
+/** `billing=http://billing-functions:8080`: the service's name is pinned, not learnt from the service. */
+function functionEndpoint(value: string): FunctionEndpoint {
+  const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)=(https?:\/\/.+)$/.exec(value);
+  if (!match) {
+    throw new UsageError(
+      `--functions expects ${ENDPOINT}, the service's name and its URL (e.g. kopfexample=http://kopfexample-functions:8080), got "${value}"`,
+    );
+  }
+  return { name: match[1] as string, url: match[3] as string };
+}
+
+async function gatewayOnly(functions: FunctionEndpoint[], values: Values, logger: Logger): Promise<void> {
   const gateway = await startGateway({
     ...gatewayOptions(values, logger),
     functions,

@@ -38,7 +38,11 @@ function counted() {
 describe('a function service in the same process', () => {
   it('is asked directly: no HTTP request, and the answer is checked as any other', async () => {
     const { handler, fetches } = counted();
-    const service = await FunctionService.connect({ transport: inProcessTransport(handler), secret: SECRET });
+    const service = await FunctionService.connect({
+      transport: inProcessTransport(handler),
+      name: undefined,
+      secret: SECRET,
+    });
     assert.deepEqual(
       service.manifest.handlers.map((spec) => spec.id),
       ['create_fn', 'never'],
@@ -52,7 +56,11 @@ describe('a function service in the same process', () => {
 
   it('is given up at the deadline', async () => {
     const { handler } = counted();
-    const service = await FunctionService.connect({ transport: inProcessTransport(handler), secret: SECRET });
+    const service = await FunctionService.connect({
+      transport: inProcessTransport(handler),
+      name: undefined,
+      secret: SECRET,
+    });
     await assert.rejects(
       service.invoke(invocationRequest('create', resource, object, [due('never')], 50), 50),
       /no answer within 50 ms/,
@@ -61,7 +69,11 @@ describe('a function service in the same process', () => {
 
   it('refuses a request the operator cannot act on, as it would over HTTP', async () => {
     const { handler } = counted();
-    const service = await FunctionService.connect({ transport: inProcessTransport(handler), secret: SECRET });
+    const service = await FunctionService.connect({
+      transport: inProcessTransport(handler),
+      name: undefined,
+      secret: SECRET,
+    });
     await assert.rejects(
       service.invoke(invocationRequest('create', resource, object, [due('missing')], 5000)),
       /no handler "missing" here/,

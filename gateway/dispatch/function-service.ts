@@ -16,6 +16,12 @@ import { ProtocolError, parseHealth, parseInvocationResponse, parseManifest } fr
 
 export interface FunctionServiceOptions {
   transport: Transport;
+  /**
+   * The name the service must answer to, which every request is signed for (the audience). Pinned
+   * in the gateway's configuration: a service elsewhere cannot choose the audience of the tokens it
+   * gets. Undefined only for a service in this process, which is the gateway's own code.
+   */
+  name: string | undefined;
   secret: Uint8Array;
   /** How long one invocation may take before the gateway gives up on it. */
   timeoutMs?: number;
@@ -66,6 +72,11 @@ export class FunctionService {
       send(transport, sign, 'GET', path, new Uint8Array(), audience, DEFAULT_TIMEOUT_MS);
     const direct = transport.direct;
     const health = parseHealth(direct ? direct.health() : await get(PATHS.health, undefined));
+    if (options.name !== undefined && health.name !== options.name) {
+      throw new ProtocolError(
+        `${transport.url} answers as "${health.name}", not as "${options.name}", the name the gateway was given for it`,
+      );
+    }
     const parsed = parseManifest(direct ? direct.manifest() : await get(PATHS.manifest, health.name));
     if (parsed.manifest.name !== health.name) {
       throw new ProtocolError(

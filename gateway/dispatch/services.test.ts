@@ -81,3 +81,39 @@ describe('the function services of a gateway', () => {
     await services.close();
   });
 });
+
+describe('a function service named in the configuration', () => {
+  it('is refused when it answers as another, and no request is signed for the name it chose', async (t) => {
+    const impostor = greeter('billing');
+    let signedFor: string | undefined;
+    const server = await serveFetch(
+      {
+        fetch: (request) => {
+          const token = request.headers.get('authorization')?.split('.')[1];
+          if (token) signedFor = JSON.parse(atob(token.replace(/-/g, '+').replace(/_/g, '/'))).aud;
+          return impostor.fetch(request);
+        },
+      },
+      { port: 0, host: '127.0.0.1' },
+    );
+    t.after(() => server.close());
+    const warnings: string[] = [];
+    const services = new FunctionServices({
+      secret: new TextEncoder().encode(SECRET),
+      settings: DEFAULT_SETTINGS.calls,
+      logger: createLogger({ level: 'warning', sink: { write: (line) => warnings.push(line) } }),
+      onChange: async () => {},
+    });
+    const stop = new AbortController();
+    const connecting = services.connect([{ name: 'shipping', url: server.url }], stop.signal);
+    // It keeps trying, as for a service not up yet, and says why each time.
+    while (warnings.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    stop.abort();
+    await assert.rejects(connecting);
+    assert.match(
+      warnings[0] ?? '',
+      /answers as "billing", not as "shipping", the name the gateway was given for it/,
+    );
+    assert.equal(signedFor, undefined, 'nothing was signed for it');
+  });
+});

@@ -10,6 +10,12 @@ import { jitter, sleep } from '../timing.ts';
 import { FunctionService } from './function-service.ts';
 import { type FetchHandler, httpTransport, inProcessTransport, type Transport } from './transport.ts';
 
+/** A function service over HTTP, by its name (pinned: the audience it is called with) and its base URL. */
+export interface FunctionEndpoint {
+  name: string;
+  url: string;
+}
+
 export interface FunctionServicesOptions {
   secret: Uint8Array;
   settings: Settings['calls'];
@@ -36,13 +42,15 @@ export class FunctionServices {
   }
 
   /** Connects to every endpoint, waiting for those not reachable yet (until `signal` aborts). */
-  async connect(endpoints: ReadonlyArray<string | FetchHandler>, signal: AbortSignal): Promise<void> {
+  async connect(
+    endpoints: ReadonlyArray<FunctionEndpoint | FetchHandler>,
+    signal: AbortSignal,
+  ): Promise<void> {
     const services = await Promise.all(
       endpoints.map((endpoint) =>
-        this.#connectWithRetry(
-          typeof endpoint === 'string' ? httpTransport(endpoint) : inProcessTransport(endpoint),
-          signal,
-        ),
+        'url' in endpoint
+          ? this.#connectWithRetry(httpTransport(endpoint.url), endpoint.name, signal)
+          : this.#connectWithRetry(inProcessTransport(endpoint), undefined, signal),
       ),
     );
     for (const service of services) this.#slots.push({ home: service, current: service });
@@ -83,17 +91,13 @@ export class FunctionServices {
       try {
         next = await FunctionService.connect({
           transport,
+          name,
           secret: this.#options.secret,
           timeoutMs: this.#options.settings.timeoutMs,
         });
       } catch (error) {
         await transport.close();
-        logger.warning(`a dev session for "${name}" at ${to.url} does not answer: ${describe(error)}`);
-        return false;
-      }
-      if (next.name !== name) {
-        await transport.close();
-        logger.warning(`a dev session for "${name}" at ${to.url} answers as "${next.name}": not redirected`);
+        logger.warning(`a dev session for "${name}" is not redirected: ${describe(error)}`);
         return false;
       }
       const previous = slot.away;
@@ -144,11 +148,20 @@ export class FunctionServices {
     return result;
   }
 
-  async #connectWithRetry(transport: Transport, signal: AbortSignal): Promise<FunctionService> {
+  async #connectWithRetry(
+    transport: Transport,
+    name: string | undefined,
+    signal: AbortSignal,
+  ): Promise<FunctionService> {
     const { secret, settings, logger } = this.#options;
     for (let delay = 250; ; delay = Math.min(delay * 2, 10_000)) {
       try {
-        const service = await FunctionService.connect({ transport, secret, timeoutMs: settings.timeoutMs });
+        const service = await FunctionService.connect({
+          transport,
+          name,
+          secret,
+          timeoutMs: settings.timeoutMs,
+        });
         const ids = service.manifest.handlers.map((handler) => handler.id).join(', ');
         logger.info(`function service "${service.name}" at ${service.url}: handlers ${ids || '(none)'}`);
         if (service.unknownKinds.length > 0) {

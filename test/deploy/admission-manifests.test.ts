@@ -144,7 +144,7 @@ describe('deploy/examples/17-admission', () => {
     });
     const container = onlyContainer(find<Deployment>(objects, 'Deployment', GATEWAY));
     const args = withFlag(
-      withFlag(container.args ?? [], '--functions', url),
+      withFlag(container.args ?? [], '--functions', `admission=${url}`),
       '--webhook-listen',
       '127.0.0.1:0',
     )

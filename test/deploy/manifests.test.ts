@@ -259,8 +259,11 @@ describe('deploy/examples/01-minimal', () => {
       fieldRef: { fieldPath: 'metadata.namespace' },
     });
 
-    // --functions names the Service, on a port of it that leads to the functions' serving port.
-    const url = new URL(flagValue(args, '--functions') ?? '');
+    // --functions pins the example's name, and names the Service, on a port of it that leads to the
+    // functions' serving port.
+    const [name, target] = (flagValue(args, '--functions') ?? '').split('=');
+    assert.equal(name, 'kopfexample');
+    const url = new URL(target ?? '');
     const service = find<Service>(objects, 'Service', url.hostname);
     const servicePort = service.spec.ports.find((port) => port.port === Number(url.port));
     assert.ok(servicePort, `Service ${url.hostname} has no port ${url.port}`);
@@ -314,8 +317,8 @@ describe('deploy/examples/01-minimal', () => {
 
     // The gateway container's arguments, expanded as the kubelet would, calling that service.
     const gatewayContainer = onlyContainer(find<Deployment>(objects, 'Deployment', GATEWAY));
-    const gatewayArgs = withFlag(gatewayContainer.args ?? [], '--functions', url).map((arg) =>
-      arg === '$(POD_NAMESPACE)' ? namespace : arg,
+    const gatewayArgs = withFlag(gatewayContainer.args ?? [], '--functions', `kopfexample=${url}`).map(
+      (arg) => (arg === '$(POD_NAMESPACE)' ? namespace : arg),
     );
     const gateway = startBundledCli(t, cli, gatewayArgs, { CAUSEWAY_SECRET: secret, KUBECONFIG: kubeconfig });
 

@@ -213,7 +213,7 @@ describe('admission webhooks through the real apiserver', () => {
     );
     const server = await serveFetch(op, { port: 0, host: '127.0.0.1' });
     const gateway = await startGateway({
-      functions: [server.url],
+      functions: [{ name: op.name, url: server.url }],
       secret: new TextEncoder().encode(TEST_SECRET),
       kubeconfig: await kubeConfig(),
       logger: memoryLogger(),

@@ -118,7 +118,7 @@ describe('causeway serve + causeway gateway', () => {
     await applyFile(new URL('../../examples/01-minimal/crd.yaml', import.meta.url));
     const namespace = await testNamespace(t);
     const gateway = causeway(
-      ['gateway', '--functions', url, '--namespace', namespace, '--secret-file', secretFile],
+      ['gateway', '--functions', `kopfexample=${url}`, '--namespace', namespace, '--secret-file', secretFile],
       withoutSecret,
     );
     t.after(() => gateway.stop());
@@ -136,7 +136,7 @@ describe('causeway serve + causeway gateway', () => {
 
   it('refuses to start a gateway or a function service without a secret, saying how to give one', async () => {
     for (const args of [
-      ['gateway', '--functions', url],
+      ['gateway', '--functions', `kopfexample=${url}`],
       ['serve', EXAMPLE, '--port', '0'],
     ]) {
       const started = causeway(args, withoutSecret);

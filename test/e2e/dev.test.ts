@@ -128,7 +128,15 @@ describe('causeway dev', () => {
     const laptop = mkdtempSync(join(tmpdir(), 'causeway-laptop-'));
     const functions = start(['serve', deployed, '--port', '0', '--host', '127.0.0.1']);
     const url = (await functions.waitFor(/listening on (http:\/\/\S+)/))[1] as string;
-    const gateway = start(['gateway', '--functions', url, '-n', namespace, '--dev-sessions', namespace]);
+    const gateway = start([
+      'gateway',
+      '--functions',
+      `dev-e2e=${url}`,
+      '-n',
+      namespace,
+      '--dev-sessions',
+      namespace,
+    ]);
     await gateway.waitFor(/function service "dev-e2e"/);
 
     await createKopfExample(namespace, 'before');

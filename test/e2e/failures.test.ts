@@ -97,6 +97,7 @@ describe('failures on a real apiserver', () => {
     let broken = true;
     let malformedAnswers = 0;
     const service = {
+      name: op.name,
       async fetch(request: Request) {
         if (broken && new URL(request.url).pathname === '/causeway/v1/invoke') {
           malformedAnswers++;

@@ -58,6 +58,7 @@ describe('handlers beyond creation', () => {
     });
     const calls: string[][] = [];
     const service = {
+      name: op.name,
       async fetch(request: Request) {
         if (new URL(request.url).pathname === '/causeway/v1/invoke') {
           const body = (await request.clone().json()) as { reason: string; handlers: Array<{ id: string }> };

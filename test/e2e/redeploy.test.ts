@@ -41,7 +41,7 @@ describe('a function service redeployed under a running gateway', () => {
     const logger = memoryLogger();
     const prefix = `${namespace}.causeway.dev`;
     const running = await runOperator(
-      { fetch: (request) => deployed.fetch(request) },
+      { name: 'redeployed', fetch: (request) => deployed.fetch(request) },
       {
         namespaces: [namespace],
         logger,

@@ -26,9 +26,10 @@ interface Invocation {
 }
 
 /** The service as the gateway sees it over HTTP, counting the invocations it receives. */
-function counting(op: Operator): FetchHandler & { invocations: Invocation[] } {
+function counting(op: Operator): FetchHandler & { name: string; invocations: Invocation[] } {
   const invocations: Invocation[] = [];
   return {
+    name: op.name,
     invocations,
     async fetch(request: Request): Promise<Response> {
       if (new URL(request.url).pathname === PATHS.invoke) {

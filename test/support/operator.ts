@@ -65,21 +65,27 @@ export interface RunningOperator {
  * default, each service on a port of its own, the way separate deployments talk; in-process the way
  * `causeway run` does. `namespaces: 'all'` serves every namespace, as a gateway given none does.
  */
+/** A function service for runOperator: an operator, or a wrapper of one that says its name. */
+export type NamedHandler = FetchHandler & { readonly name: string };
+
 export async function runOperator(
-  service: FetchHandler | readonly FetchHandler[],
+  service: NamedHandler | readonly NamedHandler[],
   options: Omit<Partial<GatewayOptions>, 'namespaces'> & {
     namespaces: readonly string[] | 'all';
     transport?: 'http' | 'in-process';
   },
 ): Promise<RunningOperator> {
   const { transport = 'http', namespaces, ...gatewayOptions } = options;
-  const services = Array.isArray(service) ? service : [service as FetchHandler];
+  const services: readonly NamedHandler[] = Array.isArray(service) ? service : [service as NamedHandler];
   const servers =
     transport === 'http'
       ? await Promise.all(services.map((each) => serveFetch(each, { port: 0, host: '127.0.0.1' })))
       : [];
   const gateway = await startGateway({
-    functions: transport === 'http' ? servers.map((server) => server.url) : services,
+    functions:
+      transport === 'http'
+        ? servers.map((server, index) => ({ name: (services[index] as NamedHandler).name, url: server.url }))
+        : services,
     secret: new TextEncoder().encode(TEST_SECRET),
     kubeconfig: await kubeConfig(),
     logger: memoryLogger(),

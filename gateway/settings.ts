@@ -24,6 +24,14 @@ export interface Settings {
     serviceRetryDelaysS: readonly number[];
     /** How often the services' manifests are read again, so that a service redeployed with other handlers is served as it is now. */
     manifestRefreshMs: number;
+    /** PEM of the CA that signed the function services' certificates (https URLs); the system's roots otherwise. */
+    ca?: string;
+    /**
+     * Whether function services may be called over plain HTTP beyond this host. Off by default: calls
+     * are signed, but their bodies (whole objects) and answers would cross the network readable and
+     * unsigned. In a cluster whose network is trusted (or a mesh with mTLS), turn it on.
+     */
+    plainHttp: boolean;
   };
   watching: {
     /** Objects per page when listing. */
@@ -77,7 +85,12 @@ export const DEFAULT_SETTINGS: Settings = {
     errorDelaysS: [1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610],
     conflictRetryMs: 100,
   },
-  calls: { timeoutMs: 30_000, serviceRetryDelaysS: [1, 2, 5, 10, 30, 60], manifestRefreshMs: 30_000 },
+  calls: {
+    timeoutMs: 30_000,
+    serviceRetryDelaysS: [1, 2, 5, 10, 30, 60],
+    manifestRefreshMs: 30_000,
+    plainHttp: false,
+  },
   watching: { pageSize: 500, watchSeconds: 300, retryDelayMs: { first: 250, max: 30_000 } },
   admission: { reach: 'auto', listen: { host: '127.0.0.1', port: 0 }, filesCheckIntervalMs: 60_000 },
   persistence: { stateIn: 'auto' },

@@ -1,7 +1,8 @@
 /** An operator module as users write it; the runtime tests serve it in-process and bundled on workerd. */
 import { operator, PRESENT, TemporaryError } from 'causeway/functions';
 
-const op = operator({ name: 'kopfexample' });
+// A small body limit, so that the runtime tests can go over it with little to send.
+const op = operator({ name: 'kopfexample', maxBodyBytes: 64 * 1024 });
 
 op.on.create('kopfexamples', async function create_fn({ spec, name, logger }) {
   logger.info(`creating ${name}`);

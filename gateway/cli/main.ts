@@ -48,6 +48,10 @@ Options for run and gateway:
       --functions <name>=<url>  (gateway) A function service: the name it must answer to (its calls
                             are signed for it) and its base URL; repeat for several.
       --function-timeout <s>  Seconds one function call may take (default 30).
+      --functions-ca <file>  (gateway) The CA to trust for https function services (default: the
+                            system's roots).
+      --allow-plain-http    (gateway) Call function services over plain HTTP beyond this host (a
+                            network you trust, or a mesh that encrypts); refused otherwise.
       --state-in <where>    Where to record that an object was handled: auto (the status when the
                             resource's status keeps it, else annotations; the default) or annotations.
 
@@ -91,6 +95,7 @@ Identity (run, gateway, release), so that two deployments can serve the same obj
 Options for serve:
   -p, --port <port>         Port to listen on (default 8080).
       --host <address>      Address to listen on (default 0.0.0.0).
+      --tls-cert <file>     Serve HTTPS with this certificate (PEM), and --tls-key <file> its key.
 
 Options for init:
       --causeway <spec>     The project's causeway dependency: a version range (default ^${VERSION}),
@@ -112,6 +117,10 @@ const OPTIONS = {
   concurrency: { type: 'string' },
   functions: { type: 'string', multiple: true },
   'function-timeout': { type: 'string' },
+  'functions-ca': { type: 'string' },
+  'allow-plain-http': { type: 'boolean' },
+  'tls-cert': { type: 'string' },
+  'tls-key': { type: 'string' },
   'state-in': { type: 'string' },
   'webhook-reach': { type: 'string' },
   'webhook-listen': { type: 'string' },
@@ -216,9 +225,13 @@ async function run(module: string, values: Values, logger: Logger): Promise<void
 async function serveOnly(module: string, values: Values, logger: Logger): Promise<void> {
   // Where causeway/functions looks for it; refused at start rather than answered with a 500 later.
   process.env[SECRET_VARIABLE] = readSecretText(values['secret-file']);
+  const [cert, key] = [values['tls-cert'], values['tls-key']];
+  if ((cert === undefined) !== (key === undefined))
+    throw new UsageError('--tls-cert and --tls-key go together');
   const server = await serveFetch(await loadOperatorModule(module), {
     port: integer(values.port ?? '8080', '--port'),
     host: values.host ?? '0.0.0.0',
+    ...(cert && key ? { tls: { cert: readFileSync(cert, 'utf8'), key: readFileSync(key, 'utf8') } } : {}),
   });
   logger.info(`function service listening on ${server.url}`);
   if (process.send) {
@@ -315,9 +328,13 @@ function gatewayOptions(values: Values, logger: Logger): Omit<GatewayOptions, 'f
       ...(values.concurrency
         ? { processing: { concurrency: integer(values.concurrency, '--concurrency') } }
         : {}),
-      ...(values['function-timeout']
-        ? { calls: { timeoutMs: integer(values['function-timeout'], '--function-timeout') * 1000 } }
-        : {}),
+      calls: {
+        ...(values['function-timeout']
+          ? { timeoutMs: integer(values['function-timeout'], '--function-timeout') * 1000 }
+          : {}),
+        ...(values['functions-ca'] ? { ca: readFileSync(values['functions-ca'], 'utf8') } : {}),
+        ...(values['allow-plain-http'] ? { plainHttp: true } : {}),
+      },
       admission: admissionSettings(values),
     },
   };

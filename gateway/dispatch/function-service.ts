@@ -167,5 +167,10 @@ async function send(
 function describe(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const cause = error.cause as { code?: string; message?: string } | undefined;
-  return cause?.code ?? cause?.message ?? error.message;
+  const said = cause?.code ?? cause?.message ?? error.message;
+  if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|certificate/i.test(`${said} ${(error as { code?: string }).code}`)) {
+    // Node's own hint (--use-system-ca) is about a CA installed on this machine: not the likely case.
+    return `${said.split(';')[0]}: its certificate is not one this gateway trusts (give the CA that signed it: --functions-ca, settings.calls.ca)`;
+  }
+  return said;
 }

@@ -117,3 +117,31 @@ describe('a function service named in the configuration', () => {
     assert.equal(signedFor, undefined, 'nothing was signed for it');
   });
 });
+
+describe('the way to a function service', () => {
+  const directory = (plainHttp: boolean) =>
+    new FunctionServices({
+      secret: new TextEncoder().encode(SECRET),
+      settings: { ...DEFAULT_SETTINGS.calls, plainHttp },
+      logger: createLogger({ level: 'error' }),
+      onChange: async () => {},
+    });
+
+  it('is HTTPS, or plain HTTP on this host, unless plain HTTP is allowed', async () => {
+    await assert.rejects(
+      directory(false).connect(
+        [{ name: 'billing', url: 'http://billing-functions:8080' }],
+        AbortSignal.timeout(1000),
+      ),
+      /http:\/\/billing-functions:8080: function services are called over HTTPS, or plain HTTP on this host/,
+    );
+    // Allowed, it is tried (and here, with no such host, it keeps trying until told to stop).
+    await assert.rejects(
+      directory(true).connect(
+        [{ name: 'billing', url: 'http://billing-functions.invalid:8080' }],
+        AbortSignal.timeout(300),
+      ),
+      (error: Error) => !/called over HTTPS/.test(error.message),
+    );
+  });
+});

@@ -31,6 +31,8 @@ interface Slot {
   away?: { url: string; revision: string; transport: Transport };
 }
 
+const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/;
+
 export class FunctionServices {
   readonly #options: FunctionServicesOptions;
   readonly #slots: Slot[] = [];
@@ -46,10 +48,15 @@ export class FunctionServices {
     endpoints: ReadonlyArray<FunctionEndpoint | FetchHandler>,
     signal: AbortSignal,
   ): Promise<void> {
+    for (const endpoint of endpoints) if ('url' in endpoint) this.#checkScheme(endpoint.url);
     const services = await Promise.all(
       endpoints.map((endpoint) =>
         'url' in endpoint
-          ? this.#connectWithRetry(httpTransport(endpoint.url), endpoint.name, signal)
+          ? this.#connectWithRetry(
+              httpTransport(endpoint.url, this.#options.settings.ca),
+              endpoint.name,
+              signal,
+            )
           : this.#connectWithRetry(inProcessTransport(endpoint), undefined, signal),
       ),
     );
@@ -86,7 +93,13 @@ export class FunctionServices {
         return true;
       }
       if (slot.away?.url === to.url && slot.away.revision === to.revision) return true;
-      const transport = httpTransport(to.url);
+      try {
+        this.#checkScheme(to.url);
+      } catch (error) {
+        logger.warning(`a dev session for "${name}" is not redirected: ${describe(error)}`);
+        return false;
+      }
+      const transport = httpTransport(to.url, this.#options.settings.ca);
       let next: FunctionService;
       try {
         next = await FunctionService.connect({
@@ -132,6 +145,17 @@ export class FunctionServices {
     await this.#queue;
     await Promise.all(
       this.#slots.flatMap((slot) => [slot.home.close(), ...(slot.away ? [slot.away.transport.close()] : [])]),
+    );
+  }
+
+  /** HTTPS, or plain HTTP on this host (no network crossed), or plain HTTP where it was allowed. */
+  #checkScheme(url: string): void {
+    const { protocol, hostname } = new URL(url);
+    if (protocol === 'https:' || this.#options.settings.plainHttp) return;
+    if (protocol === 'http:' && LOOPBACK.test(hostname)) return;
+    throw new Error(
+      `${url}: function services are called over HTTPS, or plain HTTP on this host; to call one over ` +
+        'plain HTTP across a network you trust, allow it (--allow-plain-http, settings.calls.plainHttp)',
     );
   }
 

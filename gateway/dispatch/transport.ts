@@ -30,9 +30,14 @@ export interface FetchHandler {
   readonly [IN_PROCESS]?: InProcessCalls;
 }
 
-export function httpTransport(url: string): Transport {
+/** `ca`: PEM of what to trust for an https URL, instead of the system's roots. */
+export function httpTransport(url: string, ca?: string): Transport {
   const base = url.replace(/\/+$/, '');
-  const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 128 });
+  const dispatcher = new Agent({
+    keepAliveTimeout: 30_000,
+    connections: 128,
+    ...(ca ? { connect: { ca } } : {}),
+  });
   return {
     url: base,
     send: ({ method, path, headers, body, timeoutMs }) =>

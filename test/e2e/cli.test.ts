@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { SignJWT } from 'jose';
 import { type KubernetesObject, PATHS, signRequest } from '../../protocol/index.ts';
+import { renewCertificates } from '../../webhooks/certificates.ts';
 import { testNamespace } from '../support/cluster.ts';
 import { applyFile, createKopfExample, eventually, kubeClient } from '../support/operator.ts';
 import { type CliProcess, causeway } from '../support/processes.ts';
@@ -143,5 +144,54 @@ describe('causeway serve + causeway gateway', () => {
       assert.equal(await started.exited(), 1);
       assert.match(started.output(), /no signing secret: set CAUSEWAY_SECRET or pass --secret-file/);
     }
+  });
+});
+
+describe('causeway serve over HTTPS, and a gateway that trusts its CA', () => {
+  it('handles objects with the CA given, and says why it cannot without it', async (t) => {
+    const { certificates } = await renewCertificates(undefined, ['127.0.0.1']);
+    const dir = mkdtempSync(join(tmpdir(), 'causeway-tls-'));
+    const file = (name: string, content: string) => {
+      writeFileSync(join(dir, name), content);
+      return join(dir, name);
+    };
+    const [cert, key, ca] = [
+      file('tls.crt', certificates.cert),
+      file('tls.key', certificates.key),
+      file('ca.crt', certificates.ca.cert),
+    ];
+    const env = { ...process.env, CAUSEWAY_SECRET: SECRET };
+    const functions = causeway(
+      ['serve', EXAMPLE, '--port', '0', '--host', '127.0.0.1', '--tls-cert', cert, '--tls-key', key],
+      env,
+    );
+    t.after(() => functions.stop());
+    const url = (await functions.waitFor(/listening on (https:\/\/\S+)/))[1] as string;
+
+    await applyFile(new URL('../../examples/01-minimal/crd.yaml', import.meta.url));
+    const namespace = await testNamespace(t);
+    const untrusting = causeway(['gateway', '--functions', `kopfexample=${url}`, '-n', namespace], env);
+    t.after(() => untrusting.stop());
+    await untrusting.waitFor(
+      /function service https:\/\/127\.0\.0\.1:\d+ is not reachable yet: .+: its certificate is not one this gateway trusts \(give the CA that signed it: --functions-ca/,
+    );
+    await untrusting.stop();
+
+    const gateway = causeway(
+      ['gateway', '--functions', `kopfexample=${url}`, '--functions-ca', ca, '-n', namespace],
+      env,
+    );
+    t.after(() => gateway.stop());
+    const client = await kubeClient();
+    const path = await createKopfExample(namespace, 'over-https');
+    const object = await eventually(
+      'status.create_fn',
+      async () => {
+        const current = await client.get<KubernetesObject>(path);
+        return current.status?.create_fn === undefined ? undefined : current;
+      },
+      30_000,
+    );
+    assert.deepEqual(object.status?.create_fn, { message: 'hello over-https' });
   });
 });

@@ -19,6 +19,8 @@ const repositorySources: Plugin = {
 };
 
 export interface Worker {
+  /** Where the worker listens on this host over HTTP, as `wrangler dev` serves one: for a gateway to call. */
+  url: string;
   fetch(request: Request): Promise<Response>;
   close(): Promise<void>;
 }
@@ -49,9 +51,12 @@ export async function startWorker(entry: string, { bindings, cwd, sources }: Wor
     script: bundle.outputFiles[0]?.text,
     compatibilityDate: '2025-09-01',
     bindings,
+    host: '127.0.0.1',
+    port: 0,
   });
-  await mf.ready;
+  const url = (await mf.ready).href.replace(/\/$/, '');
   return {
+    url,
     // Miniflare brings its own fetch classes, so the request crosses over as plain parts, and the
     // answer comes back as Miniflare's Response, which has the same shape as the global one.
     fetch: async (request) =>

@@ -1,12 +1,14 @@
 /**
- * One behavioural suite, run against the same operator module on each runtime: in-process on Node,
- * and bundled for workerd (Cloudflare Workers) inside miniflare, which proves the SDK has no Node-only code
- * and takes its secret from the Workers `env` binding.
+ * One behavioural suite, run against the same operator module on each runtime: in-process on Node;
+ * bundled for workerd (Cloudflare Workers) inside miniflare, which proves the SDK has no Node-only code
+ * and takes its secret from the Workers `env` binding; and served over HTTP by `Bun.serve` and
+ * `Deno.serve`, the secret from their environment.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { PATHS, PROTOCOL } from '../../protocol/index.ts';
+import { type ServerRuntime, startOnRuntime } from '../../test/support/runtimes.ts';
 import { startWorker } from '../../test/support/workerd.ts';
 import { invocation, SECRET, signed, signedInvoke, signedManifest } from '../test-helpers.ts';
 import example from './fixture.ts';
@@ -31,7 +33,27 @@ const runtimes: Record<string, () => Promise<Runtime>> = {
   async workerd() {
     return startWorker(FIXTURE, { bindings: { CAUSEWAY_SECRET: SECRET }, sources: true });
   },
+
+  bun: () => overHttp('bun'),
+  deno: () => overHttp('deno'),
 };
+
+/** Served by the runtime's own server, its secret from the environment; the suite's requests sent to it. */
+async function overHttp(runtime: ServerRuntime): Promise<Runtime> {
+  const server = await startOnRuntime(runtime, FIXTURE, { CAUSEWAY_SECRET: SECRET });
+  return {
+    fetch: (request) => {
+      const { pathname, search } = new URL(request.url);
+      return fetch(`${server.url}${pathname}${search}`, {
+        method: request.method,
+        headers: request.headers,
+        body: request.body,
+        duplex: 'half',
+      } as RequestInit);
+    },
+    close: () => server.close(),
+  };
+}
 
 for (const [name, start] of Object.entries(runtimes)) {
   describe(`the example operator on ${name}`, () => {

@@ -33,7 +33,11 @@ export interface WorkerOptions {
   sources?: boolean;
 }
 
-export async function startWorker(entry: string, { bindings, cwd, sources }: WorkerOptions): Promise<Worker> {
+/** The module and what it imports in one ES module, as a Workers bundler (or Deno's, or Bun's) makes it. */
+export async function bundleModule(
+  entry: string,
+  { cwd, sources }: Omit<WorkerOptions, 'bindings'>,
+): Promise<string> {
   const bundle = await build({
     entryPoints: [entry],
     ...(cwd ? { absWorkingDir: cwd } : {}),
@@ -46,9 +50,13 @@ export async function startWorker(entry: string, { bindings, cwd, sources }: Wor
     write: false,
     logLevel: 'silent',
   });
+  return bundle.outputFiles[0]?.text ?? '';
+}
+
+export async function startWorker(entry: string, { bindings, cwd, sources }: WorkerOptions): Promise<Worker> {
   const mf = new Miniflare({
     modules: true,
-    script: bundle.outputFiles[0]?.text,
+    script: await bundleModule(entry, { ...(cwd ? { cwd } : {}), ...(sources ? { sources } : {}) }),
     compatibilityDate: '2025-09-01',
     bindings,
     host: '127.0.0.1',

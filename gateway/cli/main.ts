@@ -7,6 +7,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import packageJson from '../../package.json' with { type: 'json' };
 import { type LogLevel, SECRET_VARIABLE } from '../../protocol/index.ts';
 import { chooseMode, localReach, ngrokReach, type ReachMode } from '../../webhooks/reach.ts';
+import { runConformance } from '../conformance/checks.ts';
 import type { FunctionEndpoint } from '../dispatch/services.ts';
 import { type GatewayOptions, startGateway } from '../gateway.ts';
 import { DEFAULT_IDENTITY, type Identity } from '../identity.ts';
@@ -36,6 +37,10 @@ Commands:
   dev <module>          Develop an operator: reloaded on save, with no restart of the gateway. Runs
                         a gateway of its own, as run does; or, with --dev-sessions, has a gateway
                         deployed in the cluster send the module's service's calls to this machine.
+  conformance <url> --name <name>
+                        Check a function service, in any language, against protocol v1: health,
+                        manifest, a call per handler, the error model, and a refusal of every
+                        forged request. Needs its secret, as the gateway does.
   release <resource> <name>
                         Remove the gateway's finalizer from one object, without calling any
                         handler: for objects stuck in deletion after their operator is gone.
@@ -134,6 +139,7 @@ const OPTIONS = {
   'webhook-ca-file': { type: 'string' },
   'dev-sessions': { type: 'string' },
   'session-seconds': { type: 'string' },
+  name: { type: 'string' },
   'dev-reach': { type: 'string' },
   'status-key': { type: 'string' },
   'annotation-prefix': { type: 'string' },
@@ -196,6 +202,27 @@ export async function main(argv: string[]): Promise<void> {
       return gatewayOnly(values.functions.map(functionEndpoint), values, logger);
     case 'dev':
       return devCommand(requireModule(rest, 'dev'), values, logger);
+    case 'conformance': {
+      const [url, ...extra] = rest;
+      if (!url || extra.length || !values.name) {
+        throw new UsageError(
+          'conformance needs the service URL and its name, e.g. causeway conformance http://127.0.0.1:8080 --name billing',
+        );
+      }
+      const results = await runConformance({
+        url,
+        name: values.name,
+        secret: readSecret(values['secret-file']),
+        ...(values['functions-ca'] ? { ca: readFileSync(values['functions-ca'], 'utf8') } : {}),
+      });
+      for (const { name, failure } of results) {
+        process.stdout.write(failure ? `✘ ${name}\n    ${failure}\n` : `✔ ${name}\n`);
+      }
+      const failed = results.filter((result) => result.failure).length;
+      process.stdout.write(`\n${results.length - failed} passed, ${failed} failed\n`);
+      if (failed > 0) process.exitCode = 1;
+      return;
+    }
     case 'release': {
       const [resource, name, ...extra] = rest;
       if (!resource || !name || extra.length)

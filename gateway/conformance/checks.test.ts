@@ -1,0 +1,85 @@
+/**
+ * The conformance runner against function services of causeway/functions: the SDK passes every check,
+ * and a service that gets something wrong fails the check that says what.
+ */
+import assert from 'node:assert/strict';
+import { describe, it, type TestContext } from 'node:test';
+import { AdmissionError, operator } from '../../functions/index.ts';
+import { serveFetch } from '../cli/serve.ts';
+import type { FetchHandler } from '../dispatch/transport.ts';
+import { runConformance } from './checks.ts';
+
+const SECRET = 'the secret of the conformance tests, 32+ bytes';
+
+function everyKind() {
+  const op = operator({ name: 'every-kind', secret: SECRET });
+  op.on.create('widgets.example.com', function create_fn({ name }) {
+    return { created: name };
+  });
+  op.on.update('widgets.example.com', function update_fn() {});
+  op.on.delete('widgets.example.com', function delete_fn() {});
+  op.on.resume('widgets.example.com', function resume_fn() {});
+  op.on.field('widgets.example.com', 'spec.size', function size_fn() {});
+  op.on.event('widgets.example.com', function event_fn() {});
+  op.on.reconcile('widgets.example.com', function reconcile_fn() {});
+  op.on.validate('widgets.example.com', function validate_fn({ spec }) {
+    if (spec.bad) throw new AdmissionError('bad');
+  });
+  op.on.mutate('widgets.example.com', function mutate_fn({ patch }) {
+    patch.metadata = { labels: { mutated: 'yes' } };
+  });
+  return op;
+}
+
+async function serve(t: TestContext, handler: FetchHandler): Promise<string> {
+  const server = await serveFetch(handler, { port: 0, host: '127.0.0.1' });
+  t.after(() => server.close());
+  return server.url;
+}
+
+describe('causeway conformance', () => {
+  it('passes the SDK on every check, one invocation per handler kind', async (t) => {
+    const url = await serve(t, everyKind());
+    const results = await runConformance({
+      url,
+      name: 'every-kind',
+      secret: new TextEncoder().encode(SECRET),
+    });
+    assert.deepEqual(
+      results.filter((result) => result.failure),
+      [],
+    );
+    assert.equal(results.filter((result) => result.name.startsWith('invoke:')).length, 9);
+    assert.equal(results.filter((result) => result.name.startsWith('refuses')).length, 12);
+  });
+
+  it('fails a service that answers as another, or lets a replay through, saying so', async (t) => {
+    const op = everyKind();
+    let last: string | undefined;
+    const replaying: FetchHandler = {
+      // Forgets every token but the last: a replay of the last one goes through.
+      fetch: async (request) => {
+        const token = request.headers.get('authorization');
+        if (token && token === last)
+          return Response.json({ protocol: 'causeway.dev/v1', name: 'every-kind', handlers: [] });
+        last = token ?? undefined;
+        return op.fetch(request);
+      },
+    };
+    const url = await serve(t, replaying);
+    const secret = new TextEncoder().encode(SECRET);
+    const failed = (await runConformance({ url, name: 'every-kind', secret })).filter(
+      (result) => result.failure,
+    );
+    assert.deepEqual(
+      failed.map((result) => result.name),
+      ['refuses a replayed request with 401'],
+    );
+    assert.match(failed[0]?.failure ?? '', /^status 200, not 401/);
+
+    const misnamed = (await runConformance({ url, name: 'another', secret })).filter(
+      (result) => result.failure,
+    );
+    assert.match(misnamed[0]?.failure ?? '', /it calls itself "every-kind", not "another"/);
+  });
+});

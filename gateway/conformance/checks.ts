@@ -1,0 +1,314 @@
+/**
+ * `causeway conformance <url>`: holds any function service, in any language, to protocol v1 as the
+ * gateway speaks it. Health and manifest in the protocol's shape; a round trip for every handler in
+ * the manifest, signed by the gateway's own signer and read by its own validation; the error model;
+ * and a refusal for every forged request (unsigned, wrong key, expired, future-dated, too long-lived,
+ * other issuer, no id, other audience, other route, altered body, replayed, oversized).
+ */
+import { Readable } from 'node:stream';
+import { SignJWT } from 'jose';
+import { Agent, request } from 'undici';
+import {
+  HANDLER_KINDS,
+  type HandlerSpec,
+  type InvocationRequest,
+  ISSUER,
+  isAdmissionKind,
+  type Manifest,
+  PATHS,
+  PROTOCOL,
+  type Reason,
+} from '../../protocol/index.ts';
+import { invocationRequest } from '../dispatch/invocation.ts';
+import { nodeSigner } from '../dispatch/signer.ts';
+import { parseHealth, parseInvocationResponse, parseManifest } from '../dispatch/validation.ts';
+
+export interface ConformanceTarget {
+  /** The service's base URL. */
+  url: string;
+  /** The name it must answer to. */
+  name: string;
+  secret: Uint8Array;
+  /** PEM of a CA to trust for https. */
+  ca?: string;
+}
+
+export interface CheckResult {
+  name: string;
+  /** Why it failed; undefined when it passed. */
+  failure?: string;
+}
+
+interface Answer {
+  status: number;
+  body: unknown;
+}
+
+/** A body no service may take: over the 16 MiB the SDK takes by default, said in its length. */
+const OVERSIZED_BYTES = 64 * 1024 * 1024;
+
+class Failure extends Error {}
+
+function expect(condition: unknown, failure: string): asserts condition {
+  if (!condition) throw new Failure(failure);
+}
+
+/** Runs every check against the service, in order; a failed one does not stop the others. */
+export async function runConformance(target: ConformanceTarget): Promise<CheckResult[]> {
+  const client = new Client(target);
+  const results: CheckResult[] = [];
+  const check = async (name: string, run: () => Promise<void>) => {
+    try {
+      await run();
+      results.push({ name });
+    } catch (error) {
+      results.push({ name, failure: error instanceof Error ? error.message : String(error) });
+    }
+  };
+
+  await check(
+    'health: unsigned GET answers 200 with its status, the protocol and the expected name',
+    async () => {
+      const answer = await client.send('GET', PATHS.health, { token: null });
+      expect(answer.status === 200, `status ${answer.status}, not 200`);
+      const health = parseHealth(answer.body);
+      expect(health.name === target.name, `it calls itself "${health.name}", not "${target.name}"`);
+    },
+  );
+
+  let manifest: Manifest | undefined;
+  await check('manifest: signed GET answers the protocol manifest, under the same name', async () => {
+    const answer = await client.send('GET', PATHS.manifest);
+    expect(answer.status === 200, `status ${answer.status}, not 200: ${JSON.stringify(answer.body)}`);
+    const parsed = parseManifest(answer.body);
+    expect(parsed.manifest.name === target.name, `the manifest names "${parsed.manifest.name}"`);
+    expect(parsed.unknownKinds.length === 0, `unknown handler kinds: ${parsed.unknownKinds.join(', ')}`);
+    manifest = parsed.manifest;
+  });
+
+  for (const handler of manifest?.handlers ?? []) {
+    const reason = reasonFor(handler);
+    await check(
+      `invoke: ${handler.kind} handler "${handler.id}" (reason ${reason}) answers a valid outcome`,
+      async () => {
+        const invocation = sampleInvocation(handler, reason);
+        const answer = await client.send('POST', PATHS.invoke, { body: invocation });
+        expect(answer.status === 200, `status ${answer.status}, not 200: ${JSON.stringify(answer.body)}`);
+        parseInvocationResponse(answer.body, [handler.id], reason === 'admission');
+      },
+    );
+  }
+
+  await check('errors: a signed invocation that is not one gets 400 with an error', async () => {
+    const answer = await client.send('POST', PATHS.invoke, { body: { protocol: PROTOCOL } });
+    expectError(answer, 400);
+  });
+  await check('errors: an unknown path gets 404 with an error', async () => {
+    expectError(await client.send('GET', '/causeway/v1/no-such-path'), 404);
+  });
+
+  const refusals: Array<[string, () => Promise<Answer>]> = [
+    ['unsigned', () => client.send('GET', PATHS.manifest, { token: null })],
+    [
+      'signed with another secret',
+      () => client.forged({ secret: 'not the secret of this service, 32+ bytes' }),
+    ],
+    ['expired', () => client.forged({ iat: now() - 120, exp: now() - 90 })],
+    ['issued in the future', () => client.forged({ iat: now() + 30, exp: now() + 60 })],
+    ['living longer than 60 s', () => client.forged({ iat: now(), exp: now() + 600 })],
+    ['from another issuer', () => client.forged({ issuer: 'not-the-gateway' })],
+    ['without a token id', () => client.forged({ jti: false })],
+    ['for another audience', () => client.forged({ audience: `not-${target.name}` })],
+    ['for another route', () => client.forged({ req: `GET ${PATHS.health}` })],
+    ['with a body other than the signed one', () => client.tampered()],
+  ];
+  for (const [what, send] of refusals) {
+    await check(`refuses a request ${what} with 401 and the reason`, async () =>
+      expectError(await send(), 401),
+    );
+  }
+  await check('refuses a replayed request with 401', async () => {
+    const token = client.token('GET', PATHS.manifest, new Uint8Array());
+    const first = await client.send('GET', PATHS.manifest, { token });
+    expect(first.status === 200, `the first use answered ${first.status}, not 200`);
+    expectError(await client.send('GET', PATHS.manifest, { token }), 401);
+  });
+  await check(`refuses a body of ${OVERSIZED_BYTES} bytes with 413, unread`, async () => {
+    expectError(await client.oversized(), 413);
+  });
+  await client.close();
+  return results;
+}
+
+function expectError(answer: Answer, status: number): void {
+  expect(answer.status === status, `status ${answer.status}, not ${status}: ${JSON.stringify(answer.body)}`);
+  const body = answer.body as { protocol?: unknown; error?: unknown } | undefined;
+  expect(
+    body?.protocol === PROTOCOL && typeof body.error === 'string' && body.error.length > 0,
+    `the body is not an error of the protocol ({"protocol":"${PROTOCOL}","error":"..."}): ${JSON.stringify(body)}`,
+  );
+}
+
+const now = () => Math.floor(Date.now() / 1000);
+
+/** A reason that calls the handler: its kind's first. */
+function reasonFor(handler: HandlerSpec): Reason {
+  return HANDLER_KINDS[handler.kind].reasons[0] as Reason;
+}
+
+/** One object of the handler's resource, and the call a gateway would make for it. */
+function sampleInvocation(handler: HandlerSpec, reason: Reason): InvocationRequest {
+  const { name, group = 'conformance.causeway.dev', version = 'v1' } = handler.resource;
+  const plural = name.split('.')[0] as string;
+  const kind = plural.replace(/s$/, '').replace(/^./, (first) => first.toUpperCase());
+  const object = {
+    apiVersion: group ? `${group}/${version}` : version,
+    kind,
+    metadata: { name: 'conformance-1', namespace: 'default', uid: '00000000-0000-4000-8000-000000000001' },
+    spec: {},
+  };
+  const update = reason === 'update' || handler.kind === 'field';
+  const due = {
+    id: handler.id,
+    retry: 0,
+    started: new Date().toISOString(),
+    idempotencyKey: 'conformance-1',
+    ...(update
+      ? {
+          old: { spec: {} },
+          new: { spec: { changed: true } },
+          diff: [['add', ['spec', 'changed'], null, true]],
+        }
+      : {}),
+  };
+  const invocation = invocationRequest(
+    reason,
+    { group, version, plural, kind, namespaced: true },
+    object,
+    [due as InvocationRequest['handlers'][number]],
+    30_000,
+  );
+  if (reason === 'event') return { ...invocation, event: 'ADDED' };
+  if (reason !== 'admission' || !isAdmissionKind(handler.kind)) return invocation;
+  return {
+    ...invocation,
+    admission: {
+      uid: 'conformance-review-1',
+      operation: 'CREATE',
+      dryRun: true,
+      userInfo: { username: 'conformance' },
+    },
+  };
+}
+
+/** Requests to the service, signed as the gateway signs them, or forged on purpose. */
+class Client {
+  readonly #target: ConformanceTarget;
+  readonly #sign: ReturnType<typeof nodeSigner>;
+  readonly #dispatcher: Agent | undefined;
+
+  constructor(target: ConformanceTarget) {
+    this.#target = target;
+    this.#sign = nodeSigner(target.secret);
+    this.#dispatcher = target.ca ? new Agent({ connect: { ca: target.ca } }) : undefined;
+  }
+
+  close(): Promise<void> {
+    return this.#dispatcher?.close() ?? Promise.resolve();
+  }
+
+  token(method: 'GET' | 'POST', path: string, body: Uint8Array): string {
+    return this.#sign({ audience: this.#target.name, method, path, body });
+  }
+
+  /** `token: null` sends none; undefined signs the request. */
+  async send(
+    method: 'GET' | 'POST',
+    path: string,
+    options: { body?: unknown; token?: string | null; rawBody?: Uint8Array } = {},
+  ): Promise<Answer> {
+    const body =
+      options.rawBody ??
+      (options.body === undefined ? new Uint8Array() : encode(JSON.stringify(options.body)));
+    const token = options.token === undefined ? this.token(method, path, body) : options.token;
+    const response = await request(`${this.#target.url.replace(/\/+$/, '')}${path}`, {
+      method,
+      headers: {
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+        ...(method === 'POST' ? { 'content-type': 'application/json' } : {}),
+      },
+      ...(method === 'POST' ? { body } : {}),
+      ...this.#tls(),
+    });
+    return { status: response.statusCode, body: await jsonOr(response.body.text()) };
+  }
+
+  /** A signed GET of the manifest with one thing changed. */
+  async forged(change: {
+    secret?: string;
+    iat?: number;
+    exp?: number;
+    issuer?: string;
+    jti?: boolean;
+    audience?: string;
+    req?: string;
+  }): Promise<Answer> {
+    const iat = change.iat ?? now();
+    const jwt = new SignJWT({ req: change.req ?? `GET ${PATHS.manifest}`, bsh: EMPTY_DIGEST })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setIssuer(change.issuer ?? ISSUER)
+      .setAudience(change.audience ?? this.#target.name)
+      .setIssuedAt(iat)
+      .setExpirationTime(change.exp ?? iat + 30);
+    if (change.jti !== false) jwt.setJti(crypto.randomUUID());
+    const secret = change.secret ? encode(change.secret) : this.#target.secret;
+    return this.send('GET', PATHS.manifest, { token: await jwt.sign(secret) });
+  }
+
+  /** A genuine invocation's token with another body. */
+  tampered(): Promise<Answer> {
+    const signed = encode(JSON.stringify({ protocol: PROTOCOL, signed: true }));
+    const token = this.token('POST', PATHS.invoke, signed);
+    return this.send('POST', PATHS.invoke, {
+      token,
+      rawBody: encode(JSON.stringify({ protocol: PROTOCOL, signed: false })),
+    });
+  }
+
+  /** A length over any limit, said in the header: a service answers before reading it. */
+  async oversized(): Promise<Answer> {
+    const stop = new AbortController();
+    const response = await request(`${this.#target.url.replace(/\/+$/, '')}${PATHS.invoke}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-length': String(OVERSIZED_BYTES) },
+      // A first chunk, and then nothing: the rest never needs to be sent.
+      body: Readable.from(
+        (async function* () {
+          yield encode('{"protocol":');
+          await new Promise((resolve) => stop.signal.addEventListener('abort', resolve));
+        })(),
+      ),
+      signal: stop.signal,
+      ...this.#tls(),
+    });
+    const answer = { status: response.statusCode, body: await jsonOr(response.body.text()) };
+    stop.abort();
+    return answer;
+  }
+
+  #tls() {
+    return this.#dispatcher ? { dispatcher: this.#dispatcher } : {};
+  }
+}
+
+const EMPTY_DIGEST = '47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU'; // SHA-256 of nothing, base64url
+const encode = (text: string) => new TextEncoder().encode(text);
+
+async function jsonOr(text: Promise<string>): Promise<unknown> {
+  const raw = await text;
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return raw;
+  }
+}

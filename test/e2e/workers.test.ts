@@ -2,11 +2,12 @@
  * Functions on Cloudflare Workers, end to end: the operator module bundled as a Workers bundler does
  * it and served by workerd (inside Miniflare, listening on this host as `wrangler dev` does), the
  * gateway calling it over HTTP, on the real control plane: create, update, and delete held by the
- * finalizer until the delete handler, run on workerd, is done.
+ * finalizer until the delete handler, run on workerd, is done. First, it passes `causeway conformance`.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { runConformance } from '../../gateway/conformance/checks.ts';
 import { startGateway } from '../../gateway/gateway.ts';
 import { isNotFound } from '../../gateway/kube/errors.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
@@ -31,6 +32,16 @@ describe('a function service on workerd', () => {
     const namespace = await testNamespace(t);
     const worker = await startWorker(MODULE, { bindings: { CAUSEWAY_SECRET: TEST_SECRET }, sources: true });
     t.after(() => worker.close());
+    const conformance = await runConformance({
+      url: worker.url,
+      name: 'lifecycle',
+      secret: new TextEncoder().encode(TEST_SECRET),
+    });
+    assert.deepEqual(
+      conformance.filter((result) => result.failure),
+      [],
+      'it passes causeway conformance',
+    );
     const logger = memoryLogger();
     const gateway = await startGateway({
       functions: [{ name: 'lifecycle', url: worker.url }],

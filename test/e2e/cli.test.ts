@@ -11,7 +11,13 @@ import { SignJWT } from 'jose';
 import { type KubernetesObject, PATHS, signRequest } from '../../protocol/index.ts';
 import { renewCertificates } from '../../webhooks/certificates.ts';
 import { testNamespace } from '../support/cluster.ts';
-import { applyFile, createKopfExample, eventually, kubeClient } from '../support/operator.ts';
+import {
+  applyFile,
+  createKopfExample,
+  eventually,
+  kubeClient,
+  statusOnceThere,
+} from '../support/operator.ts';
 import { type CliProcess, causeway } from '../support/processes.ts';
 
 const SECRET = 'the-shared-secret-of-the-cli-tests-0123456789';
@@ -182,16 +188,7 @@ describe('causeway serve over HTTPS, and a gateway that trusts its CA', () => {
       env,
     );
     t.after(() => gateway.stop());
-    const client = await kubeClient();
     const path = await createKopfExample(namespace, 'over-https');
-    const object = await eventually(
-      'status.create_fn',
-      async () => {
-        const current = await client.get<KubernetesObject>(path);
-        return current.status?.create_fn === undefined ? undefined : current;
-      },
-      30_000,
-    );
-    assert.deepEqual(object.status?.create_fn, { message: 'hello over-https' });
+    assert.deepEqual(await statusOnceThere(path, 'create_fn'), { message: 'hello over-https' });
   });
 });

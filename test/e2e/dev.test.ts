@@ -9,10 +9,15 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
-import type { KubernetesObject } from '../../protocol/index.ts';
 import { testCluster, testNamespace } from '../support/cluster.ts';
 import { kubectl } from '../support/kubectl.ts';
-import { applyFile, createKopfExample, eventually, kubeClient, TEST_SECRET } from '../support/operator.ts';
+import {
+  applyFile,
+  createKopfExample,
+  eventually,
+  statusOnceThere,
+  TEST_SECRET,
+} from '../support/operator.ts';
 import { type CliProcess, causeway } from '../support/processes.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -44,18 +49,9 @@ function moduleIn(folder: string, source: string): string {
   return path;
 }
 
-async function handledBy(namespace: string, name: string): Promise<string> {
-  const client = await kubeClient();
-  return eventually(
-    `${name} handled`,
-    async () => {
-      const object = await client.get<KubernetesObject>(
-        `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/${name}`,
-      );
-      return (object.status as { create_fn?: { version?: string } } | undefined)?.create_fn?.version;
-    },
-    30_000,
-  );
+async function handledBy(namespace: string, name: string): Promise<string | undefined> {
+  const path = `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/${name}`;
+  return ((await statusOnceThere(path, 'create_fn')) as { version?: string }).version;
 }
 
 async function environment(t: TestContext) {

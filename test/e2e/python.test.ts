@@ -6,15 +6,14 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { runConformance } from '../../gateway/conformance/checks.ts';
 import { startGateway } from '../../gateway/gateway.ts';
-import type { KubernetesObject } from '../../protocol/index.ts';
 import { testNamespace } from '../support/cluster.ts';
 import {
   applyFile,
   createKopfExample,
-  eventually,
   kubeClient,
   kubeConfig,
   memoryLogger,
+  statusOnceThere,
   TEST_SECRET,
 } from '../support/operator.ts';
 import { startCli } from '../support/processes.ts';
@@ -49,18 +48,12 @@ describe('a function service in Python', () => {
       logger: memoryLogger(),
     });
     t.after(() => gateway.stop());
-    const client = await kubeClient();
     const path = await createKopfExample(namespace, 'from-python', { field: 'a' });
-    const created = await eventually(
-      'status.create_fn',
-      async () => (await client.get<KubernetesObject>(path)).status?.create_fn,
-    );
-    assert.deepEqual(created, { message: 'hello from-python', from: 'python' });
-    await client.patch(path, 'merge', { spec: { field: 'b' } });
-    const updated = await eventually(
-      'status.update_fn',
-      async () => (await client.get<KubernetesObject>(path)).status?.update_fn,
-    );
-    assert.deepEqual(updated, { changed: ['spec.field'] });
+    assert.deepEqual(await statusOnceThere(path, 'create_fn'), {
+      message: 'hello from-python',
+      from: 'python',
+    });
+    await (await kubeClient()).patch(path, 'merge', { spec: { field: 'b' } });
+    assert.deepEqual(await statusOnceThere(path, 'update_fn'), { changed: ['spec.field'] });
   });
 });

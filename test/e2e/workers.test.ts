@@ -19,6 +19,7 @@ import {
   kubeClient,
   kubeConfig,
   memoryLogger,
+  statusOnceThere,
   TEST_SECRET,
 } from '../support/operator.ts';
 import { startWorker } from '../support/workerd.ts';
@@ -63,11 +64,7 @@ describe('a function service on workerd', () => {
     assert.ok(created.metadata.finalizers?.includes('causeway.dev/finalizer'), 'held for the delete handler');
 
     await client.patch(path, 'merge', { spec: { field: 'b' } });
-    const updated = await eventually(
-      'status.update_fn',
-      async () => (await client.get<KubernetesObject>(path)).status?.update_fn,
-    );
-    assert.deepEqual(updated, { changed: ['spec.field'] });
+    assert.deepEqual(await statusOnceThere(path, 'update_fn'), { changed: ['spec.field'] });
 
     await client.request(path, { method: 'DELETE' });
     await eventually('the object gone', async () => {

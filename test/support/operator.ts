@@ -102,6 +102,16 @@ export async function runOperator(
   };
 }
 
+/** What a handler stored under `status.<key>` of the object at `path`, once it is there. */
+export async function statusOnceThere(path: string, key: string, timeoutMs = 30_000): Promise<unknown> {
+  const client = await kubeClient();
+  return eventually(
+    `status.${key} of ${path}`,
+    async () => (await client.get<KubernetesObject>(path)).status?.[key],
+    timeoutMs,
+  );
+}
+
 /** Polls until `read` returns something other than undefined, or fails with `what` at the deadline. */
 export async function eventually<T>(
   what: string,

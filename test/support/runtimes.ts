@@ -3,6 +3,7 @@
  * serve a fetch handler: `Bun.serve` and `Deno.serve`, the module bundled as for Workers.
  */
 import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +16,34 @@ export type ServerRuntime = 'bun' | 'deno';
 export interface RuntimeServer {
   url: string;
   close(): Promise<void>;
+}
+
+/**
+ * The runtime's own binary: from its package for this platform (`@oven/bun-linux-x64`,
+ * `@deno/linux-x64-glibc`, ...), or where its install script put it. Not `node_modules/.bin`: without
+ * that script, bun's is a stub that says so, and deno's is a Node script that runs the binary as a
+ * child, which outlives a kill.
+ */
+function binary(runtime: ServerRuntime): string {
+  const modules = join(ROOT, 'node_modules');
+  const [scope, prefix, inside, installed] =
+    runtime === 'bun'
+      ? ['@oven', `bun-${process.platform}-${process.arch}`, 'bin/bun', 'bun/bin/bun.exe']
+      : ['@deno', `${process.platform}-${process.arch}`, 'deno', 'deno/deno'];
+  const platformPackages = existsSync(join(modules, scope)) ? readdirSync(join(modules, scope)).sort() : [];
+  const candidates = [
+    ...platformPackages
+      .filter((name) => name.startsWith(prefix))
+      .map((name) => join(modules, scope, name, inside)),
+    join(modules, installed),
+  ];
+  // A real binary is tens of megabytes; the stubs are a few hundred bytes.
+  const found = candidates.find((path) => existsSync(path) && statSync(path).size > 1024 * 1024);
+  if (!found)
+    throw new Error(
+      `no ${runtime} binary for ${process.platform}-${process.arch} under ${modules}: npm install`,
+    );
+  return found;
 }
 
 const SERVERS: Record<ServerRuntime, { source: string; args: (file: string) => string[] }> = {
@@ -45,15 +74,11 @@ export async function startOnRuntime(
   const dir = await mkdtemp(join(tmpdir(), `causeway-${runtime}-`));
   await writeFile(join(dir, 'operator.mjs'), await bundleModule(entry, { sources: true }));
   await writeFile(join(dir, 'server.mjs'), SERVERS[runtime].source);
-  const child = spawn(
-    join(ROOT, 'node_modules/.bin', runtime),
-    SERVERS[runtime].args(join(dir, 'server.mjs')),
-    {
-      cwd: dir,
-      env: { PATH: process.env.PATH, HOME: dir, DENO_DIR: join(dir, '.deno'), ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  const child = spawn(binary(runtime), SERVERS[runtime].args(join(dir, 'server.mjs')), {
+    cwd: dir,
+    env: { PATH: process.env.PATH, HOME: dir, DENO_DIR: join(dir, '.deno'), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   const url = await new Promise<string>((resolve, reject) => {
     const read = (chunk: Buffer) => {

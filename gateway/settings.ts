@@ -24,6 +24,8 @@ export interface Settings {
     serviceRetryDelaysS: readonly number[];
     /** How often the services' manifests are read again, so that a service redeployed with other handlers is served as it is now. */
     manifestRefreshMs: number;
+    /** Calls at once to one function service over HTTP, each on a connection of its own; the others wait their turn. */
+    concurrencyPerService: number;
     /** PEM of the CA that signed the function services' certificates (https URLs); the system's roots otherwise. */
     ca?: string;
     /**
@@ -89,6 +91,7 @@ export const DEFAULT_SETTINGS: Settings = {
     timeoutMs: 30_000,
     serviceRetryDelaysS: [1, 2, 5, 10, 30, 60],
     manifestRefreshMs: 30_000,
+    concurrencyPerService: 128,
     plainHttp: false,
   },
   watching: { pageSize: 500, watchSeconds: 300, retryDelayMs: { first: 250, max: 30_000 } },

@@ -53,6 +53,8 @@ Options for run and gateway:
       --functions <name>=<url>  (gateway) A function service: the name it must answer to (its calls
                             are signed for it) and its base URL; repeat for several.
       --function-timeout <s>  Seconds one function call may take (default 30).
+      --function-concurrency <n>  (gateway) Calls at once to one function service (default 128);
+                            the others wait their turn.
       --functions-ca <file>  (gateway) The CA to trust for https function services (default: the
                             system's roots).
       --allow-plain-http    (gateway) Call function services over plain HTTP beyond this host (a
@@ -123,6 +125,7 @@ const OPTIONS = {
   functions: { type: 'string', multiple: true },
   'function-timeout': { type: 'string' },
   'functions-ca': { type: 'string' },
+  'function-concurrency': { type: 'string' },
   'allow-plain-http': { type: 'boolean' },
   'tls-cert': { type: 'string' },
   'tls-key': { type: 'string' },
@@ -214,6 +217,9 @@ export async function main(argv: string[]): Promise<void> {
         name: values.name,
         secret: readSecret(values['secret-file']),
         ...(values['functions-ca'] ? { ca: readFileSync(values['functions-ca'], 'utf8') } : {}),
+        ...(values['function-concurrency']
+          ? { concurrencyPerService: integer(values['function-concurrency'], '--function-concurrency') }
+          : {}),
       });
       for (const { name, failure } of results) {
         process.stdout.write(failure ? `✘ ${name}\n    ${failure}\n` : `✔ ${name}\n`);
@@ -360,6 +366,9 @@ function gatewayOptions(values: Values, logger: Logger): Omit<GatewayOptions, 'f
           ? { timeoutMs: integer(values['function-timeout'], '--function-timeout') * 1000 }
           : {}),
         ...(values['functions-ca'] ? { ca: readFileSync(values['functions-ca'], 'utf8') } : {}),
+        ...(values['function-concurrency']
+          ? { concurrencyPerService: integer(values['function-concurrency'], '--function-concurrency') }
+          : {}),
         ...(values['allow-plain-http'] ? { plainHttp: true } : {}),
       },
       admission: admissionSettings(values),

@@ -14,7 +14,7 @@ import type {
 } from '../../protocol/index.ts';
 import type { Logger } from '../logging.ts';
 import { delayFor } from '../settings.ts';
-import type { FunctionService } from './function-service.ts';
+import { type FunctionService, ServiceError } from './function-service.ts';
 import { invocationRequest } from './invocation.ts';
 
 export interface ServiceCall {
@@ -76,10 +76,13 @@ export async function callServices(
         return { service, outcomes: response.outcomes, ...(response.memo ? { memo: response.memo } : {}) };
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);
+        // The service's own word on when to come back wins over the backoff, if it is later.
+        const said =
+          error instanceof ServiceError && error.retryAfterMs !== undefined ? error.retryAfterMs / 1000 : 0;
         const outcomes = Object.fromEntries(
           handlers.map((handler): [string, Outcome] => [
             handler.id,
-            { status: 'temporary', message, delay: delayFor(retryDelaysS, handler.retry) },
+            { status: 'temporary', message, delay: Math.max(delayFor(retryDelaysS, handler.retry), said) },
           ]),
         );
         return { service, outcomes };

@@ -11,7 +11,7 @@ import {
 } from '../../protocol/index.ts';
 import { equal, jsonCopy } from '../../protocol/json.ts';
 import { nodeSigner, type Signer } from './signer.ts';
-import { aborted, type Transport, withDeadline } from './transport.ts';
+import { aborted, type Reply, type Transport, withDeadline } from './transport.ts';
 import { ProtocolError, parseHealth, parseInvocationResponse, parseManifest } from './validation.ts';
 
 export interface FunctionServiceOptions {
@@ -27,9 +27,27 @@ export interface FunctionServiceOptions {
   timeoutMs?: number;
 }
 
-/** The service could not be asked or did not answer usably; the handlers are retried later. */
-class ServiceError extends Error {
+/**
+ * The service could not be asked or did not answer usably; the handlers are retried later, or after
+ * `retryAfterMs` when the service said when (`Retry-After` on a 429 or a 503).
+ */
+export class ServiceError extends Error {
   override name = 'ServiceError';
+  readonly retryAfterMs: number | undefined;
+
+  constructor(message: string, retryAfterMs?: number) {
+    super(message);
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/** `Retry-After` as seconds or an HTTP date, in milliseconds from now; undefined when unreadable. */
+export function retryAfterMs(value: string | undefined, now = Date.now()): number | undefined {
+  if (value === undefined) return undefined;
+  const seconds = Number(value);
+  if (value.trim() !== '' && Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
@@ -136,7 +154,7 @@ async function send(
     const signed = { audience, method, path, body: body ?? new Uint8Array() };
     headers.authorization = `Bearer ${sign(signed)}`;
   }
-  let answer: { status: number; text: string };
+  let answer: Reply;
   try {
     answer = await transport.send({
       method,
@@ -157,8 +175,11 @@ async function send(
   }
   if (answer.status !== 200) {
     const message = (parsed as { error?: unknown })?.error;
+    const later =
+      answer.status === 429 || answer.status === 503 ? retryAfterMs(answer.retryAfter) : undefined;
     throw new ServiceError(
       `${where}: ${answer.status} ${typeof message === 'string' ? message : answer.text.slice(0, 200)}`,
+      later,
     );
   }
   return parsed;

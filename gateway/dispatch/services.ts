@@ -52,11 +52,7 @@ export class FunctionServices {
     const services = await Promise.all(
       endpoints.map((endpoint) =>
         'url' in endpoint
-          ? this.#connectWithRetry(
-              httpTransport(endpoint.url, this.#options.settings.ca),
-              endpoint.name,
-              signal,
-            )
+          ? this.#connectWithRetry(this.#transport(endpoint.url), endpoint.name, signal)
           : this.#connectWithRetry(inProcessTransport(endpoint), undefined, signal),
       ),
     );
@@ -99,7 +95,7 @@ export class FunctionServices {
         logger.warning(`a dev session for "${name}" is not redirected: ${describe(error)}`);
         return false;
       }
-      const transport = httpTransport(to.url, this.#options.settings.ca);
+      const transport = this.#transport(to.url);
       let next: FunctionService;
       try {
         next = await FunctionService.connect({
@@ -146,6 +142,11 @@ export class FunctionServices {
     await Promise.all(
       this.#slots.flatMap((slot) => [slot.home.close(), ...(slot.away ? [slot.away.transport.close()] : [])]),
     );
+  }
+
+  #transport(url: string): Transport {
+    const { ca, concurrencyPerService } = this.#options.settings;
+    return httpTransport(url, ca, concurrencyPerService);
   }
 
   /** HTTPS, or plain HTTP on this host (no network crossed), or plain HTTP where it was allowed. */

@@ -2,6 +2,12 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
+import { operator } from '../../functions/index.ts';
+import { invocation, KOPF_EXAMPLES, SECRET } from '../../functions/test-helpers.ts';
+import { PATHS, PROTOCOL } from '../../protocol/index.ts';
+import { createLogger } from '../logging.ts';
+import { callServices } from './calls.ts';
+import { FunctionService, retryAfterMs } from './function-service.ts';
 import { httpTransport, inProcessTransport } from './transport.ts';
 
 const exchange = (timeoutMs: number) =>
@@ -58,5 +64,81 @@ describe('transports', () => {
       name: 'TimeoutError',
       message: 'no answer within 50 ms',
     });
+  });
+});
+
+describe('a service over HTTP', () => {
+  it('gets at most `connections` calls at once; the others wait their turn and are answered', async (t) => {
+    let inFlight = 0;
+    let most = 0;
+    const server = createServer((_request, response) => {
+      inFlight++;
+      most = Math.max(most, inFlight);
+      setTimeout(() => {
+        inFlight--;
+        response.end('{}');
+      }, 20);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const transport = httpTransport(
+      `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      undefined,
+      2,
+    );
+    t.after(() => transport.close());
+    const answers = await Promise.all(Array.from({ length: 8 }, () => transport.send(exchange(5000))));
+    assert.deepEqual(
+      answers.map((answer) => answer.status),
+      Array(8).fill(200),
+    );
+    assert.equal(most, 2);
+  });
+});
+
+describe('Retry-After', () => {
+  it('is read as seconds or as an HTTP date, and ignored when it is neither', () => {
+    const now = Date.parse('2026-11-23T10:00:00Z');
+    assert.equal(retryAfterMs('7', now), 7000);
+    assert.equal(retryAfterMs('Mon, 23 Nov 2026 10:00:30 GMT', now), 30_000);
+    assert.equal(retryAfterMs('Mon, 23 Nov 2026 09:00:00 GMT', now), 0);
+    assert.equal(retryAfterMs('soon', now), undefined);
+    assert.equal(retryAfterMs(undefined, now), undefined);
+  });
+
+  it('of a busy service delays its handlers that long, when it is longer than the backoff', async () => {
+    const op = operator({ name: 'busy', secret: SECRET });
+    op.on.create('kopfexamples', function create_fn() {});
+    let busy = true;
+    const handler = {
+      fetch: (request: Request) =>
+        busy && new URL(request.url).pathname === PATHS.invoke
+          ? Response.json(
+              { protocol: PROTOCOL, error: 'busy' },
+              { status: 503, headers: { 'retry-after': '7' } },
+            )
+          : op.fetch(request),
+    };
+    const service = await FunctionService.connect({
+      transport: inProcessTransport(handler),
+      name: 'busy',
+      secret: new TextEncoder().encode(SECRET),
+    });
+    const subject = {
+      reason: 'create' as const,
+      resource: KOPF_EXAMPLES,
+      object: invocation(['create_fn']).body,
+    };
+    const due = invocation(['create_fn']).handlers;
+    const quiet = createLogger({ level: 'error' });
+    const [busyAnswer] = await callServices([{ service, handlers: due }], subject, [1, 2, 5], quiet);
+    assert.deepEqual(busyAnswer?.outcomes.create_fn, {
+      status: 'temporary',
+      message: `POST http://in-process${PATHS.invoke}: 503 busy`,
+      delay: 7,
+    });
+    busy = false;
+    const [answer] = await callServices([{ service, handlers: due }], subject, [1, 2, 5], quiet);
+    assert.equal(answer?.outcomes.create_fn?.status, 'success');
   });
 });

@@ -15,10 +15,17 @@ export interface Exchange {
   timeoutMs: number;
 }
 
+/** A service's answer: its status, its body, and its `Retry-After` header if it sent one. */
+export interface Reply {
+  status: number;
+  text: string;
+  retryAfter?: string;
+}
+
 export interface Transport {
   /** Where the service is, for messages. */
   readonly url: string;
-  send(exchange: Exchange): Promise<{ status: number; text: string }>;
+  send(exchange: Exchange): Promise<Reply>;
   close(): Promise<void>;
   /** An operator in this process: its calls, made directly. */
   readonly direct?: InProcessCalls;
@@ -30,12 +37,15 @@ export interface FetchHandler {
   readonly [IN_PROCESS]?: InProcessCalls;
 }
 
-/** `ca`: PEM of what to trust for an https URL, instead of the system's roots. */
-export function httpTransport(url: string, ca?: string): Transport {
+/**
+ * `ca`: PEM of what to trust for an https URL, instead of the system's roots. `connections`: at most
+ * this many requests at once to the service, one per connection; the rest wait their turn.
+ */
+export function httpTransport(url: string, ca?: string, connections = 128): Transport {
   const base = url.replace(/\/+$/, '');
   const dispatcher = new Agent({
     keepAliveTimeout: 30_000,
-    connections: 128,
+    connections,
     ...(ca ? { connect: { ca } } : {}),
   });
   return {
@@ -43,7 +53,12 @@ export function httpTransport(url: string, ca?: string): Transport {
     send: ({ method, path, headers, body, timeoutMs }) =>
       withDeadline(timeoutMs, async (signal) => {
         const response = await request(`${base}${path}`, { method, headers, body, dispatcher, signal });
-        return { status: response.statusCode, text: await response.body.text() };
+        const retryAfter = response.headers['retry-after'];
+        return {
+          status: response.statusCode,
+          text: await response.body.text(),
+          ...(typeof retryAfter === 'string' ? { retryAfter } : {}),
+        };
       }),
     close: () => dispatcher.close(),
   };
@@ -59,7 +74,12 @@ export function inProcessTransport(handler: FetchHandler): Transport {
           handler.fetch(new Request(`${base}${path}`, { method, headers, body, signal })),
         );
         const response = await Promise.race([answer, aborted(signal)]);
-        return { status: response.status, text: await response.text() };
+        const retryAfter = response.headers.get('retry-after');
+        return {
+          status: response.status,
+          text: await response.text(),
+          ...(retryAfter ? { retryAfter } : {}),
+        };
       }),
     close: async () => {},
     ...(handler[IN_PROCESS] ? { direct: handler[IN_PROCESS] } : {}),

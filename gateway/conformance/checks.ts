@@ -9,6 +9,7 @@ import { Readable } from 'node:stream';
 import { SignJWT } from 'jose';
 import { Agent, request } from 'undici';
 import {
+  bodyDigest,
   HANDLER_KINDS,
   type HandlerSpec,
   type InvocationRequest,
@@ -254,7 +255,8 @@ class Client {
     req?: string;
   }): Promise<Answer> {
     const iat = change.iat ?? now();
-    const jwt = new SignJWT({ req: change.req ?? `GET ${PATHS.manifest}`, bsh: EMPTY_DIGEST })
+    const bsh = await bodyDigest(new Uint8Array()); // a GET's
+    const jwt = new SignJWT({ req: change.req ?? `GET ${PATHS.manifest}`, bsh })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
       .setIssuer(change.issuer ?? ISSUER)
       .setAudience(change.audience ?? this.#target.name)
@@ -301,7 +303,6 @@ class Client {
   }
 }
 
-const EMPTY_DIGEST = '47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU'; // SHA-256 of nothing, base64url
 const encode = (text: string) => new TextEncoder().encode(text);
 
 async function jsonOr(text: Promise<string>): Promise<unknown> {

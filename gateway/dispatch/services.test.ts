@@ -80,6 +80,24 @@ describe('the function services of a gateway', () => {
     assert.equal(changes.length, 2);
     await services.close();
   });
+
+  it('comes home to the service as redeployed meanwhile', async () => {
+    const deployed = greeter('billing');
+    const { services, changes } = await directory(deployed);
+    assert.equal(
+      await services.redirect('billing', { url: await serve(greeter('billing')), revision: '1' }),
+      true,
+    );
+    deployed.on.delete('kopfexamples', function delete_fn() {});
+    assert.equal(await services.redirect('billing', undefined), true);
+    assert.deepEqual(
+      services.current[0]?.manifest.handlers.map((handler) => handler.id),
+      ['create_fn', 'delete_fn'],
+    );
+    await services.refresh();
+    assert.equal(changes.length, 2, 'the refresh finds nothing new');
+    await services.close();
+  });
 });
 
 describe('a function service named in the configuration', () => {

@@ -84,7 +84,9 @@ export class FunctionServices {
         const away = slot.away;
         slot.away = undefined;
         logger.info(`calls of "${name}" go to ${slot.home.url} again`);
-        await this.#change(slot, await slot.home.reread().catch(() => slot.home));
+        // Home as it is now: it may have been redeployed meanwhile.
+        slot.home = await slot.home.reread().catch(() => slot.home);
+        await this.#change(slot, slot.home);
         await away.transport.close(); // waits for the calls under way
         return true;
       }

@@ -51,13 +51,14 @@ export interface WebhookServer {
 
 const DEFAULT_BODY_LIMIT = 4 * 1024 * 1024;
 
-export function webhookApp(
+function webhookApp(
   options: Pick<WebhookServerOptions, 'decide' | 'deadlineMs' | 'logger' | 'bodyLimitBytes'>,
 ) {
   const limit = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT;
-  const app = new Hono<{ Bindings: Partial<HttpBindings> }>();
+  // Served by Node's https server only (startWebhookServer), which gives every request its `incoming`.
+  const app = new Hono<{ Bindings: HttpBindings }>();
   app.post('*', async (c) => {
-    const body = await readBody(c.env?.incoming, c.req.raw, limit);
+    const body = await readBody(c.env.incoming, limit);
     if (body === undefined) return c.json({ error: `the review is larger than ${limit} bytes` }, 413);
     // Decoded: the apiserver may send an encoded slash of a handler id (`fn%2Fspec.field`) as `/`.
     let webhook: string;
@@ -135,18 +136,10 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
 
 /**
  * The body as text, or undefined when it is over `limit` bytes (read no further). From Node's request
- * itself where there is one: the web stream of the Request costs more than a review's decision.
+ * itself: the web stream of a Request costs more than a review's decision.
  */
-async function readBody(
-  incoming: IncomingMessage | undefined,
-  request: Request,
-  limit: number,
-): Promise<string | undefined> {
-  if (Number(request.headers.get('content-length') ?? 0) > limit) return undefined;
-  if (!incoming) {
-    const bytes = new Uint8Array(await request.arrayBuffer());
-    return bytes.byteLength > limit ? undefined : new TextDecoder().decode(bytes);
-  }
+function readBody(incoming: IncomingMessage, limit: number): Promise<string | undefined> {
+  if (Number(incoming.headers['content-length'] ?? 0) > limit) return Promise.resolve(undefined);
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

@@ -95,17 +95,16 @@ async function asSession(service: DevService, name: string, session: SessionOpti
       `dev: the calls of "${name}" come to ${url} from the gateway watching ${session.namespace} ` +
         `(Lease ${session.namespace}/${devSessionLeaseName(name)}); reloaded on save`,
     );
-    const renewing = setInterval(
-      () =>
-        void renew().catch((error) =>
-          logger.warning(`dev: renewing the session failed: ${(error as Error).message}`),
-        ),
-      (session.durationSeconds * 1000) / 3,
-    );
+    // Later renewals say when they fail and try again: the Lease outlives one missed renewal.
+    const renewAgain = () =>
+      renew().catch((error) =>
+        logger.warning(`dev: renewing the session failed: ${(error as Error).message}`),
+      );
+    const renewing = setInterval(() => void renewAgain(), (session.durationSeconds * 1000) / 3);
     const stopWatching = watchSources(module, async () => {
       if (!(await service.reload())) return;
       revision = String(Date.now());
-      await renew().catch((error) => logger.warning(`dev: renewing the session failed: ${error.message}`));
+      await renewAgain();
       logger.info('dev: reloaded');
     });
     await options.until;

@@ -1,4 +1,5 @@
 import { Hono } from 'hono';
+import type { JSONWebKeySet } from 'jose';
 import {
   type Health,
   IN_PROCESS,
@@ -13,14 +14,20 @@ import {
 import { errorResponse } from './error-response.ts';
 import { BadRequest, checkInvocation, parseInvocation } from './invocation.ts';
 import { invoke } from './invoke.ts';
+import { keySource } from './keys.ts';
 import { verify } from './middleware/verify/index.ts';
 import { createRegistry, type On, specOf } from './registry.ts';
-import { secretSource } from './secret.ts';
 
 export interface OperatorOptions {
   /** The service's name: gateways sign every request for it as the audience. */
   name: string;
-  /** At least 32 bytes. Defaults to `CAUSEWAY_SECRET` from the Workers `env`, then from the process environment. */
+  /**
+   * The gateway's public keys (a JWKS), or the URL that serves them. Unless given (or `secret`), they
+   * are looked up per request: `CAUSEWAY_JWKS`, `CAUSEWAY_JWKS_URL`, then `CAUSEWAY_SECRET`, from the
+   * Workers `env`, then from the process environment.
+   */
+  keys?: JSONWebKeySet | URL;
+  /** A secret shared with the gateway instead (HS256): at least 32 bytes. */
   secret?: string | Uint8Array;
   /**
    * Requests with a bigger body are refused (413) before it is read: 16 MiB unless given, room for
@@ -60,7 +67,7 @@ export function operator(options: OperatorOptions): Operator {
   const { on, handlers } = createRegistry();
   const signed = verify({
     audience: name,
-    secret: secretSource(options.secret),
+    keys: keySource({ keys: options.keys, secret: options.secret }),
     maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     replays: options.replays ?? new ReplayGuard(),
   });

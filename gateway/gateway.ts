@@ -8,10 +8,12 @@ import { type HandlerSpec, isAdmissionKind } from '../protocol/index.ts';
 import { Components, component } from './components.ts';
 import type { FunctionService } from './dispatch/function-service.ts';
 import { type FunctionEndpoint, FunctionServices } from './dispatch/services.ts';
+import { hmacSigner, keySigner, type Signer } from './dispatch/signer.ts';
 import type { FetchHandler } from './dispatch/transport.ts';
 import { Admission } from './engines/admission.ts';
 import { DevSessions } from './engines/dev-sessions.ts';
 import { EventHandlers } from './engines/event-handlers.ts';
+import { SigningKeys } from './engines/signing-keys.ts';
 import { DEFAULT_IDENTITY, type Identity } from './identity.ts';
 import { KubeClient } from './kube/client.ts';
 import { type DiscoveredResource, DiscoveryCache, ResourceNotFound } from './kube/discovery.ts';
@@ -37,8 +39,11 @@ export interface GatewayOptions {
    * refused), or fetch handlers to call in this process (`causeway run`).
    */
   functions: ReadonlyArray<FunctionEndpoint | FetchHandler>;
-  /** The secret shared with the function services (≥ 32 bytes). */
-  secret: Uint8Array;
+  /**
+   * A secret (≥ 32 bytes) shared with the function services that have none of their own, for HS256.
+   * Ignored where the gateway has signing keys (`settings.signing.keys`), which it signs with instead.
+   */
+  secret?: Uint8Array;
   /** Namespaces to serve: names, globs (`team-*`), negations (`!kube-*`); undefined serves all of them. */
   namespaces?: readonly string[];
   /** Defaults to the usual kubeconfig lookup: $KUBECONFIG, ~/.kube/config, in-cluster. */
@@ -69,16 +74,29 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const components = new Components(logger);
   const stopping = new AbortController();
 
+  const kubeconfig = options.kubeconfig ?? defaultKubeConfig();
+  const client = await KubeClient.fromConfig(kubeconfig);
+  let signer: Signer | undefined = options.secret ? hmacSigner(options.secret) : undefined;
+  if (settings.signing.keys) {
+    // Loaded before any service is asked for its manifest: that request is signed too.
+    const keys = new SigningKeys({
+      client,
+      location: settings.signing.keys,
+      settings: settings.signing,
+      logger,
+    });
+    await keys.start();
+    await components.add(component(keys.name, keys.leaderOnly, { stop: () => keys.stop() }));
+    signer = keySigner(() => keys.current());
+  }
   const services = new FunctionServices({
-    secret: options.secret,
+    signer,
     settings: settings.calls,
     logger,
     onChange: (previous, next) => exclusively(() => rebind(previous, next)),
   });
   await services.connect(options.functions, stopping.signal);
   await components.add(component('function services', false, { stop: () => services.close() }));
-  const kubeconfig = options.kubeconfig ?? defaultKubeConfig();
-  const client = await KubeClient.fromConfig(kubeconfig);
   const discovery = new DiscoveryCache(client);
   const selection = options.namespaces ? selectNamespaces(options.namespaces) : undefined;
   const namespaceWatch =

@@ -67,6 +67,20 @@ export interface Settings {
     /** PEM of the CA that signed the apiserver's client certificate: other clients are refused (Kopf's verify_cafile). */
     clientCa?: string;
   };
+  signing: {
+    /**
+     * Where the gateway keeps its Ed25519 signing keys: a Secret (private keys) and a ConfigMap of
+     * the same name (`jwks.json`, the public keys the function services verify with). Undefined: calls
+     * are signed with shared secrets only.
+     */
+    keys?: { namespace: string; name: string };
+    /** A new key is made once the newest is this old. */
+    rotateAfterMs: number;
+    /** A new key waits this long, published, before it signs: the time services take to see it (a mounted ConfigMap takes a minute or two). */
+    propagationMs: number;
+    /** How often the keys are read again: another replica may have rotated them. */
+    refreshMs: number;
+  };
   persistence: {
     /**
      * Where the handled-record is kept: `auto` (the status where it keeps it, one write per change;
@@ -96,6 +110,7 @@ export const DEFAULT_SETTINGS: Settings = {
   },
   watching: { pageSize: 500, watchSeconds: 300, retryDelayMs: { first: 250, max: 30_000 } },
   admission: { reach: 'auto', listen: { host: '127.0.0.1', port: 0 }, filesCheckIntervalMs: 60_000 },
+  signing: { rotateAfterMs: 30 * 24 * 3600_000, propagationMs: 180_000, refreshMs: 60_000 },
   persistence: { stateIn: 'auto' },
 };
 
@@ -105,6 +120,7 @@ export function settingsWith(patch: SettingsPatch = {}): Settings {
     calls: { ...DEFAULT_SETTINGS.calls, ...patch.calls },
     watching: { ...DEFAULT_SETTINGS.watching, ...patch.watching },
     admission: { ...DEFAULT_SETTINGS.admission, ...patch.admission },
+    signing: { ...DEFAULT_SETTINGS.signing, ...patch.signing },
     persistence: { ...DEFAULT_SETTINGS.persistence, ...patch.persistence },
   };
 }

@@ -1,13 +1,29 @@
 /**
  * How the gateway proves to a function service that a request is its own, fresh and untouched:
- * a JWT (HS256 over a shared secret) bound to the service (audience), the request (method and path)
- * and the exact body bytes (SHA-256). Web Crypto only, so it runs on every runtime.
+ * a JWT bound to the service (audience), the request (method and path) and the exact body bytes
+ * (SHA-256). Signed with the gateway's Ed25519 key (EdDSA), which the services check against its
+ * public keys (a JWKS): then no service holds anything able to sign. Or, the simple option, HS256
+ * over a secret the gateway shares with that one service. Web Crypto only, so it runs on every runtime.
  */
-import { errors, jwtVerify, SignJWT } from 'jose';
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  errors,
+  type JSONWebKeySet,
+  type JWTVerifyGetKey,
+  jwtVerify,
+  SignJWT,
+} from 'jose';
 
 export const ISSUER = 'causeway-gateway';
-/** The environment variable in which the gateway and the function services find their shared secret. */
+/** The environment variable in which the gateway and a function service find their shared secret. */
 export const SECRET_VARIABLE = 'CAUSEWAY_SECRET';
+/** The environment variable holding the gateway's public keys, as JWKS text. */
+export const JWKS_VARIABLE = 'CAUSEWAY_JWKS';
+/** The environment variable holding a URL that serves the gateway's public keys as a JWKS. */
+export const JWKS_URL_VARIABLE = 'CAUSEWAY_JWKS_URL';
+/** The algorithm of the gateway's keys: Ed25519 signatures. */
+export const KEY_ALGORITHM = 'EdDSA';
 /** Tokens may live at most this long; the gateway signs for less. */
 export const MAX_TOKEN_SECONDS = 60;
 export const DEFAULT_TOKEN_SECONDS = 30;
@@ -136,14 +152,82 @@ export class ReplayGuard implements ReplayStore {
   }
 }
 
+/**
+ * What a function service checks tokens against: the secret it shares with the gateway (HS256), the
+ * gateway's public keys, or a URL serving them (EdDSA; fetched again when a token names a key not
+ * seen yet, at most every 30 s). A token signed any other way is refused: no HS256 token passes
+ * against public keys, whatever its bytes.
+ */
+export type VerificationKeys = Uint8Array | JSONWebKeySet | URL;
+
+/**
+ * Public keys from JWKS text, checked: each an Ed25519 or P-256 key with a `kid`, and none private,
+ * since a function service must hold nothing able to sign.
+ */
+export function parsePublicKeys(text: string): JSONWebKeySet {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new TrustError(`the gateway's public keys are not JSON: ${(error as Error).message}`);
+  }
+  const keys = (parsed as { keys?: unknown })?.keys;
+  if (!Array.isArray(keys) || keys.length === 0) {
+    throw new TrustError(
+      'the gateway\'s public keys are not a JWKS: expected {"keys": [ ... ]} with at least one key',
+    );
+  }
+  for (const key of keys as Array<Record<string, unknown>>) {
+    const known = (key?.kty === 'OKP' && key.crv === 'Ed25519') || (key?.kty === 'EC' && key.crv === 'P-256');
+    if (!known || typeof key.kid !== 'string') {
+      throw new TrustError(
+        'each of the gateway\'s public keys must be an Ed25519 (OKP) or P-256 (EC) key with a "kid"',
+      );
+    }
+    if ('d' in key) {
+      throw new TrustError(
+        `the key "${key.kid}" is a private key: give function services the public keys only, never what signs`,
+      );
+    }
+  }
+  return parsed as JSONWebKeySet;
+}
+
+const localKeySets = new WeakMap<JSONWebKeySet, JWTVerifyGetKey>();
+const remoteKeySets = new Map<string, JWTVerifyGetKey>();
+const PUBLIC_KEY_ALGORITHMS = [KEY_ALGORITHM, 'Ed25519', 'ES256'];
+
+/** The key to check a token with, and the algorithms it may claim. */
+function verificationKey(keys: VerificationKeys): {
+  key: Promise<HmacKey> | JWTVerifyGetKey;
+  algorithms: string[];
+} {
+  if (keys instanceof Uint8Array) return { key: hmacKey(keys), algorithms: ['HS256'] };
+  if (keys instanceof URL) {
+    let set = remoteKeySets.get(keys.href);
+    if (!set) {
+      if (remoteKeySets.size >= MAX_CACHED_KEYS) remoteKeySets.clear();
+      set = createRemoteJWKSet(keys);
+      remoteKeySets.set(keys.href, set);
+    }
+    return { key: set, algorithms: PUBLIC_KEY_ALGORITHMS };
+  }
+  let set = localKeySets.get(keys);
+  if (!set) {
+    set = createLocalJWKSet(keys);
+    localKeySets.set(keys, set);
+  }
+  return { key: set, algorithms: PUBLIC_KEY_ALGORITHMS };
+}
+
 /** Verifies a request as a whole: its token, then its body, then that it is no replay. */
 export async function verifyRequest(
-  secret: Uint8Array,
+  keys: VerificationKeys,
   authorization: string | null | undefined,
   request: RequestToSign,
   replays: ReplayStore,
 ): Promise<SignedClaims> {
-  const claims = await verifyToken(secret, authorization, request);
+  const claims = await verifyToken(keys, authorization, request);
   await verifyBody(claims, request.body, replays);
   return claims;
 }
@@ -153,17 +237,18 @@ export async function verifyRequest(
  * refused before its body costs anything.
  */
 export async function verifyToken(
-  secret: Uint8Array,
+  keys: VerificationKeys,
   authorization: string | null | undefined,
   request: Omit<RequestToSign, 'body'>,
 ): Promise<SignedClaims> {
   const token = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1];
   if (!token)
     throw new TrustError('unsigned request: expected "Authorization: Bearer <token>" from the gateway');
+  const { key, algorithms } = verificationKey(keys);
   let claims: SignedClaims;
   try {
-    const verified = await jwtVerify<SignedClaims>(token, await hmacKey(secret), {
-      algorithms: ['HS256'],
+    const verified = await jwtVerify<SignedClaims>(token, typeof key === 'function' ? key : await key, {
+      algorithms,
       issuer: ISSUER,
       audience: request.audience,
       clockTolerance: CLOCK_TOLERANCE_SECONDS,
@@ -172,7 +257,8 @@ export async function verifyToken(
     });
     claims = verified.payload;
   } catch (error) {
-    throw new TrustError(describeJoseError(error, request.audience));
+    if (isKeySetFailure(error)) throw error; // the service cannot fetch its keys: its own fault, not the caller's
+    throw new TrustError(describeJoseError(error, request.audience, algorithms));
   }
   if (claims.exp - claims.iat > MAX_TOKEN_SECONDS) {
     throw new TrustError(
@@ -198,7 +284,15 @@ export async function verifyBody(
     throw new TrustError('token was already used: replayed request');
 }
 
-function describeJoseError(error: unknown, audience: string): string {
+function isKeySetFailure(error: unknown): boolean {
+  return (
+    error instanceof errors.JWKSTimeout ||
+    error instanceof errors.JWKSInvalid ||
+    (error instanceof Error && !(error instanceof errors.JOSEError))
+  );
+}
+
+function describeJoseError(error: unknown, audience: string, algorithms: string[]): string {
   if (error instanceof errors.JWTExpired) {
     return error.claim === 'iat' ? `token issued more than ${MAX_TOKEN_SECONDS}s ago` : 'token expired';
   }
@@ -211,8 +305,17 @@ function describeJoseError(error: unknown, audience: string): string {
     if (error.reason === 'missing') return `token has no "${error.claim}" claim`;
     return `token claim "${error.claim}" is invalid: ${error.message}`;
   }
+  const shared = algorithms.includes('HS256');
   if (error instanceof errors.JWSSignatureVerificationFailed)
-    return 'bad signature: signed with another secret';
+    return `bad signature: not signed with ${shared ? 'the secret this service shares with the gateway' : "the gateway's key"}`;
+  if (error instanceof errors.JOSEAlgNotAllowed) {
+    return shared
+      ? 'the token is signed with a public-key algorithm, but this service checks HS256 with a shared secret'
+      : 'the token is not signed with a public-key algorithm this service accepts (EdDSA, ES256): an HS256 token, for a service with a shared secret';
+  }
+  if (error instanceof errors.JWKSNoMatchingKey) {
+    return "signed with a key this service does not know: its copy of the gateway's public keys is out of date, or the token is not the gateway's";
+  }
   if (error instanceof errors.JOSEError) return `malformed token: ${error.message}`;
   return `malformed token: ${String(error)}`;
 }

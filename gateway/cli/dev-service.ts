@@ -20,8 +20,8 @@ interface Child {
 
 export interface DevServiceOptions {
   module: string;
-  /** The signing secret the children verify calls with. */
-  secret: string;
+  /** The secret the children verify calls with; undefined when their arguments say (`--jwks-file`). */
+  secret: string | undefined;
   /** Extra arguments for `causeway serve` (log level). */
   serveArgs: readonly string[];
   logger: Logger;
@@ -135,7 +135,7 @@ export class DevService {
     const { module, secret, serveArgs } = this.#options;
     const cli = process.argv[1] as string;
     const child = fork(cli, ['serve', module, '--port', '0', '--host', '127.0.0.1', ...serveArgs], {
-      env: { ...process.env, [SECRET_VARIABLE]: secret },
+      env: { ...process.env, ...(secret ? { [SECRET_VARIABLE]: secret } : {}) },
       stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
     });
     let errors = '';

@@ -3,13 +3,14 @@
  * (as `causeway run`), or, where a gateway is deployed with `--dev-sessions <namespace>`, as a dev
  * session: a Lease there sends the deployed service's calls to this laptop while it is renewed.
  */
-import { type FSWatcher, watch } from 'node:fs';
-import { hostname, userInfo } from 'node:os';
-import { dirname, resolve } from 'node:path';
+import { type FSWatcher, mkdtempSync, renameSync, rmSync, watch, writeFileSync } from 'node:fs';
+import { hostname, tmpdir, userInfo } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { encodeSecret, PATHS } from '../../protocol/index.ts';
 import type { Reach } from '../../webhooks/reach.ts';
 import { devSessionLease, devSessionLeaseName } from '../engines/dev-sessions.ts';
+import { PUBLIC_KEYS_FILE } from '../engines/signing-keys.ts';
 import { type GatewayOptions, startGateway } from '../gateway.ts';
 import { KubeClient } from '../kube/client.ts';
 import { isNotFound } from '../kube/errors.ts';
@@ -18,8 +19,11 @@ import { DevService } from './dev-service.ts';
 
 export interface DevOptions {
   module: string;
-  /** The signing secret: the deployed gateway's in a session, any otherwise. */
-  secret: string;
+  /**
+   * What the module's service verifies calls with: a secret (the deployed gateway's in a session, any
+   * otherwise), or the public keys a deployed gateway publishes in a ConfigMap, followed as they rotate.
+   */
+  verification: { secret: string } | { publicKeys: { namespace: string; name: string } };
   /** Extra arguments for the `causeway serve` that runs the module. */
   serveArgs: readonly string[];
   logger: Logger;
@@ -40,7 +44,19 @@ export interface SessionOptions {
 }
 
 export async function dev(options: DevOptions): Promise<void> {
-  const { module, secret, serveArgs, logger } = options;
+  const { module, verification, logger } = options;
+  let serveArgs = options.serveArgs;
+  let keys: PublicKeysCopy | undefined;
+  if ('publicKeys' in verification) {
+    if (!options.session) throw new Error("the deployed gateway's public keys are for a dev session");
+    keys = await PublicKeysCopy.start(
+      await KubeClient.fromConfig(options.session.kubeconfig),
+      verification.publicKeys,
+      logger,
+    );
+    serveArgs = [...serveArgs, '--jwks-file', keys.file];
+  }
+  const secret = 'secret' in verification ? verification.secret : undefined;
   const service = await DevService.start({ module, secret, serveArgs, logger });
   try {
     const name = await serviceName(service.url);
@@ -50,7 +66,7 @@ export async function dev(options: DevOptions): Promise<void> {
       const gateway = await startGateway({
         ...options.gateway,
         functions: [{ name, url: service.url }],
-        secret: encodeSecret(secret),
+        secret: encodeSecret(secret as string),
       });
       logger.info(`dev: serving "${name}" from ${module}, reloaded on save`);
       const stopWatching = watchSources(module, async () => {
@@ -65,6 +81,55 @@ export async function dev(options: DevOptions): Promise<void> {
     }
   } finally {
     await service.close();
+    keys?.stop();
+  }
+}
+
+/**
+ * The deployed gateway's public keys, copied from their ConfigMap into a file the module's service
+ * follows (`serve --jwks-file`), and copied again every minute: a rotated key is published minutes
+ * before it signs. The laptop holds nothing that signs.
+ */
+class PublicKeysCopy {
+  readonly file: string;
+  readonly #timer: NodeJS.Timeout;
+
+  private constructor(file: string, timer: NodeJS.Timeout) {
+    this.file = file;
+    this.#timer = timer;
+  }
+
+  static async start(
+    client: KubeClient,
+    location: { namespace: string; name: string },
+    logger: Logger,
+  ): Promise<PublicKeysCopy> {
+    const file = join(mkdtempSync(join(tmpdir(), 'causeway-dev-')), PUBLIC_KEYS_FILE);
+    const where = `ConfigMap ${location.namespace}/${location.name}`;
+    const copy = async () => {
+      const read = await client.get<{ data?: Record<string, string> }>(
+        `/api/v1/namespaces/${location.namespace}/configmaps/${location.name}`,
+      );
+      const text = read.data?.[PUBLIC_KEYS_FILE];
+      if (!text)
+        throw new Error(`${where} has no "${PUBLIC_KEYS_FILE}": is it the gateway's --signing-keys?`);
+      writeFileSync(`${file}.new`, text);
+      renameSync(`${file}.new`, file); // whole, never half-written
+    };
+    await copy();
+    const timer = setInterval(
+      () =>
+        void copy().catch((error) =>
+          logger.warning(`dev: copying the gateway's public keys failed: ${error.message}`),
+        ),
+      60_000,
+    );
+    return new PublicKeysCopy(file, timer);
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+    rmSync(dirname(this.file), { recursive: true, force: true });
   }
 }
 

@@ -5,12 +5,13 @@ import { basename, resolve } from 'node:path';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import packageJson from '../../package.json' with { type: 'json' };
-import { type LogLevel, SECRET_VARIABLE } from '../../protocol/index.ts';
+import { JWKS_URL_VARIABLE, JWKS_VARIABLE, type LogLevel, SECRET_VARIABLE } from '../../protocol/index.ts';
 import { chooseMode, localReach, ngrokReach, type ReachMode } from '../../webhooks/reach.ts';
-import { runConformance } from '../conformance/checks.ts';
+import { type ConformanceTarget, runConformance } from '../conformance/checks.ts';
 import type { FunctionEndpoint } from '../dispatch/services.ts';
 import { type GatewayOptions, startGateway } from '../gateway.ts';
 import { DEFAULT_IDENTITY, type Identity } from '../identity.ts';
+import { KubeClient } from '../kube/client.ts';
 import { createLogger, type Logger } from '../logging.ts';
 import { ensureProcessSecret } from '../secret.ts';
 import type { SettingsPatch } from '../settings.ts';
@@ -18,7 +19,7 @@ import { dev } from './dev.ts';
 import { init } from './init.ts';
 import { loadOperatorModule } from './operator-module.ts';
 import { release } from './release.ts';
-import { readSecret, readSecretText } from './secret.ts';
+import { currentSigningKey, provideVerificationKeys, readSecret, readSecretText } from './secret.ts';
 import { serveFetch } from './serve.ts';
 
 const VERSION = packageJson.version;
@@ -31,16 +32,18 @@ Commands:
   run <module>          Run an operator: its function service and a gateway in one process,
                         like \`kopf run\`. The module's default export is made with causeway/functions.
   serve <module>        Serve only the function service of a module over HTTP, for a gateway
-                        deployed elsewhere. Needs the shared secret in $${SECRET_VARIABLE}.
+                        deployed elsewhere. Needs the gateway's public keys (--jwks-file) or a
+                        secret shared with it (--secret-file).
   gateway               Run only the gateway: watch the cluster and call the function services
-                        given with --functions. Needs the same secret as the services.
+                        given with --functions, signing with its keys (--signing-keys) or with
+                        secrets shared with the services.
   dev <module>          Develop an operator: reloaded on save, with no restart of the gateway. Runs
                         a gateway of its own, as run does; or, with --dev-sessions, has a gateway
                         deployed in the cluster send the module's service's calls to this machine.
   conformance <url> --name <name>
                         Check a function service, in any language, against protocol v1: health,
                         manifest, a call per handler, the error model, and a refusal of every
-                        forged request. Needs its secret, as the gateway does.
+                        forged request. Signs as the gateway: --signing-keys or --secret-file.
   release <resource> <name>
                         Remove the gateway's finalizer from one object, without calling any
                         handler: for objects stuck in deletion after their operator is gone.
@@ -52,6 +55,16 @@ Options for run and gateway:
       --concurrency <n>     Objects processed at once, per resource (default 64).
       --functions <name>=<url>  (gateway) A function service: the name it must answer to (its calls
                             are signed for it) and its base URL; repeat for several.
+      --signing-keys <ns/name>  (gateway, conformance) Sign calls with the gateway's Ed25519 keys,
+                            kept in this Secret and published, public halves only, in the ConfigMap
+                            of the same name (jwks.json) for the services to verify with. Made
+                            there if missing; rotated with overlap, so no call is refused.
+      --key-rotation-days <n>   (gateway) Make a new signing key when the newest is this old (30).
+      --key-propagation-seconds <n>  (gateway) How long a new key is published before it signs:
+                            the time the services take to see it (default 180).
+      --secret-file <path>  (gateway) A secret shared with the services (HS256) instead of keys;
+                            default $${SECRET_VARIABLE}.
+      --function-secret <name>=<file>  (gateway) A secret shared with that service alone.
       --function-timeout <s>  Seconds one function call may take (default 30).
       --function-concurrency <n>  (gateway) Calls at once to one function service (default 128);
                             the others wait their turn.
@@ -86,7 +99,9 @@ Admission webhooks (run, gateway), for operators with validate or mutate handler
 Dev sessions (gateway, dev):
       --dev-sessions <namespace>  gateway: let dev sessions, Leases in this namespace, send a
                                   service's calls to a laptop while they are renewed. dev: hold such a
-                                  Lease for the module's service there (needs the gateway's secret).
+                                  Lease for the module's service there, verifying calls with the
+                                  gateway's public keys (--signing-keys <ns/name>, read from their
+                                  ConfigMap) or its secret (--secret-file).
       --session-seconds <n>       dev: the Lease's duration: after a crash, calls go back to the
                                   deployed service this long after the last renewal (default 15).
       --dev-reach <how>           dev: how the deployed gateway reaches this machine: local (it runs
@@ -103,13 +118,16 @@ Options for serve:
   -p, --port <port>         Port to listen on (default 8080).
       --host <address>      Address to listen on (default 0.0.0.0).
       --tls-cert <file>     Serve HTTPS with this certificate (PEM), and --tls-key <file> its key.
+      --jwks-file <file>    Verify calls with the gateway's public keys in this file (its ConfigMap's
+                            jwks.json, mounted), followed as it changes; default $${JWKS_VARIABLE},
+                            then $${JWKS_URL_VARIABLE}.
+      --secret-file <path>  Verify with a secret shared with the gateway; default $${SECRET_VARIABLE}.
 
 Options for init:
       --causeway <spec>     The project's causeway dependency: a version range (default ^${VERSION}),
                             or the path of a package tarball or directory.
 
 Common options:
-      --secret-file <path>  (serve, gateway) File with the shared signing secret; default $${SECRET_VARIABLE}.
   -v, --verbose             Log debug lines too.
   -q, --quiet               Log only warnings and errors.
   -h, --help                Show this help.
@@ -151,6 +169,11 @@ const OPTIONS = {
   port: { type: 'string', short: 'p' },
   host: { type: 'string' },
   'secret-file': { type: 'string' },
+  'function-secret': { type: 'string', multiple: true },
+  'signing-keys': { type: 'string' },
+  'key-rotation-days': { type: 'string' },
+  'key-propagation-seconds': { type: 'string' },
+  'jwks-file': { type: 'string' },
   causeway: { type: 'string' },
   verbose: { type: 'boolean', short: 'v' },
   quiet: { type: 'boolean', short: 'q' },
@@ -215,7 +238,7 @@ export async function main(argv: string[]): Promise<void> {
       const results = await runConformance({
         url,
         name: values.name,
-        secret: readSecret(values['secret-file']),
+        signing: await conformanceSigning(values),
         ...(values['functions-ca'] ? { ca: readFileSync(values['functions-ca'], 'utf8') } : {}),
         ...(values['function-concurrency']
           ? { concurrencyPerService: integer(values['function-concurrency'], '--function-concurrency') }
@@ -256,8 +279,11 @@ async function run(module: string, values: Values, logger: Logger): Promise<void
 }
 
 async function serveOnly(module: string, values: Values, logger: Logger): Promise<void> {
-  // Where causeway/functions looks for it; refused at start rather than answered with a 500 later.
-  process.env[SECRET_VARIABLE] = readSecretText(values['secret-file']);
+  // Where causeway/functions looks for them; refused at start rather than answered with a 500 later.
+  const stopFollowing = provideVerificationKeys({
+    jwksFile: values['jwks-file'],
+    secretFile: values['secret-file'],
+  });
   const [cert, key] = [values['tls-cert'], values['tls-key']];
   if ((cert === undefined) !== (key === undefined))
     throw new UsageError('--tls-cert and --tls-key go together');
@@ -274,6 +300,7 @@ async function serveOnly(module: string, values: Values, logger: Logger): Promis
   } else {
     await untilSignal(logger);
   }
+  stopFollowing();
   await server.close();
 }
 
@@ -291,13 +318,40 @@ function functionEndpoint(value: string): FunctionEndpoint {
 }
 
 async function gatewayOnly(functions: FunctionEndpoint[], values: Values, logger: Logger): Promise<void> {
+  const own = new Map((values['function-secret'] ?? []).map(functionSecret));
+  for (const name of own.keys()) {
+    if (!functions.some((endpoint) => endpoint.name === name))
+      throw new UsageError(`--function-secret names "${name}", which no --functions gives`);
+  }
+  const secret =
+    values['secret-file'] || process.env[SECRET_VARIABLE] ? readSecret(values['secret-file']) : undefined;
   const gateway = await startGateway({
     ...gatewayOptions(values, logger),
-    functions,
-    secret: readSecret(values['secret-file']),
+    functions: functions.map((endpoint) => {
+      const file = own.get(endpoint.name);
+      return file ? { ...endpoint, secret: readSecret(file) } : endpoint;
+    }),
+    ...(secret ? { secret } : {}),
   });
   await untilSignal(logger);
   await gateway.stop();
+}
+
+/** `billing=/etc/causeway/billing-secret`. */
+function functionSecret(value: string): [string, string] {
+  const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)=(.+)$/.exec(value);
+  if (!match) throw new UsageError(`--function-secret expects <name>=<file>, got "${value}"`);
+  return [match[1] as string, match[3] as string];
+}
+
+/** What conformance signs with: the gateway's newest key from its Secret, or a shared secret. */
+async function conformanceSigning(values: Values): Promise<ConformanceTarget['signing']> {
+  const keys = values['signing-keys'];
+  if (!keys) return { secret: readSecret(values['secret-file']) };
+  const kubeconfig = new KubeConfig();
+  kubeconfig.loadFromDefault();
+  const client = await KubeClient.fromConfig(kubeconfig);
+  return { key: await currentSigningKey(client, namespacedName(keys, '--signing-keys')) };
 }
 
 async function devCommand(module: string, values: Values, logger: Logger): Promise<void> {
@@ -307,7 +361,7 @@ async function devCommand(module: string, values: Values, logger: Logger): Promi
   if (!namespace) {
     ensureProcessSecret();
     const secret = process.env[SECRET_VARIABLE] as string;
-    return dev({ module, secret, serveArgs, logger, gateway, until: untilSignal(logger) });
+    return dev({ module, verification: { secret }, serveArgs, logger, gateway, until: untilSignal(logger) });
   }
   const kubeconfig = new KubeConfig();
   kubeconfig.loadFromDefault();
@@ -320,9 +374,12 @@ async function devCommand(module: string, values: Values, logger: Logger): Promi
   const mode = chooseMode(reachMode, { inPod: false, apiserverHost: new URL(server).hostname });
   const seconds = integer(values['session-seconds'] ?? '15', '--session-seconds');
   if (seconds < 3) throw new UsageError('--session-seconds expects at least 3');
+  const keys = values['signing-keys'];
   return dev({
     module,
-    secret: readSecretText(values['secret-file']),
+    verification: keys
+      ? { publicKeys: namespacedName(keys, '--signing-keys') }
+      : { secret: readSecretText(values['secret-file']) },
     serveArgs,
     logger,
     gateway,
@@ -372,7 +429,19 @@ function gatewayOptions(values: Values, logger: Logger): Omit<GatewayOptions, 'f
         ...(values['allow-plain-http'] ? { plainHttp: true } : {}),
       },
       admission: admissionSettings(values),
+      signing: signingSettings(values),
     },
+  };
+}
+
+function signingSettings(values: Values): SettingsPatch['signing'] {
+  const keys = values['signing-keys'];
+  const days = values['key-rotation-days'];
+  const seconds = values['key-propagation-seconds'];
+  return {
+    ...(keys ? { keys: namespacedName(keys, '--signing-keys') } : {}),
+    ...(days ? { rotateAfterMs: integer(days, '--key-rotation-days') * 24 * 3600_000 } : {}),
+    ...(seconds ? { propagationMs: integer(seconds, '--key-propagation-seconds') * 1000 } : {}),
   };
 }
 

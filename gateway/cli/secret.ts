@@ -1,7 +1,22 @@
-import { readFileSync } from 'node:fs';
-import { encodeSecret, SECRET_VARIABLE } from '../../protocol/index.ts';
+/**
+ * What the CLI's commands sign and verify with: a shared secret (a file, or $CAUSEWAY_SECRET), the
+ * gateway's public keys (a JWKS file, read again when it changes, as a mounted ConfigMap does when the
+ * gateway rotates its keys), or the gateway's own keys in their Secret.
+ */
+import { readFileSync, unwatchFile, watchFile } from 'node:fs';
+import {
+  encodeSecret,
+  JWKS_URL_VARIABLE,
+  JWKS_VARIABLE,
+  parsePublicKeys,
+  SECRET_VARIABLE,
+} from '../../protocol/index.ts';
+import { parseStoredKeys, signingKeyOf } from '../dispatch/keys.ts';
+import type { SigningKey } from '../dispatch/signer.ts';
+import { PRIVATE_KEYS_FILE } from '../engines/signing-keys.ts';
+import type { KubeClient } from '../kube/client.ts';
 
-/** The shared signing secret: from a file, else from $CAUSEWAY_SECRET. */
+/** A shared signing secret: from a file, else from $CAUSEWAY_SECRET. */
 export function readSecret(file: string | undefined): Uint8Array {
   return encodeSecret(readSecretText(file));
 }
@@ -16,4 +31,64 @@ export function readSecretText(file: string | undefined): string {
   }
   encodeSecret(value);
   return value;
+}
+
+/** How often a public keys file is looked at: a rotated key waits minutes before it signs. */
+const KEYS_FILE_POLL_MS = 5_000;
+
+/**
+ * For `causeway serve`: puts what the service verifies with where causeway/functions looks (the
+ * process environment), refusing to start without any. A JWKS file is checked now and followed
+ * (polled: a mounted ConfigMap changes by a symlink swap, which fs.watch misses). Returns a stop.
+ */
+export function provideVerificationKeys(options: { jwksFile?: string; secretFile?: string }): () => void {
+  const { jwksFile, secretFile } = options;
+  if (jwksFile && secretFile) throw new Error('--jwks-file and --secret-file exclude each other');
+  if (secretFile) {
+    process.env[SECRET_VARIABLE] = readSecretText(secretFile);
+    return () => {};
+  }
+  if (!jwksFile) {
+    const configured = [JWKS_VARIABLE, JWKS_URL_VARIABLE, SECRET_VARIABLE].find((name) => process.env[name]);
+    if (!configured) {
+      throw new Error(
+        `nothing to verify the gateway's calls with: pass --jwks-file (the gateway's public keys) or --secret-file, or set ${JWKS_VARIABLE}, ${JWKS_URL_VARIABLE} or ${SECRET_VARIABLE}`,
+      );
+    }
+    if (configured === SECRET_VARIABLE) readSecretText(undefined);
+    if (configured === JWKS_VARIABLE) parsePublicKeys(process.env[JWKS_VARIABLE] as string);
+    return () => {};
+  }
+  const load = () => {
+    const text = readFileSync(jwksFile, 'utf8');
+    parsePublicKeys(text);
+    process.env[JWKS_VARIABLE] = text;
+  };
+  load();
+  watchFile(jwksFile, { interval: KEYS_FILE_POLL_MS, persistent: false }, () => {
+    try {
+      load();
+    } catch {
+      // Half-written, or gone for a moment: the keys already loaded stay until a good file is back.
+    }
+  });
+  return () => unwatchFile(jwksFile);
+}
+
+/** The gateway's newest key, read from its Secret (for `conformance --signing-keys`): every stored key is published. */
+export async function currentSigningKey(
+  client: KubeClient,
+  location: { namespace: string; name: string },
+): Promise<SigningKey> {
+  const where = `Secret ${location.namespace}/${location.name}`;
+  const read = await client.get<{ data?: Record<string, string> }>(
+    `/api/v1/namespaces/${location.namespace}/secrets/${location.name}`,
+  );
+  const text = read.data?.[PRIVATE_KEYS_FILE];
+  if (!text)
+    throw new Error(`${where} has no key "${PRIVATE_KEYS_FILE}": it is not a gateway's signing keys`);
+  const stored = parseStoredKeys(Buffer.from(text, 'base64').toString(), where);
+  const newest = stored.toSorted((a, b) => a.created - b.created).at(-1);
+  if (!newest) throw new Error(`${where} holds no key`);
+  return signingKeyOf(newest);
 }

@@ -4,15 +4,18 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
-import { AdmissionError, operator } from '../../functions/index.ts';
+import { AdmissionError, type OperatorOptions, operator } from '../../functions/index.ts';
 import { serveFetch } from '../cli/serve.ts';
+import { newKey, publicKeys, signingKeyOf } from '../dispatch/keys.ts';
 import type { FetchHandler } from '../dispatch/transport.ts';
 import { runConformance } from './checks.ts';
 
 const SECRET = 'the secret of the conformance tests, 32+ bytes';
 
-function everyKind() {
-  const op = operator({ name: 'every-kind', secret: SECRET });
+const signing = { secret: new TextEncoder().encode(SECRET) };
+
+function everyKind(keys: OperatorOptions['keys'] = undefined) {
+  const op = operator({ name: 'every-kind', ...(keys ? { keys } : { secret: SECRET }) });
   op.on.create('widgets.example.com', function create_fn({ name }) {
     return { created: name };
   });
@@ -40,17 +43,30 @@ async function serve(t: TestContext, handler: FetchHandler): Promise<string> {
 describe('causeway conformance', () => {
   it('passes the SDK on every check, one invocation per handler kind', async (t) => {
     const url = await serve(t, everyKind());
-    const results = await runConformance({
-      url,
-      name: 'every-kind',
-      secret: new TextEncoder().encode(SECRET),
-    });
+    const results = await runConformance({ url, name: 'every-kind', signing });
     assert.deepEqual(
       results.filter((result) => result.failure),
       [],
     );
     assert.equal(results.filter((result) => result.name.startsWith('invoke:')).length, 9);
     assert.equal(results.filter((result) => result.name.startsWith('refuses')).length, 12);
+  });
+
+  it("passes the SDK verifying with the gateway's public keys, algorithm confusion refused", async (t) => {
+    const stored = newKey(Date.now());
+    const url = await serve(t, everyKind(publicKeys([stored])));
+    const results = await runConformance({ url, name: 'every-kind', signing: { key: signingKeyOf(stored) } });
+    assert.deepEqual(
+      results.filter((result) => result.failure),
+      [],
+    );
+    assert.ok(
+      results.some(
+        (result) =>
+          result.name === 'refuses a request signed with HS256 over the public key with 401 and the reason',
+      ),
+    );
+    assert.equal(results.filter((result) => result.name.startsWith('refuses')).length, 13);
   });
 
   it('fails a service that answers as another, or lets a replay through, saying so', async (t) => {
@@ -67,8 +83,7 @@ describe('causeway conformance', () => {
       },
     };
     const url = await serve(t, replaying);
-    const secret = new TextEncoder().encode(SECRET);
-    const failed = (await runConformance({ url, name: 'every-kind', secret })).filter(
+    const failed = (await runConformance({ url, name: 'every-kind', signing })).filter(
       (result) => result.failure,
     );
     assert.deepEqual(
@@ -77,7 +92,7 @@ describe('causeway conformance', () => {
     );
     assert.match(failed[0]?.failure ?? '', /^status 200, not 401/);
 
-    const misnamed = (await runConformance({ url, name: 'another', secret })).filter(
+    const misnamed = (await runConformance({ url, name: 'another', signing })).filter(
       (result) => result.failure,
     );
     assert.match(misnamed[0]?.failure ?? '', /it calls itself "every-kind", not "another"/);

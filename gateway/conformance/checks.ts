@@ -5,6 +5,7 @@
  * and a refusal for every forged request (unsigned, wrong key, expired, future-dated, too long-lived,
  * other issuer, no id, other audience, other route, altered body, replayed, oversized).
  */
+import { createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { SignJWT } from 'jose';
 import { Agent, request } from 'undici';
@@ -15,13 +16,14 @@ import {
   type InvocationRequest,
   ISSUER,
   isAdmissionKind,
+  KEY_ALGORITHM,
   type Manifest,
   PATHS,
   PROTOCOL,
   type Reason,
 } from '../../protocol/index.ts';
 import { invocationRequest } from '../dispatch/invocation.ts';
-import { nodeSigner } from '../dispatch/signer.ts';
+import { hmacSigner, keySigner, type Signer, type SigningKey } from '../dispatch/signer.ts';
 import { parseHealth, parseInvocationResponse, parseManifest } from '../dispatch/validation.ts';
 
 export interface ConformanceTarget {
@@ -29,7 +31,8 @@ export interface ConformanceTarget {
   url: string;
   /** The name it must answer to. */
   name: string;
-  secret: Uint8Array;
+  /** What the service trusts: a secret it shares with the gateway, or one of the gateway's keys. */
+  signing: { secret: Uint8Array } | { key: SigningKey };
   /** PEM of a CA to trust for https. */
   ca?: string;
 }
@@ -108,12 +111,13 @@ export async function runConformance(target: ConformanceTarget): Promise<CheckRe
     expectError(await client.send('GET', '/causeway/v1/no-such-path'), 404);
   });
 
-  const refusals: Array<[string, () => Promise<Answer>]> = [
+  type Refusal = [string, () => Promise<Answer>];
+  const refusals: Refusal[] = [
     ['unsigned', () => client.send('GET', PATHS.manifest, { token: null })],
-    [
-      'signed with another secret',
-      () => client.forged({ secret: 'not the secret of this service, 32+ bytes' }),
-    ],
+    ['signed with another secret or key', () => client.forged({ otherKey: true })],
+    ...('key' in target.signing
+      ? [['signed with HS256 over the public key', () => client.forged({ confused: true })] as Refusal]
+      : []),
     ['expired', () => client.forged({ iat: now() - 120, exp: now() - 90 })],
     ['issued in the future', () => client.forged({ iat: now() + 30, exp: now() + 60 })],
     ['living longer than 60 s', () => client.forged({ iat: now(), exp: now() + 600 })],
@@ -205,12 +209,13 @@ function sampleInvocation(handler: HandlerSpec, reason: Reason): InvocationReque
 /** Requests to the service, signed as the gateway signs them, or forged on purpose. */
 class Client {
   readonly #target: ConformanceTarget;
-  readonly #sign: ReturnType<typeof nodeSigner>;
+  readonly #sign: Signer;
   readonly #dispatcher: Agent | undefined;
 
   constructor(target: ConformanceTarget) {
     this.#target = target;
-    this.#sign = nodeSigner(target.secret);
+    const { signing } = target;
+    this.#sign = 'secret' in signing ? hmacSigner(signing.secret) : keySigner(() => signing.key);
     this.#dispatcher = target.ca ? new Agent({ connect: { ca: target.ca } }) : undefined;
   }
 
@@ -246,7 +251,10 @@ class Client {
 
   /** A signed GET of the manifest with one thing changed. */
   async forged(change: {
-    secret?: string;
+    /** Signed with another secret, or another key under the same key id. */
+    otherKey?: boolean;
+    /** HS256 keyed with the gateway's public key: what a service confusing algorithms would take. */
+    confused?: boolean;
     iat?: number;
     exp?: number;
     issuer?: string;
@@ -256,15 +264,23 @@ class Client {
   }): Promise<Answer> {
     const iat = change.iat ?? now();
     const bsh = await bodyDigest(new Uint8Array()); // a GET's
+    const { signing } = this.#target;
+    const hmac = 'secret' in signing || change.confused;
+    const kid = 'key' in signing ? signing.key.kid : undefined;
     const jwt = new SignJWT({ req: change.req ?? `GET ${PATHS.manifest}`, bsh })
-      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setProtectedHeader({ alg: hmac ? 'HS256' : KEY_ALGORITHM, typ: 'JWT', ...(kid ? { kid } : {}) })
       .setIssuer(change.issuer ?? ISSUER)
       .setAudience(change.audience ?? this.#target.name)
       .setIssuedAt(iat)
       .setExpirationTime(change.exp ?? iat + 30);
     if (change.jti !== false) jwt.setJti(crypto.randomUUID());
-    const secret = change.secret ? encode(change.secret) : this.#target.secret;
-    return this.send('GET', PATHS.manifest, { token: await jwt.sign(secret) });
+    let key: Uint8Array | KeyObject;
+    if ('secret' in signing)
+      key = change.otherKey ? encode('not the secret of this service, 32+ bytes') : signing.secret;
+    else if (change.confused)
+      key = createPublicKey(signing.key.privateKey).export({ format: 'der', type: 'spki' });
+    else key = change.otherKey ? generateKeyPairSync('ed25519').privateKey : signing.key.privateKey;
+    return this.send('GET', PATHS.manifest, { token: await jwt.sign(key) });
   }
 
   /** A genuine invocation's token with another body. */

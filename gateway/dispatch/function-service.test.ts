@@ -5,6 +5,7 @@ import { operator } from '../../functions/index.ts';
 import { KOPF_EXAMPLES } from '../../functions/test-helpers.ts';
 import { FunctionService } from './function-service.ts';
 import { invocationRequest } from './invocation.ts';
+import { hmacSigner } from './signer.ts';
 import { inProcessTransport } from './transport.ts';
 
 const SECRET = new TextEncoder().encode('a secret of at least thirty-two bytes, for the test');
@@ -41,7 +42,7 @@ describe('a function service in the same process', () => {
     const service = await FunctionService.connect({
       transport: inProcessTransport(handler),
       name: undefined,
-      secret: SECRET,
+      sign: hmacSigner(SECRET),
     });
     assert.deepEqual(
       service.manifest.handlers.map((spec) => spec.id),
@@ -59,7 +60,7 @@ describe('a function service in the same process', () => {
     const service = await FunctionService.connect({
       transport: inProcessTransport(handler),
       name: undefined,
-      secret: SECRET,
+      sign: hmacSigner(SECRET),
     });
     await assert.rejects(
       service.invoke(invocationRequest('create', resource, object, [due('never')], 50), 50),
@@ -72,7 +73,7 @@ describe('a function service in the same process', () => {
     const service = await FunctionService.connect({
       transport: inProcessTransport(handler),
       name: undefined,
-      secret: SECRET,
+      sign: hmacSigner(SECRET),
     });
     await assert.rejects(
       service.invoke(invocationRequest('create', resource, object, [due('missing')], 5000)),

@@ -10,7 +10,7 @@ import {
   PATHS,
 } from '../../protocol/index.ts';
 import { equal, jsonCopy } from '../../protocol/json.ts';
-import { nodeSigner, type Signer } from './signer.ts';
+import type { Signer } from './signer.ts';
 import { aborted, type Reply, type Transport, withDeadline } from './transport.ts';
 import { ProtocolError, parseHealth, parseInvocationResponse, parseManifest } from './validation.ts';
 
@@ -22,7 +22,8 @@ export interface FunctionServiceOptions {
    * gets. Undefined only for a service in this process, which is the gateway's own code.
    */
   name: string | undefined;
-  secret: Uint8Array;
+  /** Signs each request for the service: with its own secret, or with the gateway's key. */
+  sign: Signer;
   /** How long one invocation may take before the gateway gives up on it. */
   timeoutMs?: number;
 }
@@ -85,7 +86,7 @@ export class FunctionService {
 
   static async connect(options: FunctionServiceOptions): Promise<FunctionService> {
     const { transport } = options;
-    const sign = nodeSigner(options.secret);
+    const { sign } = options;
     const get = (path: string, audience: string | undefined) =>
       send(transport, sign, 'GET', path, new Uint8Array(), audience, DEFAULT_TIMEOUT_MS);
     const direct = transport.direct;

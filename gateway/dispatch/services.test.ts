@@ -10,6 +10,7 @@ import { createLogger } from '../logging.ts';
 import { DEFAULT_SETTINGS } from '../settings.ts';
 import type { FunctionService } from './function-service.ts';
 import { FunctionServices } from './services.ts';
+import { hmacSigner } from './signer.ts';
 
 const SECRET = 'a secret of at least thirty-two bytes, for the test';
 
@@ -31,7 +32,7 @@ describe('the function services of a gateway', () => {
   async function directory(home: ReturnType<typeof greeter>) {
     const changes: Array<{ previous: FunctionService; next: FunctionService }> = [];
     const services = new FunctionServices({
-      secret: new TextEncoder().encode(SECRET),
+      signer: hmacSigner(new TextEncoder().encode(SECRET)),
       settings: DEFAULT_SETTINGS.calls,
       logger: createLogger({ level: 'error' }),
       onChange: async (previous, next) => void changes.push({ previous, next }),
@@ -117,7 +118,7 @@ describe('a function service named in the configuration', () => {
     t.after(() => server.close());
     const warnings: string[] = [];
     const services = new FunctionServices({
-      secret: new TextEncoder().encode(SECRET),
+      signer: hmacSigner(new TextEncoder().encode(SECRET)),
       settings: DEFAULT_SETTINGS.calls,
       logger: createLogger({ level: 'warning', sink: { write: (line) => warnings.push(line) } }),
       onChange: async () => {},
@@ -139,7 +140,7 @@ describe('a function service named in the configuration', () => {
 describe('the way to a function service', () => {
   const directory = (plainHttp: boolean) =>
     new FunctionServices({
-      secret: new TextEncoder().encode(SECRET),
+      signer: hmacSigner(new TextEncoder().encode(SECRET)),
       settings: { ...DEFAULT_SETTINGS.calls, plainHttp },
       logger: createLogger({ level: 'error' }),
       onChange: async () => {},

@@ -8,16 +8,20 @@ import type { Logger } from '../logging.ts';
 import type { Settings } from '../settings.ts';
 import { jitter, sleep } from '../timing.ts';
 import { FunctionService } from './function-service.ts';
+import { hmacSigner, type Signer } from './signer.ts';
 import { type FetchHandler, httpTransport, inProcessTransport, type Transport } from './transport.ts';
 
 /** A function service over HTTP, by its name (pinned: the audience it is called with) and its base URL. */
 export interface FunctionEndpoint {
   name: string;
   url: string;
+  /** A secret shared with this service alone (HS256, ≥ 32 bytes), instead of the gateway's signing keys. */
+  secret?: Uint8Array;
 }
 
 export interface FunctionServicesOptions {
-  secret: Uint8Array;
+  /** Signs the calls of services without a secret of their own; undefined when there is no such signer. */
+  signer: Signer | undefined;
   settings: Settings['calls'];
   logger: Logger;
   /** The service that answers for a name is now `next`: rebind its handlers (the calls under way finish). */
@@ -25,11 +29,17 @@ export interface FunctionServicesOptions {
 }
 
 interface Slot {
+  sign: Signer;
   home: FunctionService;
   current: FunctionService;
   /** Where the calls go instead of home, while a dev session lasts. */
   away?: { url: string; revision: string; transport: Transport };
 }
+
+/** For a service in this process, with no signer to send its calls elsewhere. */
+const UNSIGNED: Signer = () => {
+  throw new Error('the gateway has no key or secret to sign calls to another instance of this service with');
+};
 
 const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/;
 
@@ -48,15 +58,32 @@ export class FunctionServices {
     endpoints: ReadonlyArray<FunctionEndpoint | FetchHandler>,
     signal: AbortSignal,
   ): Promise<void> {
-    for (const endpoint of endpoints) if ('url' in endpoint) this.#checkScheme(endpoint.url);
-    const services = await Promise.all(
-      endpoints.map((endpoint) =>
-        'url' in endpoint
-          ? this.#connectWithRetry(this.#transport(endpoint.url), endpoint.name, signal)
-          : this.#connectWithRetry(inProcessTransport(endpoint), undefined, signal),
-      ),
+    // A service in this process is asked directly; an instance of it elsewhere (a dev session's) is signed for.
+    const signers = endpoints.map((endpoint) =>
+      'url' in endpoint ? this.#signerFor(endpoint) : (this.#options.signer ?? UNSIGNED),
     );
-    for (const service of services) this.#slots.push({ home: service, current: service });
+    const slots = await Promise.all(
+      endpoints.map(async (endpoint, index) => {
+        const sign = signers[index] as Signer;
+        const service =
+          'url' in endpoint
+            ? await this.#connectWithRetry(this.#transport(endpoint.url), endpoint.name, sign, signal)
+            : await this.#connectWithRetry(inProcessTransport(endpoint), undefined, sign, signal);
+        return { sign, home: service, current: service };
+      }),
+    );
+    this.#slots.push(...slots);
+  }
+
+  /** How calls to `endpoint` are signed, checked before any is made: its own secret, or the gateway's keys. */
+  #signerFor(endpoint: FunctionEndpoint): Signer {
+    this.#checkScheme(endpoint.url);
+    if (endpoint.secret) return hmacSigner(endpoint.secret);
+    if (this.#options.signer) return this.#options.signer;
+    throw new Error(
+      `no way to sign the calls to "${endpoint.name}": give the gateway signing keys (--signing-keys, ` +
+        'settings.signing.keys) or a secret shared with the service (--secret-file)',
+    );
   }
 
   /** The services that answer now, one per name. */
@@ -103,7 +130,7 @@ export class FunctionServices {
         next = await FunctionService.connect({
           transport,
           name,
-          secret: this.#options.secret,
+          sign: slot.sign,
           timeoutMs: this.#options.settings.timeoutMs,
         });
       } catch (error) {
@@ -178,15 +205,16 @@ export class FunctionServices {
   async #connectWithRetry(
     transport: Transport,
     name: string | undefined,
+    sign: Signer,
     signal: AbortSignal,
   ): Promise<FunctionService> {
-    const { secret, settings, logger } = this.#options;
+    const { settings, logger } = this.#options;
     for (let delay = 250; ; delay = Math.min(delay * 2, 10_000)) {
       try {
         const service = await FunctionService.connect({
           transport,
           name,
-          secret,
+          sign,
           timeoutMs: settings.timeoutMs,
         });
         const ids = service.manifest.handlers.map((handler) => handler.id).join(', ');

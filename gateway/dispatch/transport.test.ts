@@ -8,6 +8,7 @@ import { PATHS, PROTOCOL } from '../../protocol/index.ts';
 import { createLogger } from '../logging.ts';
 import { callServices } from './calls.ts';
 import { FunctionService, retryAfterMs } from './function-service.ts';
+import { hmacSigner } from './signer.ts';
 import { httpTransport, inProcessTransport } from './transport.ts';
 
 const exchange = (timeoutMs: number) =>
@@ -122,7 +123,7 @@ describe('Retry-After', () => {
     const service = await FunctionService.connect({
       transport: inProcessTransport(handler),
       name: 'busy',
-      secret: new TextEncoder().encode(SECRET),
+      sign: hmacSigner(new TextEncoder().encode(SECRET)),
     });
     const subject = {
       reason: 'create' as const,

@@ -31,7 +31,7 @@ describe('a function service in Python', () => {
     const url = (await python.waitFor(/listening on (http:\/\/\S+)/))[1] as string;
     const secret = new TextEncoder().encode(TEST_SECRET);
 
-    const results = await runConformance({ url, name: 'py-greeter', secret });
+    const results = await runConformance({ url, name: 'py-greeter', signing: { secret } });
     assert.deepEqual(
       results.filter((result) => result.failure),
       [],
@@ -41,8 +41,7 @@ describe('a function service in Python', () => {
     await applyFile(CRD);
     const namespace = await testNamespace(t);
     const gateway = await startGateway({
-      functions: [{ name: 'py-greeter', url }],
-      secret,
+      functions: [{ name: 'py-greeter', url, secret }], // a secret shared with this service alone
       kubeconfig: await kubeConfig(),
       namespaces: [namespace],
       logger: memoryLogger(),

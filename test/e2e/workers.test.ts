@@ -2,14 +2,18 @@
  * Functions on Cloudflare Workers, end to end: the operator module bundled as a Workers bundler does
  * it and served by workerd (inside Miniflare, listening on this host as `wrangler dev` does), the
  * gateway calling it over HTTP, on the real control plane: create, update, and delete held by the
- * finalizer until the delete handler, run on workerd, is done. First, it passes `causeway conformance`.
+ * finalizer until the delete handler, run on workerd, is done. Trust as deployed: the gateway makes its
+ * signing keys in a Secret and publishes their public halves in a ConfigMap, which the Worker gets as
+ * its CAUSEWAY_JWKS binding; the gateway waits for the service meanwhile. The service also passes
+ * `causeway conformance`, signed with the gateway's key.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { currentSigningKey } from '../../gateway/cli/secret.ts';
 import { runConformance } from '../../gateway/conformance/checks.ts';
 import { startGateway } from '../../gateway/gateway.ts';
-import { isNotFound } from '../../gateway/kube/errors.ts';
+import { ignoreNotFound, isNotFound } from '../../gateway/kube/errors.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { testNamespace } from '../support/cluster.ts';
 import {
@@ -20,8 +24,8 @@ import {
   kubeConfig,
   memoryLogger,
   statusOnceThere,
-  TEST_SECRET,
 } from '../support/operator.ts';
+import { freePort } from '../support/processes.ts';
 import { startWorker } from '../support/workerd.ts';
 
 const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
@@ -31,30 +35,44 @@ describe('a function service on workerd', () => {
   it('serves a whole lifecycle to the gateway over HTTP: create, update, delete with a finalizer', async (t) => {
     await applyFile(CRD);
     const namespace = await testNamespace(t);
-    const worker = await startWorker(MODULE, { bindings: { CAUSEWAY_SECRET: TEST_SECRET }, sources: true });
+    const client = await kubeClient();
+    const keys = { namespace, name: 'causeway-signing-keys' };
+    // The Worker's port, known before it serves: the gateway is told where to wait for it.
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const logger = memoryLogger();
+    const starting = startGateway({
+      functions: [{ name: 'lifecycle', url }],
+      kubeconfig: await kubeConfig(),
+      namespaces: [namespace],
+      logger,
+      settings: { signing: { keys } },
+    });
+    const published = await eventually('the published public keys', async () => {
+      const configMap = await ignoreNotFound(
+        client.get<{ data?: Record<string, string> }>(
+          `/api/v1/namespaces/${namespace}/configmaps/${keys.name}`,
+        ),
+      );
+      return configMap?.data?.['jwks.json'];
+    });
+    assert.doesNotMatch(published, /"d"/, 'no private key is published');
+    const worker = await startWorker(MODULE, { bindings: { CAUSEWAY_JWKS: published }, sources: true, port });
     t.after(() => worker.close());
+    const gateway = await starting;
+    t.after(() => gateway.stop());
+    assert.ok(logger.lines.some((line) => line.includes(`function service "lifecycle" at ${url}`)));
     const conformance = await runConformance({
-      url: worker.url,
+      url,
       name: 'lifecycle',
-      secret: new TextEncoder().encode(TEST_SECRET),
+      signing: { key: await currentSigningKey(client, keys) },
     });
     assert.deepEqual(
       conformance.filter((result) => result.failure),
       [],
       'it passes causeway conformance',
     );
-    const logger = memoryLogger();
-    const gateway = await startGateway({
-      functions: [{ name: 'lifecycle', url: worker.url }],
-      secret: new TextEncoder().encode(TEST_SECRET),
-      kubeconfig: await kubeConfig(),
-      namespaces: [namespace],
-      logger,
-    });
-    t.after(() => gateway.stop());
-    assert.ok(logger.lines.some((line) => line.includes(`function service "lifecycle" at ${worker.url}`)));
 
-    const client = await kubeClient();
     const path = await createKopfExample(namespace, 'on-workers', { field: 'a' });
     const created = await eventually('status.create_fn', async () => {
       const object = await client.get<KubernetesObject>(path);

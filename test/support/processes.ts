@@ -1,5 +1,7 @@
-/** Runs the CLI as users do, as a child process, and reads what it prints. */
+/** Runs the CLI as users do, as a child process, and reads what it prints; finds free ports for servers to come. */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 
@@ -79,4 +81,13 @@ export function startCli(
 /** The causeway CLI from sources, on the Node that runs the tests. */
 export function causeway(args: string[], env: NodeJS.ProcessEnv): CliProcess {
   return startCli(process.execPath, [`${ROOT}gateway/cli/main.ts`, ...args], env);
+}
+
+/** A port free on this host now, for a server that must be named before it starts (the OS may hand it out again meanwhile, rarely). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((closed) => server.close(closed));
+  return port;
 }

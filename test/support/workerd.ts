@@ -31,12 +31,14 @@ export interface WorkerOptions {
   cwd?: string;
   /** Bundle this repository's `causeway/*` sources rather than its build, as the repository's tests run. */
   sources?: boolean;
+  /** The port to listen on; any free one unless given. */
+  port?: number;
 }
 
 /** The module and what it imports in one ES module, as a Workers bundler (or Deno's, or Bun's) makes it. */
 export async function bundleModule(
   entry: string,
-  { cwd, sources }: Omit<WorkerOptions, 'bindings'>,
+  { cwd, sources }: Omit<WorkerOptions, 'bindings' | 'port'>,
 ): Promise<string> {
   const bundle = await build({
     entryPoints: [entry],
@@ -53,14 +55,17 @@ export async function bundleModule(
   return bundle.outputFiles[0]?.text ?? '';
 }
 
-export async function startWorker(entry: string, { bindings, cwd, sources }: WorkerOptions): Promise<Worker> {
+export async function startWorker(
+  entry: string,
+  { bindings, cwd, sources, port }: WorkerOptions,
+): Promise<Worker> {
   const mf = new Miniflare({
     modules: true,
     script: await bundleModule(entry, { ...(cwd ? { cwd } : {}), ...(sources ? { sources } : {}) }),
     compatibilityDate: '2025-09-01',
     bindings,
     host: '127.0.0.1',
-    port: 0,
+    port: port ?? 0,
   });
   const url = (await mf.ready).href.replace(/\/$/, '');
   return {

@@ -153,8 +153,8 @@ describe('signed routes refuse', () => {
   });
 });
 
-describe('without a secret', () => {
-  it('refuses to serve signed routes but still answers the health check', async (t) => {
+describe('without keys or a secret', () => {
+  it('refuses to serve signed routes, saying what to configure, but still answers the health check', async (t) => {
     const op = operator({ name: AUDIENCE });
     const saved = process.env.CAUSEWAY_SECRET;
     delete process.env.CAUSEWAY_SECRET;
@@ -164,7 +164,7 @@ describe('without a secret', () => {
     await assertRefused(
       await op.fetch(await signedManifest(AUDIENCE)),
       500,
-      /^no signing secret configured: set CAUSEWAY_SECRET$/,
+      /^no keys to verify requests with: set CAUSEWAY_JWKS \(the gateway's public keys\), CAUSEWAY_JWKS_URL or CAUSEWAY_SECRET$/,
     );
     const health = await op.fetch(new Request(`http://functions.test${PATHS.health}`));
     assert.equal(health.status, 200);

@@ -1,12 +1,18 @@
 import type { MiddlewareHandler } from 'hono';
-import { type ReplayStore, TrustError, verifyBody, verifyToken } from '../../../protocol/index.ts';
+import {
+  type ReplayStore,
+  TrustError,
+  type VerificationKeys,
+  verifyBody,
+  verifyToken,
+} from '../../../protocol/index.ts';
 import { errorResponse } from '../../error-response.ts';
 
 export interface VerifyOptions {
   /** The service's name: tokens for any other audience are refused. */
   audience: string;
-  /** Called per request with the runtime's `env`; throws when no secret is configured. */
-  secret: (env: unknown) => Uint8Array;
+  /** Called per request with the runtime's `env`; throws when nothing to verify with is configured. */
+  keys: (env: unknown) => VerificationKeys;
   /** Bodies over this many bytes are refused (413) unread. */
   maxBodyBytes: number;
   /** The token ids seen, shared by the service's replicas where it has several. */
@@ -22,15 +28,15 @@ export type Verified = { Variables: { body: Uint8Array } };
  */
 export function verify({
   audience,
-  secret,
+  keys,
   maxBodyBytes,
   replays,
 }: VerifyOptions): MiddlewareHandler<Verified> {
   const tooLarge = `the body is larger than ${maxBodyBytes} bytes`;
   return async (c, next) => {
-    let key: Uint8Array;
+    let key: VerificationKeys;
     try {
-      key = secret(c.env);
+      key = keys(c.env);
     } catch (error) {
       return errorResponse(c, 500, (error as Error).message);
     }

@@ -26,6 +26,8 @@ export interface Settings {
     manifestRefreshMs: number;
     /** Calls at once to one function service over HTTP, each on a connection of its own; the others wait their turn. */
     concurrencyPerService: number;
+    /** Calls in a row that find a service unreachable before it is taken as down: its calls then wait for its health check to answer. */
+    breakerThreshold: number;
     /** PEM of the CA that signed the function services' certificates (https URLs); the system's roots otherwise. */
     ca?: string;
     /**
@@ -106,6 +108,7 @@ export const DEFAULT_SETTINGS: Settings = {
     serviceRetryDelaysS: [1, 2, 5, 10, 30, 60],
     manifestRefreshMs: 30_000,
     concurrencyPerService: 128,
+    breakerThreshold: 5,
     plainHttp: false,
   },
   watching: { pageSize: 500, watchSeconds: 300, retryDelayMs: { first: 250, max: 30_000 } },

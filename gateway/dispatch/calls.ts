@@ -1,7 +1,8 @@
 /**
  * Calls function services about one object: one call per service with all of its due handlers, the
  * services in parallel, their log lines forwarded. A service that cannot be asked, or answers badly,
- * fails its handlers temporarily; nothing it returned is applied. Knows the protocol, not the reactor.
+ * fails its handlers temporarily; nothing it returned is applied. A service known to be down is not
+ * asked: its handlers have no outcome, and wait for it. Knows the protocol, not the reactor.
  */
 import { createHash } from 'node:crypto';
 import type {
@@ -14,7 +15,7 @@ import type {
 } from '../../protocol/index.ts';
 import type { Logger } from '../logging.ts';
 import { delayFor } from '../settings.ts';
-import { type FunctionService, ServiceError } from './function-service.ts';
+import { type FunctionService, ServiceDown, ServiceError } from './function-service.ts';
 import { invocationRequest } from './invocation.ts';
 
 export interface ServiceCall {
@@ -39,8 +40,10 @@ export type RetryDelays = readonly number[];
 
 export interface ServiceAnswer {
   service: FunctionService;
-  /** By handler id: one for each handler of the call. */
+  /** By handler id: one for each handler of the call; none when the service is down. */
   outcomes: Record<string, Outcome>;
+  /** The service is down and was not called: resolves when it is back. */
+  down?: Promise<void>;
   /** Memo updates: `null` removes a key. */
   memo?: Record<string, unknown>;
 }
@@ -75,6 +78,7 @@ export async function callServices(
           log.log(line.level, line.handler ? `${line.handler}: ${line.message}` : line.message);
         return { service, outcomes: response.outcomes, ...(response.memo ? { memo: response.memo } : {}) };
       } catch (error) {
+        if (error instanceof ServiceDown) return { service, outcomes: {}, down: error.recovered };
         const message = error instanceof Error ? error.message : String(error);
         // The service's own word on when to come back wins over the backoff, if it is later.
         const said =

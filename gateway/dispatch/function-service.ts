@@ -10,6 +10,7 @@ import {
   PATHS,
 } from '../../protocol/index.ts';
 import { equal, jsonCopy } from '../../protocol/json.ts';
+import type { CircuitBreaker } from './breaker.ts';
 import type { Signer } from './signer.ts';
 import { aborted, type Reply, type Transport, withDeadline } from './transport.ts';
 import { ProtocolError, parseHealth, parseInvocationResponse, parseManifest } from './validation.ts';
@@ -26,6 +27,8 @@ export interface FunctionServiceOptions {
   sign: Signer;
   /** How long one invocation may take before the gateway gives up on it. */
   timeoutMs?: number;
+  /** Counts the invocations that found the service unreachable; while open, none is made. */
+  breaker?: CircuitBreaker;
 }
 
 /**
@@ -35,10 +38,24 @@ export interface FunctionServiceOptions {
 export class ServiceError extends Error {
   override name = 'ServiceError';
   readonly retryAfterMs: number | undefined;
+  /** Not reached at all, or its proxy said it was not there (502, 503, 504): what the breaker counts. */
+  readonly unreachable: boolean;
 
-  constructor(message: string, retryAfterMs?: number) {
+  constructor(message: string, options: { retryAfterMs?: number | undefined; unreachable?: boolean } = {}) {
     super(message);
-    this.retryAfterMs = retryAfterMs;
+    this.retryAfterMs = options.retryAfterMs;
+    this.unreachable = options.unreachable ?? false;
+  }
+}
+
+/** The service is down (its circuit is open): no call was made; `recovered` resolves when it is back. */
+export class ServiceDown extends ServiceError {
+  override name = 'ServiceDown';
+  readonly recovered: Promise<void>;
+
+  constructor(message: string, recovered: Promise<void>) {
+    super(message, { unreachable: true });
+    this.recovered = recovered;
   }
 }
 
@@ -122,8 +139,18 @@ export class FunctionService {
       }
       return parseInvocationResponse(answer, ids, admission);
     }
+    const { breaker } = this.#options;
+    if (breaker?.isOpen) throw new ServiceDown(`${this.name} at ${this.url} is down`, breaker.recovered());
     const body = encoder.encode(JSON.stringify(invocation));
-    const answer = await send(this.#transport, this.#sign, 'POST', PATHS.invoke, body, this.name, timeoutMs);
+    let answer: unknown;
+    try {
+      answer = await send(this.#transport, this.#sign, 'POST', PATHS.invoke, body, this.name, timeoutMs);
+    } catch (error) {
+      if (error instanceof ServiceError && error.unreachable) breaker?.unreachable(error.message);
+      else breaker?.succeeded();
+      throw error;
+    }
+    breaker?.succeeded();
     return parseInvocationResponse(answer, ids, admission);
   }
 
@@ -137,6 +164,17 @@ export class FunctionService {
     return this.#transport.close();
   }
 }
+
+/** The service's health check, unsigned: resolves when it answers 200 with a health document. */
+export async function checkHealth(transport: Transport): Promise<void> {
+  parseHealth(
+    await send(transport, unsignable, 'GET', PATHS.health, new Uint8Array(), undefined, DEFAULT_TIMEOUT_MS),
+  );
+}
+
+const unsignable: Signer = () => {
+  throw new Error('the health check is not signed');
+};
 
 /** Signs for `audience` (unsigned when undefined), sends, and returns the parsed 200 answer. */
 async function send(
@@ -166,13 +204,19 @@ async function send(
     });
   } catch (error) {
     const timedOut = error instanceof Error && error.name === 'TimeoutError';
-    throw new ServiceError(`${where}: ${timedOut ? `no answer within ${timeoutMs} ms` : describe(error)}`);
+    throw new ServiceError(`${where}: ${timedOut ? `no answer within ${timeoutMs} ms` : describe(error)}`, {
+      unreachable: true,
+    });
   }
+  // A proxy's or load balancer's word that nothing is there, whatever its body.
+  const unreachable = answer.status === 502 || answer.status === 503 || answer.status === 504;
   let parsed: unknown;
   try {
     parsed = JSON.parse(answer.text);
   } catch {
-    throw new ServiceError(`${where}: ${answer.status}, not JSON: ${answer.text.slice(0, 200)}`);
+    throw new ServiceError(`${where}: ${answer.status}, not JSON: ${answer.text.slice(0, 200)}`, {
+      unreachable,
+    });
   }
   if (answer.status !== 200) {
     const message = (parsed as { error?: unknown })?.error;
@@ -180,7 +224,7 @@ async function send(
       answer.status === 429 || answer.status === 503 ? retryAfterMs(answer.retryAfter) : undefined;
     throw new ServiceError(
       `${where}: ${answer.status} ${typeof message === 'string' ? message : answer.text.slice(0, 200)}`,
-      later,
+      { retryAfterMs: later, unreachable },
     );
   }
   return parsed;

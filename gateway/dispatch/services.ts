@@ -7,7 +7,8 @@
 import type { Logger } from '../logging.ts';
 import type { Settings } from '../settings.ts';
 import { jitter, sleep } from '../timing.ts';
-import { FunctionService } from './function-service.ts';
+import { CircuitBreaker } from './breaker.ts';
+import { checkHealth, FunctionService } from './function-service.ts';
 import { hmacSigner, type Signer } from './signer.ts';
 import { type FetchHandler, httpTransport, inProcessTransport, type Transport } from './transport.ts';
 
@@ -33,7 +34,7 @@ interface Slot {
   home: FunctionService;
   current: FunctionService;
   /** Where the calls go instead of home, while a dev session lasts. */
-  away?: { url: string; revision: string; transport: Transport };
+  away?: { url: string; revision: string; transport: Transport; breaker: CircuitBreaker };
 }
 
 /** For a service in this process, with no signer to send its calls elsewhere. */
@@ -46,6 +47,7 @@ const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/;
 export class FunctionServices {
   readonly #options: FunctionServicesOptions;
   readonly #slots: Slot[] = [];
+  readonly #breakers = new Set<CircuitBreaker>();
   /** Changes one at a time, in the order asked: a redirect, its end and a re-read never interleave. */
   #queue: Promise<unknown> = Promise.resolve();
 
@@ -67,8 +69,18 @@ export class FunctionServices {
         const sign = signers[index] as Signer;
         const service =
           'url' in endpoint
-            ? await this.#connectWithRetry(this.#transport(endpoint.url), endpoint.name, sign, signal)
-            : await this.#connectWithRetry(inProcessTransport(endpoint), undefined, sign, signal);
+            ? await this.#connectWithRetry(
+                this.#transport(endpoint.url, endpoint.name),
+                endpoint.name,
+                sign,
+                signal,
+              )
+            : await this.#connectWithRetry(
+                { transport: inProcessTransport(endpoint) },
+                undefined,
+                sign,
+                signal,
+              );
         return { sign, home: service, current: service };
       }),
     );
@@ -114,6 +126,7 @@ export class FunctionServices {
         // Home as it is now: it may have been redeployed meanwhile.
         slot.home = await slot.home.reread().catch(() => slot.home);
         await this.#change(slot, slot.home);
+        away.breaker.close();
         await away.transport.close(); // waits for the calls under way
         return true;
       }
@@ -124,25 +137,30 @@ export class FunctionServices {
         logger.warning(`a dev session for "${name}" is not redirected: ${describe(error)}`);
         return false;
       }
-      const transport = this.#transport(to.url);
+      const way = this.#transport(to.url, name);
+      const { transport } = way;
       let next: FunctionService;
       try {
         next = await FunctionService.connect({
-          transport,
+          ...way,
           name,
           sign: slot.sign,
           timeoutMs: this.#options.settings.timeoutMs,
         });
       } catch (error) {
+        way.breaker.close();
         await transport.close();
         logger.warning(`a dev session for "${name}" is not redirected: ${describe(error)}`);
         return false;
       }
       const previous = slot.away;
-      slot.away = { ...to, transport };
+      slot.away = { ...to, ...way };
       if (previous?.url !== to.url) logger.info(`calls of "${name}" go to ${to.url} (a dev session)`);
       await this.#change(slot, next);
-      if (previous && previous.transport !== transport) await previous.transport.close();
+      if (previous && previous.transport !== transport) {
+        previous.breaker.close();
+        await previous.transport.close();
+      }
       return true;
     });
   }
@@ -168,14 +186,25 @@ export class FunctionServices {
 
   async close(): Promise<void> {
     await this.#queue;
+    for (const breaker of this.#breakers) breaker.close();
     await Promise.all(
       this.#slots.flatMap((slot) => [slot.home.close(), ...(slot.away ? [slot.away.transport.close()] : [])]),
     );
   }
 
-  #transport(url: string): Transport {
-    const { ca, concurrencyPerService } = this.#options.settings;
-    return httpTransport(url, ca, concurrencyPerService);
+  /** The way to a service over HTTP: its connection pool, and the breaker that stops calls while it is down. */
+  #transport(url: string, name: string): { transport: Transport; breaker: CircuitBreaker } {
+    const { ca, concurrencyPerService, breakerThreshold, serviceRetryDelaysS } = this.#options.settings;
+    const transport = httpTransport(url, ca, concurrencyPerService);
+    const breaker = new CircuitBreaker({
+      service: `"${name}" at ${url}`,
+      threshold: breakerThreshold,
+      probeDelaysS: serviceRetryDelaysS,
+      probe: () => checkHealth(transport),
+      logger: this.#options.logger,
+    });
+    this.#breakers.add(breaker);
+    return { transport, breaker };
   }
 
   /** HTTPS, or plain HTTP on this host (no network crossed), or plain HTTP where it was allowed. */
@@ -203,16 +232,17 @@ export class FunctionServices {
   }
 
   async #connectWithRetry(
-    transport: Transport,
+    way: { transport: Transport; breaker?: CircuitBreaker },
     name: string | undefined,
     sign: Signer,
     signal: AbortSignal,
   ): Promise<FunctionService> {
     const { settings, logger } = this.#options;
+    const { transport } = way;
     for (let delay = 250; ; delay = Math.min(delay * 2, 10_000)) {
       try {
         const service = await FunctionService.connect({
-          transport,
+          ...way,
           name,
           sign,
           timeoutMs: settings.timeoutMs,

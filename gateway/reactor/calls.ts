@@ -12,9 +12,12 @@ import type { DueCall } from './model.ts';
 import { subhandlerKey } from './outcomes.ts';
 
 export interface CallResults<S> {
+  /** One per due call, but those of services that are down. */
   outcomes: Array<[DueCall<S>, Outcome]>;
   /** What the services changed in the memo, in the order they answered (`null` removes a key). */
   memoUpdates: Record<string, unknown>[];
+  /** Some service is down and was not called: resolves when the first such is back. */
+  down?: Promise<void>;
 }
 
 /** How the reactor calls handlers: the function services in the gateway, anything else in a test. */
@@ -41,13 +44,20 @@ export const functionServiceCaller =
       retryDelaysS,
       log,
     );
-    const outcomes = answers.flatMap(({ service, outcomes }) =>
-      (byService.get(service) ?? []).map((call): [DueCall<FunctionService>, Outcome] => [
-        call,
-        outcomes[call.spec.id] as Outcome,
-      ]),
+    const outcomes = answers.flatMap(({ service, outcomes, down }) =>
+      down
+        ? []
+        : (byService.get(service) ?? []).map((call): [DueCall<FunctionService>, Outcome] => [
+            call,
+            outcomes[call.spec.id] as Outcome,
+          ]),
     );
-    return { outcomes, memoUpdates: answers.flatMap((answer) => (answer.memo ? [answer.memo] : [])) };
+    const down = answers.flatMap((answer) => answer.down ?? []);
+    return {
+      outcomes,
+      memoUpdates: answers.flatMap((answer) => (answer.memo ? [answer.memo] : [])),
+      ...(down.length > 0 ? { down: Promise.race(down) } : {}),
+    };
   };
 
 /**

@@ -88,7 +88,20 @@ export class ResourceReactor<S> {
         };
       }
 
-      const folded = await this.#call(current, cause, stored, selection, remembered, now, log);
+      const { folded, down, called } = await this.#call(
+        current,
+        cause,
+        stored,
+        selection,
+        remembered,
+        now,
+        log,
+      );
+      if (down && !called) {
+        // Every call waits for a service that is down: nothing to record, so nothing is written.
+        log.debug('waiting for a function service that is down');
+        return { ...(held ? { written: held.metadata.resourceVersion } : {}), wakeOn: down };
+      }
       if (folded.reconciliation) {
         const { started, ...outcome } = folded.reconciliation;
         remembered.reconciled = reconciled(remembered.reconciled, cause.essence, started, outcome, now);
@@ -101,6 +114,7 @@ export class ResourceReactor<S> {
       return {
         ...((written ?? held) ? { written: (written ?? held)?.metadata.resourceVersion } : {}),
         ...(folded.retryAfterMs === undefined ? {} : { retryAfterMs: folded.retryAfterMs }),
+        ...(down ? { wakeOn: down } : {}),
       };
     } catch (error) {
       if (isNotFound(error)) return {}; // gone meanwhile: nothing to record
@@ -171,7 +185,9 @@ export class ResourceReactor<S> {
     ]);
     for (const updates of [...forCause.memoUpdates, ...forReconcile.memoUpdates])
       remembered.memo = updatedMemo(remembered.memo, updates);
-    return foldOutcomes(
+    const down = forCause.down ?? forReconcile.down;
+    const called = forCause.outcomes.length + forReconcile.outcomes.length > 0;
+    const folded = foldOutcomes(
       {
         plan,
         known,
@@ -184,6 +200,7 @@ export class ResourceReactor<S> {
       },
       log,
     );
+    return { folded, called, ...(down ? { down } : {}) };
   }
 
   /** Carries out the write plan; the object as last written, or undefined when nothing was. */

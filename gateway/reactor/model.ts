@@ -56,6 +56,8 @@ export interface CycleOutcome {
   written?: string;
   /** Run again after this long with the newest state, even if nothing changes. */
   retryAfterMs?: number;
+  /** Run again with the newest state once this resolves (a function service that was down is back). */
+  wakeOn?: Promise<void>;
 }
 
 export function candidatesOf<S>(served: ServedResource<S>): Candidate<S>[] {

@@ -121,6 +121,25 @@ describe('object queue', () => {
     assert.deepEqual(processor.seen, ['a@1', 'a@1']);
   });
 
+  it('parks an object waiting for a service that is down, and runs its newest state when the service is back', async () => {
+    const processor = controlledProcessor();
+    const queue = queueOf(processor.process, { concurrency: 8 });
+    const back = Promise.withResolvers<void>();
+    queue.push('ADDED', version('a', '1'));
+    await processor.started(1);
+    processor.finish({ wakeOn: back.promise });
+    queue.push('MODIFIED', version('a', '2')); // a change meanwhile waits too
+    queue.push('ADDED', version('b', '1'));
+    await processor.started(2); // the queue went on with other objects, and did not run a again
+    processor.finish();
+    assert.deepEqual(processor.seen, ['a@1', 'b@1']);
+    back.resolve();
+    await processor.started(3);
+    processor.finish();
+    await queue.stop();
+    assert.deepEqual(processor.seen, ['a@1', 'b@1', 'a@2']);
+  });
+
   it('forgets an object once it is deleted and idle', async () => {
     const processor = controlledProcessor();
     const queue = queueOf(processor.process, { concurrency: 8 });

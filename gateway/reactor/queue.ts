@@ -31,6 +31,8 @@ interface Slot {
   /** Waiting for the watch to show our write; the timer reads the object afresh if it does not. */
   awaiting: NodeJS.Timeout | undefined;
   retry: NodeJS.Timeout | undefined;
+  /** Waiting for a function service that is down: runs again (with its newest state) when it is back. */
+  parked: boolean;
   failures: number;
 }
 
@@ -89,6 +91,7 @@ export class ObjectQueue {
         queued: false,
         awaiting: undefined,
         retry: undefined,
+        parked: false,
         failures: 0,
       };
       this.#slots.set(key, slot);
@@ -109,7 +112,16 @@ export class ObjectQueue {
   }
 
   #schedule(slot: Slot): void {
-    if (this.#stopped || slot.running || slot.queued || slot.awaiting || slot.retry || !slot.latest) return;
+    if (
+      this.#stopped ||
+      slot.running ||
+      slot.queued ||
+      slot.awaiting ||
+      slot.retry ||
+      slot.parked ||
+      !slot.latest
+    )
+      return;
     slot.queued = true;
     this.#ready.push(slot);
     this.#pump();
@@ -149,7 +161,14 @@ export class ObjectQueue {
     }
     if (this.#stopped) return;
     if (outcome.written) this.#awaitWrite(slot, object, outcome.written);
-    else if (outcome.retryAfterMs !== undefined) slot.latest ??= object;
+    else if (outcome.retryAfterMs !== undefined || outcome.wakeOn) slot.latest ??= object;
+    if (outcome.wakeOn) {
+      slot.parked = true;
+      void outcome.wakeOn.then(() => {
+        slot.parked = false;
+        this.#schedule(slot);
+      });
+    }
     if (outcome.retryAfterMs !== undefined) {
       slot.retry = setTimeout(() => {
         slot.retry = undefined;

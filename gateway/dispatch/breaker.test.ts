@@ -1,0 +1,67 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { createLogger } from '../logging.ts';
+import { CircuitBreaker } from './breaker.ts';
+
+function breakerWith(probe: () => Promise<void>) {
+  const lines: string[] = [];
+  const breaker = new CircuitBreaker({
+    service: '"billing" at http://billing:8080',
+    threshold: 3,
+    probeDelaysS: [0.001],
+    probe,
+    logger: createLogger({ level: 'info', sink: { write: (line) => lines.push(line) } }),
+  });
+  return { breaker, lines };
+}
+
+describe('circuit breaker', () => {
+  it('opens after the threshold of unreachable calls in a row, not before, and a success resets the count', () => {
+    const { breaker, lines } = breakerWith(() => new Promise(() => {}));
+    breaker.unreachable('ECONNREFUSED');
+    breaker.unreachable('ECONNREFUSED');
+    breaker.succeeded();
+    breaker.unreachable('ECONNREFUSED');
+    breaker.unreachable('ECONNREFUSED');
+    assert.equal(breaker.isOpen, false);
+    breaker.unreachable('no answer within 30000 ms');
+    assert.equal(breaker.isOpen, true);
+    assert.equal(lines.length, 1);
+    assert.match(
+      lines[0] ?? '',
+      /WARNING +function service "billing" at http:\/\/billing:8080 is down \(3 calls in a row: no answer within 30000 ms\): its calls wait, and nothing is written for them, until its health check answers/,
+    );
+    breaker.close();
+  });
+
+  it('asks the health check on a backoff while open, and closes, waking the waiting, at its first answer', async () => {
+    let probes = 0;
+    const healthy = Promise.withResolvers<void>();
+    const { breaker, lines } = breakerWith(async () => {
+      probes++;
+      if (probes < 3) throw new Error('ECONNREFUSED');
+      healthy.resolve();
+    });
+    for (let call = 0; call < 3; call++) breaker.unreachable('ECONNREFUSED');
+    const waiting = breaker.recovered();
+    await waiting;
+    await healthy.promise;
+    assert.equal(probes, 3);
+    assert.equal(breaker.isOpen, false);
+    assert.match(
+      lines.join(''),
+      /INFO +function service "billing" at http:\/\/billing:8080 is back after \d+s: its calls resume/,
+    );
+    await breaker.recovered(); // closed: at once
+  });
+
+  it('lets whoever waits go when it is closed for good', async () => {
+    const { breaker } = breakerWith(() => new Promise(() => {}));
+    for (let call = 0; call < 3; call++) breaker.unreachable('ECONNREFUSED');
+    const waiting = breaker.recovered();
+    breaker.close();
+    await waiting;
+    breaker.unreachable('ECONNREFUSED');
+    assert.equal(breaker.isOpen, false, 'a closed breaker opens no more');
+  });
+});

@@ -69,6 +69,11 @@ export interface HandlerContext<Spec extends object = Fields, Status extends obj
   idempotencyKey: string;
   logger: Logger;
   /**
+   * The gateway's trace of this call (W3C trace context), which it logs these handlers' lines with:
+   * start your own spans as its children to follow a cause across both. Undefined when not traced.
+   */
+  trace: { traceparent: string; traceId: string; spanId: string } | undefined;
+  /**
    * Creates and updates: the object's essence (or, with a `field`, the field's value) before and after
    * the change, and their difference. Undefined when the gateway sent none (e.g. `old` on a creation).
    */
@@ -131,6 +136,12 @@ export interface Extras {
 
 const EMPTY = Object.freeze({});
 
+function traceOf(traceparent: string | undefined): HandlerContext['trace'] {
+  if (!traceparent) return undefined;
+  const [, traceId = '', spanId = ''] = traceparent.split('-');
+  return { traceparent, traceId, spanId };
+}
+
 export function handlerContext(
   request: InvocationRequest,
   due: DueHandler,
@@ -160,6 +171,7 @@ export function handlerContext(
     runtime: Date.now() - started.getTime(),
     idempotencyKey: due.idempotencyKey,
     logger,
+    trace: traceOf(request.traceparent),
     old: due.old,
     new: due.new,
     diff: due.diff,

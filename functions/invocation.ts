@@ -28,6 +28,8 @@ export function parseInvocation(
   return checkInvocation(request, handlers);
 }
 
+const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
 /** Checks an InvocationRequest however it arrived: parsed from a body, or handed over in-process. */
 export function checkInvocation(request: InvocationRequest, handlers: ReadonlyMap<string, Registered>) {
   if (!isObject(request)) throw new BadRequest('the request body is not a JSON object');
@@ -41,6 +43,9 @@ export function checkInvocation(request: InvocationRequest, handlers: ReadonlyMa
   if (!Array.isArray(request.handlers)) throw new BadRequest('the request has no "handlers" list');
   if (request.memo !== undefined && !isObject(request.memo)) {
     throw new BadRequest('"memo" must be an object of keys to values');
+  }
+  if (request.traceparent !== undefined && !TRACEPARENT.test(String(request.traceparent))) {
+    throw new BadRequest(`"traceparent" is not a W3C trace context: ${JSON.stringify(request.traceparent)}`);
   }
   if (request.reason === 'admission') {
     const review = request.admission;

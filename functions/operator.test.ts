@@ -162,6 +162,11 @@ describe('bad invocations are answered with 400', () => {
       /"diff" must be a list/,
     ],
     ['an unknown reason', JSON.stringify({ ...valid, reason: 'pause' }), /not due for reason "pause"/],
+    [
+      'a malformed trace context',
+      JSON.stringify({ ...valid, traceparent: '00-xyz' }),
+      /"traceparent" is not a W3C trace context: "00-xyz"/,
+    ],
   ];
   for (const [what, body, error] of cases) {
     it(what, async () => {

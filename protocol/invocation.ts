@@ -106,6 +106,11 @@ export interface InvocationRequest {
   event?: 'ADDED' | 'MODIFIED' | 'DELETED';
   /** Admission handlers: the review. */
   admission?: AdmissionRequest;
+  /**
+   * The W3C trace context of the gateway's call (`00-<trace id>-<span id>-01`), also sent as the
+   * `traceparent` header: here it is signed, and reaches a service in the gateway's process too.
+   */
+  traceparent?: string;
 }
 
 export interface KubernetesEvent {

@@ -74,8 +74,10 @@ export async function callServices(
           },
           timeoutMs,
         );
+        // The trace id joins the service's lines to its own logs and spans, wherever they are exported.
+        const trace = `(trace ${traceIdOf(request.traceparent)})`;
         for (const line of response.logs)
-          log.log(line.level, line.handler ? `${line.handler}: ${line.message}` : line.message);
+          log.log(line.level, `${line.handler ? `${line.handler}: ` : ''}${line.message} ${trace}`);
         return { service, outcomes: response.outcomes, ...(response.memo ? { memo: response.memo } : {}) };
       } catch (error) {
         if (error instanceof ServiceDown) return { service, outcomes: {}, down: error.recovered };
@@ -93,6 +95,10 @@ export async function callServices(
       }
     }),
   );
+}
+
+function traceIdOf(traceparent: string | undefined): string | undefined {
+  return traceparent?.split('-')[1];
 }
 
 /** The same for the same parts, whoever computes it: what makes a retried or repeated call recognisable. */

@@ -144,7 +144,9 @@ export class FunctionService {
     const body = encoder.encode(JSON.stringify(invocation));
     let answer: unknown;
     try {
-      answer = await send(this.#transport, this.#sign, 'POST', PATHS.invoke, body, this.name, timeoutMs);
+      answer = await send(this.#transport, this.#sign, 'POST', PATHS.invoke, body, this.name, timeoutMs, {
+        ...(invocation.traceparent ? { traceparent: invocation.traceparent } : {}),
+      });
     } catch (error) {
       if (error instanceof ServiceError && error.unreachable) breaker?.unreachable(error.message);
       else breaker?.succeeded();
@@ -185,9 +187,10 @@ async function send(
   body: Uint8Array | undefined,
   audience: string | undefined,
   timeoutMs: number,
+  extraHeaders: Record<string, string> = {},
 ): Promise<unknown> {
   const where = `${method} ${transport.url}${path}`;
-  const headers: Record<string, string> = { accept: 'application/json' };
+  const headers: Record<string, string> = { accept: 'application/json', ...extraHeaders };
   if (method === 'POST') headers['content-type'] = 'application/json';
   if (audience !== undefined) {
     const signed = { audience, method, path, body: body ?? new Uint8Array() };

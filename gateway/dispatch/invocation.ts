@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import {
   type DueHandler,
   type InvocationRequest,
@@ -6,6 +7,11 @@ import {
   type Reason,
   type ResolvedResource,
 } from '../../protocol/index.ts';
+
+/** A W3C trace context for a new trace: what a call starts when nothing upstream traced it. */
+export function newTraceparent(): string {
+  return `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01`;
+}
 
 /**
  * The request for one cycle of one object. managedFields are left out: they are bookkeeping of the
@@ -32,5 +38,6 @@ export function invocationRequest(
     body: { ...object, metadata: metadata as KubernetesObject['metadata'] },
     handlers,
     deadline: new Date(Date.now() + timeoutMs).toISOString(),
+    traceparent: newTraceparent(),
   };
 }

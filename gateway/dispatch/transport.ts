@@ -86,11 +86,6 @@ export function inProcessTransport(handler: FetchHandler): Transport {
   };
 }
 
-/**
- * Runs `call` with a signal that aborts with a TimeoutError after `timeoutMs`. Unlike
- * AbortSignal.timeout, the timer goes when the call settles: at hundreds of calls per second, 30-s
- * timers kept every call's signal, request and response alive for 30 s.
- */
 /** Rejects with the signal's reason once it aborts: raced against a call that takes no signal. */
 export function aborted(signal: AbortSignal): Promise<never> {
   return new Promise<never>((_, reject) =>
@@ -98,6 +93,11 @@ export function aborted(signal: AbortSignal): Promise<never> {
   );
 }
 
+/**
+ * Runs `call` with a signal that aborts with a TimeoutError after `timeoutMs`. Unlike
+ * AbortSignal.timeout, the timer goes when the call settles: at hundreds of calls per second, 30-s
+ * timers kept every call's signal, request and response alive for 30 s.
+ */
 export async function withDeadline<T>(
   timeoutMs: number,
   call: (signal: AbortSignal) => Promise<T>,

@@ -280,11 +280,15 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   }
 
   /**
-   * Another service answers for a name now (redeployed with other handlers, or redirected by a dev
-   * session): its handlers replace the previous one's. Cycles under way finish with the previous one.
+   * Another service answers for a name now (redeployed with other handlers, redirected by a dev
+   * session, or given anew): its handlers replace the previous one's. Cycles under way finish with
+   * the previous one. A service added has no previous one; a service removed, no next.
    */
-  async function rebind(previous: FunctionService, next: FunctionService): Promise<void> {
-    const { groups, left } = await locate(handlersOf([next]), true);
+  async function rebind(
+    previous: FunctionService | undefined,
+    next: FunctionService | undefined,
+  ): Promise<void> {
+    const { groups, left } = await locate(handlersOf(next ? [next] : []), true);
     // In one step, with no await: a cycle sees the handlers of one service or the other, never neither
     // (with neither, it would take an object for unhandled, or release its finalizer).
     for (const [key, { entry }] of served) {
@@ -298,7 +302,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       group.items = group.items.filter(({ handler }) => isAdmissionHandler(handler));
       holdAtCreation(key, entry);
     }
-    admission?.retire(previous); // its webhooks answer until the next ones are configured
+    if (previous) admission?.retire(previous); // its webhooks answer until the next ones are configured
     pending = pending.filter((item) => item.service !== previous);
     for (const { resource, items } of groups.values()) await serve(resource, items);
     await admission?.sync();

@@ -101,6 +101,11 @@ export class FunctionService {
     return this.#transport.url;
   }
 
+  /** Its circuit breaker, for a service over HTTP. */
+  get breaker(): CircuitBreaker | undefined {
+    return this.#options.breaker;
+  }
+
   static async connect(options: FunctionServiceOptions): Promise<FunctionService> {
     const { transport } = options;
     const { sign } = options;

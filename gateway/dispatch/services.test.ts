@@ -30,7 +30,7 @@ describe('the function services of a gateway', () => {
   };
 
   async function directory(home: ReturnType<typeof greeter>) {
-    const changes: Array<{ previous: FunctionService; next: FunctionService }> = [];
+    const changes: Array<{ previous: FunctionService | undefined; next: FunctionService | undefined }> = [];
     const services = new FunctionServices({
       signer: hmacSigner(new TextEncoder().encode(SECRET)),
       settings: DEFAULT_SETTINGS.calls,
@@ -51,7 +51,7 @@ describe('the function services of a gateway', () => {
     await services.refresh();
     assert.equal(changes.length, 1);
     assert.deepEqual(
-      changes[0]?.next.manifest.handlers.map((handler) => handler.id),
+      changes[0]?.next?.manifest.handlers.map((handler) => handler.id),
       ['create_fn', 'delete_fn'],
     );
     assert.equal(services.current[0], changes[0]?.next);
@@ -98,6 +98,40 @@ describe('the function services of a gateway', () => {
     await services.refresh();
     assert.equal(changes.length, 2, 'the refresh finds nothing new');
     await services.close();
+  });
+});
+
+describe('function services given while the gateway runs', () => {
+  it('are added, given anew and removed, each change told once, and one that does not answer changes nothing', async (t) => {
+    const servers = await Promise.all(
+      [greeter('billing'), greeter('billing'), greeter('shipping')].map((op) =>
+        serveFetch(op, { port: 0, host: '127.0.0.1' }),
+      ),
+    );
+    t.after(() => Promise.all(servers.map((server) => server.close())));
+    const [first, second, other] = servers.map((server) => server.url) as [string, string, string];
+    const changes: string[] = [];
+    const services = new FunctionServices({
+      signer: hmacSigner(new TextEncoder().encode(SECRET)),
+      settings: DEFAULT_SETTINGS.calls,
+      logger: createLogger({ level: 'error' }),
+      onChange: async (previous, next) => void changes.push(`${previous?.url ?? '-'} → ${next?.url ?? '-'}`),
+    });
+    t.after(() => services.close());
+
+    const added = await services.put({ name: 'billing', url: first });
+    assert.equal(added.name, 'billing');
+    await services.put({ name: 'billing', url: second, timeoutMs: 1000 });
+    assert.equal(services.current[0]?.timeoutMs, 1000);
+    await assert.rejects(
+      services.put({ name: 'billing', url: other }),
+      /answers as "shipping", not as "billing"/,
+    );
+    assert.equal(services.current[0]?.url, second, 'the service that answered stays');
+    await services.remove('billing');
+    await services.remove('billing'); // gone already: nothing to tell
+    assert.deepEqual(changes, [`- → ${first}`, `${first} → ${second}`, `${second} → -`]);
+    assert.deepEqual(services.current, []);
   });
 });
 

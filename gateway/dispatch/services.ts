@@ -18,6 +18,12 @@ export interface FunctionEndpoint {
   url: string;
   /** A secret shared with this service alone (HS256, ≥ 32 bytes), instead of the gateway's signing keys. */
   secret?: Uint8Array;
+  /** PEM of the CA to trust for this service (`settings.calls.ca` otherwise). */
+  ca?: string;
+  /** How long one of its calls may take (`settings.calls.timeoutMs` otherwise). */
+  timeoutMs?: number;
+  /** Calls to it at once (`settings.calls.concurrencyPerService` otherwise). */
+  concurrency?: number;
 }
 
 export interface FunctionServicesOptions {
@@ -25,11 +31,16 @@ export interface FunctionServicesOptions {
   signer: Signer | undefined;
   settings: Settings['calls'];
   logger: Logger;
-  /** The service that answers for a name is now `next`: rebind its handlers (the calls under way finish). */
-  onChange(previous: FunctionService, next: FunctionService): Promise<void>;
+  /**
+   * The service that answers for a name is now `next`: rebind its handlers (the calls under way
+   * finish). `previous` is undefined for a service added, `next` for one removed.
+   */
+  onChange(previous: FunctionService | undefined, next: FunctionService | undefined): Promise<void>;
 }
 
 interface Slot {
+  /** How it was given, for a service over HTTP. */
+  endpoint?: FunctionEndpoint;
   sign: Signer;
   home: FunctionService;
   current: FunctionService;
@@ -69,19 +80,14 @@ export class FunctionServices {
         const sign = signers[index] as Signer;
         const service =
           'url' in endpoint
-            ? await this.#connectWithRetry(
-                this.#transport(endpoint.url, endpoint.name),
-                endpoint.name,
-                sign,
-                signal,
-              )
+            ? await this.#connectWithRetry(this.#transport(endpoint), endpoint.name, sign, signal)
             : await this.#connectWithRetry(
                 { transport: inProcessTransport(endpoint) },
                 undefined,
                 sign,
                 signal,
               );
-        return { sign, home: service, current: service };
+        return { ...('url' in endpoint ? { endpoint } : {}), sign, home: service, current: service };
       }),
     );
     this.#slots.push(...slots);
@@ -137,7 +143,7 @@ export class FunctionServices {
         logger.warning(`a dev session for "${name}" is not redirected: ${describe(error)}`);
         return false;
       }
-      const way = this.#transport(to.url, name);
+      const way = this.#transport({ ...slot.endpoint, name, url: to.url });
       const { transport } = way;
       let next: FunctionService;
       try {
@@ -145,7 +151,7 @@ export class FunctionServices {
           ...way,
           name,
           sign: slot.sign,
-          timeoutMs: this.#options.settings.timeoutMs,
+          timeoutMs: slot.endpoint?.timeoutMs ?? this.#options.settings.timeoutMs,
         });
       } catch (error) {
         way.breaker.close();
@@ -163,6 +169,73 @@ export class FunctionServices {
       }
       return true;
     });
+  }
+
+  /**
+   * Serves `endpoint` from now on: a service added, or the one of that name given anew (another URL,
+   * secret, CA, timeout). Connects once, and throws why when it cannot: the caller says so and tries
+   * again. The calls under way with a replaced service finish with it.
+   */
+  put(endpoint: FunctionEndpoint): Promise<FunctionService> {
+    return this.#serially(async () => {
+      const sign = this.#signerFor(endpoint);
+      const way = this.#transport(endpoint);
+      let service: FunctionService;
+      try {
+        service = await FunctionService.connect({
+          ...way,
+          name: endpoint.name,
+          sign,
+          timeoutMs: endpoint.timeoutMs ?? this.#options.settings.timeoutMs,
+        });
+      } catch (error) {
+        way.breaker.close();
+        this.#breakers.delete(way.breaker);
+        await way.transport.close();
+        throw error;
+      }
+      const slot = this.#slots.find((candidate) => candidate.home.name === endpoint.name);
+      if (!slot) {
+        this.#slots.push({ endpoint, sign, home: service, current: service });
+        await this.#options.onChange(undefined, service);
+        return service;
+      }
+      const replaced = slot.home;
+      Object.assign(slot, { endpoint, sign, home: service });
+      if (!slot.away) await this.#change(slot, service);
+      await this.#closeService(replaced);
+      return service;
+    });
+  }
+
+  /** Stops serving the service named `name`: its handlers are unbound, and its calls under way finish. */
+  remove(name: string): Promise<void> {
+    return this.#serially(async () => {
+      const index = this.#slots.findIndex((slot) => slot.home.name === name);
+      const slot = this.#slots[index];
+      if (!slot) return;
+      this.#slots.splice(index, 1);
+      await this.#options.onChange(slot.current, undefined);
+      await this.#closeService(slot.home);
+      if (slot.away) {
+        slot.away.breaker.close();
+        await slot.away.transport.close();
+      }
+    });
+  }
+
+  /** Whether the service named `name` is taken as down (its breaker is open). */
+  isDown(name: string): boolean {
+    const slot = this.#slots.find((candidate) => candidate.home.name === name);
+    return slot?.current.breaker?.isOpen ?? false;
+  }
+
+  async #closeService(service: FunctionService): Promise<void> {
+    if (service.breaker) {
+      service.breaker.close();
+      this.#breakers.delete(service.breaker);
+    }
+    await service.close();
   }
 
   /** Reads every service's manifest again; a service redeployed with other handlers is rebound. */
@@ -193,9 +266,10 @@ export class FunctionServices {
   }
 
   /** The way to a service over HTTP: its connection pool, and the breaker that stops calls while it is down. */
-  #transport(url: string, name: string): { transport: Transport; breaker: CircuitBreaker } {
+  #transport(endpoint: FunctionEndpoint): { transport: Transport; breaker: CircuitBreaker } {
+    const { url, name } = endpoint;
     const { ca, concurrencyPerService, breakerThreshold, serviceRetryDelaysS } = this.#options.settings;
-    const transport = httpTransport(url, ca, concurrencyPerService);
+    const transport = httpTransport(url, endpoint.ca ?? ca, endpoint.concurrency ?? concurrencyPerService);
     const breaker = new CircuitBreaker({
       service: `"${name}" at ${url}`,
       threshold: breakerThreshold,

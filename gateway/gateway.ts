@@ -13,6 +13,7 @@ import type { FetchHandler } from './dispatch/transport.ts';
 import { Admission } from './engines/admission.ts';
 import { DevSessions } from './engines/dev-sessions.ts';
 import { EventHandlers } from './engines/event-handlers.ts';
+import { FunctionServiceObjects } from './engines/function-service-objects.ts';
 import { SigningKeys } from './engines/signing-keys.ts';
 import { DEFAULT_IDENTITY, type Identity } from './identity.ts';
 import { KubeClient } from './kube/client.ts';
@@ -57,6 +58,11 @@ export interface GatewayOptions {
    * them (see engines/dev-sessions.ts). Whoever may write Leases there may see the objects' calls.
    */
   devSessions?: string;
+  /**
+   * Also serve the function services that FunctionService objects (causeway.dev/v1alpha1) in this
+   * namespace name, as they are added, changed and removed.
+   */
+  functionServices?: string;
 }
 
 export interface Gateway {
@@ -291,9 +297,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     const { groups, left } = await locate(handlersOf(next ? [next] : []), true);
     // In one step, with no await: a cycle sees the handlers of one service or the other, never neither
     // (with neither, it would take an object for unhandled, or release its finalizer).
+    const rebound = new Set<string>();
     for (const [key, { entry }] of served) {
+      const before = entry.bindings.length;
       entry.bindings = entry.bindings.filter((binding) => binding.service !== previous);
       const group = groups.get(key);
+      if (entry.bindings.length !== before || group) rebound.add(key);
       if (!group) continue;
       bind(
         entry,
@@ -307,7 +316,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     for (const { resource, items } of groups.values()) await serve(resource, items);
     await admission?.sync();
     resolveLater(left);
-    for (const { entry, watch } of served.values()) await watch.reselect(selectorOf(entry));
+    // Its objects are looked at again with the handlers they have now: one a removed service left
+    // unhandled is handled by the one that comes (a cycle that finds nothing new writes nothing).
+    for (const [key, { entry, watch }] of served) await watch.reselect(selectorOf(entry), rebound.has(key));
   }
 
   /** Changes to what is served happen one at a time. */
@@ -336,6 +347,17 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       },
     }),
   );
+  if (options.functionServices) {
+    await components.add(
+      new FunctionServiceObjects({
+        client,
+        namespace: options.functionServices,
+        services,
+        settings,
+        logger,
+      }),
+    );
+  }
   if (options.devSessions) {
     await components.add(
       new DevSessions({

@@ -4,11 +4,13 @@ import { readFileSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
+import { stringify } from 'yaml';
 import packageJson from '../../package.json' with { type: 'json' };
 import { JWKS_URL_VARIABLE, JWKS_VARIABLE, type LogLevel, SECRET_VARIABLE } from '../../protocol/index.ts';
 import { chooseMode, localReach, ngrokReach, type ReachMode } from '../../webhooks/reach.ts';
 import { type ConformanceTarget, runConformance } from '../conformance/checks.ts';
 import type { FunctionEndpoint } from '../dispatch/services.ts';
+import { functionServiceDefinition } from '../engines/function-service-objects.ts';
 import { type GatewayOptions, startGateway } from '../gateway.ts';
 import { DEFAULT_IDENTITY, type Identity } from '../identity.ts';
 import { KubeClient } from '../kube/client.ts';
@@ -44,6 +46,8 @@ Commands:
                         Check a function service, in any language, against protocol v1: health,
                         manifest, a call per handler, the error model, and a refusal of every
                         forged request. Signs as the gateway: --signing-keys or --secret-file.
+  crd                   Print the FunctionService CustomResourceDefinition, for
+                        \`causeway crd | kubectl apply -f -\`.
   release <resource> <name>
                         Remove the gateway's finalizer from one object, without calling any
                         handler: for objects stuck in deletion after their operator is gone.
@@ -65,6 +69,9 @@ Options for run and gateway:
       --secret-file <path>  (gateway) A secret shared with the services (HS256) instead of keys;
                             default $${SECRET_VARIABLE}.
       --function-secret <name>=<file>  (gateway) A secret shared with that service alone.
+      --function-services <ns>  (gateway) Also serve the function services named by FunctionService
+                            objects in this namespace, as they come, change and go; their status
+                            says what the gateway found (see \`causeway crd\`).
       --function-timeout <s>  Seconds one function call may take (default 30).
       --function-concurrency <n>  (gateway) Calls at once to one function service (default 128);
                             the others wait their turn.
@@ -159,6 +166,7 @@ const OPTIONS = {
   'webhook-key-file': { type: 'string' },
   'webhook-ca-file': { type: 'string' },
   'dev-sessions': { type: 'string' },
+  'function-services': { type: 'string' },
   'session-seconds': { type: 'string' },
   name: { type: 'string' },
   'dev-reach': { type: 'string' },
@@ -223,9 +231,15 @@ export async function main(argv: string[]): Promise<void> {
     case 'serve':
       return serveOnly(requireModule(rest, 'serve'), values, logger);
     case 'gateway':
-      if (!values.functions?.length)
-        throw new UsageError(`gateway needs at least one --functions ${ENDPOINT}`);
-      return gatewayOnly(values.functions.map(functionEndpoint), values, logger);
+      if (!values.functions?.length && !values['function-services'])
+        throw new UsageError(
+          `gateway needs at least one --functions ${ENDPOINT}, or --function-services <namespace>`,
+        );
+      return gatewayOnly((values.functions ?? []).map(functionEndpoint), values, logger);
+    case 'crd':
+      // For `causeway crd | kubectl apply -f -`: the FunctionService definition of this version.
+      process.stdout.write(stringify(functionServiceDefinition()));
+      return;
     case 'dev':
       return devCommand(requireModule(rest, 'dev'), values, logger);
     case 'conformance': {
@@ -413,6 +427,7 @@ function gatewayOptions(values: Values, logger: Logger): Omit<GatewayOptions, 'f
     identity: identityOf(values),
     ...(values.namespace?.length ? { namespaces: values.namespace } : {}),
     ...(values['dev-sessions'] ? { devSessions: values['dev-sessions'] } : {}),
+    ...(values['function-services'] ? { functionServices: values['function-services'] } : {}),
     settings: {
       persistence: { stateIn },
       ...(values.concurrency

@@ -48,9 +48,9 @@ export class ResourceWatch {
     }
   }
 
-  /** Watches again, with another selector, whatever is watched now. */
-  async reselect(selector: string | undefined): Promise<void> {
-    if (!this.#started || selector === this.#selector) return;
+  /** Watches again, with another selector (or the same, to list every object again: `relist`), whatever is watched now. */
+  async reselect(selector: string | undefined, relist = false): Promise<void> {
+    if (!this.#started || (selector === this.#selector && !relist)) return;
     this.#selector = selector;
     const namespaces = [...this.#watchers.keys()];
     await Promise.all(namespaces.map((namespace) => this.#unwatch(namespace)));

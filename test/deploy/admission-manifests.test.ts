@@ -1,9 +1,10 @@
 /**
  * deploy/examples/17-admission: a gateway serving admission webhooks, checked against the real test
  * control plane. Its RBAC is exactly what it uses: the containers' commands run with nothing but the
- * gateway's service account token, keep the certificates in their Secret, configure the webhooks
- * that the apiserver then calls, and remove them on exit. (The apiserver here has no cluster network
- * to reach a Service, so that run reaches the server on this host: the one flag changed.)
+ * gateway's service account token, make the signing keys the function service verifies with, keep
+ * the certificates in their Secret, configure the webhooks that the apiserver then calls, and remove
+ * them on exit. (The apiserver here has no cluster network to reach a Service, so that run reaches
+ * the server on this host: the one flag changed.)
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -17,11 +18,14 @@ import {
   type Deployment,
   find,
   flagValue,
+  keptKeys,
+  mountedFile,
   onlyContainer,
+  problems,
   REPO,
   render,
   type Service,
-  startBundledCli,
+  startGatewayThenFunctions,
   uniqueClusterNames,
   withFlag,
 } from '../support/deploy.ts';
@@ -36,8 +40,10 @@ import {
   serviceAccount,
   toYaml,
   writeServiceAccountKubeconfig,
+  wrongPermissions,
 } from '../support/kubectl.ts';
 import { applyFile, eventually, kubeClient } from '../support/operator.ts';
+import { freePort } from '../support/processes.ts';
 
 const OVERLAY = join(REPO, 'deploy/examples/17-admission');
 const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
@@ -45,6 +51,8 @@ const GATEWAY = 'causeway-gateway';
 const FUNCTIONS = 'kopfexample-functions';
 const WEBHOOKS = 'causeway-gateway-webhooks';
 const CERTIFICATES = 'causeway-gateway-webhooks-tls';
+/** The Secret (private) and the ConfigMap (public) of the gateway's signing keys. */
+const KEYS = 'causeway-signing-keys';
 
 /**
  * The webhook configurations are named by the gateway's annotation prefix, cluster-wide: each test
@@ -64,7 +72,7 @@ function withPrefix(objects: Manifest[], prefix: string): Manifest[] {
 describe('deploy/examples/17-admission', () => {
   before(() => applyFile(CRD));
 
-  it('renders the webhook Service for the gateway, and the gateway names it, its port and its Secret', async () => {
+  it('renders the webhook Service for the gateway, and the gateway names it, its port, its Secret and its signing keys', async () => {
     const objects = await render(OVERLAY);
     assert.deepEqual(
       objects.map((object) => `${object.kind}/${object.metadata.name}`).sort(),
@@ -94,8 +102,16 @@ describe('deploy/examples/17-admission', () => {
     for (const [label, value] of Object.entries(service.spec.selector)) {
       assert.equal(gateway.spec.template.metadata.labels[label], value, `pod label ${label}`);
     }
-    const functions = onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS));
-    assert.equal(functions.args?.[1], 'examples/17-admission/operator.ts');
+    const functions = find<Deployment>(objects, 'Deployment', FUNCTIONS);
+    const functionsArgs = onlyContainer(functions).args ?? [];
+    assert.equal(functionsArgs[1], 'examples/17-admission/operator.ts');
+    // The overlay's args replace the base's: they still sign with the keys the service mounts.
+    assert.equal(flagValue(args, '--signing-keys'), `$(POD_NAMESPACE)/${KEYS}`);
+    assert.deepEqual(mountedFile(functions, flagValue(functionsArgs, '--jwks-file') ?? ''), {
+      configMap: { name: KEYS },
+      key: 'jwks.json',
+      readOnly: true,
+    });
   });
 
   it('passes kubectl apply --dry-run=server under the restricted pod security standard', async (t) => {
@@ -108,53 +124,82 @@ describe('deploy/examples/17-admission', () => {
     assert.doesNotMatch(result.stderr, /PodSecurity/, result.stderr);
   });
 
-  it("runs the gateway with only its service account's token: the rights it has are the ones it uses", async (t) => {
+  it("runs the containers' commands with only the gateway's service account token: the rights it has are the ones it uses, the function service has none", async (t) => {
     const namespace = await testNamespace(t);
     const prefix = `${namespace}.causeway.dev`;
     const objects = withPrefix(uniqueClusterNames(await render(OVERLAY, namespace), namespace), prefix);
     await applyRbac(t, objects);
-    assert.deepEqual(await grantedBeyondBaseline(serviceAccount(namespace, GATEWAY), namespace), [
+    const account = serviceAccount(namespace, GATEWAY);
+    const functionsAccount = serviceAccount(namespace, FUNCTIONS);
+    assert.deepEqual(await grantedBeyondBaseline(account, namespace), [
+      'create /configmaps',
       'create /secrets',
       'create admissionregistration.k8s.io/mutatingwebhookconfigurations',
       'create admissionregistration.k8s.io/validatingwebhookconfigurations',
       `delete admissionregistration.k8s.io/mutatingwebhookconfigurations/${prefix}`,
       `delete admissionregistration.k8s.io/validatingwebhookconfigurations/${prefix}`,
-      `get /secrets/${CERTIFICATES}`,
+      `get /configmaps/${KEYS}`,
+      `get /secrets/${CERTIFICATES},${KEYS}`,
       `patch admissionregistration.k8s.io/mutatingwebhookconfigurations/${prefix}`,
       `patch admissionregistration.k8s.io/validatingwebhookconfigurations/${prefix}`,
-      `update /secrets/${CERTIFICATES}`,
+      `update /configmaps/${KEYS}`,
+      `update /secrets/${CERTIFICATES},${KEYS}`,
     ]);
+    assert.deepEqual(await grantedBeyondBaseline(functionsAccount, namespace), []);
+    assert.deepEqual(
+      await wrongPermissions([
+        [account, namespace, ['get', `secrets/${KEYS}`], true],
+        [account, namespace, ['update', `secrets/${KEYS}`], true],
+        [account, namespace, ['get', `configmaps/${KEYS}`], true],
+        [account, namespace, ['update', `configmaps/${KEYS}`], true],
+        [account, namespace, ['get', 'secrets/another-secret'], false],
+        [account, namespace, ['list', 'secrets'], false],
+        [account, namespace, ['get', `configmaps/${CERTIFICATES}`], false],
+        [account, namespace, ['list', 'configmaps'], false],
+        [functionsAccount, namespace, ['get', `secrets/${KEYS}`], false],
+        [functionsAccount, namespace, ['get', `configmaps/${KEYS}`], false],
+      ]),
+      [],
+    );
 
     const dir = await mkdtemp(join(tmpdir(), 'causeway-deploy-'));
     t.after(() => rm(dir, { recursive: true, force: true }));
     const cli = await bundleCli(join(dir, 'cli'));
     const kubeconfig = join(dir, 'kubeconfig');
     await writeServiceAccountKubeconfig(kubeconfig, namespace, GATEWAY);
-    const secret = 'a-shared-secret-for-the-admission-deploy-test';
-    const functionsArgs = onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [];
-    const functions = startBundledCli(
-      t,
-      cli,
-      [...withFlag(functionsArgs, '--port', '0'), '--host', '127.0.0.1'],
-      { CAUSEWAY_SECRET: secret },
-    );
-    const url = await eventually('the function service to listen', async () => {
-      assert.equal(functions.exitCode, null, functions.output());
-      return /listening on (http:\/\/\S+)/.exec(functions.output())?.[1];
-    });
+    const port = await freePort();
     const container = onlyContainer(find<Deployment>(objects, 'Deployment', GATEWAY));
     const args = withFlag(
-      withFlag(container.args ?? [], '--functions', `admission=${url}`),
+      withFlag(container.args ?? [], '--functions', `admission=http://127.0.0.1:${port}`),
       '--webhook-listen',
       '127.0.0.1:0',
     )
       .map((arg) => arg.replaceAll('$(POD_NAMESPACE)', namespace))
       .concat(['--webhook-reach', 'local', '--annotation-prefix', prefix]);
-    const gateway = startBundledCli(t, cli, args, { CAUSEWAY_SECRET: secret, KUBECONFIG: kubeconfig });
-    await eventually('the webhooks configured', async () => {
-      assert.equal(gateway.exitCode, null, gateway.output());
-      return /the apiserver reaches them at/.test(gateway.output()) ? true : undefined;
+    const functionsArgs = onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [];
+    // The gateway first, then the service, once this test has played kubelet's part: mounting the
+    // ConfigMap the gateway made as the file its --jwks-file names.
+    const { gateway, functions, published } = await startGatewayThenFunctions(t, {
+      cli,
+      gateway: { args, env: { KUBECONFIG: kubeconfig } },
+      functions: { args: [...withFlag(functionsArgs, '--port', String(port)), '--host', '127.0.0.1'] },
+      dir,
     });
+    await eventually(
+      'the webhooks configured',
+      async () => {
+        assert.equal(gateway.exitCode, null, gateway.output());
+        assert.equal(functions.exitCode, null, functions.output());
+        return /the apiserver reaches them at/.test(gateway.output()) ? true : undefined;
+      },
+      30_000, // the gateway retries the service at growing intervals until the keys are mounted
+    );
+    const [kid, ...more] = await keptKeys(namespace, KEYS);
+    assert.deepEqual(more, []);
+    assert.deepEqual(
+      published.keys.map((key) => [key.kid, 'd' in key]),
+      [[kid, false]],
+    );
 
     // The example's handler refuses spec.field "not-allowed", with its own code.
     const refused = await eventually('the validating webhook in effect', async () => {
@@ -187,6 +232,7 @@ describe('deploy/examples/17-admission', () => {
         `${kind} removed on exit`,
       );
     }
-    assert.doesNotMatch(gateway.output(), /\b(ERROR|WARNING)\b|[Ff]orbidden/, gateway.output());
+    assert.deepEqual(problems(gateway.output()), [], gateway.output());
+    assert.deepEqual(problems(functions.output()), [], functions.output());
   });
 });

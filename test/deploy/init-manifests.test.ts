@@ -2,19 +2,30 @@
  * What `causeway init` writes for a cluster, checked against the real test control plane: crd.yaml
  * installs and takes example.yaml; deploy/ passes `kubectl apply -k` as a server-side dry run under
  * the restricted pod security standard; its RBAC grants the gateway what it uses and nothing more;
- * and the project's operator handles example.yaml with nothing but those rights.
+ * and deploy/'s commands handle example.yaml with nothing but those rights, the gateway signing with
+ * keys it makes and the function service verifying with their public halves.
  */
 import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { runOperator } from 'causeway/testing';
+import { fileURLToPath } from 'node:url';
 import { IMAGE_NODE_FLAGS } from '../../deploy/build.ts';
 import { init } from '../../gateway/cli/init.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { testNamespace } from '../support/cluster.ts';
+import {
+  type Deployment,
+  find,
+  flagValue,
+  keptKeys,
+  mountedFile,
+  onlyContainer,
+  problems,
+  startGatewayThenFunctions,
+  withFlag,
+} from '../support/deploy.ts';
 import {
   applyRbac,
   dryRunObjects,
@@ -28,8 +39,11 @@ import {
   wrongPermissions,
 } from '../support/kubectl.ts';
 import { eventually, kubeClient } from '../support/operator.ts';
+import { freePort } from '../support/processes.ts';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
+/** The Secret (private) and the ConfigMap (public) of the gateway's signing keys. */
+const KEYS = 'causeway-signing-keys';
 
 interface Project {
   dir: string;
@@ -42,16 +56,10 @@ interface Project {
   functions: string;
 }
 
-interface PodTemplate {
-  spec: {
-    template: { spec: { automountServiceAccountToken?: boolean; containers: Array<{ image: string }> } };
-  };
-}
-
 /**
  * A project made by `causeway init`, named after a fresh test namespace: deploy/'s `namespace:` is
  * that namespace, and its cluster-scoped names are this test's alone. Its causeway dependency is this
- * repository, so its operator runs on the sources, as the other tests do.
+ * repository, as built into dist/ by the global setup's `npm pack`: the package's exports and its CLI.
  */
 async function scaffold(t: TestContext): Promise<Project> {
   const name = await testNamespace(t);
@@ -147,16 +155,33 @@ describe('causeway init: crd.yaml and deploy/', () => {
 
     const objects = await render(project);
     for (const name of [project.gateway, project.functions]) {
-      const deployment = objects.find(
-        (object) => object.kind === 'Deployment' && object.metadata.name === name,
-      );
-      const pod = (deployment as (Manifest & PodTemplate) | undefined)?.spec.template.spec;
+      const deployment = find<Deployment>(objects, 'Deployment', name);
+      const pod = deployment.spec.template.spec;
       assert.deepEqual(
-        pod?.containers.map((container) => container.image),
+        pod.containers.map((container) => container.image),
         [`${project.name}:0.1.0`],
       );
-      assert.equal(pod?.automountServiceAccountToken, name === project.gateway, `${name}: token mounted`);
+      assert.equal(pod.automountServiceAccountToken, name === project.gateway, `${name}: token mounted`);
+      // The gateway makes its keys: no pod reads a Secret that users would have to create first.
+      assert.deepEqual(
+        onlyContainer(deployment).env?.filter((variable) => variable.valueFrom?.secretKeyRef) ?? [],
+        [],
+        `${name}: env from a Secret`,
+      );
     }
+    // The gateway keeps its keys in its namespace, the function service verifies with their public
+    // halves there, mounted read-only as the ConfigMap's jwks.json.
+    const gateway = onlyContainer(find<Deployment>(objects, 'Deployment', project.gateway));
+    assert.equal(flagValue(gateway.args ?? [], '--signing-keys'), `$(POD_NAMESPACE)/${KEYS}`);
+    const functions = find<Deployment>(objects, 'Deployment', project.functions);
+    assert.deepEqual(
+      mountedFile(functions, flagValue(onlyContainer(functions).args ?? [], '--jwks-file') ?? ''),
+      {
+        configMap: { name: KEYS },
+        key: 'jwks.json',
+        readOnly: true,
+      },
+    );
   });
 
   it('grants the gateway what it uses and nothing more, and the functions nothing', async (t) => {
@@ -176,47 +201,101 @@ describe('causeway init: crd.yaml and deploy/', () => {
         [gateway, namespace, ['patch', resource, '--subresource=status'], true],
         [gateway, namespace, ['create', 'events'], true],
         [gateway, namespace, ['get', crd], true],
+        [gateway, namespace, ['get', `secrets/${KEYS}`], true],
+        [gateway, namespace, ['update', `secrets/${KEYS}`], true],
+        [gateway, namespace, ['get', `configmaps/${KEYS}`], true],
+        [gateway, namespace, ['update', `configmaps/${KEYS}`], true],
+        [gateway, namespace, ['create', 'secrets'], true],
+        [gateway, namespace, ['create', 'configmaps'], true],
         [gateway, elsewhere, ['list', resource], false],
         [gateway, elsewhere, ['create', 'events'], false],
+        [gateway, elsewhere, ['get', `secrets/${KEYS}`], false],
         [gateway, namespace, ['list', resource, '--all-namespaces'], false],
+        [gateway, namespace, ['get', 'secrets/another-secret'], false],
+        [gateway, namespace, ['list', 'secrets'], false],
+        [gateway, namespace, ['delete', `secrets/${KEYS}`], false],
+        [gateway, namespace, ['get', 'configmaps/kube-root-ca.crt'], false],
         [functions, namespace, ['list', resource], false],
         [functions, namespace, ['create', 'events'], false],
+        [functions, namespace, ['get', `secrets/${KEYS}`], false],
+        [functions, namespace, ['get', `configmaps/${KEYS}`], false],
       ]),
       [],
     );
     // The complete list, in its namespace, beyond what any authenticated account may do.
     assert.deepEqual(await grantedBeyondBaseline(gateway, namespace), [
+      'create /configmaps',
       'create /events',
+      'create /secrets',
+      `get /configmaps/${KEYS}`,
+      `get /secrets/${KEYS}`,
       `get apiextensions.k8s.io/customresourcedefinitions/${resource}`,
       `get ${group}/examples`,
       `list ${group}/examples`,
       `patch ${group}/examples`,
       `patch ${group}/examples/status`,
+      `update /configmaps/${KEYS}`,
+      `update /secrets/${KEYS}`,
       `watch ${group}/examples`,
     ]);
     assert.deepEqual(await grantedBeyondBaseline(functions, namespace), []);
   });
 
-  it("handles example.yaml with the project's operator and nothing but the gateway's rights", async (t) => {
+  it("runs deploy/'s commands with nothing but the gateway's rights: it makes its keys, the function service verifies with them, example.yaml is handled", async (t) => {
     const project = await scaffold(t);
     await installCrd(t, project);
-    await applyRbac(t, await render(project));
+    const objects = await render(project);
+    await applyRbac(t, objects);
     const kubeconfig = join(project.dir, 'gateway.kubeconfig');
     await writeServiceAccountKubeconfig(kubeconfig, project.name, project.gateway);
 
-    // `npm start` does the same: `causeway run operator.ts`, a gateway and the function service in one process.
-    const { default: op } = await import(pathToFileURL(join(project.dir, 'operator.ts')).href);
-    const running = await runOperator(op, { namespaces: [project.name], kubeconfig });
-    t.after(() => running.stop());
+    // The image's entrypoint (the first test holds the Dockerfile to it), in the project as in /app.
+    const cli = join(project.dir, 'node_modules/causeway/dist/cli/causeway.mjs');
+    const port = await freePort();
+    const gatewayArgs = withFlag(
+      onlyContainer(find<Deployment>(objects, 'Deployment', project.gateway)).args ?? [],
+      '--functions',
+      `${project.name}=http://127.0.0.1:${port}`,
+    ).map((arg) => arg.replaceAll('$(POD_NAMESPACE)', project.name));
+    const served = onlyContainer(find<Deployment>(objects, 'Deployment', project.functions)).args ?? [];
+    // The image serves the build of operator.ts (npm run build): Node runs the source as it is.
+    assert.equal(served[1], 'dist/operator.js');
+    const functionsArgs = [
+      ...withFlag(served.with(1, 'operator.ts'), '--port', String(port)),
+      '--host',
+      '127.0.0.1',
+    ];
+    // The gateway first, then the service, once this test has played kubelet's part: mounting the
+    // ConfigMap the gateway made as the file its --jwks-file names.
+    const { gateway, functions, published } = await startGatewayThenFunctions(t, {
+      cli,
+      cwd: project.dir,
+      gateway: { args: gatewayArgs, env: { KUBECONFIG: kubeconfig } },
+      functions: { args: functionsArgs },
+      dir: project.dir,
+    });
     await kubectlOk(['apply', '-n', project.name, '-f', join(project.dir, 'example.yaml')]);
 
     const client = await kubeClient();
     const path = `/apis/${project.group}/v1/namespaces/${project.name}/examples/example-1`;
-    const handled = await eventually('status.create_fn', async () => {
-      const object = await client.get<KubernetesObject>(path);
-      return object.status?.create_fn === undefined ? undefined : object;
-    });
+    const handled = await eventually(
+      'status.create_fn',
+      async () => {
+        assert.equal(gateway.exitCode, null, gateway.output());
+        assert.equal(functions.exitCode, null, functions.output());
+        const object = await client.get<KubernetesObject>(path);
+        return object.status?.create_fn === undefined ? undefined : object;
+      },
+      30_000, // the gateway retries the service at growing intervals until the keys are mounted
+    );
     assert.deepEqual(handled.status?.create_fn, { message: 'Hello, example-1!' });
-    assert.doesNotMatch(running.logs.join('\n'), /\b(ERROR|WARNING)\b|[Ff]orbidden/, running.logs.join('\n'));
+    const [kid, ...more] = await keptKeys(project.name, KEYS);
+    assert.deepEqual(more, []);
+    assert.deepEqual(
+      published.keys.map((key) => [key.kid, 'd' in key]),
+      [[kid, false]],
+    );
+    assert.deepEqual(problems(gateway.output()), [], gateway.output());
+    assert.deepEqual(problems(functions.output()), [], functions.output());
   });
 });

@@ -2,9 +2,12 @@
  * deploy/: the kustomize manifests for examples/01-minimal, checked against the real test control
  * plane — server-side dry run under the restricted pod security standard, the gateway's RBAC applied
  * for real and probed with `kubectl auth can-i`, and the containers' commands run with nothing but
- * the gateway's service account token.
+ * the gateway's service account token: the gateway makes its signing keys (and adds one when they are
+ * due), and the function service verifies its calls with their public halves, from the ConfigMap its
+ * pod mounts.
  */
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,11 +21,16 @@ import {
   find,
   flagValue,
   installRbac,
+  keptKeys,
+  mountedFile,
   onlyContainer,
+  type PublishedKeys,
+  problems,
   REPO,
   render,
   type Service,
   startBundledCli,
+  startGatewayThenFunctions,
   withFlag,
 } from '../support/deploy.ts';
 import {
@@ -37,7 +45,14 @@ import {
   writeServiceAccountKubeconfig,
   wrongPermissions,
 } from '../support/kubectl.ts';
-import { applyFile, eventually, kubeClient } from '../support/operator.ts';
+import {
+  applyFile,
+  createKopfExample,
+  eventually,
+  kubeClient,
+  statusOnceThere,
+} from '../support/operator.ts';
+import { freePort } from '../support/processes.ts';
 
 const OVERLAY = join(REPO, 'deploy/examples/01-minimal');
 const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
@@ -47,7 +62,8 @@ const EXAMPLE_NAMESPACE = 'kopfexample';
 const GATEWAY = 'causeway-gateway';
 const FUNCTIONS = 'kopfexample-functions';
 const CLUSTER_RBAC = 'causeway-gateway-kopfexample';
-const SECRET = { name: 'causeway-secret', key: 'secret' };
+/** The Secret (private) and the ConfigMap (public) of the gateway's signing keys. */
+const KEYS = 'causeway-signing-keys';
 
 /** Every object the overlay renders, as `kubectl apply` names them. */
 const EXPECTED = [
@@ -152,6 +168,14 @@ describe('deploy/examples/01-minimal', () => {
       [gateway, namespace, ['patch', kex, '--subresource=status'], true],
       [gateway, namespace, ['get', `customresourcedefinitions.apiextensions.k8s.io/${kex}`], true],
       [gateway, namespace, ['create', 'events'], true],
+      // Its signing keys (gateway/engines/signing-keys.ts): the Secret and the ConfigMap, by name, made
+      // at its first start.
+      [gateway, namespace, ['get', `secrets/${KEYS}`], true],
+      [gateway, namespace, ['update', `secrets/${KEYS}`], true],
+      [gateway, namespace, ['get', `configmaps/${KEYS}`], true],
+      [gateway, namespace, ['update', `configmaps/${KEYS}`], true],
+      [gateway, namespace, ['create', 'secrets'], true],
+      [gateway, namespace, ['create', 'configmaps'], true],
       // Never more than that.
       [gateway, namespace, ['create', kex], false],
       [gateway, namespace, ['update', kex], false],
@@ -161,6 +185,15 @@ describe('deploy/examples/01-minimal', () => {
       [gateway, namespace, ['get', kex, '--subresource=status'], false],
       [gateway, namespace, ['get', 'secrets'], false],
       [gateway, namespace, ['list', 'secrets'], false],
+      [gateway, namespace, ['watch', 'secrets'], false],
+      [gateway, namespace, ['get', 'secrets/another-secret'], false],
+      [gateway, namespace, ['update', 'secrets/another-secret'], false],
+      [gateway, namespace, ['patch', `secrets/${KEYS}`], false],
+      [gateway, namespace, ['delete', `secrets/${KEYS}`], false],
+      [gateway, namespace, ['list', 'configmaps'], false],
+      [gateway, namespace, ['get', 'configmaps/kube-root-ca.crt'], false],
+      [gateway, namespace, ['delete', `configmaps/${KEYS}`], false],
+      [gateway, elsewhere, ['get', `secrets/${KEYS}`], false],
       [gateway, namespace, ['list', 'pods'], false],
       [gateway, namespace, ['update', 'events'], false],
       [gateway, namespace, ['list', 'events'], false],
@@ -181,24 +214,33 @@ describe('deploy/examples/01-minimal', () => {
       [functions, namespace, ['patch', kex], false],
       [functions, namespace, ['get', 'pods'], false],
       [functions, namespace, ['get', 'secrets'], false],
+      [functions, namespace, ['get', `secrets/${KEYS}`], false],
+      // It reads the gateway's public keys from its mounted volume, not from the API.
+      [functions, namespace, ['get', `configmaps/${KEYS}`], false],
       [functions, namespace, ['get', `customresourcedefinitions.apiextensions.k8s.io/${kex}`], false],
     ];
     assert.deepEqual(await wrongPermissions(expectations), []);
 
     // The complete list, beyond what any authenticated account may do (an account bound to nothing).
     assert.deepEqual(await grantedBeyondBaseline(gateway, namespace), [
+      'create /configmaps',
       'create /events',
+      'create /secrets',
+      `get /configmaps/${KEYS}`,
+      `get /secrets/${KEYS}`,
       'get apiextensions.k8s.io/customresourcedefinitions/kopfexamples.kopf.dev',
       'get kopf.dev/kopfexamples',
       'list kopf.dev/kopfexamples',
       'patch kopf.dev/kopfexamples',
       'patch kopf.dev/kopfexamples/status',
+      `update /configmaps/${KEYS}`,
+      `update /secrets/${KEYS}`,
       'watch kopf.dev/kopfexamples',
     ]);
     assert.deepEqual(await grantedBeyondBaseline(functions, namespace), []);
   });
 
-  it('keeps the hardened defaults in every container and mounts no token into the functions', async () => {
+  it('keeps the hardened defaults in every container, mounts no token into the functions, and needs no secret made by hand', async () => {
     const objects = await render(OVERLAY);
     for (const name of [GATEWAY, FUNCTIONS]) {
       const pod = find<Deployment>(objects, 'Deployment', name).spec.template.spec;
@@ -216,9 +258,13 @@ describe('deploy/examples/01-minimal', () => {
         assert.ok(container.resources?.[part]?.cpu, `${where}: resources.${part}.cpu`);
         assert.ok(container.resources?.[part]?.memory, `${where}: resources.${part}.memory`);
       }
-      // The shared secret comes from the Secret that deploy/README.md has users create.
-      const secret = container.env?.find((variable) => variable.name === 'CAUSEWAY_SECRET');
-      assert.deepEqual(secret?.valueFrom?.secretKeyRef, SECRET, `${where}: CAUSEWAY_SECRET`);
+      // The gateway makes its keys: no pod reads a Secret that users would have to create first.
+      assert.deepEqual(
+        container.env?.filter((variable) => variable.valueFrom?.secretKeyRef) ?? [],
+        [],
+        `${where}: env from a Secret`,
+      );
+      assert.deepEqual(pod.volumes?.filter((volume) => volume.secret) ?? [], [], `${where}: Secret volumes`);
     }
 
     const functionsPod = find<Deployment>(objects, 'Deployment', FUNCTIONS).spec.template.spec;
@@ -228,7 +274,7 @@ describe('deploy/examples/01-minimal', () => {
     assert.equal(gatewayPod.automountServiceAccountToken, true);
 
     // Only the gateway's account is bound to anything; no rule has a wildcard, and the only writes are
-    // patches, and creating events.
+    // patches of what it serves, creating events and its keys, and updating its keys, by name.
     const bindings = objects.filter((object) => object.kind.endsWith('Binding')) as Binding[];
     assert.deepEqual(
       [...new Set(bindings.flatMap((binding) => binding.subjects.map((s) => s.name)))],
@@ -239,16 +285,26 @@ describe('deploy/examples/01-minimal', () => {
     for (const rule of rules) {
       const fields = [...rule.verbs, ...(rule.resources ?? []), ...(rule.apiGroups ?? [])];
       assert.ok(!fields.includes('*'), `wildcard in ${JSON.stringify(rule)}`);
-      const writes = rule.resources?.includes('events') ? ['create'] : ['patch'];
-      assert.deepEqual(
-        rule.verbs.filter((verb) => !['get', 'list', 'watch', ...writes].includes(verb)),
-        [],
-        `verbs of ${JSON.stringify(rule)}`,
-      );
     }
+    const writes = rules.flatMap((rule) =>
+      rule.verbs
+        .filter((verb) => !['get', 'list', 'watch'].includes(verb))
+        .flatMap((verb) =>
+          (rule.resources ?? []).map((resource) => [verb, resource, ...(rule.resourceNames ?? [])].join(' ')),
+        ),
+    );
+    assert.deepEqual(writes.sort(), [
+      'create configmaps',
+      'create events',
+      'create secrets',
+      'patch kopfexamples',
+      'patch kopfexamples/status',
+      `update configmaps ${KEYS}`,
+      `update secrets ${KEYS}`,
+    ]);
   });
 
-  it('wires the gateway to the function service and its namespace, and probes the health check', async () => {
+  it('wires the gateway to the function service, its namespace and its signing keys, and probes the health check', async () => {
     const objects = await render(OVERLAY);
     const gateway = onlyContainer(find<Deployment>(objects, 'Deployment', GATEWAY));
     const args = gateway.args ?? [];
@@ -281,13 +337,21 @@ describe('deploy/examples/01-minimal', () => {
       assert.equal(probe?.httpGet?.path, '/healthz');
       assert.ok([containerPort.name, containerPort.containerPort].includes(probe?.httpGet?.port));
     }
+
+    // The gateway keeps its keys in its own namespace, the function service's too; the service verifies
+    // with the public keys the gateway publishes there, mounted read-only as the ConfigMap's jwks.json.
+    assert.equal(flagValue(args, '--signing-keys'), `$(POD_NAMESPACE)/${KEYS}`);
+    assert.deepEqual(mountedFile(deployment, flagValue(functions.args ?? [], '--jwks-file') ?? ''), {
+      configMap: { name: KEYS },
+      key: 'jwks.json',
+      readOnly: true,
+    });
   });
 
-  it("runs the containers' commands: the function service, and a gateway holding only its service account's token", async (t) => {
+  it("runs the containers' commands: a gateway holding only its service account's token makes its keys and rotates them, the function service verifies with their public halves", async (t) => {
     const namespace = await testNamespace(t);
     await installRbac(t, OVERLAY, namespace);
     const objects = await render(OVERLAY, namespace);
-    const secret = 'a-shared-secret-for-this-test-that-is-long-enough';
     // The image starts the bundled CLI with the container's args, as below.
     const dockerfile = await readFile(join(REPO, 'deploy/Dockerfile'), 'utf8');
     const entrypoint = /^ENTRYPOINT (.+)$/m.exec(dockerfile)?.[1] ?? '';
@@ -300,43 +364,91 @@ describe('deploy/examples/01-minimal', () => {
     const kubeconfig = join(dir, 'kubeconfig');
     await writeServiceAccountKubeconfig(kubeconfig, namespace, GATEWAY);
 
-    // The functions container's arguments, on a free loopback port instead of 0.0.0.0:8080.
-    const functionsArgs = onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [];
-    const functions = startBundledCli(
-      t,
+    // The containers' arguments, expanded as the kubelet would; the function service on a free loopback
+    // port instead of 0.0.0.0:8080, and the gateway calling it there.
+    const port = await freePort();
+    const gatewayArgs = withFlag(
+      onlyContainer(find<Deployment>(objects, 'Deployment', GATEWAY)).args ?? [],
+      '--functions',
+      `kopfexample=http://127.0.0.1:${port}`,
+    ).map((arg) => arg.replaceAll('$(POD_NAMESPACE)', namespace));
+    const functionsArgs = withFlag(
+      onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [],
+      '--port',
+      String(port),
+    ).concat(['--host', '127.0.0.1']);
+    // The gateway first, then the service, once this test has played kubelet's part: mounting the
+    // ConfigMap the gateway made as the file its --jwks-file names.
+    const { gateway, functions, published } = await startGatewayThenFunctions(t, {
       cli,
-      [...withFlag(functionsArgs, '--port', '0'), '--host', '127.0.0.1'],
-      {
-        CAUSEWAY_SECRET: secret,
-      },
-    );
-    const url = await eventually('the function service to listen', async () => {
-      assert.equal(functions.exitCode, null, functions.output());
-      return /listening on (http:\/\/\S+)/.exec(functions.output())?.[1];
+      gateway: { args: gatewayArgs, env: { KUBECONFIG: kubeconfig } },
+      functions: { args: functionsArgs },
+      dir,
     });
-
-    // The gateway container's arguments, expanded as the kubelet would, calling that service.
-    const gatewayContainer = onlyContainer(find<Deployment>(objects, 'Deployment', GATEWAY));
-    const gatewayArgs = withFlag(gatewayContainer.args ?? [], '--functions', `kopfexample=${url}`).map(
-      (arg) => (arg === '$(POD_NAMESPACE)' ? namespace : arg),
-    );
-    const gateway = startBundledCli(t, cli, gatewayArgs, { CAUSEWAY_SECRET: secret, KUBECONFIG: kubeconfig });
 
     const [example] = await applyFile(OBJECT, namespace);
     assert.ok(example);
     const client = await kubeClient();
     const path = `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/${example.metadata.name}`;
-    const handled = await eventually('status.create_fn', async () => {
-      assert.equal(gateway.exitCode, null, gateway.output());
-      assert.doesNotMatch(gateway.output(), /[Ff]orbidden/, gateway.output()); // fail fast on a missing permission
-      const object = await client.get<KubernetesObject>(path);
-      return object.status?.create_fn === undefined ? undefined : object;
-    });
+    const handled = await eventually(
+      'status.create_fn',
+      async () => {
+        assert.equal(gateway.exitCode, null, gateway.output());
+        assert.equal(functions.exitCode, null, functions.output());
+        assert.doesNotMatch(gateway.output(), /[Ff]orbidden/, gateway.output()); // fail fast on a missing permission
+        const object = await client.get<KubernetesObject>(path);
+        return object.status?.create_fn === undefined ? undefined : object;
+      },
+      30_000, // the gateway retries the service at growing intervals until the keys are mounted
+    );
     assert.deepEqual(handled.status?.create_fn, { message: `hello ${example.metadata.name}` });
     assert.match(
       gateway.output(),
       new RegExp(`watching /apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`),
     );
-    assert.doesNotMatch(gateway.output(), /\b(ERROR|WARNING)\b|[Ff]orbidden/, gateway.output());
+
+    // The gateway made one key, kept it in its Secret, published its public half only, and signs with it.
+    const [kid, ...more] = await keptKeys(namespace, KEYS);
+    assert.deepEqual(more, []);
+    assert.deepEqual(
+      published.keys.map((key) => [key.kid, 'd' in key]),
+      [[kid, false]],
+    );
+    assert.match(gateway.output(), new RegExp(`signing calls to function services with key ${kid}`));
+    assert.deepEqual(problems(gateway.output()), [], gateway.output());
+
+    // Restarted once the key is 30 days old (--key-rotation-days): the gateway adds a key, replacing
+    // both objects with its own rights, and signs on with the old one until the new one has had time
+    // to reach the service, whose file this test leaves as it was.
+    const stopped = once(gateway, 'exit');
+    gateway.kill('SIGTERM');
+    await stopped;
+    const secretPath = `/api/v1/namespaces/${namespace}/secrets/${KEYS}`;
+    const kept = await client.get<{ data: Record<string, string> }>(secretPath);
+    const keys = JSON.parse(Buffer.from(kept.data['keys.json'] ?? '', 'base64').toString()) as Array<{
+      created: number;
+    }>;
+    const aged = keys.map((key) => ({ ...key, created: key.created - 30 * 24 * 3600_000 }));
+    await client.patch(secretPath, 'merge', {
+      data: { 'keys.json': Buffer.from(JSON.stringify(aged)).toString('base64') },
+    });
+    const restarted = startBundledCli(t, cli, gatewayArgs, { KUBECONFIG: kubeconfig });
+    const republished = await eventually('a second key published', async () => {
+      assert.equal(restarted.exitCode, null, restarted.output());
+      const configMap = await client.get<{ data: Record<string, string> }>(
+        `/api/v1/namespaces/${namespace}/configmaps/${KEYS}`,
+      );
+      const kids = (JSON.parse(configMap.data['jwks.json'] ?? '{}') as PublishedKeys).keys.map(
+        (key) => key.kid,
+      );
+      return kids.length === 2 ? kids : undefined;
+    });
+    assert.equal(republished[0], kid);
+    assert.deepEqual(await keptKeys(namespace, KEYS), republished);
+    const after = await createKopfExample(namespace, 'after-rotation');
+    assert.deepEqual(await statusOnceThere(after, 'create_fn'), { message: 'hello after-rotation' });
+    assert.match(restarted.output(), new RegExp(`signing calls to function services with key ${kid}`));
+    assert.deepEqual(problems(restarted.output()), [], restarted.output());
+    assert.deepEqual(problems(functions.output()), [], functions.output());
   });
 });

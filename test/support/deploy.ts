@@ -1,4 +1,7 @@
-/** What the tests of deploy/'s overlays share: rendering, finding objects, and running the bundled CLI as the image does. */
+/**
+ * What the tests of deploy/'s overlays share: rendering, finding objects, and running the bundled CLI
+ * as the image does, the gateway and the function service in the order a cluster starts them.
+ */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -8,7 +11,9 @@ import { join, relative } from 'node:path';
 import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { IMAGE_NODE_FLAGS } from '../../deploy/build.ts';
+import { ignoreNotFound } from '../../gateway/kube/errors.ts';
 import { applyRbac, CLUSTER_SCOPED, kubectlOk, type Manifest, parseYaml } from './kubectl.ts';
+import { eventually, kubeClient } from './operator.ts';
 
 export const REPO = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -27,11 +32,25 @@ export interface EnvVar {
   valueFrom?: { fieldRef?: { fieldPath: string }; secretKeyRef?: { name: string; key: string } };
 }
 
+export interface VolumeMount {
+  name: string;
+  mountPath: string;
+  readOnly?: boolean;
+  subPath?: string;
+}
+
+export interface Volume {
+  name: string;
+  configMap?: { name: string; items?: Array<{ key: string; path: string }>; optional?: boolean };
+  secret?: { secretName: string };
+}
+
 export interface Container {
   name: string;
   image: string;
   args?: string[];
   env?: EnvVar[];
+  volumeMounts?: VolumeMount[];
   ports?: Array<{ name?: string; containerPort: number }>;
   readinessProbe?: { httpGet?: { path: string; port: string | number } };
   livenessProbe?: { httpGet?: { path: string; port: string | number } };
@@ -44,6 +63,7 @@ export interface PodSpec {
   automountServiceAccountToken?: boolean;
   securityContext?: SecurityContext;
   containers: Container[];
+  volumes?: Volume[];
 }
 
 export interface Deployment extends Manifest {
@@ -127,16 +147,41 @@ export async function installRbac(t: TestContext, overlay: string, namespace: st
   await applyRbac(t, uniqueClusterNames(await render(overlay, namespace), namespace));
 }
 
-/** Starts `node <bundled CLI> <args>` — the image's entrypoint — and stops it after `t`. */
+/**
+ * Where the file at `path` in the deployment's container comes from: the volume mounted over its
+ * directory (its ConfigMap, as the manifest says it), the ConfigMap's key, and whether it is read-only.
+ */
+export function mountedFile(
+  deployment: Deployment,
+  path: string,
+): { configMap: Volume['configMap']; key: string; readOnly: boolean } {
+  const mount = onlyContainer(deployment).volumeMounts?.find((each) =>
+    path.startsWith(`${each.mountPath.replace(/\/$/, '')}/`),
+  );
+  assert.ok(mount, `${deployment.metadata.name}: no volume is mounted over ${path}`);
+  // kubelet swaps in a changed ConfigMap's files under a directory mount, never under a subPath.
+  assert.equal(mount.subPath, undefined, `${path}: a subPath mount is never updated`);
+  const volume = deployment.spec.template.spec.volumes?.find((each) => each.name === mount.name);
+  assert.ok(volume?.configMap, `${deployment.metadata.name}: ${mount.name} is not a ConfigMap volume`);
+  return {
+    configMap: volume.configMap,
+    key: relative(mount.mountPath, path),
+    readOnly: mount.readOnly === true,
+  };
+}
 
+export type BundledCli = ChildProcess & { output(): string };
+
+/** Starts `node <bundled CLI> <args>` — the image's entrypoint — in `cwd`, and stops it after `t`. */
 export function startBundledCli(
   t: TestContext,
   cli: string,
   args: string[],
   env: NodeJS.ProcessEnv,
-): ChildProcess & { output(): string } {
+  cwd = REPO,
+): BundledCli {
   const child = spawn(process.execPath, [...IMAGE_NODE_FLAGS, cli, ...args], {
-    cwd: REPO,
+    cwd,
     env: { PATH: process.env.PATH, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -155,4 +200,68 @@ export function startBundledCli(
     }
   });
   return Object.assign(child, { output: () => output });
+}
+
+/**
+ * Starts the two containers' commands in the order a cluster does, the function service's
+ * `--jwks-file` pointing at a file under `dir`. The gateway starts first, holding nothing but what
+ * `env` gives it (its service account's kubeconfig): it makes its signing keys and publishes their
+ * public halves in the ConfigMap its --signing-keys names, then waits for the service at the URL of
+ * its --functions. The service's pod waits for that ConfigMap to mount it: this test plays kubelet's
+ * part, writing the ConfigMap's jwks.json to the file, then starts the service with no secret at all.
+ */
+export async function startGatewayThenFunctions(
+  t: TestContext,
+  options: {
+    cli: string;
+    cwd?: string;
+    gateway: { args: string[]; env: NodeJS.ProcessEnv };
+    functions: { args: string[] };
+    dir: string;
+  },
+): Promise<{ gateway: BundledCli; functions: BundledCli; published: PublishedKeys }> {
+  const { cli, cwd, dir } = options;
+  const [namespace, name] = (flagValue(options.gateway.args, '--signing-keys') ?? '').split('/');
+  assert.ok(namespace && name, `--signing-keys <namespace>/<name> among ${options.gateway.args.join(' ')}`);
+  const gateway = startBundledCli(t, cli, options.gateway.args, options.gateway.env, cwd);
+  const client = await kubeClient();
+  const jwks = await eventually('the gateway to publish its public keys', async () => {
+    assert.equal(gateway.exitCode, null, 'the gateway exited');
+    const configMap = await ignoreNotFound(
+      client.get<{ data?: Record<string, string> }>(`/api/v1/namespaces/${namespace}/configmaps/${name}`),
+    );
+    return configMap?.data?.['jwks.json'];
+  }).catch((error) => assert.fail(`${error.message}\n${gateway.output()}`));
+  const file = join(dir, 'jwks.json');
+  await writeFile(file, jwks);
+  const functions = startBundledCli(t, cli, withFlag(options.functions.args, '--jwks-file', file), {}, cwd);
+  return { gateway, functions, published: JSON.parse(jwks) as PublishedKeys };
+}
+
+export interface PublishedKeys {
+  keys: Array<{ kid: string; [field: string]: unknown }>;
+}
+
+/** What the gateway's Secret holds: its private keys, one `kid` each. */
+export async function keptKeys(namespace: string, name: string): Promise<string[]> {
+  const client = await kubeClient();
+  const secret = await client.get<{ data: Record<string, string> }>(
+    `/api/v1/namespaces/${namespace}/secrets/${name}`,
+  );
+  assert.deepEqual(Object.keys(secret.data), ['keys.json'], `Secret ${name}: its keys only`);
+  const keys = JSON.parse(Buffer.from(secret.data['keys.json'] ?? '', 'base64').toString()) as Array<{
+    kid: string;
+  }>;
+  return keys.map((key) => key.kid);
+}
+
+/**
+ * The lines of a command's output that report a problem (errors, warnings, refusals by the API), but
+ * the gateway's waiting for its function service: in a cluster too, the service starts after it.
+ */
+export function problems(output: string): string[] {
+  return output
+    .split('\n')
+    .filter((line) => /\b(ERROR|WARNING)\b|[Ff]orbidden/.test(line))
+    .filter((line) => !/WARNING +function service \S+ is not reachable yet/.test(line));
 }

@@ -18,7 +18,7 @@ import {
   statusOnceThere,
   TEST_SECRET,
 } from '../support/operator.ts';
-import { type CliProcess, causeway } from '../support/processes.ts';
+import { type CliProcess, causeway, freePort } from '../support/processes.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
@@ -54,7 +54,8 @@ async function handledBy(namespace: string, name: string): Promise<string | unde
   return ((await statusOnceThere(path, 'create_fn')) as { version?: string }).version;
 }
 
-async function environment(t: TestContext) {
+/** The CLI's environment: with a shared secret unless `keys`, where every process signs or verifies with the gateway's keys. */
+async function environment(t: TestContext, { keys = false } = {}) {
   await applyFile(CRD);
   const namespace = await testNamespace(t);
   const callLog = join(mkdtempSync(join(tmpdir(), 'causeway-dev-')), 'calls');
@@ -62,7 +63,7 @@ async function environment(t: TestContext) {
   const env = {
     ...process.env,
     KUBECONFIG: (await testCluster()).kubeconfigPath,
-    CAUSEWAY_SECRET: TEST_SECRET,
+    CAUSEWAY_SECRET: keys ? '' : TEST_SECRET,
     CAUSEWAY_CALL_LOG: callLog,
   };
   const processes: CliProcess[] = [];
@@ -119,26 +120,52 @@ describe('causeway dev', () => {
   });
 
   it('as a session with a deployed gateway: calls go to the laptop and back, each object handled once', async (t) => {
-    const { namespace, start, calls } = await environment(t);
+    // As deployed: the gateway signs with its keys, and neither the service nor the laptop holds a secret.
+    const { namespace, start, calls } = await environment(t, { keys: true });
+    const keys = `${namespace}/causeway-signing-keys`;
     const deployed = moduleIn(mkdtempSync(join(tmpdir(), 'causeway-deployed-')), operatorSource('deployed'));
     const laptop = mkdtempSync(join(tmpdir(), 'causeway-laptop-'));
-    const functions = start(['serve', deployed, '--port', '0', '--host', '127.0.0.1']);
-    const url = (await functions.waitFor(/listening on (http:\/\/\S+)/))[1] as string;
+    const port = await freePort();
     const gateway = start([
       'gateway',
       '--functions',
-      `dev-e2e=${url}`,
+      `dev-e2e=http://127.0.0.1:${port}`,
+      '--signing-keys',
+      keys,
       '-n',
       namespace,
       '--dev-sessions',
       namespace,
     ]);
-    await gateway.waitFor(/function service "dev-e2e"/);
+    // kubelet's part: the deployed service's mounted copy of the public keys.
+    const jwks = join(mkdtempSync(join(tmpdir(), 'causeway-keys-')), 'jwks.json');
+    const published = await eventually('the published public keys', async () => {
+      const read = await kubectl([
+        'get',
+        'configmap',
+        '-n',
+        namespace,
+        'causeway-signing-keys',
+        '-o',
+        'jsonpath={.data.jwks\\.json}',
+      ]);
+      return read.code === 0 && read.stdout ? read.stdout : undefined;
+    });
+    writeFileSync(jwks, published);
+    start(['serve', deployed, '--port', String(port), '--host', '127.0.0.1', '--jwks-file', jwks]);
+    await gateway.waitFor(/function service "dev-e2e" at/);
 
     await createKopfExample(namespace, 'before');
     assert.equal(await handledBy(namespace, 'before'), 'deployed');
 
-    const session = ['dev', moduleIn(laptop, operatorSource('laptop-1')), '--dev-sessions', namespace];
+    const session = [
+      'dev',
+      moduleIn(laptop, operatorSource('laptop-1')),
+      '--dev-sessions',
+      namespace,
+      '--signing-keys',
+      keys,
+    ];
     const dev = start([...session, '--session-seconds', '3', '--dev-reach', 'local']);
     await gateway.waitFor(/calls of "dev-e2e" go to http:\/\/127\.0\.0\.1:\d+ \(a dev session\)/);
     const lease = await kubectl([

@@ -141,14 +141,20 @@ describe('causeway serve + causeway gateway', () => {
     assert.equal(await gateway.stop(), 0, 'the gateway exits cleanly on SIGTERM');
   });
 
-  it('refuses to start a gateway or a function service without a secret, saying how to give one', async () => {
-    for (const args of [
-      ['gateway', '--functions', `kopfexample=${url}`],
-      ['serve', EXAMPLE, '--port', '0'],
-    ]) {
-      const started = causeway(args, withoutSecret);
+  it('refuses to start a gateway or a function service with nothing to sign or verify with, saying how to give it', async () => {
+    for (const [args, said] of [
+      [
+        ['gateway', '--functions', `kopfexample=${url}`],
+        /no way to sign the calls to "kopfexample": give the gateway signing keys \(--signing-keys, settings.signing.keys\) or a secret shared with the service \(--secret-file\)/,
+      ],
+      [
+        ['serve', EXAMPLE, '--port', '0'],
+        /nothing to verify the gateway's calls with: pass --jwks-file \(the gateway's public keys\) or --secret-file, or set CAUSEWAY_JWKS, CAUSEWAY_JWKS_URL or CAUSEWAY_SECRET/,
+      ],
+    ] as const) {
+      const started = causeway([...args], withoutSecret);
       assert.equal(await started.exited(), 1);
-      assert.match(started.output(), /no signing secret: set CAUSEWAY_SECRET or pass --secret-file/);
+      assert.match(started.output(), said);
     }
   });
 });

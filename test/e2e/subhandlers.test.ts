@@ -24,11 +24,13 @@ describe('examples/07-subhandlers', () => {
     );
     const handled = running.logs
       .filter((line) => line.includes('create_fn: handled'))
-      .map((line) => line.replace(/.*create_fn: /, ''));
-    assert.deepEqual(handled, [
-      'handled first (attempt 1)',
-      'handled third (attempt 1)',
-      'handled second (attempt 2)',
-    ]);
+      .map((line) => /create_fn: (.*) \(trace ([0-9a-f]{32})\)$/.exec(line.trim())?.slice(1) ?? [line]);
+    assert.deepEqual(
+      handled.map(([message]) => message),
+      ['handled first (attempt 1)', 'handled third (attempt 1)', 'handled second (attempt 2)'],
+    );
+    const [first, third, second] = handled.map(([, trace]) => trace);
+    assert.equal(first, third, 'one call, one trace');
+    assert.notEqual(second, first, 'the retry is another call');
   });
 });

@@ -11,6 +11,7 @@ import { SignJWT } from 'jose';
 import { type KubernetesObject, PATHS, signRequest } from '../../protocol/index.ts';
 import { renewCertificates } from '../../webhooks/certificates.ts';
 import { testNamespace } from '../support/cluster.ts';
+import { kubectl } from '../support/kubectl.ts';
 import {
   applyFile,
   createKopfExample,
@@ -196,5 +197,26 @@ describe('causeway serve over HTTPS, and a gateway that trusts its CA', () => {
     t.after(() => gateway.stop());
     const path = await createKopfExample(namespace, 'over-https');
     assert.deepEqual(await statusOnceThere(path, 'create_fn'), { message: 'hello over-https' });
+  });
+});
+
+describe('causeway crd', () => {
+  it('prints the FunctionService definition, which the apiserver accepts and serves', async () => {
+    const printed = causeway(['crd'], process.env);
+    assert.equal(await printed.exited(), 0);
+    const applied = await kubectl(
+      ['apply', '--server-side', '--field-manager', 'causeway-tests', '-f', '-'],
+      printed.output(),
+    );
+    assert.equal(applied.code, 0, applied.stderr);
+    assert.match(
+      applied.stdout,
+      /customresourcedefinition.apiextensions.k8s.io\/functionservices.causeway.dev serverside-applied/,
+    );
+    const served = await eventually('functionservices served', async () => {
+      const listed = await kubectl(['api-resources', '--api-group', 'causeway.dev', '-o', 'name']);
+      return listed.stdout.includes('functionservices.causeway.dev') ? listed.stdout : undefined;
+    });
+    assert.match(served, /functionservices\.causeway\.dev/);
   });
 });

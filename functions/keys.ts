@@ -1,6 +1,7 @@
 import type { JSONWebKeySet } from 'jose';
 import {
   encodeSecret,
+  isLoopback,
   JWKS_URL_VARIABLE,
   JWKS_VARIABLE,
   parsePublicKeys,
@@ -78,7 +79,7 @@ function keysUrl(text: string, what: string): URL {
   } catch {
     throw new TrustError(`${what} is not a URL: ${text}`);
   }
-  if (url.protocol !== 'https:' && !/^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/.test(url.hostname)) {
+  if (url.protocol !== 'https:' && !isLoopback(url.hostname)) {
     throw new TrustError(`${what} must be https (plain http only on this host): ${text}`);
   }
   return url;

@@ -49,6 +49,11 @@ export interface SignedClaims {
   bsh: string;
 }
 
+/** Whether `hostname` (as URL.hostname gives it) is this host: the one place plain HTTP crosses no network. */
+export function isLoopback(hostname: string): boolean {
+  return /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/.test(hostname);
+}
+
 /** Why a request was refused, in words an operator can act on. */
 export class TrustError extends Error {
   override name = 'TrustError';

@@ -4,6 +4,7 @@
  * an operator in the same process, asks it directly.
  */
 import {
+  type Health,
   type InvocationRequest,
   type InvocationResponse,
   type Manifest,
@@ -101,24 +102,27 @@ export class FunctionService {
     return this.#transport.url;
   }
 
-  /** Its circuit breaker, for a service over HTTP. */
-  get breaker(): CircuitBreaker | undefined {
-    return this.#options.breaker;
-  }
-
   static async connect(options: FunctionServiceOptions): Promise<FunctionService> {
-    const { transport } = options;
-    const { sign } = options;
-    const get = (path: string, audience: string | undefined) =>
-      send(transport, sign, 'GET', path, new Uint8Array(), audience, DEFAULT_TIMEOUT_MS);
+    const { transport, sign } = options;
     const direct = transport.direct;
-    const health = parseHealth(direct ? direct.health() : await get(PATHS.health, undefined));
+    const health = direct ? parseHealth(direct.health()) : await readHealth(transport);
     if (options.name !== undefined && health.name !== options.name) {
       throw new ProtocolError(
         `${transport.url} answers as "${health.name}", not as "${options.name}", the name the gateway was given for it`,
       );
     }
-    const parsed = parseManifest(direct ? direct.manifest() : await get(PATHS.manifest, health.name));
+    const parsed = parseManifest(
+      direct
+        ? direct.manifest()
+        : await send(
+            transport,
+            { sign, audience: health.name },
+            'GET',
+            PATHS.manifest,
+            undefined,
+            DEFAULT_TIMEOUT_MS,
+          ),
+    );
     if (parsed.manifest.name !== health.name) {
       throw new ProtocolError(
         `${options.transport.url} calls itself "${health.name}" but its manifest says "${parsed.manifest.name}"`,
@@ -149,7 +153,8 @@ export class FunctionService {
     const body = encoder.encode(JSON.stringify(invocation));
     let answer: unknown;
     try {
-      answer = await send(this.#transport, this.#sign, 'POST', PATHS.invoke, body, this.name, timeoutMs, {
+      const signer = { sign: this.#sign, audience: this.name };
+      answer = await send(this.#transport, signer, 'POST', PATHS.invoke, body, timeoutMs, {
         ...(invocation.traceparent ? { traceparent: invocation.traceparent } : {}),
       });
     } catch (error) {
@@ -167,39 +172,34 @@ export class FunctionService {
     return equal(next.manifest, this.manifest) ? this : next;
   }
 
+  /** Closes its way once the calls under way are done: the breaker's probes stop too. */
   close(): Promise<void> {
+    this.#options.breaker?.close();
     return this.#transport.close();
   }
 }
 
-/** The service's health check, unsigned: resolves when it answers 200 with a health document. */
-export async function checkHealth(transport: Transport): Promise<void> {
-  parseHealth(
-    await send(transport, unsignable, 'GET', PATHS.health, new Uint8Array(), undefined, DEFAULT_TIMEOUT_MS),
-  );
+/** The service's health check, unsigned: its health document once it answers 200 with one. */
+export async function readHealth(transport: Transport): Promise<Health> {
+  return parseHealth(await send(transport, undefined, 'GET', PATHS.health, undefined, DEFAULT_TIMEOUT_MS));
 }
 
-const unsignable: Signer = () => {
-  throw new Error('the health check is not signed');
-};
-
-/** Signs for `audience` (unsigned when undefined), sends, and returns the parsed 200 answer. */
+/** Signs for `signer.audience` (unsigned without a signer), sends, and returns the parsed 200 answer. */
 async function send(
   transport: Transport,
-  sign: Signer,
+  signer: { sign: Signer; audience: string } | undefined,
   method: 'GET' | 'POST',
   path: string,
   body: Uint8Array | undefined,
-  audience: string | undefined,
   timeoutMs: number,
   extraHeaders: Record<string, string> = {},
 ): Promise<unknown> {
   const where = `${method} ${transport.url}${path}`;
   const headers: Record<string, string> = { accept: 'application/json', ...extraHeaders };
   if (method === 'POST') headers['content-type'] = 'application/json';
-  if (audience !== undefined) {
-    const signed = { audience, method, path, body: body ?? new Uint8Array() };
-    headers.authorization = `Bearer ${sign(signed)}`;
+  if (signer) {
+    const signed = { audience: signer.audience, method, path, body: body ?? new Uint8Array() };
+    headers.authorization = `Bearer ${signer.sign(signed)}`;
   }
   let answer: Reply;
   try {

@@ -4,11 +4,12 @@
  * told whenever the service that answers for a name changes: another manifest after a redeploy (found
  * by reading the manifests again), or another endpoint.
  */
+import { isLoopback } from '../../protocol/index.ts';
 import type { Logger } from '../logging.ts';
 import type { Settings } from '../settings.ts';
 import { jitter, sleep } from '../timing.ts';
 import { CircuitBreaker } from './breaker.ts';
-import { checkHealth, FunctionService } from './function-service.ts';
+import { FunctionService, readHealth } from './function-service.ts';
 import { hmacSigner, type Signer } from './signer.ts';
 import { type FetchHandler, httpTransport, inProcessTransport, type Transport } from './transport.ts';
 
@@ -38,6 +39,12 @@ export interface FunctionServicesOptions {
   onChange(previous: FunctionService | undefined, next: FunctionService | undefined): Promise<void>;
 }
 
+/** The way to a service over HTTP: its connection pool, and the breaker that stops calls while it is down. */
+interface Way {
+  transport: Transport;
+  breaker: CircuitBreaker;
+}
+
 interface Slot {
   /** How it was given, for a service over HTTP. */
   endpoint?: FunctionEndpoint;
@@ -45,7 +52,13 @@ interface Slot {
   home: FunctionService;
   current: FunctionService;
   /** Where the calls go instead of home, while a dev session lasts. */
-  away?: { url: string; revision: string; transport: Transport; breaker: CircuitBreaker };
+  away?: { url: string; revision: string } & Way;
+}
+
+/** Closes a way once its calls under way are done. */
+function closeWay(way: Way): Promise<void> {
+  way.breaker.close();
+  return way.transport.close();
 }
 
 /** For a service in this process, with no signer to send its calls elsewhere. */
@@ -53,12 +66,9 @@ const UNSIGNED: Signer = () => {
   throw new Error('the gateway has no key or secret to sign calls to another instance of this service with');
 };
 
-const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/;
-
 export class FunctionServices {
   readonly #options: FunctionServicesOptions;
   readonly #slots: Slot[] = [];
-  readonly #breakers = new Set<CircuitBreaker>();
   /** Changes one at a time, in the order asked: a redirect, its end and a re-read never interleave. */
   #queue: Promise<unknown> = Promise.resolve();
 
@@ -75,16 +85,26 @@ export class FunctionServices {
     const signers = endpoints.map((endpoint) =>
       'url' in endpoint ? this.#signerFor(endpoint) : (this.#options.signer ?? UNSIGNED),
     );
+    const { timeoutMs } = this.#options.settings;
     const slots = await Promise.all(
       endpoints.map(async (endpoint, index) => {
         const sign = signers[index] as Signer;
         const service =
           'url' in endpoint
-            ? await this.#connectWithRetry(this.#transport(endpoint), endpoint.name, sign, signal)
+            ? await this.#connectWithRetry(
+                endpoint.url,
+                async () => (await this.#connectOnce(endpoint, sign)).service,
+                signal,
+              )
             : await this.#connectWithRetry(
-                { transport: inProcessTransport(endpoint) },
-                undefined,
-                sign,
+                'this process',
+                () =>
+                  FunctionService.connect({
+                    transport: inProcessTransport(endpoint),
+                    name: undefined,
+                    sign,
+                    timeoutMs,
+                  }),
                 signal,
               );
         return { ...('url' in endpoint ? { endpoint } : {}), sign, home: service, current: service };
@@ -132,8 +152,7 @@ export class FunctionServices {
         // Home as it is now: it may have been redeployed meanwhile.
         slot.home = await slot.home.reread().catch(() => slot.home);
         await this.#change(slot, slot.home);
-        away.breaker.close();
-        await away.transport.close(); // waits for the calls under way
+        await closeWay(away);
         return true;
       }
       if (slot.away?.url === to.url && slot.away.revision === to.revision) return true;
@@ -143,30 +162,18 @@ export class FunctionServices {
         logger.warning(`a dev session for "${name}" is not redirected: ${describe(error)}`);
         return false;
       }
-      const way = this.#transport({ ...slot.endpoint, name, url: to.url });
-      const { transport } = way;
-      let next: FunctionService;
+      let connected: { service: FunctionService; way: Way };
       try {
-        next = await FunctionService.connect({
-          ...way,
-          name,
-          sign: slot.sign,
-          timeoutMs: slot.endpoint?.timeoutMs ?? this.#options.settings.timeoutMs,
-        });
+        connected = await this.#connectOnce({ ...slot.endpoint, name, url: to.url }, slot.sign);
       } catch (error) {
-        way.breaker.close();
-        await transport.close();
         logger.warning(`a dev session for "${name}" is not redirected: ${describe(error)}`);
         return false;
       }
       const previous = slot.away;
-      slot.away = { ...to, ...way };
+      slot.away = { ...to, ...connected.way };
       if (previous?.url !== to.url) logger.info(`calls of "${name}" go to ${to.url} (a dev session)`);
-      await this.#change(slot, next);
-      if (previous && previous.transport !== transport) {
-        previous.breaker.close();
-        await previous.transport.close();
-      }
+      await this.#change(slot, connected.service);
+      if (previous) await closeWay(previous);
       return true;
     });
   }
@@ -179,21 +186,7 @@ export class FunctionServices {
   put(endpoint: FunctionEndpoint): Promise<FunctionService> {
     return this.#serially(async () => {
       const sign = this.#signerFor(endpoint);
-      const way = this.#transport(endpoint);
-      let service: FunctionService;
-      try {
-        service = await FunctionService.connect({
-          ...way,
-          name: endpoint.name,
-          sign,
-          timeoutMs: endpoint.timeoutMs ?? this.#options.settings.timeoutMs,
-        });
-      } catch (error) {
-        way.breaker.close();
-        this.#breakers.delete(way.breaker);
-        await way.transport.close();
-        throw error;
-      }
+      const { service } = await this.#connectOnce(endpoint, sign);
       const slot = this.#slots.find((candidate) => candidate.home.name === endpoint.name);
       if (!slot) {
         this.#slots.push({ endpoint, sign, home: service, current: service });
@@ -203,7 +196,7 @@ export class FunctionServices {
       const replaced = slot.home;
       Object.assign(slot, { endpoint, sign, home: service });
       if (!slot.away) await this.#change(slot, service);
-      await this.#closeService(replaced);
+      await replaced.close();
       return service;
     });
   }
@@ -216,26 +209,9 @@ export class FunctionServices {
       if (!slot) return;
       this.#slots.splice(index, 1);
       await this.#options.onChange(slot.current, undefined);
-      await this.#closeService(slot.home);
-      if (slot.away) {
-        slot.away.breaker.close();
-        await slot.away.transport.close();
-      }
+      await slot.home.close();
+      if (slot.away) await closeWay(slot.away);
     });
-  }
-
-  /** Whether the service named `name` is taken as down (its breaker is open). */
-  isDown(name: string): boolean {
-    const slot = this.#slots.find((candidate) => candidate.home.name === name);
-    return slot?.current.breaker?.isOpen ?? false;
-  }
-
-  async #closeService(service: FunctionService): Promise<void> {
-    if (service.breaker) {
-      service.breaker.close();
-      this.#breakers.delete(service.breaker);
-    }
-    await service.close();
   }
 
   /** Reads every service's manifest again; a service redeployed with other handlers is rebound. */
@@ -259,14 +235,30 @@ export class FunctionServices {
 
   async close(): Promise<void> {
     await this.#queue;
-    for (const breaker of this.#breakers) breaker.close();
     await Promise.all(
-      this.#slots.flatMap((slot) => [slot.home.close(), ...(slot.away ? [slot.away.transport.close()] : [])]),
+      this.#slots.flatMap((slot) => [slot.home.close(), ...(slot.away ? [closeWay(slot.away)] : [])]),
     );
   }
 
-  /** The way to a service over HTTP: its connection pool, and the breaker that stops calls while it is down. */
-  #transport(endpoint: FunctionEndpoint): { transport: Transport; breaker: CircuitBreaker } {
+  /** Connects to `endpoint` once, through a way of its own; nothing is left open when it fails. */
+  async #connectOnce(
+    endpoint: FunctionEndpoint,
+    sign: Signer,
+  ): Promise<{ service: FunctionService; way: Way }> {
+    const way = this.#way(endpoint);
+    try {
+      const timeoutMs = endpoint.timeoutMs ?? this.#options.settings.timeoutMs;
+      return {
+        service: await FunctionService.connect({ ...way, name: endpoint.name, sign, timeoutMs }),
+        way,
+      };
+    } catch (error) {
+      await closeWay(way);
+      throw error;
+    }
+  }
+
+  #way(endpoint: FunctionEndpoint): Way {
     const { url, name } = endpoint;
     const { ca, concurrencyPerService, breakerThreshold, serviceRetryDelaysS } = this.#options.settings;
     const transport = httpTransport(url, endpoint.ca ?? ca, endpoint.concurrency ?? concurrencyPerService);
@@ -274,10 +266,9 @@ export class FunctionServices {
       service: `"${name}" at ${url}`,
       threshold: breakerThreshold,
       probeDelaysS: serviceRetryDelaysS,
-      probe: () => checkHealth(transport),
+      probe: async () => void (await readHealth(transport)),
       logger: this.#options.logger,
     });
-    this.#breakers.add(breaker);
     return { transport, breaker };
   }
 
@@ -285,7 +276,7 @@ export class FunctionServices {
   #checkScheme(url: string): void {
     const { protocol, hostname } = new URL(url);
     if (protocol === 'https:' || this.#options.settings.plainHttp) return;
-    if (protocol === 'http:' && LOOPBACK.test(hostname)) return;
+    if (protocol === 'http:' && isLoopback(hostname)) return;
     throw new Error(
       `${url}: function services are called over HTTPS, or plain HTTP on this host; to call one over ` +
         'plain HTTP across a network you trust, allow it (--allow-plain-http, settings.calls.plainHttp)',
@@ -305,22 +296,16 @@ export class FunctionServices {
     return result;
   }
 
+  /** Tries to connect until it does, saying why each time it cannot (until `signal` aborts). */
   async #connectWithRetry(
-    way: { transport: Transport; breaker?: CircuitBreaker },
-    name: string | undefined,
-    sign: Signer,
+    where: string,
+    connect: () => Promise<FunctionService>,
     signal: AbortSignal,
   ): Promise<FunctionService> {
-    const { settings, logger } = this.#options;
-    const { transport } = way;
+    const { logger } = this.#options;
     for (let delay = 250; ; delay = Math.min(delay * 2, 10_000)) {
       try {
-        const service = await FunctionService.connect({
-          ...way,
-          name,
-          sign,
-          timeoutMs: settings.timeoutMs,
-        });
+        const service = await connect();
         const ids = service.manifest.handlers.map((handler) => handler.id).join(', ');
         logger.info(`function service "${service.name}" at ${service.url}: handlers ${ids || '(none)'}`);
         if (service.unknownKinds.length > 0) {
@@ -331,7 +316,7 @@ export class FunctionServices {
         return service;
       } catch (error) {
         if (signal.aborted) throw error;
-        logger.warning(`function service ${transport.url} is not reachable yet: ${describe(error)}`);
+        logger.warning(`function service ${where} is not reachable yet: ${describe(error)}`);
         await sleep(jitter(delay), signal);
       }
     }

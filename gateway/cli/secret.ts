@@ -11,9 +11,9 @@ import {
   parsePublicKeys,
   SECRET_VARIABLE,
 } from '../../protocol/index.ts';
-import { parseStoredKeys, signingKeyOf } from '../dispatch/keys.ts';
+import { signingKeyOf } from '../dispatch/keys.ts';
 import type { SigningKey } from '../dispatch/signer.ts';
-import { PRIVATE_KEYS_FILE } from '../engines/signing-keys.ts';
+import { readStoredKeys } from '../engines/signing-keys.ts';
 import type { KubeClient } from '../kube/client.ts';
 
 /** A shared signing secret: from a file, else from $CAUSEWAY_SECRET. */
@@ -80,15 +80,8 @@ export async function currentSigningKey(
   client: KubeClient,
   location: { namespace: string; name: string },
 ): Promise<SigningKey> {
-  const where = `Secret ${location.namespace}/${location.name}`;
-  const read = await client.get<{ data?: Record<string, string> }>(
-    `/api/v1/namespaces/${location.namespace}/secrets/${location.name}`,
-  );
-  const text = read.data?.[PRIVATE_KEYS_FILE];
-  if (!text)
-    throw new Error(`${where} has no key "${PRIVATE_KEYS_FILE}": it is not a gateway's signing keys`);
-  const stored = parseStoredKeys(Buffer.from(text, 'base64').toString(), where);
-  const newest = stored.toSorted((a, b) => a.created - b.created).at(-1);
-  if (!newest) throw new Error(`${where} holds no key`);
+  const stored = await readStoredKeys(client, location);
+  const newest = stored?.value.toSorted((a, b) => a.created - b.created).at(-1);
+  if (!newest) throw new Error(`Secret ${location.namespace}/${location.name} holds no signing key`);
   return signingKeyOf(newest);
 }

@@ -24,6 +24,27 @@ import type { Settings } from '../settings.ts';
 export const PRIVATE_KEYS_FILE = 'keys.json';
 export const PUBLIC_KEYS_FILE = 'jwks.json';
 
+/** The keys in the gateway's Secret, with the version read; undefined when there is no such Secret yet. */
+export async function readStoredKeys(
+  client: KubeClient,
+  { namespace, name }: { namespace: string; name: string },
+): Promise<Kept<StoredKey[]> | undefined> {
+  const where = `Secret ${namespace}/${name}`;
+  const read = await ignoreNotFound(
+    client.get<{ data?: Record<string, string>; metadata: { resourceVersion: string } }>(
+      `/api/v1/namespaces/${namespace}/secrets/${name}`,
+    ),
+  );
+  if (!read) return undefined;
+  const text = read.data?.[PRIVATE_KEYS_FILE];
+  if (text === undefined)
+    throw new Error(`${where} has no key "${PRIVATE_KEYS_FILE}": it is not a gateway's signing keys`);
+  return {
+    value: parseStoredKeys(Buffer.from(text, 'base64').toString(), where),
+    resourceVersion: read.metadata.resourceVersion,
+  };
+}
+
 export interface SigningKeysOptions {
   client: KubeClient;
   location: { namespace: string; name: string };
@@ -89,7 +110,7 @@ export class SigningKeys implements Component {
   async #keep(): Promise<KeyPlan> {
     const { location, settings, logger } = this.#options;
     for (let attempt = 0; ; attempt++) {
-      const stored = await this.#readSecret();
+      const stored = await readStoredKeys(this.#options.client, location);
       const plan = planKeys(stored?.value ?? [], Date.now(), settings);
       if (plan.changed) {
         try {
@@ -119,24 +140,6 @@ export class SigningKeys implements Component {
   get #configMapPath(): string {
     const { namespace, name } = this.#options.location;
     return `/api/v1/namespaces/${namespace}/configmaps/${name}`;
-  }
-
-  async #readSecret(): Promise<Kept<StoredKey[]> | undefined> {
-    const { namespace, name } = this.#options.location;
-    const read = await ignoreNotFound(
-      this.#options.client.get<{ data?: Record<string, string>; metadata: { resourceVersion: string } }>(
-        this.#secretPath,
-      ),
-    );
-    if (!read) return undefined;
-    const text = read.data?.[PRIVATE_KEYS_FILE];
-    if (text === undefined) {
-      throw new Error(
-        `Secret ${namespace}/${name} has no key "${PRIVATE_KEYS_FILE}": it is not the gateway's signing keys`,
-      );
-    }
-    const value = parseStoredKeys(Buffer.from(text, 'base64').toString(), `Secret ${namespace}/${name}`);
-    return { value, resourceVersion: read.metadata.resourceVersion };
   }
 
   /** Creates the Secret, or replaces the version read: a 409 means another replica wrote first. */

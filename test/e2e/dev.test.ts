@@ -15,6 +15,7 @@ import {
   applyFile,
   createKopfExample,
   eventually,
+  readPublishedKeys,
   statusOnceThere,
   TEST_SECRET,
 } from '../support/operator.ts';
@@ -139,18 +140,9 @@ describe('causeway dev', () => {
     ]);
     // kubelet's part: the deployed service's mounted copy of the public keys.
     const jwks = join(mkdtempSync(join(tmpdir(), 'causeway-keys-')), 'jwks.json');
-    const published = await eventually('the published public keys', async () => {
-      const read = await kubectl([
-        'get',
-        'configmap',
-        '-n',
-        namespace,
-        'causeway-signing-keys',
-        '-o',
-        'jsonpath={.data.jwks\\.json}',
-      ]);
-      return read.code === 0 && read.stdout ? read.stdout : undefined;
-    });
+    const published = await eventually('the published public keys', () =>
+      readPublishedKeys({ namespace, name: 'causeway-signing-keys' }),
+    );
     writeFileSync(jwks, published);
     start(['serve', deployed, '--port', String(port), '--host', '127.0.0.1', '--jwks-file', jwks]);
     await gateway.waitFor(/function service "dev-e2e" at/);

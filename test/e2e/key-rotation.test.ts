@@ -12,15 +12,14 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { startGateway } from '../../gateway/gateway.ts';
-import { ignoreNotFound } from '../../gateway/kube/errors.ts';
 import { testNamespace } from '../support/cluster.ts';
 import {
   applyFile,
   createKopfExample,
   eventually,
-  kubeClient,
   kubeConfig,
   memoryLogger,
+  readPublishedKeys,
   statusOnceThere,
 } from '../support/operator.ts';
 import { causeway, freePort } from '../support/processes.ts';
@@ -34,13 +33,8 @@ describe("the gateway's signing keys", () => {
   it('rotate under load: the new key signs only once the service knows it, and no call is refused', async (t) => {
     await applyFile(CRD);
     const namespace = await testNamespace(t);
-    const client = await kubeClient();
     const keys = { namespace, name: 'causeway-signing-keys' };
-    const configMapPath = `/api/v1/namespaces/${namespace}/configmaps/${keys.name}`;
-    const readPublished = async () =>
-      (await ignoreNotFound(client.get<{ data?: Record<string, string> }>(configMapPath)))?.data?.[
-        'jwks.json'
-      ];
+    const readPublished = () => readPublishedKeys(keys);
 
     const port = await freePort();
     const logger = memoryLogger();

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { currentSigningKey } from '../../gateway/cli/secret.ts';
 import { runConformance } from '../../gateway/conformance/checks.ts';
 import { startGateway } from '../../gateway/gateway.ts';
-import { ignoreNotFound, isNotFound } from '../../gateway/kube/errors.ts';
+import { isNotFound } from '../../gateway/kube/errors.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { testNamespace } from '../support/cluster.ts';
 import {
@@ -23,6 +23,7 @@ import {
   kubeClient,
   kubeConfig,
   memoryLogger,
+  readPublishedKeys,
   statusOnceThere,
 } from '../support/operator.ts';
 import { freePort } from '../support/processes.ts';
@@ -48,14 +49,7 @@ describe('a function service on workerd', () => {
       logger,
       settings: { signing: { keys } },
     });
-    const published = await eventually('the published public keys', async () => {
-      const configMap = await ignoreNotFound(
-        client.get<{ data?: Record<string, string> }>(
-          `/api/v1/namespaces/${namespace}/configmaps/${keys.name}`,
-        ),
-      );
-      return configMap?.data?.['jwks.json'];
-    });
+    const published = await eventually('the published public keys', () => readPublishedKeys(keys));
     assert.doesNotMatch(published, /"d"/, 'no private key is published');
     const worker = await startWorker(MODULE, { bindings: { CAUSEWAY_JWKS: published }, sources: true, port });
     t.after(() => worker.close());

@@ -11,9 +11,8 @@ import { join, relative } from 'node:path';
 import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { IMAGE_NODE_FLAGS } from '../../deploy/build.ts';
-import { ignoreNotFound } from '../../gateway/kube/errors.ts';
 import { applyRbac, CLUSTER_SCOPED, kubectlOk, type Manifest, parseYaml } from './kubectl.ts';
-import { eventually, kubeClient } from './operator.ts';
+import { eventually, kubeClient, readPublishedKeys } from './operator.ts';
 
 export const REPO = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -224,13 +223,9 @@ export async function startGatewayThenFunctions(
   const [namespace, name] = (flagValue(options.gateway.args, '--signing-keys') ?? '').split('/');
   assert.ok(namespace && name, `--signing-keys <namespace>/<name> among ${options.gateway.args.join(' ')}`);
   const gateway = startBundledCli(t, cli, options.gateway.args, options.gateway.env, cwd);
-  const client = await kubeClient();
   const jwks = await eventually('the gateway to publish its public keys', async () => {
     assert.equal(gateway.exitCode, null, 'the gateway exited');
-    const configMap = await ignoreNotFound(
-      client.get<{ data?: Record<string, string> }>(`/api/v1/namespaces/${namespace}/configmaps/${name}`),
-    );
-    return configMap?.data?.['jwks.json'];
+    return readPublishedKeys({ namespace, name });
   }).catch((error) => assert.fail(`${error.message}\n${gateway.output()}`));
   const file = join(dir, 'jwks.json');
   await writeFile(file, jwks);

@@ -6,9 +6,11 @@ import { readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
 import { serveFetch } from '../../gateway/cli/serve.ts';
 import type { FetchHandler } from '../../gateway/dispatch/transport.ts';
+import { PUBLIC_KEYS_FILE } from '../../gateway/engines/signing-keys.ts';
 import { type Gateway, type GatewayOptions, startGateway } from '../../gateway/gateway.ts';
 import { applyManifests, parseManifests } from '../../gateway/kube/apply.ts';
 import { KubeClient } from '../../gateway/kube/client.ts';
+import { ignoreNotFound } from '../../gateway/kube/errors.ts';
 import { createLogger, type Logger } from '../../gateway/logging.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { testCluster } from './cluster.ts';
@@ -125,4 +127,17 @@ export async function eventually<T>(
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/** The public keys a gateway has published in its ConfigMap (`jwks.json`); undefined until it has. */
+export async function readPublishedKeys(location: {
+  namespace: string;
+  name: string;
+}): Promise<string | undefined> {
+  const configMap = await ignoreNotFound(
+    (await kubeClient()).get<{ data?: Record<string, string> }>(
+      `/api/v1/namespaces/${location.namespace}/configmaps/${location.name}`,
+    ),
+  );
+  return configMap?.data?.[PUBLIC_KEYS_FILE];
 }

@@ -10,7 +10,8 @@ import {
 
 /** A W3C trace context for a new trace: what a call starts when nothing upstream traced it. */
 export function newTraceparent(): string {
-  return `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01`;
+  const ids = randomBytes(24).toString('hex');
+  return `00-${ids.slice(0, 32)}-${ids.slice(32)}-01`;
 }
 
 /**

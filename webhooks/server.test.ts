@@ -130,7 +130,11 @@ describe('the webhook server', () => {
 
   it('refuses a chunked review (no length said) once it grows over the limit, and the connection serves on', async (t) => {
     const decided: string[] = [];
-    const { post } = await serve(t, async (request) => (decided.push(request.uid), { allowed: true }), {
+    const decide = async (request: { uid: string }) => {
+      decided.push(request.uid);
+      return { allowed: true };
+    };
+    const { post } = await serve(t, decide, {
       bodyLimitBytes: 1024,
     });
     const big = review('CREATE', { spec: { blob: 'x'.repeat(64 * 1024) } });

@@ -11,7 +11,7 @@ import { type FunctionEndpoint, FunctionServices } from './dispatch/services.ts'
 import { hmacSigner, keySigner, type Signer } from './dispatch/signer.ts';
 import type { FetchHandler } from './dispatch/transport.ts';
 import { Admission } from './engines/admission.ts';
-import { DevSessions } from './engines/dev-sessions.ts';
+import { DevSessionRoutes, DevSessions } from './engines/dev-sessions.ts';
 import { EventHandlers } from './engines/event-handlers.ts';
 import { FunctionServiceObjects } from './engines/function-service-objects.ts';
 import { SigningKeys } from './engines/signing-keys.ts';
@@ -60,7 +60,8 @@ export interface GatewayOptions {
   devSessions?: string;
   /**
    * Also serve the function services that FunctionService objects (causeway.dev/v1alpha1) in this
-   * namespace name, as they are added, changed and removed.
+   * namespace name, as they are added, changed and removed, and follow the dev sessions their
+   * `devSession` fields hold (whoever may change a FunctionService may already send its calls anywhere).
    */
   functionServices?: string;
 }
@@ -347,12 +348,16 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       },
     }),
   );
+  // Dev sessions, held by Leases or by FunctionServices' fields, route calls through one table.
+  const routes = new DevSessionRoutes((name, to) => services.redirect(name, to));
+  if (options.functionServices || options.devSessions) await components.add(routes);
   if (options.functionServices) {
     await components.add(
       new FunctionServiceObjects({
         client,
         namespace: options.functionServices,
         services,
+        routes,
         settings,
         logger,
       }),
@@ -366,7 +371,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         identity,
         settings: settings.watching,
         logger,
-        redirect: (name, to) => services.redirect(name, to),
+        routes,
       }),
     );
   }

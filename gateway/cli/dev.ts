@@ -1,19 +1,22 @@
 /**
  * `causeway dev`: an operator module on a laptop, reloaded on save. Either with a gateway of its own
- * (as `causeway run`), or, where a gateway is deployed with `--dev-sessions <namespace>`, as a dev
- * session: a Lease there sends the deployed service's calls to this laptop while it is renewed.
+ * (as `causeway run`), or, with a deployed gateway, as a dev session: the service's FunctionService
+ * in the namespace (or, where none names it, a Lease there, for a gateway deployed with
+ * `--dev-sessions <namespace>`) sends the deployed service's calls to this laptop while it is renewed.
  */
 import { type FSWatcher, mkdtempSync, renameSync, rmSync, watch, writeFileSync } from 'node:fs';
 import { hostname, tmpdir, userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { encodeSecret, PATHS } from '../../protocol/index.ts';
+import { encodeSecret, type KubernetesObject, PATHS } from '../../protocol/index.ts';
+import { isObject } from '../../protocol/json.ts';
 import type { Reach } from '../../webhooks/reach.ts';
-import { devSessionLease, devSessionLeaseName } from '../engines/dev-sessions.ts';
+import { type DevSession, devSessionLease, devSessionLeaseName } from '../engines/dev-sessions.ts';
+import { DEV_SESSION_RENEWED, FUNCTION_SERVICE } from '../engines/function-service-objects.ts';
 import { PUBLIC_KEYS_FILE } from '../engines/signing-keys.ts';
 import { type GatewayOptions, startGateway } from '../gateway.ts';
 import { KubeClient } from '../kube/client.ts';
-import { isNotFound } from '../kube/errors.ts';
+import { ignoreNotFound, isNotFound } from '../kube/errors.ts';
 import type { Logger } from '../logging.ts';
 import { DevService } from './dev-service.ts';
 
@@ -133,7 +136,7 @@ class PublicKeysCopy {
   }
 }
 
-/** Holds the session's Lease while `until` is pending; a reload changes its revision. */
+/** Holds the session while `until` is pending; a reload changes its revision. */
 async function asSession(service: DevService, name: string, session: SessionOptions, options: DevOptions) {
   const { logger, module } = options;
   const way = await session.reach({ host: '127.0.0.1', port: service.port, scheme: 'http' });
@@ -141,30 +144,25 @@ async function asSession(service: DevService, name: string, session: SessionOpti
     if (!('url' in way.clientConfig)) throw new Error('a dev session needs a URL the gateway can reach');
     const url = way.clientConfig.url;
     const client = await KubeClient.fromConfig(session.kubeconfig);
-    const path = `/apis/coordination.k8s.io/v1/namespaces/${session.namespace}/leases/${devSessionLeaseName(name)}`;
-    const holder = `${userInfo().username}@${hostname()}`;
+    const holder = await sessionHolder(client, name, session);
+    const describe = (revision: string): DevSession => ({
+      service: name,
+      url,
+      revision,
+      holder: `${userInfo().username}@${hostname()}`,
+      durationSeconds: session.durationSeconds,
+    });
     let revision = String(Date.now());
-    const renew = () =>
-      client.patch(
-        path,
-        'apply',
-        devSessionLease(
-          { service: name, url, revision, holder, durationSeconds: session.durationSeconds },
-          session.annotationPrefix,
-          new Date(),
-        ),
-        { fieldManager: 'causeway-dev', force: true },
-      );
-    await renew();
+    await holder.renew(describe(revision));
     logger.info(
       `dev: the calls of "${name}" come to ${url} from the gateway watching ${session.namespace} ` +
-        `(Lease ${session.namespace}/${devSessionLeaseName(name)}); reloaded on save`,
+        `(${holder.where}); reloaded on save`,
     );
-    // Later renewals say when they fail and try again: the Lease outlives one missed renewal.
+    // Later renewals say when they fail and try again: the session outlives one missed renewal.
     const renewAgain = () =>
-      renew().catch((error) =>
-        logger.warning(`dev: renewing the session failed: ${(error as Error).message}`),
-      );
+      holder
+        .renew(describe(revision))
+        .catch((error) => logger.warning(`dev: renewing the session failed: ${(error as Error).message}`));
     const renewing = setInterval(() => void renewAgain(), (session.durationSeconds * 1000) / 3);
     const stopWatching = watchSources(module, async () => {
       if (!(await service.reload())) return;
@@ -175,13 +173,61 @@ async function asSession(service: DevService, name: string, session: SessionOpti
     await options.until;
     stopWatching();
     clearInterval(renewing);
-    // The calls go home at once, rather than when the Lease would expire.
-    await client.request(path, { method: 'DELETE' }).catch((error) => {
+    // The calls go home at once, rather than when the session would expire.
+    await holder.end().catch((error) => {
       if (!isNotFound(error)) logger.warning(`dev: ending the session failed: ${error.message}`);
     });
   } finally {
     await way.close();
   }
+}
+
+/** Where a session is held: the field of the service's FunctionService in the namespace, or else a Lease there. */
+interface SessionHolder {
+  where: string;
+  renew(session: DevSession): Promise<unknown>;
+  end(): Promise<unknown>;
+}
+
+async function sessionHolder(
+  client: KubeClient,
+  service: string,
+  session: SessionOptions,
+): Promise<SessionHolder> {
+  const { group, version, plural } = FUNCTION_SERVICE;
+  const objects = `/apis/${group}/${version}/namespaces/${session.namespace}/${plural}`;
+  // Not found: the CustomResourceDefinition is not installed, so no FunctionService names it.
+  const listed = await ignoreNotFound(client.get<{ items: KubernetesObject[] }>(objects));
+  const object = listed?.items.find(
+    (candidate) =>
+      (isObject(candidate.spec) && candidate.spec.serviceName
+        ? candidate.spec.serviceName
+        : candidate.metadata.name) === service,
+  );
+  if (object) {
+    const path = `${objects}/${object.metadata.name}`;
+    // The same spec again changes no generation: only the annotation tells a renewal.
+    const write = (devSession: Omit<DevSession, 'service'> | null, renewed: string | null) =>
+      client.patch(path, 'merge', {
+        metadata: { annotations: { [DEV_SESSION_RENEWED]: renewed } },
+        spec: { devSession },
+      });
+    return {
+      where: `FunctionService ${session.namespace}/${object.metadata.name}`,
+      renew: ({ service: _, ...devSession }) => write(devSession, new Date().toISOString()),
+      end: () => write(null, null),
+    };
+  }
+  const path = `/apis/coordination.k8s.io/v1/namespaces/${session.namespace}/leases/${devSessionLeaseName(service)}`;
+  return {
+    where: `Lease ${session.namespace}/${devSessionLeaseName(service)}`,
+    renew: (devSession) =>
+      client.patch(path, 'apply', devSessionLease(devSession, session.annotationPrefix, new Date()), {
+        fieldManager: 'causeway-dev',
+        force: true,
+      }),
+    end: () => client.request(path, { method: 'DELETE' }),
+  };
 }
 
 async function serviceName(url: string): Promise<string> {

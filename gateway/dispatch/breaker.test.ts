@@ -5,27 +5,30 @@ import { CircuitBreaker } from './breaker.ts';
 
 function breakerWith(probe: () => Promise<void>) {
   const lines: string[] = [];
-  const breaker = new CircuitBreaker({
+  const changes: Array<string | undefined> = [];
+  const breaker: CircuitBreaker = new CircuitBreaker({
     service: '"billing" at http://billing:8080',
     threshold: 3,
     probeDelaysS: [0.001],
     probe,
     logger: createLogger({ level: 'info', sink: { write: (line) => lines.push(line) } }),
+    onChange: () => changes.push(breaker.down),
   });
-  return { breaker, lines };
+  return { breaker, lines, changes };
 }
 
 describe('circuit breaker', () => {
   it('opens after the threshold of unreachable calls in a row, not before, and a success resets the count', () => {
-    const { breaker, lines } = breakerWith(() => new Promise(() => {}));
+    const { breaker, lines, changes } = breakerWith(() => new Promise(() => {}));
     breaker.unreachable('ECONNREFUSED');
     breaker.unreachable('ECONNREFUSED');
     breaker.succeeded();
     breaker.unreachable('ECONNREFUSED');
     breaker.unreachable('ECONNREFUSED');
-    assert.equal(breaker.isOpen, false);
+    assert.equal(breaker.down, undefined);
     breaker.unreachable('no answer within 30000 ms');
-    assert.equal(breaker.isOpen, true);
+    assert.equal(breaker.down, 'no answer within 30000 ms');
+    assert.deepEqual(changes, ['no answer within 30000 ms'], 'told once, with the reason');
     assert.equal(lines.length, 1);
     assert.match(
       lines[0] ?? '',
@@ -37,7 +40,7 @@ describe('circuit breaker', () => {
   it('asks the health check on a backoff while open, and closes, waking the waiting, at its first answer', async () => {
     let probes = 0;
     const healthy = Promise.withResolvers<void>();
-    const { breaker, lines } = breakerWith(async () => {
+    const { breaker, lines, changes } = breakerWith(async () => {
       probes++;
       if (probes < 3) throw new Error('ECONNREFUSED');
       healthy.resolve();
@@ -47,7 +50,8 @@ describe('circuit breaker', () => {
     await waiting;
     await healthy.promise;
     assert.equal(probes, 3);
-    assert.equal(breaker.isOpen, false);
+    assert.equal(breaker.down, undefined);
+    assert.deepEqual(changes, ['ECONNREFUSED', undefined], 'told when it opened and when it closed');
     assert.match(
       lines.join(''),
       /INFO +function service "billing" at http:\/\/billing:8080 is back after \d+s: its calls resume/,
@@ -62,6 +66,6 @@ describe('circuit breaker', () => {
     breaker.close();
     await waiting;
     breaker.unreachable('ECONNREFUSED');
-    assert.equal(breaker.isOpen, false, 'a closed breaker opens no more');
+    assert.equal(breaker.down, undefined, 'a closed breaker opens no more');
   });
 });

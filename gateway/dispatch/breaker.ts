@@ -18,10 +18,13 @@ export interface BreakerOptions {
   /** Resolves when the service answers its health check. */
   probe: () => Promise<void>;
   logger: Logger;
+  /** Told when the circuit opens or closes. */
+  onChange?: () => void;
 }
 
 interface Outage {
   since: number;
+  reason: string;
   recovered: PromiseWithResolvers<void>;
   timer?: NodeJS.Timeout;
   probes: number;
@@ -37,8 +40,9 @@ export class CircuitBreaker {
     this.#options = options;
   }
 
-  get isOpen(): boolean {
-    return this.#open !== undefined;
+  /** While open, why: what the last calls found. */
+  get down(): string | undefined {
+    return this.#open?.reason;
   }
 
   /** Resolves once the service is back (at once while the circuit is closed). */
@@ -55,12 +59,13 @@ export class CircuitBreaker {
     this.#failures++;
     if (this.#open || this.#failures < this.#options.threshold || this.#closed) return;
     const { service, logger } = this.#options;
-    this.#open = { since: Date.now(), recovered: Promise.withResolvers(), probes: 0 };
+    this.#open = { since: Date.now(), reason, recovered: Promise.withResolvers(), probes: 0 };
     logger.warning(
       `function service ${service} is down (${this.#failures} calls in a row: ${reason}): ` +
         'its calls wait, and nothing is written for them, until its health check answers',
     );
     this.#scheduleProbe();
+    this.#options.onChange?.();
   }
 
   /** Stops probing; whoever waits for a recovery is let go, to find the gateway stopping. */
@@ -96,5 +101,6 @@ export class CircuitBreaker {
       `function service ${this.#options.service} is back after ${seconds}s: its calls resume`,
     );
     open.recovered.resolve();
+    this.#options.onChange?.();
   }
 }

@@ -102,6 +102,11 @@ export class FunctionService {
     return this.#transport.url;
   }
 
+  /** While its circuit is open, why: its calls are not made. */
+  get down(): string | undefined {
+    return this.#options.breaker?.down;
+  }
+
   static async connect(options: FunctionServiceOptions): Promise<FunctionService> {
     const { transport, sign } = options;
     const direct = transport.direct;
@@ -149,7 +154,7 @@ export class FunctionService {
       return parseInvocationResponse(answer, ids, admission);
     }
     const { breaker } = this.#options;
-    if (breaker?.isOpen) throw new ServiceDown(`${this.name} at ${this.url} is down`, breaker.recovered());
+    if (breaker?.down) throw new ServiceDown(`${this.name} at ${this.url} is down`, breaker.recovered());
     const body = encoder.encode(JSON.stringify(invocation));
     let answer: unknown;
     try {

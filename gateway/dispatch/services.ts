@@ -39,6 +39,14 @@ export interface FunctionServicesOptions {
   onChange(previous: FunctionService | undefined, next: FunctionService | undefined): Promise<void>;
 }
 
+/** How a service is now, for whoever shows it (a FunctionService's status). */
+export interface ServiceState {
+  /** While its circuit is open, why. */
+  down: string | undefined;
+  /** Where its calls go instead of home, while a dev session lasts. */
+  away: string | undefined;
+}
+
 /** The way to a service over HTTP: its connection pool, and the breaker that stops calls while it is down. */
 interface Way {
   transport: Transport;
@@ -69,6 +77,7 @@ const UNSIGNED: Signer = () => {
 export class FunctionServices {
   readonly #options: FunctionServicesOptions;
   readonly #slots: Slot[] = [];
+  readonly #listeners = new Set<(name: string) => void>();
   /** Changes one at a time, in the order asked: a redirect, its end and a re-read never interleave. */
   #queue: Promise<unknown> = Promise.resolve();
 
@@ -129,6 +138,18 @@ export class FunctionServices {
     return this.#slots.map((slot) => slot.current);
   }
 
+  /** How the service named `name` is now; undefined while it is not served. */
+  state(name: string): ServiceState | undefined {
+    const slot = this.#slots.find((candidate) => candidate.home.name === name);
+    return slot && { down: slot.current.down, away: slot.away?.url };
+  }
+
+  /** Calls `listener` with a service's name when its state may have changed; returns how to stop. */
+  onStateChange(listener: (name: string) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
   /**
    * Sends the calls of the service named `name` to `url` (another instance of it, a laptop's), or
    * home again when `url` is undefined. A new `revision` at the same URL reads its manifest again.
@@ -153,6 +174,7 @@ export class FunctionServices {
         slot.home = await slot.home.reread().catch(() => slot.home);
         await this.#change(slot, slot.home);
         await closeWay(away);
+        this.#tell(name);
         return true;
       }
       if (slot.away?.url === to.url && slot.away.revision === to.revision) return true;
@@ -174,6 +196,7 @@ export class FunctionServices {
       if (previous?.url !== to.url) logger.info(`calls of "${name}" go to ${to.url} (a dev session)`);
       await this.#change(slot, connected.service);
       if (previous) await closeWay(previous);
+      this.#tell(name);
       return true;
     });
   }
@@ -268,6 +291,7 @@ export class FunctionServices {
       probeDelaysS: serviceRetryDelaysS,
       probe: async () => void (await readHealth(transport)),
       logger: this.#options.logger,
+      onChange: () => this.#tell(name),
     });
     return { transport, breaker };
   }
@@ -281,6 +305,10 @@ export class FunctionServices {
       `${url}: function services are called over HTTPS, or plain HTTP on this host; to call one over ` +
         'plain HTTP across a network you trust, allow it (--allow-plain-http, settings.calls.plainHttp)',
     );
+  }
+
+  #tell(name: string): void {
+    for (const listener of this.#listeners) listener(name);
   }
 
   async #change(slot: Slot, next: FunctionService): Promise<void> {

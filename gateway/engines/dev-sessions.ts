@@ -1,10 +1,11 @@
 /**
- * Dev sessions, as an engine of the gateway: `causeway dev` on a laptop holds a Lease in a namespace
- * the gateway was told to look in (`--dev-sessions`), naming a function service and the laptop's URL.
- * While the Lease is renewed, the gateway sends that service's calls (and admission reviews) to the
- * laptop; when it is deleted, or not renewed within its duration, they go back to the deployed
- * service. The Lease is the whole protocol, so a session heals by itself, shows in
- * `kubectl get leases`, and needs no restart of anything.
+ * Dev sessions, as an engine of the gateway: `causeway dev` on a laptop holds a session naming a
+ * function service and the laptop's URL. While the session is renewed, the gateway sends that
+ * service's calls (and admission reviews) to the laptop; when it ends, or is not renewed within its
+ * duration, they go back to the deployed service. A session is held by the service's FunctionService
+ * object, in its `devSession` field (engines/function-service-objects.ts), or, for a service given
+ * otherwise, by a Lease in a namespace the gateway was told to look in (`--dev-sessions`). Either is
+ * the whole protocol, so a session heals by itself, shows in `kubectl get`, and needs no restart.
  */
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { isObject } from '../../protocol/json.ts';
@@ -80,77 +81,57 @@ export function devSessionOf(lease: KubernetesObject, annotationPrefix: string):
   };
 }
 
-export interface DevSessionsOptions {
-  client: KubeClient;
-  namespace: string;
-  identity: Identity;
-  settings: Settings['watching'];
-  logger: Logger;
-  /** Sends a service's calls to a session's URL, or home for undefined; false if it did not answer as that service. */
-  redirect(service: string, to: { url: string; revision: string } | undefined): Promise<boolean>;
-}
+/** Sends a service's calls to a session's URL, or home for undefined; false if it did not answer as that service. */
+export type Redirect = (
+  service: string,
+  to: { url: string; revision: string } | undefined,
+) => Promise<boolean>;
 
 interface Held {
   session: DevSession;
-  renewTime: unknown;
+  renewal: unknown;
   /** By this process's clock, from when it saw the renewal: the laptop's clock may be off. */
   expiresAt: number;
 }
 
-export class DevSessions implements Component {
-  readonly name = 'dev sessions';
+/**
+ * Where each service's calls go, from the dev sessions held now, whoever holds them (a Lease, a
+ * FunctionService's field): to the URL of the live session that lasts longest, or home when none
+ * is live. A session not renewed within its duration expires here, by this process's clock.
+ */
+export class DevSessionRoutes implements Component {
+  readonly name = 'dev session routes';
   readonly leaderOnly = false; // every replica calls the services
-  readonly #options: DevSessionsOptions;
-  readonly #watcher: Watcher;
-  /** By Lease name. */
+  readonly #redirect: Redirect;
+  /** By holder: `Lease <name>`, `FunctionService <name>`. */
   readonly #held = new Map<string, Held>();
   /** Where each service's calls go now: `url revision`. */
   readonly #routed = new Map<string, string>();
   #expiry: NodeJS.Timeout | undefined;
   #routing: Promise<void> = Promise.resolve();
 
-  constructor(options: DevSessionsOptions) {
-    this.#options = options;
-    this.#watcher = new Watcher({
-      client: options.client,
-      path: `/apis/coordination.k8s.io/v1/namespaces/${options.namespace}/leases`,
-      labelSelector: `${options.identity.annotationPrefix}/dev-session`,
-      logger: options.logger.child(`dev sessions in ${options.namespace}`),
-      settings: options.settings,
-      onEvent: ({ type, object }) =>
-        this.#observe(type === 'DELETED' ? undefined : object, object.metadata.name),
-    });
+  constructor(redirect: Redirect) {
+    this.#redirect = redirect;
   }
 
-  start(): void {
-    this.#watcher.start();
-  }
+  start(): void {}
 
   async stop(): Promise<void> {
     clearTimeout(this.#expiry);
-    await this.#watcher.stop();
     await this.#routing;
   }
 
-  #observe(lease: KubernetesObject | undefined, name: string): void {
-    if (!lease) {
-      this.#held.delete(name);
-    } else {
-      const session = devSessionOf(lease, this.#options.identity.annotationPrefix);
-      if (typeof session === 'string') {
-        this.#options.logger.warning(
-          `Lease ${this.#options.namespace}/${name} is no dev session: ${session}`,
-        );
-        this.#held.delete(name);
-      } else {
-        const renewTime = isObject(lease.spec) ? lease.spec.renewTime : undefined;
-        const known = this.#held.get(name);
-        const renewed = !known || known.renewTime !== renewTime;
-        const expiresAt = renewed ? Date.now() + session.durationSeconds * 1000 : (known?.expiresAt ?? 0);
-        this.#held.set(name, { session, renewTime, expiresAt });
-      }
-    }
+  /** `holder` holds `session`; a new `renewal` (what the holder wrote when it renewed) starts its duration again. */
+  hold(holder: string, session: DevSession, renewal: unknown): void {
+    const known = this.#held.get(holder);
+    const renewed = !known || known.renewal !== renewal;
+    const expiresAt = renewed ? Date.now() + session.durationSeconds * 1000 : (known?.expiresAt ?? 0);
+    this.#held.set(holder, { session, renewal, expiresAt });
     this.#route();
+  }
+
+  release(holder: string): void {
+    if (this.#held.delete(holder)) this.#route();
   }
 
   /** Sends each service's calls where its live session says, or home; looks again at the next expiry. */
@@ -173,12 +154,60 @@ export class DevSessions implements Component {
       const to = session ? { url: session.url, revision: session.revision } : undefined;
       this.#routing = this.#routing.then(async () => {
         // Not there (yet): forgotten, so the session's next renewal tries again.
-        if (!(await this.#options.redirect(service, to)) && this.#routed.get(service) === target) {
+        if (!(await this.#redirect(service, to)) && this.#routed.get(service) === target) {
           this.#routed.delete(service);
         }
       });
     }
     const next = Math.min(...[...live.values()].map((held) => held.expiresAt));
     if (Number.isFinite(next)) this.#expiry = setTimeout(() => this.#route(), next - now + 10);
+  }
+}
+
+export interface DevSessionsOptions {
+  client: KubeClient;
+  namespace: string;
+  identity: Identity;
+  settings: Settings['watching'];
+  logger: Logger;
+  routes: DevSessionRoutes;
+}
+
+/** The dev sessions that Leases in one namespace hold. */
+export class DevSessions implements Component {
+  readonly name = 'dev sessions';
+  readonly leaderOnly = false; // every replica calls the services
+  readonly #options: DevSessionsOptions;
+  readonly #watcher: Watcher;
+
+  constructor(options: DevSessionsOptions) {
+    this.#options = options;
+    this.#watcher = new Watcher({
+      client: options.client,
+      path: `/apis/coordination.k8s.io/v1/namespaces/${options.namespace}/leases`,
+      labelSelector: `${options.identity.annotationPrefix}/dev-session`,
+      logger: options.logger.child(`dev sessions in ${options.namespace}`),
+      settings: options.settings,
+      onEvent: ({ type, object }) =>
+        this.#observe(type === 'DELETED' ? undefined : object, object.metadata.name),
+    });
+  }
+
+  start(): void {
+    this.#watcher.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.#watcher.stop();
+  }
+
+  #observe(lease: KubernetesObject | undefined, name: string): void {
+    const { routes, identity, logger, namespace } = this.#options;
+    const session = lease && devSessionOf(lease, identity.annotationPrefix);
+    if (typeof session === 'string') {
+      logger.warning(`Lease ${namespace}/${name} is no dev session: ${session}`);
+    }
+    if (!session || typeof session === 'string') routes.release(`Lease ${name}`);
+    else routes.hold(`Lease ${name}`, session, isObject(lease?.spec) ? lease.spec.renewTime : undefined);
   }
 }

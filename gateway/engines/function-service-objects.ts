@@ -2,20 +2,28 @@
  * Function services as Kubernetes objects: a `FunctionService` (causeway.dev/v1alpha1) in the
  * namespace the gateway is told to look in (`--function-services`) names a service's URL and how to
  * trust and call it. Adding, changing and removing one takes effect without a restart, and its status
- * says what the gateway found: the protocol and handlers, or the last error. Services given with
- * `--functions` are served beside them.
+ * says what the gateway found (the protocol and handlers, or the last error), whether the service is
+ * down now, and where its calls go while a dev session, held in its `devSession` field, sends them to
+ * a laptop. Services given with `--functions` are served beside them.
  */
 import { encodeSecret, type KubernetesObject } from '../../protocol/index.ts';
 import { isObject } from '../../protocol/json.ts';
 import type { Component } from '../components.ts';
-import type { FunctionEndpoint, FunctionServices } from '../dispatch/services.ts';
+import type { FunctionEndpoint, FunctionServices, ServiceState } from '../dispatch/services.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { ignoreNotFound } from '../kube/errors.ts';
 import { Watcher } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
 import { delayFor, type Settings } from '../settings.ts';
+import type { DevSession, DevSessionRoutes } from './dev-sessions.ts';
 
 export const FUNCTION_SERVICE = { group: 'causeway.dev', version: 'v1alpha1', plural: 'functionservices' };
+
+/**
+ * `causeway dev` renews its session in this annotation, not in the spec: a renewal then changes no
+ * generation, and the gateway writes no status for it.
+ */
+export const DEV_SESSION_RENEWED = `${FUNCTION_SERVICE.group}/dev-session-renewed`;
 
 /** The CustomResourceDefinition, as `causeway crd` prints it for `kubectl apply -f -`. */
 export function functionServiceDefinition(): KubernetesObject {
@@ -43,6 +51,7 @@ export function functionServiceDefinition(): KubernetesObject {
           additionalPrinterColumns: [
             { name: 'URL', type: 'string', jsonPath: '.spec.url' },
             { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
+            { name: 'Dev session', type: 'string', jsonPath: '.status.devSession.holder' },
             { name: 'Error', type: 'string', jsonPath: '.status.lastError', priority: 1 },
             { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
           ],
@@ -83,6 +92,17 @@ export function functionServiceDefinition(): KubernetesObject {
                     concurrency: positive(
                       "Calls to it at once (default: the gateway's --function-concurrency).",
                     ),
+                    devSession: {
+                      type: 'object',
+                      required: ['url', 'durationSeconds'],
+                      properties: {
+                        url: { type: 'string', pattern: '^https?://' },
+                        revision: { type: 'string' },
+                        holder: { type: 'string' },
+                        durationSeconds: { type: 'integer', minimum: 1 },
+                      },
+                      description: `Written by \`causeway dev\`: the service's calls go to this URL while the annotation ${DEV_SESSION_RENEWED} is renewed within durationSeconds.`,
+                    },
                   },
                 },
                 status: {
@@ -93,6 +113,11 @@ export function functionServiceDefinition(): KubernetesObject {
                     handlers: { type: 'array', items: { type: 'string' } },
                     lastError: { type: 'string' },
                     observedGeneration: { type: 'integer' },
+                    devSession: {
+                      type: 'object',
+                      properties: { url: { type: 'string' }, holder: { type: 'string' } },
+                      description: 'Where its calls go while a dev session lasts.',
+                    },
                   },
                 },
               },
@@ -108,13 +133,22 @@ export interface FunctionServiceObjectsOptions {
   client: KubeClient;
   namespace: string;
   services: FunctionServices;
+  /** Where the dev sessions these objects hold send their service's calls. */
+  routes: DevSessionRoutes;
   settings: Settings;
   logger: Logger;
 }
 
 interface Known {
+  /** The newest the gateway saw or wrote: its status is what a write is compared with. */
+  object: KubernetesObject;
   serviceName: string;
-  generation: number | undefined;
+  /** The spec the service is served by, as JSON: a dev session's field changes it not. */
+  endpoint: string;
+  /** What it found, once served. */
+  served?: { protocol: string; handlers: string[] };
+  /** Why the newest spec is not served. */
+  error?: string;
   /** The next attempt, while the service could not be served. */
   retry?: NodeJS.Timeout;
   failures: number;
@@ -130,6 +164,7 @@ export class FunctionServiceObjects implements Component {
   /** One change at a time, in the order the watch told them. */
   #changing: Promise<void> = Promise.resolve();
   #stopped = false;
+  #unlisten: (() => void) | undefined;
 
   constructor(options: FunctionServiceObjectsOptions) {
     this.#options = options;
@@ -145,11 +180,18 @@ export class FunctionServiceObjects implements Component {
   }
 
   start(): void {
+    // A service going down or coming back, or sent to a laptop, shows in its object's status.
+    this.#unlisten = this.#options.services.onStateChange((serviceName) => {
+      for (const known of this.#known.values()) {
+        if (known.serviceName === serviceName) this.#serially(() => this.#writeStatus(known));
+      }
+    });
     this.#watcher.start();
   }
 
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#unlisten?.();
     for (const known of this.#known.values()) clearTimeout(known.retry);
     await this.#watcher.stop();
     await this.#changing;
@@ -161,44 +203,55 @@ export class FunctionServiceObjects implements Component {
     });
   }
 
-  /** A new or changed spec is served anew; the gateway's own status writes (same generation) change nothing. */
+  /** A new or changed endpoint is served anew, a dev session's field is followed, and the status tells. */
   async #observe(object: KubernetesObject, again = false): Promise<void> {
-    const { name, generation } = object.metadata;
-    const known = this.#known.get(name);
-    if (known && known.generation === generation && !again) return;
-    const spec = isObject(object.spec) ? object.spec : {};
-    const serviceName = typeof spec.serviceName === 'string' ? spec.serviceName : name;
-    if (known && known.serviceName !== serviceName) await this.#options.services.remove(known.serviceName);
-    clearTimeout(known?.retry);
-    const current: Known = {
-      serviceName,
-      generation,
-      failures: known && known.generation === generation ? known.failures : 0,
-    };
-    this.#known.set(name, current);
+    const { name } = object.metadata;
+    const { devSession, ...endpointSpec } = isObject(object.spec) ? object.spec : {};
+    const serviceName = typeof endpointSpec.serviceName === 'string' ? endpointSpec.serviceName : name;
+    const endpoint = JSON.stringify(endpointSpec);
+    let known = this.#known.get(name);
+    if (known) known.object = object;
+    if (!known || known.endpoint !== endpoint || again) {
+      if (known && known.serviceName !== serviceName) {
+        this.#options.routes.release(`FunctionService ${name}`);
+        await this.#options.services.remove(known.serviceName);
+      }
+      clearTimeout(known?.retry);
+      const failures = known && known.endpoint === endpoint ? known.failures : 0;
+      known = { object, serviceName, endpoint, failures };
+      this.#known.set(name, known);
+      await this.#serve(known);
+    }
+    if (isObject(devSession) && known.served) {
+      this.#options.routes.hold(
+        `FunctionService ${name}`,
+        { ...(devSession as Omit<DevSession, 'service'>), service: serviceName },
+        object.metadata.annotations?.[DEV_SESSION_RENEWED],
+      );
+    } else {
+      this.#options.routes.release(`FunctionService ${name}`);
+    }
+    await this.#writeStatus(known);
+  }
+
+  async #serve(known: Known): Promise<void> {
+    const { name } = known.object.metadata;
     try {
-      const endpoint = await this.#endpointOf(object, serviceName);
-      const service = await this.#options.services.put(endpoint);
-      current.failures = 0;
-      await this.#writeStatus(object, {
-        phase: 'Ready',
+      const service = await this.#options.services.put(await this.#endpointOf(known));
+      known.served = {
         protocol: service.manifest.protocol,
         handlers: service.manifest.handlers.map((handler) => handler.id),
-        observedGeneration: generation,
-      });
+      };
+      known.error = undefined;
+      known.failures = 0;
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      const delayS = delayFor(this.#options.settings.calls.serviceRetryDelaysS, current.failures++);
+      known.error = error instanceof Error ? error.message : String(error);
+      const delayS = delayFor(this.#options.settings.calls.serviceRetryDelaysS, known.failures++);
       this.#options.logger.warning(
-        `FunctionService ${this.#options.namespace}/${name} is not served yet: ${message}; trying again in ${delayS}s`,
+        `FunctionService ${this.#options.namespace}/${name} is not served yet: ${known.error}; trying again in ${delayS}s`,
       );
-      await this.#writeStatus(object, {
-        phase: 'Unreachable',
-        lastError: message,
-        observedGeneration: generation,
-      });
       if (!this.#stopped) {
-        current.retry = setTimeout(() => this.#serially(() => this.#retry(name)), delayS * 1000);
+        known.retry = setTimeout(() => this.#serially(() => this.#retry(name)), delayS * 1000);
       }
     }
   }
@@ -218,14 +271,15 @@ export class FunctionServiceObjects implements Component {
     if (!known) return;
     clearTimeout(known.retry);
     this.#known.delete(object.metadata.name);
+    this.#options.routes.release(`FunctionService ${object.metadata.name}`);
     await this.#options.services.remove(known.serviceName);
     this.#options.logger.info(
       `function service "${known.serviceName}" is no longer served: its FunctionService is gone`,
     );
   }
 
-  async #endpointOf(object: KubernetesObject, serviceName: string): Promise<FunctionEndpoint> {
-    const spec = object.spec as {
+  async #endpointOf(known: Known): Promise<FunctionEndpoint> {
+    const spec = known.object.spec as {
       url: string;
       secretRef?: { name: string; key?: string };
       caBundle?: string;
@@ -244,7 +298,7 @@ export class FunctionServiceObjects implements Component {
       secret = encodeSecret(Buffer.from(value, 'base64').toString().trim());
     }
     return {
-      name: serviceName,
+      name: known.serviceName,
       url: spec.url,
       ...(secret ? { secret } : {}),
       ...(spec.caBundle ? { ca: spec.caBundle } : {}),
@@ -254,25 +308,41 @@ export class FunctionServiceObjects implements Component {
   }
 
   /** Writes the status when it says something new: the gateway's writes stay few. */
-  async #writeStatus(object: KubernetesObject, status: Record<string, unknown>): Promise<void> {
-    const { phase, ...rest } = status;
-    const next = { phase, lastError: null, handlers: null, protocol: null, ...rest };
-    const current = isObject(object.status) ? object.status : {};
+  async #writeStatus(known: Known): Promise<void> {
+    if (this.#known.get(known.object.metadata.name) !== known) return; // replaced or forgotten meanwhile
+    const next = statusOf(known, this.#options.services.state(known.serviceName));
+    const current = isObject(known.object.status) ? known.object.status : {};
     const unchanged = Object.entries(next).every(
       ([key, value]) => JSON.stringify(current[key] ?? null) === JSON.stringify(value ?? null),
     );
     if (unchanged) return;
     const { group, version, plural } = FUNCTION_SERVICE;
+    const { name } = known.object.metadata;
     try {
-      await this.#options.client.patch(
-        `/apis/${group}/${version}/namespaces/${this.#options.namespace}/${plural}/${object.metadata.name}/status`,
+      known.object = await this.#options.client.patch<KubernetesObject>(
+        `/apis/${group}/${version}/namespaces/${this.#options.namespace}/${plural}/${name}/status`,
         'merge',
         { status: next },
       );
     } catch (error) {
       this.#options.logger.warning(
-        `the status of FunctionService ${this.#options.namespace}/${object.metadata.name} could not be written: ${error instanceof Error ? error.message : error}`,
+        `the status of FunctionService ${this.#options.namespace}/${name} could not be written: ${error instanceof Error ? error.message : error}`,
       );
     }
   }
+}
+
+/** What a FunctionService's status says: served or not and why, whether its calls are made now, and where. */
+function statusOf(known: Known, state: ServiceState | undefined): Record<string, unknown> {
+  const down = known.error ?? (known.served ? state?.down : undefined);
+  const devSession = isObject(known.object.spec) ? known.object.spec.devSession : undefined;
+  const holder = isObject(devSession) && devSession.url === state?.away ? devSession.holder : undefined;
+  return {
+    phase: known.served && !down ? 'Ready' : 'Unreachable',
+    protocol: known.error ? null : (known.served?.protocol ?? null),
+    handlers: known.error ? null : (known.served?.handlers ?? null),
+    lastError: down ?? null,
+    observedGeneration: known.object.metadata.generation,
+    devSession: state?.away ? { url: state.away, ...(holder ? { holder } : {}) } : null,
+  };
 }

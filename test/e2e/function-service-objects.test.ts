@@ -5,7 +5,7 @@
  * secret shared with that service alone, named by the object (`secretRef`).
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { operator } from '../../functions/index.ts';
 import { serveFetch } from '../../gateway/cli/serve.ts';
 import {
@@ -14,6 +14,7 @@ import {
 } from '../../gateway/engines/function-service-objects.ts';
 import { startGateway } from '../../gateway/gateway.ts';
 import { applyManifests } from '../../gateway/kube/apply.ts';
+import type { SettingsPatch } from '../../gateway/settings.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { testNamespace } from '../support/cluster.ts';
 import {
@@ -39,54 +40,62 @@ function billing(version: number) {
   return op;
 }
 
-describe('FunctionService objects', () => {
-  it('are served as they are added, changed and removed, with no restart, their status saying what the gateway found', async (t) => {
-    await applyFile(CRD);
-    const client = await kubeClient();
-    await applyManifests(client, [functionServiceDefinition()], { fieldManager: 'causeway-tests' });
-    const namespace = await testNamespace(t);
-    const servers = await Promise.all(
-      [billing(1), billing(2)].map((op) => serveFetch(op, { port: 0, host: '127.0.0.1' })),
-    );
-    t.after(() => Promise.all(servers.map((server) => server.close())));
-    const [first, second] = servers.map((server) => server.url) as [string, string];
-    await client.request(`/api/v1/namespaces/${namespace}/secrets`, {
-      method: 'POST',
-      body: {
-        apiVersion: 'v1',
-        kind: 'Secret',
-        metadata: { name: 'billing-secret' },
-        stringData: { secret: TEST_SECRET },
-      },
+/** A gateway serving the FunctionService objects of a new namespace, and a way to wait for a status. */
+async function environment(t: TestContext, settings?: SettingsPatch) {
+  await applyFile(CRD);
+  const client = await kubeClient();
+  await applyManifests(client, [functionServiceDefinition()], { fieldManager: 'causeway-tests' });
+  const namespace = await testNamespace(t);
+  await client.request(`/api/v1/namespaces/${namespace}/secrets`, {
+    method: 'POST',
+    body: {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'billing-secret' },
+      stringData: { secret: TEST_SECRET },
+    },
+  });
+  const collection = `/apis/${FUNCTION_SERVICE.group}/${FUNCTION_SERVICE.version}/namespaces/${namespace}/${FUNCTION_SERVICE.plural}`;
+  const logger = memoryLogger();
+  const gateway = await startGateway({
+    functions: [],
+    functionServices: namespace,
+    kubeconfig: await kubeConfig(),
+    namespaces: [namespace],
+    logger,
+    ...(settings ? { settings } : {}),
+  });
+  t.after(() => gateway.stop());
+  const statusWhen = (what: string, test: (status: Record<string, unknown>) => boolean) =>
+    eventually(what, async () => {
+      const status = (await client.get<KubernetesObject>(`${collection}/billing`)).status;
+      return status && test(status) ? status : undefined;
     });
-
-    const collection = `/apis/${FUNCTION_SERVICE.group}/${FUNCTION_SERVICE.version}/namespaces/${namespace}/${FUNCTION_SERVICE.plural}`;
-    const logger = memoryLogger();
-    const gateway = await startGateway({
-      functions: [],
-      functionServices: namespace,
-      kubeconfig: await kubeConfig(),
-      namespaces: [namespace],
-      logger,
-    });
-    t.after(() => gateway.stop());
-    const statusWhen = (what: string, test: (status: Record<string, unknown>) => boolean) =>
-      eventually(what, async () => {
-        const status = (await client.get<KubernetesObject>(`${collection}/billing`)).status;
-        return status && test(status) ? status : undefined;
-      });
-
-    // Nothing listens there yet: the status says so.
-    const nowhere = `http://127.0.0.1:${await freePort()}`;
-    await client.request(collection, {
+  const create = (spec: Record<string, unknown>) =>
+    client.request(collection, {
       method: 'POST',
       body: {
         apiVersion: `${FUNCTION_SERVICE.group}/${FUNCTION_SERVICE.version}`,
         kind: 'FunctionService',
         metadata: { name: 'billing' },
-        spec: { url: nowhere, secretRef: { name: 'billing-secret' }, timeoutSeconds: 5 },
+        spec: { secretRef: { name: 'billing-secret' }, ...spec },
       },
     });
+  return { client, namespace, collection, logger, statusWhen, create };
+}
+
+describe('FunctionService objects', () => {
+  it('are served as they are added, changed and removed, with no restart, their status saying what the gateway found', async (t) => {
+    const { client, namespace, collection, logger, statusWhen, create } = await environment(t);
+    const servers = await Promise.all(
+      [billing(1), billing(2)].map((op) => serveFetch(op, { port: 0, host: '127.0.0.1' })),
+    );
+    t.after(() => Promise.all(servers.map((server) => server.close())));
+    const [first, second] = servers.map((server) => server.url) as [string, string];
+
+    // Nothing listens there yet: the status says so.
+    const nowhere = `http://127.0.0.1:${await freePort()}`;
+    await create({ url: nowhere, timeoutSeconds: 5 });
     const unreachable = await statusWhen(
       'the status Unreachable',
       (status) => status.phase === 'Unreachable',
@@ -123,15 +132,33 @@ describe('FunctionService objects', () => {
       logger.lines.find((line) => line.includes('function service "billing" is no longer served')),
     );
     const three = await createKopfExample(namespace, 'three', {});
-    await client.request(collection, {
-      method: 'POST',
-      body: {
-        apiVersion: `${FUNCTION_SERVICE.group}/${FUNCTION_SERVICE.version}`,
-        kind: 'FunctionService',
-        metadata: { name: 'billing' },
-        spec: { url: first, secretRef: { name: 'billing-secret' } },
-      },
-    });
+    await create({ url: first });
     assert.deepEqual(await statusOnceThere(three, 'create_fn'), { version: 1 }, 'not by the removed service');
+  });
+
+  it('show a service that goes down after it was Ready, and Ready again once it is back', async (t) => {
+    const { namespace, statusWhen, create } = await environment(t, {
+      calls: { breakerThreshold: 2, serviceRetryDelaysS: [0.2, 0.5, 1] },
+    });
+    const port = await freePort();
+    let server = await serveFetch(billing(1), { port, host: '127.0.0.1' });
+    t.after(() => server.close());
+    await create({ url: server.url });
+    await statusWhen('the status Ready', (status) => status.phase === 'Ready');
+
+    await server.close();
+    // Two calls find it unreachable: its circuit opens, and the status says why.
+    for (const name of ['failing-0', 'failing-1']) await createKopfExample(namespace, name, {});
+    const down = await statusWhen('the status Unreachable', (status) => status.phase === 'Unreachable');
+    assert.match(String(down.lastError), /ECONNREFUSED/);
+    assert.deepEqual(down.handlers, ['create_fn'], 'what it serves is still known');
+
+    server = await serveFetch(billing(1), { port, host: '127.0.0.1' });
+    const back = await statusWhen('the status Ready again', (status) => status.phase === 'Ready');
+    assert.equal(back.lastError, undefined);
+    assert.deepEqual(
+      await statusOnceThere(`/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/failing-1`, 'create_fn'),
+      { version: 1 },
+    );
   });
 });

@@ -1,8 +1,17 @@
-/** The Lease of a dev session: what `causeway dev` writes is what the gateway reads, and a bad one says why. */
+/**
+ * The Lease of a dev session: what `causeway dev` writes is what the gateway reads, and a bad one says
+ * why; and the routes that follow whichever sessions are held.
+ */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from '../../protocol/index.ts';
-import { type DevSession, devSessionLease, devSessionLeaseName, devSessionOf } from './dev-sessions.ts';
+import {
+  type DevSession,
+  DevSessionRoutes,
+  devSessionLease,
+  devSessionLeaseName,
+  devSessionOf,
+} from './dev-sessions.ts';
 
 const session: DevSession = {
   service: 'Billing_Operator',
@@ -48,5 +57,59 @@ describe('dev session Leases', () => {
       'no spec.leaseDurationSeconds',
     );
     assert.equal(devSessionOf(lease(), 'other.prefix'), 'no annotation other.prefix/service');
+  });
+});
+
+describe('dev session routes', () => {
+  /** Routes whose redirects are recorded; `next()` resolves with the next one. */
+  function recordedRoutes() {
+    const redirects: Array<string | undefined> = [];
+    let waiting: PromiseWithResolvers<void> | undefined;
+    const routes = new DevSessionRoutes(async (service, to) => {
+      redirects.push(to ? `${service} → ${to.url} ${to.revision}` : `${service} → home`);
+      waiting?.resolve();
+      return true;
+    });
+    const count = async (n: number) => {
+      while (redirects.length < n) {
+        waiting = Promise.withResolvers();
+        await waiting.promise;
+      }
+      return redirects;
+    };
+    return { routes, count };
+  }
+  const at = (url: string, revision: string, durationSeconds: number): DevSession => ({
+    ...session,
+    url,
+    revision,
+    durationSeconds,
+  });
+
+  it('send the calls to the session that lasts longest, to another when it ends, and home when none is left', async () => {
+    const { routes, count } = recordedRoutes();
+    routes.hold('Lease a', at('https://a', '1', 60), 't1');
+    routes.hold('FunctionService b', at('https://b', '1', 120), 't1');
+    routes.hold('Lease a', at('https://a', '1', 60), 't1'); // the same again: no redirect
+    routes.release('Lease a');
+    routes.release('FunctionService b');
+    assert.deepEqual(await count(3), [
+      'Billing_Operator → https://a 1',
+      'Billing_Operator → https://b 1',
+      'Billing_Operator → home',
+    ]);
+    await routes.stop();
+  });
+
+  it('send the calls home when a session is not renewed within its duration, and a new revision reads it anew', async () => {
+    const { routes, count } = recordedRoutes();
+    routes.hold('Lease a', at('https://a', '1', 0.05), 't1');
+    routes.hold('Lease a', at('https://a', '2', 0.05), 't1');
+    assert.deepEqual(await count(3), [
+      'Billing_Operator → https://a 1',
+      'Billing_Operator → https://a 2',
+      'Billing_Operator → home',
+    ]);
+    await routes.stop();
   });
 });

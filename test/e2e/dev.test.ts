@@ -1,20 +1,28 @@
 /**
  * `causeway dev`, as a developer uses it, against the real apiserver: a module reloaded on save with no
- * restart (its new handlers served, webhooks included), and a dev session that takes a deployed
- * gateway's calls to the laptop and gives them back when it ends or its process is killed, with
- * every object handled exactly once across the switches.
+ * restart (its new handlers served, webhooks included), and a dev session (held by a Lease, or by the
+ * service's FunctionService) that takes a deployed gateway's calls to the laptop and gives them back
+ * when it ends or its process is killed, with every object handled exactly once across the switches.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
+import {
+  FUNCTION_SERVICE,
+  functionServiceDefinition,
+} from '../../gateway/engines/function-service-objects.ts';
+import { applyManifests } from '../../gateway/kube/apply.ts';
+import type { KubernetesObject } from '../../protocol/index.ts';
+import { isObject } from '../../protocol/json.ts';
 import { testCluster, testNamespace } from '../support/cluster.ts';
 import { kubectl } from '../support/kubectl.ts';
 import {
   applyFile,
   createKopfExample,
   eventually,
+  kubeClient,
   readPublishedKeys,
   statusOnceThere,
   TEST_SECRET,
@@ -202,5 +210,79 @@ describe('causeway dev', () => {
     assert.equal(gateway.output().match(/go to \S+ again/g)?.length, 2);
 
     assert.deepEqual(calls(), ['after', 'before', 'during', 'edited', 'second-session', 'vanished']);
+  });
+
+  it("as a session held by the service's FunctionService: its status shows the laptop while it lasts", async (t) => {
+    const { namespace, start, calls } = await environment(t, { keys: true });
+    const client = await kubeClient();
+    await applyManifests(client, [functionServiceDefinition()], { fieldManager: 'causeway-tests' });
+    const keys = `${namespace}/causeway-signing-keys`;
+    const deployed = moduleIn(mkdtempSync(join(tmpdir(), 'causeway-deployed-')), operatorSource('deployed'));
+    const port = await freePort();
+    const object = `/apis/${FUNCTION_SERVICE.group}/${FUNCTION_SERVICE.version}/namespaces/${namespace}/${FUNCTION_SERVICE.plural}/dev-e2e`;
+    await client.request(object.replace(/\/dev-e2e$/, ''), {
+      method: 'POST',
+      body: {
+        apiVersion: `${FUNCTION_SERVICE.group}/${FUNCTION_SERVICE.version}`,
+        kind: 'FunctionService',
+        metadata: { name: 'dev-e2e' },
+        spec: { url: `http://127.0.0.1:${port}` },
+      },
+    });
+    // No --dev-sessions: a FunctionService's field is followed wherever the gateway serves them.
+    start(['gateway', '--function-services', namespace, '--signing-keys', keys, '-n', namespace]);
+    const jwks = join(mkdtempSync(join(tmpdir(), 'causeway-keys-')), 'jwks.json');
+    writeFileSync(
+      jwks,
+      await eventually('the published public keys', () =>
+        readPublishedKeys({ namespace, name: 'causeway-signing-keys' }),
+      ),
+    );
+    start(['serve', deployed, '--port', String(port), '--host', '127.0.0.1', '--jwks-file', jwks]);
+    const statusWhen = (what: string, test: (status: Record<string, unknown>) => boolean) =>
+      eventually(what, async () => {
+        const { status } = await client.get<KubernetesObject>(object);
+        return status && test(status) ? status : undefined;
+      });
+    await statusWhen('the service Ready', (status) => status.phase === 'Ready');
+    await createKopfExample(namespace, 'before');
+    assert.equal(await handledBy(namespace, 'before'), 'deployed');
+
+    const laptop = moduleIn(mkdtempSync(join(tmpdir(), 'causeway-laptop-')), operatorSource('laptop'));
+    const session = ['dev', laptop, '--dev-sessions', namespace, '--signing-keys', keys];
+    const dev = start([...session, '--session-seconds', '3', '--dev-reach', 'local']);
+    await dev.waitFor(new RegExp(`\\(FunctionService ${namespace}/dev-e2e\\)`));
+    const away = await statusWhen('the session in the status', (status) => isObject(status.devSession));
+    assert.match(String((away.devSession as { holder: string }).holder), /.@./, 'who holds it: user@host');
+    const leases = await kubectl([
+      'get',
+      'leases',
+      '-n',
+      namespace,
+      '-l',
+      'causeway.dev/dev-session',
+      '-o',
+      'name',
+    ]);
+    assert.equal(leases.stdout.trim(), '', 'no Lease: the FunctionService holds the session');
+    await createKopfExample(namespace, 'during');
+    assert.equal(await handledBy(namespace, 'during'), 'laptop');
+
+    // Ended on purpose: the field goes, and the calls and the status come home at once.
+    assert.equal(await dev.stop('SIGINT'), 0);
+    await statusWhen('no session in the status', (status) => status.devSession === undefined);
+    assert.equal((await client.get<KubernetesObject>(object)).spec?.devSession, undefined);
+    await createKopfExample(namespace, 'after');
+    assert.equal(await handledBy(namespace, 'after'), 'deployed');
+
+    // A laptop that vanishes: its field stays, but not renewed, it no longer routes the calls.
+    const again = start([...session, '--session-seconds', '3', '--dev-reach', 'local']);
+    await statusWhen('the second session in the status', (status) => isObject(status.devSession));
+    await again.stop('SIGKILL');
+    await statusWhen('the expired session gone from the status', (status) => status.devSession === undefined);
+    await createKopfExample(namespace, 'vanished');
+    assert.equal(await handledBy(namespace, 'vanished'), 'deployed');
+
+    assert.deepEqual(calls(), ['after', 'before', 'during', 'vanished']);
   });
 });

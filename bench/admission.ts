@@ -14,7 +14,6 @@ import { freePorts } from '../deploy/control-plane/ports.ts';
 import type { KubeClient } from '../gateway/kube/client.ts';
 import { ApiError } from '../gateway/kube/errors.ts';
 import {
-  type Command,
   createNamespace,
   KOPF_NAME,
   nodeFlagsOption,
@@ -27,6 +26,7 @@ import {
   startTogether,
   table,
   until,
+  withArgs,
   withCluster,
 } from './common.ts';
 
@@ -111,7 +111,7 @@ async function main(): Promise<void> {
         name: 'causeway, functions apart',
         async start(namespace, kubeconfig) {
           const [port, functionsPort] = await freePorts(2);
-          const running = startTogether(
+          const running = await startTogether(
             [
               withArgs(commands.causewayGateway(`http://127.0.0.1:${functionsPort}`, namespace), [
                 '--webhook-listen',
@@ -119,7 +119,7 @@ async function main(): Promise<void> {
               ]),
               commands.causewayServe('causeway-admission.ts', functionsPort as number),
             ],
-            kubeconfig,
+            { client, kubeconfig, namespace },
           );
           return { running, target: await webhookOf(namespace) };
         },
@@ -150,10 +150,6 @@ async function main(): Promise<void> {
     report(results);
     await saveResults('admission', results);
   });
-}
-
-function withArgs(command: Command, args: string[]): Command {
-  return { ...command, args: [...command.args, ...args] };
 }
 
 /** The webhook as the gateway configured it: its URL and the CA the apiserver is told to trust. */

@@ -36,7 +36,11 @@ const WRITTEN_RESOURCES = ['kopfexamples', 'events'];
 interface Contender {
   name: string;
   /** `pids`: every process to measure, when there are several. */
-  start(namespace: string, client: KubeClient, kubeconfigPath: string): Running & { pids?: number[] };
+  start(
+    namespace: string,
+    client: KubeClient,
+    kubeconfigPath: string,
+  ): (Running & { pids?: number[] }) | Promise<Running & { pids?: number[] }>;
 }
 
 /** One process's share: the gateway's, then the function service's, when they run apart. */
@@ -80,13 +84,13 @@ async function main(): Promise<void> {
     {
       // As deployed: the gateway calls the function service over HTTP.
       name: 'causeway, functions apart',
-      start: (namespace, _client, kubeconfig) =>
+      start: (namespace, client, kubeconfig) =>
         startTogether(
           [
             commands.causewayGateway(`http://127.0.0.1:${port}`, namespace),
             commands.causewayServe('causeway-operator.ts', port as number),
           ],
-          kubeconfig,
+          { client, kubeconfig, namespace },
         ),
     },
     { name: 'apiserver alone', start: (namespace, client) => directWrites(namespace, client) },
@@ -134,7 +138,7 @@ async function measure(
 
   const before = countWrites(await controlPlane.metrics(), WRITTEN_RESOURCES);
   const started = performance.now();
-  const running = contender.start(namespace, client, controlPlane.kubeconfigPath);
+  const running = await contender.start(namespace, client, controlPlane.kubeconfigPath);
   const early = await Promise.race([allHandled.promise.then(() => undefined), running.exited]);
   if (early !== undefined)
     throw new Error(`${contender.name} exited before handling every object:\n${early}`);

@@ -4,7 +4,6 @@
  * processes, backlogs of KopfExamples, polling, and plain-text tables.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import {
   cpus,
@@ -25,11 +24,14 @@ import {
   ensureBinaries,
   startControlPlane,
 } from '../deploy/control-plane/index.ts';
+import { newKey, publicKeys } from '../gateway/dispatch/keys.ts';
+import { PRIVATE_KEYS_FILE, PUBLIC_KEYS_FILE } from '../gateway/engines/signing-keys.ts';
 import { applyManifests, parseManifests } from '../gateway/kube/apply.ts';
 import { KubeClient } from '../gateway/kube/client.ts';
 import { type WatchEvent, Watcher } from '../gateway/kube/watcher.ts';
 import { createLogger } from '../gateway/logging.ts';
 import { DEFAULT_SETTINGS } from '../gateway/settings.ts';
+import type { KubernetesObject } from '../protocol/index.ts';
 import { ensureKopf, KOPF_VERSION } from './kopf.ts';
 
 export const ROOT = new URL('..', import.meta.url).pathname;
@@ -125,17 +127,40 @@ export interface Command {
   env?: NodeJS.ProcessEnv;
 }
 
+/** The Secret of the gateway's signing keys, in the namespace it serves. */
+export const SIGNING_KEYS = 'causeway-signing-keys';
+
 /**
- * Starts processes that work together (the gateway first), sharing a secret of their own. The result
- * is the first process, whose stop stops them all, with every pid so each can be measured.
+ * Starts a gateway and its function services as they are deployed (the gateway first): the gateway
+ * signs with an Ed25519 key kept in a Secret in `namespace`, and the services verify with its public
+ * half (`--jwks-file`), the copy kubelet would mount. The key is made here, as the gateway makes it
+ * on a first start, so the copy exists before the services start. The result is the gateway's
+ * process, whose stop stops them all, with every pid so each can be measured.
  */
-export function startTogether(
-  commands: Command[],
-  kubeconfig: string,
+export async function startTogether(
+  [gateway, ...services]: [Command, ...Command[]],
+  cluster: { client: KubeClient; kubeconfig: string; namespace: string },
   env: Record<string, string> = {},
-): OperatorProcess & { pids: number[] } {
-  const shared = { ...env, CAUSEWAY_SECRET: randomBytes(32).toString('base64url') };
-  const processes = commands.map((command) => operatorProcess(command, kubeconfig, shared));
+): Promise<OperatorProcess & { pids: number[] }> {
+  const key = newKey(Date.now());
+  await applyManifests(
+    cluster.client,
+    [
+      {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: SIGNING_KEYS } as KubernetesObject['metadata'],
+        data: { [PRIVATE_KEYS_FILE]: Buffer.from(JSON.stringify([key])).toString('base64') },
+      },
+    ],
+    { fieldManager: 'causeway-bench', namespace: cluster.namespace },
+  );
+  const jwks = join(mkdtempSync(join(tmpdir(), 'causeway-bench-keys-')), PUBLIC_KEYS_FILE);
+  writeFileSync(jwks, JSON.stringify(publicKeys([key])));
+  const processes = [
+    withArgs(gateway, ['--signing-keys', `${cluster.namespace}/${SIGNING_KEYS}`]),
+    ...services.map((service) => withArgs(service, ['--jwks-file', jwks])),
+  ].map((command) => operatorProcess(command, cluster.kubeconfig, env));
   const main = processes[0] as OperatorProcess;
   return {
     ...(main.pid === undefined ? {} : { pid: main.pid }),
@@ -149,6 +174,11 @@ export function startTogether(
       await Promise.all(processes.map((running) => running.stop()));
     },
   };
+}
+
+/** The command with more arguments. */
+export function withArgs(command: Command, args: string[]): Command {
+  return { ...command, args: [...command.args, ...args] };
 }
 
 /** How to start each contender with a given operator file, serving one namespace. */

@@ -29,6 +29,7 @@ import {
   nodeFlagsOption,
   type OperatorProcess,
   objectNames,
+  operatorProcess,
   prepareContenders,
   processUsage,
   saveResults,
@@ -192,7 +193,7 @@ async function scaleRun(
     say(`${contender.name}: started; handling the backlog`);
     let before = countWrites(await metrics(), WRITTEN);
     const started = performance.now();
-    const first = startTogether(contender.commands(namespace), kubeconfig, env);
+    const first = await start(contender, { client, kubeconfig, namespace }, env);
     await objects.until(() => objects.handledAt.size === OBJECTS, first);
     const backlogSeconds = (performance.now() - started) / 1000;
     await settled(metrics);
@@ -202,7 +203,7 @@ async function scaleRun(
 
     say(`${contender.name}: restarted over the handled objects`);
     before = countWrites(await metrics(), WRITTEN);
-    const second = startTogether(contender.commands(namespace), kubeconfig, env);
+    const second = await start(contender, { client, kubeconfig, namespace }, env);
     // Listing 10,000 objects and finding nothing to do: give it the time, then let the writes settle.
     await sleep(Math.max(5000, OBJECTS / 2));
     await settled(metrics);
@@ -247,6 +248,18 @@ async function scaleRun(
   }
 }
 
+/** Starts a contender's one process, or its gateway and function service as deployed. */
+function start(
+  contender: Contender,
+  cluster: { client: KubeClient; kubeconfig: string; namespace: string },
+  env: Record<string, string>,
+): OperatorProcess | Promise<OperatorProcess> {
+  const [first, ...rest] = contender.commands(cluster.namespace);
+  return rest.length > 0
+    ? startTogether([first as Command, ...rest], cluster, env)
+    : operatorProcess(first as Command, cluster.kubeconfig, env);
+}
+
 /** Creates objects at `rate` per second for LATENCY_SECONDS into a running operator (or, without one, this process answers). */
 async function latencyRun(
   contender: Contender | undefined,
@@ -262,7 +275,7 @@ async function latencyRun(
   const objects = follow(client, namespace);
   await objects.listed;
   const running = contender
-    ? startTogether(contender.commands(namespace), kubeconfig, { BENCH_CALL_LOG: join(dir, 'calls') })
+    ? await start(contender, { client, kubeconfig, namespace }, { BENCH_CALL_LOG: join(dir, 'calls') })
     : floorController(client, namespace);
   try {
     const create = (object: string) =>

@@ -453,6 +453,9 @@ function signingSettings(values: Values): SettingsPatch['signing'] {
   const keys = values['signing-keys'];
   const days = values['key-rotation-days'];
   const seconds = values['key-propagation-seconds'];
+  // Not 0: every key would be due for replacement as it is made, a new one at every look, without end.
+  if (days && integer(days, '--key-rotation-days') < 1)
+    throw new UsageError('--key-rotation-days expects at least 1');
   return {
     ...(keys ? { keys: namespacedName(keys, '--signing-keys') } : {}),
     ...(days ? { rotateAfterMs: integer(days, '--key-rotation-days') * 24 * 3600_000 } : {}),

@@ -30,14 +30,19 @@ export interface KubernetesObject {
   [key: string]: unknown;
 }
 
-/** Why handlers are called: the cause the gateway detected, a raw watch event, or a reconciliation. */
-/** An object for the gateway to create or update: as a manifest, without what the API server assigns. */
+/**
+ * An object for the gateway to create or update: as a manifest, without what the API server assigns.
+ * It has a `name`, or a `generateName` that the gateway completes with a suffix of its own that stays
+ * the same for the same object, handler and position, so a retry updates it rather than making another.
+ */
 export interface ObjectToApply {
   apiVersion: string;
   kind: string;
-  metadata: { name: string; namespace?: string; [key: string]: unknown };
+  metadata: { name?: string; generateName?: string; namespace?: string; [key: string]: unknown };
   [key: string]: unknown;
 }
+
+/** Why handlers are called: the cause the gateway detected, a raw watch event, or a reconciliation. */
 
 export type Reason = 'create' | 'update' | 'delete' | 'resume' | 'event' | 'reconcile' | 'admission';
 

@@ -173,9 +173,11 @@ function parseEffects(value: Record<string, unknown>, where: string, admission: 
         typeof object.apiVersion !== 'string' ||
         typeof object.kind !== 'string' ||
         !isObject(metadata) ||
-        typeof metadata.name !== 'string'
+        !(typeof metadata.name === 'string' || typeof metadata.generateName === 'string')
       ) {
-        throw new ProtocolError(`${where}.apply[${index}] needs apiVersion, kind and metadata.name`);
+        throw new ProtocolError(
+          `${where}.apply[${index}] needs apiVersion, kind and metadata.name (or metadata.generateName)`,
+        );
       }
       return object as unknown as ObjectToApply;
     });

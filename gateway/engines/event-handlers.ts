@@ -75,14 +75,16 @@ export class EventHandlers {
     const effects = emptyEffects();
     for (const answer of answers) {
       for (const [id, outcome] of Object.entries(answer.outcomes)) {
-        collectEffects(effects, outcome);
+        // Each event's children are its own: one with a generateName is made once per event.
+        collectEffects(effects, outcome, idempotencyKey(uid, id, type, resourceVersion ?? ''));
         if (outcome.status === 'temporary' || outcome.status === 'permanent') {
           log.error(`event handler ${id} failed (not retried): ${outcome.message}`);
         }
       }
     }
-    if (type === 'DELETED') return; // nothing left to patch or to post about
     try {
+      for (const child of effects.apply) await this.#api.applyObject(child, object.metadata.namespace);
+      if (type === 'DELETED') return; // nothing left to patch or to post about
       const written = await this.#api.applyChanges(object, effects.changes);
       if (effects.events.length > 0) await this.#api.postEvents(written ?? object, effects.events, log);
     } catch (error) {

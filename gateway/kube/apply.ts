@@ -68,7 +68,7 @@ export async function applyManifests(
 export function applyObject(
   client: KubeClient,
   resource: DiscoveredResource,
-  object: ObjectToApply,
+  object: ObjectToApply & { metadata: { name: string } },
   fieldManager: string,
   defaultNamespace: string | undefined,
 ): Promise<KubernetesObject> {

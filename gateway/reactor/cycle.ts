@@ -189,6 +189,7 @@ export class ResourceReactor<S> {
     const called = forCause.outcomes.length + forReconcile.outcomes.length > 0;
     const folded = foldOutcomes(
       {
+        owner: object.metadata.uid,
         plan,
         known,
         causeOutcomes: forCause.outcomes,

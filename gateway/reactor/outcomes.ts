@@ -2,6 +2,7 @@
  * What a handler's outcome means for its progress record, and what it adds to the cycle's writes
  * (result, patch, events, objects to apply). Pure: tested without a cluster.
  */
+import { createHash } from 'node:crypto';
 import type { KubernetesEvent, ObjectToApply, Outcome } from '../../protocol/index.ts';
 import { addObjectPatch, emptyChanges, type ObjectChanges } from '../kube/patcher.ts';
 import type { Logger } from '../logging.ts';
@@ -14,11 +15,36 @@ export interface CycleEffects {
   /** Handlers whose results are in `changes.status`. */
   results: string[];
   events: KubernetesEvent[];
-  apply: ObjectToApply[];
+  apply: NamedObject[];
+}
+
+/** An object to apply, named: server-side apply needs the name. */
+export type NamedObject = ObjectToApply & { metadata: { name: string } };
+
+/** Kubernetes' alphabet for generated names: no vowels, no look-alikes. */
+const SUFFIX_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
+
+/**
+ * Names the objects that have only a `generateName`, as Kubernetes would (the prefix cut to 58
+ * characters, then 5 more), but with a suffix derived from `seed` rather than random: applying them
+ * again (a retry, a restart) updates the objects made the first time instead of making more.
+ */
+export function nameGenerated(objects: readonly ObjectToApply[], seed: string): NamedObject[] {
+  return objects.map((object, index) => {
+    if (typeof object.metadata.name === 'string') return object as NamedObject;
+    const { generateName, ...metadata } = object.metadata;
+    const digest = createHash('sha256').update(`${seed}/${index}`).digest();
+    const suffix = [...digest.subarray(0, 5)].map((byte) => SUFFIX_ALPHABET[byte % SUFFIX_ALPHABET.length]);
+    return {
+      ...object,
+      metadata: { ...metadata, name: `${(generateName ?? '').slice(0, 58)}${suffix.join('')}` },
+    };
+  });
 }
 
 /** Turns one handler's outcome into its new progress record, collecting its result and effects. */
 export function recordOutcome<S>(
+  owner: string,
   due: DueCall<S>,
   outcome: Outcome,
   storeResult: boolean,
@@ -28,7 +54,7 @@ export function recordOutcome<S>(
 ): Progress {
   const id = due.spec.id;
   const record: Progress = { ...due.progress };
-  collectEffects(effects, outcome);
+  collectEffects(effects, outcome, `${owner}/${id}`);
   switch (outcome.status) {
     case 'success':
       record.success = true;
@@ -69,11 +95,14 @@ export function recordOutcome<S>(
   return record;
 }
 
-/** Adds what an outcome asks to write (its patch, events, objects to apply) to the effects. */
-export function collectEffects(effects: CycleEffects, outcome: Outcome): void {
+/**
+ * Adds what an outcome asks to write (its patch, events, objects to apply) to the effects; `origin`
+ * (the object's uid and the handler's id) names the objects given only a `generateName`.
+ */
+export function collectEffects(effects: CycleEffects, outcome: Outcome, origin: string): void {
   if (outcome.patch) addObjectPatch(effects.changes, outcome.patch);
   if (outcome.events) effects.events.push(...outcome.events);
-  if (outcome.apply) effects.apply.push(...outcome.apply);
+  if (outcome.apply) effects.apply.push(...nameGenerated(outcome.apply, origin));
 }
 
 /** Sub-handlers keep their progress next to their parent's, under `<parent>#<sub>`. */
@@ -110,6 +139,8 @@ export function emptyEffects(): CycleEffects {
 }
 
 export interface FoldInput<S> {
+  /** The uid of the object handled. */
+  owner: string;
   plan: Plan<S>;
   /** Progress before this cycle's calls. */
   known: ProgressMap | undefined;
@@ -153,7 +184,7 @@ export function foldOutcomes<S>(input: FoldInput<S>, log: Logger): Folded {
     retryAfterMs = Math.min(retryAfterMs ?? Number.POSITIVE_INFINITY, ms);
   };
   for (const [due, outcome] of input.causeOutcomes) {
-    const record = recordOutcome(due, outcome, input.storeResults, effects, now, log);
+    const record = recordOutcome(input.owner, due, outcome, input.storeResults, effects, now, log);
     progress[due.spec.id] = record;
     for (const [sub, subOutcome] of Object.entries(outcome.subhandlers ?? {})) {
       const key = subhandlerKey(due.spec.id, sub);
@@ -168,7 +199,7 @@ export function foldOutcomes<S>(input: FoldInput<S>, log: Logger): Folded {
     let requeueInMs: number | undefined;
     let failed = false;
     for (const [due, outcome] of input.reconcileOutcomes) {
-      const record = recordOutcome(due, outcome, true, effects, now, log);
+      const record = recordOutcome(input.owner, due, outcome, true, effects, now, log);
       if (outcome.requeueAfter !== undefined)
         requeueInMs = Math.min(requeueInMs ?? Number.POSITIVE_INFINITY, outcome.requeueAfter * 1000);
       if (record.delayedUntil) {

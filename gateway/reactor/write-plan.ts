@@ -3,18 +3,18 @@
  * the merge patches (handlers' patches, results, the gateway's state), whether our finalizer comes off,
  * and the events. Pure: tested without a cluster.
  */
-import type { KubernetesEvent, ObjectToApply } from '../../protocol/index.ts';
+import type { KubernetesEvent } from '../../protocol/index.ts';
 import { addObjectPatch, type ObjectChanges } from '../kube/patcher.ts';
 import type { StateStorage, StateUpdate } from '../state/storage.ts';
 import type { Cause } from './model.ts';
-import type { Folded } from './outcomes.ts';
+import type { Folded, NamedObject } from './outcomes.ts';
 
 export interface WritePlan {
   /**
    * Objects the handlers asked for. They go first: if one fails, no success is recorded and the
    * handler runs again (applying is idempotent), rather than a success recorded for something never made.
    */
-  apply: ObjectToApply[];
+  apply: NamedObject[];
   /** Merge patches of the object and of its status: one write each at most, status first. */
   changes: ObjectChanges;
   /** Handlers whose results are in the status patch (under their ids). */

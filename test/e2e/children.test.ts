@@ -1,9 +1,25 @@
-/** examples/02-children: a child the function returns, created by the gateway, collected with its parent. */
+/**
+ * examples/02-children: a child the function returns, created by the gateway, collected with its
+ * parent; and children given only a generateName (adopt() without a name), made once however often
+ * the handler is retried.
+ */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from 'causeway/protocol';
+import { adopt, operator, TemporaryError } from '../../functions/index.ts';
+import { testNamespace } from '../support/cluster.ts';
 import { startExample } from '../support/examples.ts';
-import { eventually, kubeClient } from '../support/operator.ts';
+import {
+  applyFile,
+  createKopfExample,
+  eventually,
+  kubeClient,
+  runOperator,
+  statusOnceThere,
+  TEST_SECRET,
+} from '../support/operator.ts';
+
+const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
 
 describe('examples/02-children', () => {
   it('creates a pod owned by the KopfExample, and Kubernetes deletes it with its parent', async (t) => {
@@ -50,5 +66,33 @@ describe('examples/02-children', () => {
       },
       60_000,
     );
+  });
+
+  it('names a child given only a generateName, and a retry updates it rather than making another', async (t) => {
+    await applyFile(CRD);
+    const namespace = await testNamespace(t);
+    const op = operator({ name: 'generated-children', secret: TEST_SECRET });
+    op.on.create('kopfexamples', function create_fn({ body, retry, apply }) {
+      // adopt() without a name gives the child `generateName: <owner's name>-`.
+      apply(
+        adopt({ apiVersion: 'v1', kind: 'ConfigMap', metadata: {}, data: { retry: String(retry) } }, body),
+      );
+      if (retry === 0) throw new TemporaryError('once more', { delay: 0.1 });
+      return { made: true };
+    });
+    const running = await runOperator(op, { namespaces: [namespace] });
+    t.after(() => running.stop());
+
+    assert.deepEqual(await statusOnceThere(await createKopfExample(namespace, 'kex-gen', {}), 'create_fn'), {
+      made: true,
+    });
+    const client = await kubeClient();
+    const { items } = await client.get<{ items: KubernetesObject[] }>(
+      `/api/v1/namespaces/${namespace}/configmaps`,
+    );
+    const children = items.filter((item) => item.metadata.name.startsWith('kex-gen-'));
+    assert.equal(children.length, 1, `one child for two attempts: ${children.map((c) => c.metadata.name)}`);
+    assert.match(children[0]?.metadata.name ?? '', /^kex-gen-[bcdfghjklmnpqrstvwxz2456789]{5}$/);
+    assert.deepEqual(children[0]?.data, { retry: '1' }, 'the retry updated the child the first attempt made');
   });
 });

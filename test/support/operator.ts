@@ -62,14 +62,14 @@ export interface RunningOperator {
   stop(): Promise<void>;
 }
 
+/** A function service for runOperator: an operator, or a wrapper of one that says its name. */
+export type NamedHandler = FetchHandler & { readonly name: string };
+
 /**
  * Starts a gateway for `service` (or several services) on the test control plane. Over HTTP by
  * default, each service on a port of its own, the way separate deployments talk; in-process the way
  * `causeway run` does. `namespaces: 'all'` serves every namespace, as a gateway given none does.
  */
-/** A function service for runOperator: an operator, or a wrapper of one that says its name. */
-export type NamedHandler = FetchHandler & { readonly name: string };
-
 export async function runOperator(
   service: NamedHandler | readonly NamedHandler[],
   options: Omit<Partial<GatewayOptions>, 'namespaces'> & {

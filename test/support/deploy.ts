@@ -206,8 +206,9 @@ export function startBundledCli(
  * `--jwks-file` pointing at a file under `dir`. The gateway starts first, holding nothing but what
  * `env` gives it (its service account's kubeconfig): it makes its signing keys and publishes their
  * public halves in the ConfigMap its --signing-keys names, then waits for the service at the URL of
- * its --functions. The service's pod waits for that ConfigMap to mount it: this test plays kubelet's
- * part, writing the ConfigMap's jwks.json to the file, then starts the service with no secret at all.
+ * its --functions (or of a FunctionService). The service's pod waits for that ConfigMap to mount it:
+ * this test plays kubelet's part, writing the ConfigMap's jwks.json to the file, then starts the
+ * service with no secret at all, once `beforeFunctions` (what the test sees meanwhile) has resolved.
  */
 export async function startGatewayThenFunctions(
   t: TestContext,
@@ -217,6 +218,7 @@ export async function startGatewayThenFunctions(
     gateway: { args: string[]; env: NodeJS.ProcessEnv };
     functions: { args: string[] };
     dir: string;
+    beforeFunctions?: (gateway: BundledCli) => Promise<unknown>;
   },
 ): Promise<{ gateway: BundledCli; functions: BundledCli; published: PublishedKeys }> {
   const { cli, cwd, dir } = options;
@@ -229,6 +231,7 @@ export async function startGatewayThenFunctions(
   }).catch((error) => assert.fail(`${error.message}\n${gateway.output()}`));
   const file = join(dir, 'jwks.json');
   await writeFile(file, jwks);
+  await options.beforeFunctions?.(gateway);
   const functions = startBundledCli(t, cli, withFlag(options.functions.args, '--jwks-file', file), {}, cwd);
   return { gateway, functions, published: JSON.parse(jwks) as PublishedKeys };
 }
@@ -250,6 +253,10 @@ export async function keptKeys(namespace: string, name: string): Promise<string[
   return keys.map((key) => key.kid);
 }
 
+/** The gateway waiting for its function service, of --functions or of a FunctionService. */
+const WAITING_FOR_SERVICE =
+  /WARNING +(function service \S+ is not reachable yet|FunctionService \S+ is not served yet: .*ECONNREFUSED)/;
+
 /**
  * The lines of a command's output that report a problem (errors, warnings, refusals by the API), but
  * the gateway's waiting for its function service: in a cluster too, the service starts after it.
@@ -258,5 +265,5 @@ export function problems(output: string): string[] {
   return output
     .split('\n')
     .filter((line) => /\b(ERROR|WARNING)\b|[Ff]orbidden/.test(line))
-    .filter((line) => !/WARNING +function service \S+ is not reachable yet/.test(line));
+    .filter((line) => !WAITING_FOR_SERVICE.test(line));
 }

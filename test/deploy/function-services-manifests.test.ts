@@ -1,0 +1,322 @@
+/**
+ * deploy/examples/function-services: the gateway serving the function service that a FunctionService
+ * object names, checked against the real test control plane — the committed CRD is the one `causeway
+ * crd` prints, the overlay passes a server-side dry run under the restricted pod security standard,
+ * its RBAC is applied for real and probed, and the containers' commands run with nothing but the
+ * gateway's service account token: the gateway finds the FunctionService, says in its status that the
+ * service is not there yet, reads it again, serves it once it answers, and a KopfExample is handled.
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { before, describe, it } from 'node:test';
+import { parse } from 'yaml';
+import { bundleCli } from '../../deploy/build.ts';
+import {
+  FUNCTION_SERVICE,
+  functionServiceDefinition,
+} from '../../gateway/engines/function-service-objects.ts';
+import type { KubernetesObject } from '../../protocol/index.ts';
+import { testNamespace } from '../support/cluster.ts';
+import {
+  type Binding,
+  type BundledCli,
+  type Deployment,
+  find,
+  flagValue,
+  installRbac,
+  onlyContainer,
+  problems,
+  REPO,
+  render,
+  type Service,
+  startGatewayThenFunctions,
+  withFlag,
+} from '../support/deploy.ts';
+import {
+  CLUSTER_SCOPED,
+  dryRunObjects,
+  grantedBeyondBaseline,
+  kubectl,
+  kubectlOk,
+  serviceAccount,
+  toYaml,
+  writeServiceAccountKubeconfig,
+  wrongPermissions,
+} from '../support/kubectl.ts';
+import { applyFile, eventually, kubeClient, statusOnceThere } from '../support/operator.ts';
+import { freePort } from '../support/processes.ts';
+
+const DIRECTORY = 'deploy/examples/function-services';
+const OVERLAY = join(REPO, DIRECTORY);
+const FUNCTION_SERVICE_CRD = new URL(`../../${DIRECTORY}/functionservice-crd.yaml`, import.meta.url);
+const KOPFEXAMPLE_CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
+const OBJECT = new URL('../../examples/01-minimal/object.yaml', import.meta.url);
+/** The overlay's own namespace. */
+const EXAMPLE_NAMESPACE = 'kopfexample-function-services';
+const GATEWAY = 'causeway-gateway';
+const FUNCTIONS = 'kopfexample-functions';
+const CLUSTER_RBAC = 'causeway-gateway-function-services';
+/** The Secret (private) and the ConfigMap (public) of the gateway's signing keys. */
+const KEYS = 'causeway-signing-keys';
+/** The FunctionService, named as the function service answers (operator({ name: 'kopfexample' })). */
+const SERVICE = 'kopfexample';
+
+describe(`${DIRECTORY}/functionservice-crd.yaml`, () => {
+  it('is the FunctionService definition that `causeway crd` prints', async () => {
+    assert.deepEqual(
+      parse(await readFile(FUNCTION_SERVICE_CRD, 'utf8')),
+      functionServiceDefinition(),
+      `out of date: regenerate it with \`node gateway/cli/main.ts crd > ${DIRECTORY}/functionservice-crd.yaml\``,
+    );
+  });
+});
+
+describe(DIRECTORY, () => {
+  before(async () => {
+    // The Role and the FunctionService name these resources: they must exist for the checks to mean anything.
+    await applyFile(KOPFEXAMPLE_CRD);
+    await applyFile(FUNCTION_SERVICE_CRD);
+  });
+
+  it('renders the FunctionService naming the Service of the function service, and the gateway told to serve the FunctionServices of its namespace', async () => {
+    const objects = await render(OVERLAY);
+    assert.deepEqual(
+      objects.map((object) => `${object.kind}/${object.metadata.name}`).sort(),
+      [
+        `ClusterRole/${CLUSTER_RBAC}`,
+        `ClusterRoleBinding/${CLUSTER_RBAC}`,
+        `Deployment/${FUNCTIONS}`,
+        `Deployment/${GATEWAY}`,
+        `FunctionService/${SERVICE}`,
+        `Role/${GATEWAY}`,
+        `RoleBinding/${GATEWAY}`,
+        `Service/${FUNCTIONS}`,
+        `ServiceAccount/${FUNCTIONS}`,
+        `ServiceAccount/${GATEWAY}`,
+      ].sort(),
+    );
+    for (const object of objects) {
+      const expected = CLUSTER_SCOPED.has(object.kind) ? undefined : EXAMPLE_NAMESPACE;
+      assert.equal(
+        object.metadata.namespace,
+        expected,
+        `namespace of ${object.kind} ${object.metadata.name}`,
+      );
+    }
+    for (const binding of objects.filter((object) => object.kind.endsWith('Binding')) as Binding[]) {
+      assert.deepEqual(
+        binding.subjects,
+        [{ kind: 'ServiceAccount', name: GATEWAY, namespace: EXAMPLE_NAMESPACE }],
+        `subjects of ${binding.kind} ${binding.metadata.name}`,
+      );
+    }
+
+    // The base's --functions gives way to --function-services; the rest of its arguments stay.
+    const args = onlyContainer(find<Deployment>(objects, 'Deployment', GATEWAY)).args ?? [];
+    assert.deepEqual(args, [
+      'gateway',
+      '--function-services',
+      '$(POD_NAMESPACE)',
+      '--allow-plain-http',
+      '--namespace',
+      '$(POD_NAMESPACE)',
+      '--signing-keys',
+      `$(POD_NAMESPACE)/${KEYS}`,
+    ]);
+
+    // The FunctionService's URL names the Service, on a port of it that leads to the functions' serving
+    // port; no secretRef: the calls are signed with the gateway's keys.
+    const { spec } = find(objects, 'FunctionService', SERVICE) as KubernetesObject & {
+      spec: Record<string, unknown>;
+    };
+    assert.deepEqual(Object.keys(spec), ['url']);
+    const url = new URL(String(spec.url));
+    const service = find<Service>(objects, 'Service', url.hostname);
+    const servicePort = service.spec.ports.find((port) => port.port === Number(url.port));
+    assert.ok(servicePort, `Service ${url.hostname} has no port ${url.port}`);
+    const functions = onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS));
+    const containerPort = functions.ports?.find((port) => port.name === servicePort.targetPort);
+    assert.equal(flagValue(functions.args ?? [], '--port'), String(containerPort?.containerPort));
+  });
+
+  it('passes kubectl apply --dry-run=server in a namespace that enforces the restricted pod security standard', async (t) => {
+    const namespace = await testNamespace(t);
+    await kubectlOk([
+      'label',
+      'namespace',
+      namespace,
+      'pod-security.kubernetes.io/enforce=restricted',
+      'pod-security.kubernetes.io/warn=restricted',
+    ]);
+    const result = await kubectl(
+      ['apply', '--dry-run=server', '-f', '-'],
+      toYaml(await render(OVERLAY, namespace)),
+    );
+    assert.equal(result.code, 0, result.stderr);
+    assert.deepEqual(
+      dryRunObjects(result.stdout),
+      [
+        `serviceaccount/${GATEWAY}`,
+        `serviceaccount/${FUNCTIONS}`,
+        `role.rbac.authorization.k8s.io/${GATEWAY}`,
+        `rolebinding.rbac.authorization.k8s.io/${GATEWAY}`,
+        `clusterrole.rbac.authorization.k8s.io/${CLUSTER_RBAC}`,
+        `clusterrolebinding.rbac.authorization.k8s.io/${CLUSTER_RBAC}`,
+        `deployment.apps/${GATEWAY}`,
+        `deployment.apps/${FUNCTIONS}`,
+        `service/${FUNCTIONS}`,
+        `functionservice.causeway.dev/${SERVICE}`,
+      ].sort(),
+    );
+    assert.doesNotMatch(result.stderr, /PodSecurity/, result.stderr);
+  });
+
+  it('grants the gateway what it uses of FunctionServices and nothing more: no write of their spec, no other Secret', async (t) => {
+    const namespace = await testNamespace(t);
+    const elsewhere = await testNamespace(t);
+    await installRbac(t, OVERLAY, namespace);
+    const gateway = serviceAccount(namespace, GATEWAY);
+    const functions = serviceAccount(namespace, FUNCTIONS);
+    const fns = `${FUNCTION_SERVICE.plural}.${FUNCTION_SERVICE.group}`;
+    const kex = 'kopfexamples.kopf.dev';
+
+    const expectations: Array<[user: string, ns: string, args: string[], allowed: boolean]> = [
+      // What gateway/engines/function-service-objects.ts does: list + watch, a get when it tries a
+      // service again, merge patches of the status.
+      [gateway, namespace, ['list', fns], true],
+      [gateway, namespace, ['watch', fns], true],
+      [gateway, namespace, ['get', fns], true],
+      [gateway, namespace, ['patch', fns, '--subresource=status'], true],
+      // Never the spec, which is the user's, nor FunctionServices elsewhere, nor their CRD.
+      [gateway, namespace, ['patch', fns], false],
+      [gateway, namespace, ['update', fns], false],
+      [gateway, namespace, ['create', fns], false],
+      [gateway, namespace, ['delete', fns], false],
+      [gateway, namespace, ['update', fns, '--subresource=status'], false],
+      [gateway, elsewhere, ['list', fns], false],
+      [gateway, elsewhere, ['patch', fns, '--subresource=status'], false],
+      [gateway, namespace, ['list', fns, '--all-namespaces'], false],
+      [gateway, namespace, ['get', `customresourcedefinitions.apiextensions.k8s.io/${fns}`], false],
+      // No Secret but its keys: a secretRef's Secret would need a rule naming it.
+      [gateway, namespace, ['get', 'secrets/kopfexample-secret'], false],
+      [gateway, namespace, ['get', 'secrets'], false],
+      [gateway, namespace, ['list', 'secrets'], false],
+      // The function service has no permissions at all.
+      [functions, namespace, ['get', fns], false],
+      [functions, namespace, ['list', kex], false],
+    ];
+    assert.deepEqual(await wrongPermissions(expectations), []);
+
+    // The complete list, beyond what any authenticated account may do: 01-minimal's and the FunctionServices'.
+    assert.deepEqual(await grantedBeyondBaseline(gateway, namespace), [
+      'create /configmaps',
+      'create /events',
+      'create /secrets',
+      `get /configmaps/${KEYS}`,
+      `get /secrets/${KEYS}`,
+      `get apiextensions.k8s.io/customresourcedefinitions/${kex}`,
+      'get causeway.dev/functionservices',
+      'get kopf.dev/kopfexamples',
+      'list causeway.dev/functionservices',
+      'list kopf.dev/kopfexamples',
+      'patch causeway.dev/functionservices/status',
+      'patch kopf.dev/kopfexamples',
+      'patch kopf.dev/kopfexamples/status',
+      `update /configmaps/${KEYS}`,
+      `update /secrets/${KEYS}`,
+      'watch causeway.dev/functionservices',
+      'watch kopf.dev/kopfexamples',
+    ]);
+    assert.deepEqual(await grantedBeyondBaseline(functions, namespace), []);
+  });
+
+  it("runs the containers' commands: a gateway holding only its service account's token serves the FunctionService, writes what it found in its status, and a KopfExample is handled", async (t) => {
+    const namespace = await testNamespace(t);
+    await installRbac(t, OVERLAY, namespace);
+    const objects = await render(OVERLAY, namespace);
+    const dir = await mkdtemp(join(tmpdir(), 'causeway-deploy-'));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    const cli = await bundleCli(join(dir, 'cli'));
+    // What the kubelet would give the gateway: a token of its service account, and the API server.
+    const kubeconfig = join(dir, 'kubeconfig');
+    await writeServiceAccountKubeconfig(kubeconfig, namespace, GATEWAY);
+
+    // The function service on a free loopback port instead of 0.0.0.0:8080, and the FunctionService
+    // naming it there, applied with the rest, before the gateway starts.
+    const port = await freePort();
+    const functionService = find(objects, 'FunctionService', SERVICE);
+    await kubectlOk(
+      ['apply', '-f', '-'],
+      toYaml([{ ...functionService, spec: { url: `http://127.0.0.1:${port}` } }]),
+    );
+    const gatewayArgs = (onlyContainer(find<Deployment>(objects, 'Deployment', GATEWAY)).args ?? []).map(
+      (arg) => arg.replaceAll('$(POD_NAMESPACE)', namespace),
+    );
+    const functionsArgs = withFlag(
+      onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [],
+      '--port',
+      String(port),
+    ).concat(['--host', '127.0.0.1']);
+
+    const client = await kubeClient();
+    const { group, version, plural } = FUNCTION_SERVICE;
+    const path = `/apis/${group}/${version}/namespaces/${namespace}/${plural}/${SERVICE}`;
+    /** The FunctionService's status once the gateway has written `phase` for `generation` of it. */
+    const statusOnce = (gateway: BundledCli, phase: string, generation: number) =>
+      eventually(
+        `FunctionService ${SERVICE} ${phase} at generation ${generation}`,
+        async () => {
+          assert.equal(gateway.exitCode, null, gateway.output());
+          assert.doesNotMatch(gateway.output(), /[Ff]orbidden/, gateway.output()); // fail fast on a missing permission
+          const { status } = await client.get<KubernetesObject>(path);
+          return status?.phase === phase && status.observedGeneration === generation ? status : undefined;
+        },
+        30_000,
+      );
+
+    // As in a cluster, the service's pod waits for the gateway's public keys: the gateway, finding
+    // the service not there yet, says so in the status (its patch of functionservices/status).
+    let unreachable: Record<string, unknown> | undefined;
+    const { gateway, functions } = await startGatewayThenFunctions(t, {
+      cli,
+      gateway: { args: gatewayArgs, env: { KUBECONFIG: kubeconfig } },
+      functions: { args: functionsArgs },
+      dir,
+      beforeFunctions: async (started) => {
+        unreachable = await statusOnce(started, 'Unreachable', 1);
+      },
+    });
+    assert.match(String(unreachable?.lastError), /ECONNREFUSED/);
+    // Ready at the same generation, nothing having changed the object: the gateway read it again when
+    // it tried the service again (its get of the FunctionService).
+    assert.deepEqual(await statusOnce(gateway, 'Ready', 1), {
+      phase: 'Ready',
+      protocol: 'causeway.dev/v1',
+      handlers: ['create_fn'],
+      observedGeneration: 1,
+    });
+
+    const [example] = await applyFile(OBJECT, namespace);
+    assert.ok(example);
+    assert.deepEqual(
+      await statusOnceThere(
+        `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/${example.metadata.name}`,
+        'create_fn',
+      ),
+      { message: `hello ${example.metadata.name}` },
+    );
+    assert.match(
+      gateway.output(),
+      new RegExp(`watching /apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`),
+    );
+
+    // A change of the object reaches the gateway through its watch: the status follows it.
+    await client.patch(path, 'merge', { spec: { timeoutSeconds: 10 } });
+    await statusOnce(gateway, 'Ready', 2);
+
+    assert.deepEqual(problems(gateway.output()), [], gateway.output());
+    assert.deepEqual(problems(functions.output()), [], functions.output());
+  });
+});

@@ -27,7 +27,7 @@ export interface FilterOptions {
   annotations?: Record<string, MetaFilter>;
   /** Dotted path, e.g. `'spec.replicas'`: the handler is about this field; `old`/`new`/`diff` are relative to it. */
   field?: string;
-  /** The field's current value. */
+  /** The field's value; for updates, as in Kopf, its value before or after the change. */
   value?: ValueFilter;
   /** Updates only: the field's value before, and after, the change. */
   old?: ValueFilter;
@@ -98,10 +98,13 @@ export function compileFilters(where: string, options: FilterOptions): CompiledF
   for (const name of given) {
     const filter = options[name];
     if (typeof filter === 'function') {
-      // The protocol's `value` is the field's current value; `old` and `new` only concern updates.
+      // `value` takes the field's value now, or for an update the one before (its `old`, relative to
+      // the field); `old` and `new` only concern updates.
       checks.push(
         name === 'value'
-          ? (context) => filter(valueAt(context.body, field as string), context)
+          ? (context) =>
+              filter(valueAt(context.body, field as string), context) ||
+              (context.reason === 'update' && filter(context.old, context))
           : (context) => context.reason !== 'update' || filter(context[name], context),
       );
     } else {

@@ -77,7 +77,8 @@ export class ResourceReactor<S> {
       let current = held ?? object;
       const now = new Date();
       const selection = this.#select(current, cause, candidates, stored, remembered, now);
-      if (selection.plan.concerned.length === 0 && selection.reconcile.length === 0) {
+      const { plan, reconcile } = selection;
+      if (plan.concerned.length === 0 && reconcile.length === 0 && !plan.awaitsChanges) {
         // Nothing concerns it: no call, no log. A finalizer of ours that nothing needs any more goes.
         const release = finalizerToRelease(current, cause, candidates, identity.finalizer);
         if (release) current = await this.#options.api.jsonPatch(current, release);

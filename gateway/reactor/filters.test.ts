@@ -33,6 +33,17 @@ describe('handler filters', () => {
     );
   });
 
+  it("match a field's value before or after an update, as Kopf does", () => {
+    const filters = { field: 'spec.replicas', value: { equals: 4 } };
+    assert.equal(objectMatches(object, filters, { spec: { replicas: 4 } }), true, 'it was 4');
+    assert.equal(objectMatches(object, filters, { spec: { replicas: 2 } }), false, 'neither was 4');
+    assert.equal(
+      objectMatches(object, { ...filters, labels: { app: 'db' } }, { spec: { replicas: 4 } }),
+      false,
+      'labels are the current ones only',
+    );
+  });
+
   it('match the old and new values of a change', () => {
     assert.equal(changeMatches('slow', 'fast', { old: { equals: 'slow' }, new: { equals: 'fast' } }), true);
     assert.equal(changeMatches(undefined, 'fast', { old: { present: true } }), false);

@@ -30,13 +30,24 @@ function valueMatches(value: unknown, match: ValueMatch | undefined): boolean {
   return value === undefined;
 }
 
-/** Everything but old/new: what a handler asks of the object as it is now. */
-export function objectMatches(object: KubernetesObject, filters: HandlerFilters | undefined): boolean {
+/**
+ * Everything but old/new: what a handler asks of the object as it is now. For an update, given the
+ * object's essence `before` it, a field's `value` matches the old value or the new one, as in Kopf:
+ * a handler for `phase: ready` hears that the phase is no longer ready.
+ */
+export function objectMatches(
+  object: KubernetesObject,
+  filters: HandlerFilters | undefined,
+  before?: unknown,
+): boolean {
   if (!filters) return true;
+  const { field, value } = filters;
   return (
     metaMatches(object.metadata.labels, filters.labels) &&
     metaMatches(object.metadata.annotations, filters.annotations) &&
-    (filters.field === undefined || valueMatches(valueAt(object, filters.field), filters.value))
+    (field === undefined ||
+      valueMatches(valueAt(object, field), value) ||
+      (before !== undefined && valueMatches(valueAt(before, field), value)))
   );
 }
 

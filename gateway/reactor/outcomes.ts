@@ -226,11 +226,12 @@ export function foldOutcomes<S>(input: FoldInput<S>, log: Logger): Folded {
 
 /**
  * Handlers whose `when` said no count as not concerned: if none other was, the object stays untouched
- * (no record), so it is handled as new if it matches later, as Kopf's filters behave.
+ * (no record), so it is handled as new if it matches later, as Kopf's filters behave; unless a handler
+ * of its later changes awaits them.
  */
 function causeState<S>(plan: Plan<S>, progress: ProgressMap): CauseState {
   const allSkipped = plan.concerned.every(({ spec }) => progress[spec.id]?.message === 'skipped');
-  if (plan.concerned.length === 0 || allSkipped) return 'untouched';
+  if (plan.concerned.length === 0 || allSkipped) return plan.awaitsChanges ? 'finished' : 'untouched';
   return plan.concerned.every(({ spec }) => progress[spec.id]?.success || progress[spec.id]?.failure)
     ? 'finished'
     : 'in progress';

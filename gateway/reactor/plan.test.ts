@@ -44,6 +44,18 @@ describe('planning a cause', () => {
     assert.equal(plan.due[1]?.old, undefined);
   });
 
+  it('on creation with no handler to call: recorded when an update handler awaits its changes, not otherwise', () => {
+    const created = object({ mode: 'slow' });
+    const cause = detectCause(created, {}, context);
+    const updateOnly = [handler('on_update', 'update', { filters: { labels: { app: 'web' } } })];
+    const matching = planCause(object({}, { app: 'web' }), cause, updateOnly, undefined, now);
+    assert.deepEqual([matching.due, matching.awaitsChanges], [[], true]);
+    const other = planCause(created, cause, updateOnly, undefined, now);
+    assert.equal(other.awaitsChanges, false, 'its filters do not match: untouched, as new when they do');
+    const deleteOnly = planCause(created, cause, [handler('on_delete', 'delete')], undefined, now);
+    assert.equal(deleteOnly.awaitsChanges, false, 'a deletion needs no record');
+  });
+
   it('on update: update handlers, and field-scoped ones only when their field changed as filtered', () => {
     const before = object({ mode: 'slow', size: 1 });
     const modeChanged = object({ mode: 'fast', size: 1 });

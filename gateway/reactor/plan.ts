@@ -3,7 +3,13 @@
  * (by the progress kept on the object), which must be given up (retries or time exhausted), and when
  * to look again. Pure logic, tested without a cluster.
  */
-import { calledFor, type HandlerSpec, type KubernetesObject, kindsFor } from '../../protocol/index.ts';
+import {
+  calledFor,
+  type HandlerKind,
+  type HandlerSpec,
+  type KubernetesObject,
+  kindsFor,
+} from '../../protocol/index.ts';
 import { valueAt } from '../../protocol/json.ts';
 import { diff } from '../state/diff.ts';
 import type { Progress, ProgressMap } from '../state/storage.ts';
@@ -18,6 +24,12 @@ export interface Plan<S> {
   givenUp: Array<Candidate<S> & { progress: Progress; message: string }>;
   /** When the earliest delayed handler is due, in ms from now. */
   wakeInMs?: number;
+  /**
+   * A creation that no handler is called for, but that an update or field handler matches: it is
+   * recorded as handled, so those handlers see the later changes as updates (Kopf stores its diff-base
+   * for any object its changing handlers match).
+   */
+  awaitsChanges?: boolean;
 }
 
 export function planCause<S>(
@@ -35,7 +47,8 @@ export function planCause<S>(
     // A call that only an option brings (`deleted: true` resume handlers on a deletion) is a resumption:
     // it happens the first time this gateway sees the object.
     const called = kinds.includes(spec.kind) || (cause.firstSight && calledFor(spec, cause.reason));
-    if (!called || !objectMatches(object, spec.filters)) continue;
+    const before = cause.reason === 'update' ? cause.old : undefined;
+    if (!called || !objectMatches(object, spec.filters, before)) continue;
     const scoped = scope(cause, spec);
     if (!scoped) continue;
     plan.concerned.push(candidate);
@@ -53,8 +66,16 @@ export function planCause<S>(
     }
     plan.due.push({ ...candidate, progress: record, ...scoped.values });
   }
+  if (cause.reason === 'create') {
+    plan.awaitsChanges = candidates.some(
+      ({ spec }) => LATER_KINDS.has(spec.kind) && objectMatches(object, spec.filters),
+    );
+  }
   return plan;
 }
+
+/** The kinds an update calls: a creation recorded as handled lets them see the changes after it. */
+const LATER_KINDS: ReadonlySet<HandlerKind> = new Set(kindsFor('update'));
 
 /**
  * Whether a create/update concerns a handler, and what old/new/diff it sees: relative to its field

@@ -47,6 +47,57 @@ describe('handlers beyond creation', () => {
     assert.deepEqual(third.status?.reconcile_fn, { rounds: 3 });
   });
 
+  it("calls an update handler filtered by a field's value when the value was or becomes it, as Kopf does", async (t) => {
+    const namespace = await testNamespace(t);
+    const op = operator({ name: 'phases', secret: TEST_SECRET });
+    const calls: string[] = [];
+    // One filtered by a value, one given as a callback, and one that hears every update.
+    op.on.update(
+      'kopfexamples',
+      { field: 'spec.phase', value: 'ready' },
+      function about_ready({ old, new: now }) {
+        calls.push(`${old} → ${now}`);
+        return { from: old, to: now };
+      },
+    );
+    op.on.update(
+      'kopfexamples',
+      { field: 'spec.phase', value: (phase) => phase === 'ready' },
+      function by_callback({ new: now }) {
+        return { to: now };
+      },
+    );
+    op.on.update('kopfexamples', { field: 'spec.phase' }, function any_phase({ new: now }) {
+      return { to: now };
+    });
+    const running = await runOperator(op, { namespaces: [namespace], transport: 'in-process' });
+    t.after(() => running.stop());
+
+    await create(namespace, 'phased', { phase: 'starting' });
+    const after = async (phase: string) => {
+      await client.patch(`${path(namespace)}/phased`, 'merge', { spec: { phase } });
+      return eventually(`the update to ${phase}`, async () => {
+        const { status } = await read(namespace, 'phased');
+        // A handler of a field is stored under `<id>/<field>`, as in Kopf.
+        return (status?.['any_phase/spec.phase'] as { to?: string })?.to === phase ? status : undefined;
+      });
+    };
+    assert.deepEqual((await after('ready'))?.['about_ready/spec.phase'], { from: 'starting', to: 'ready' });
+    const left = await after('done');
+    assert.deepEqual(
+      left?.['about_ready/spec.phase'],
+      { from: 'ready', to: 'done' },
+      'called as the value was ready',
+    );
+    assert.deepEqual(
+      left?.['by_callback/spec.phase'],
+      { to: 'done' },
+      'a callback is asked about the old value too',
+    );
+    await after('archived');
+    assert.deepEqual(calls, ['starting → ready', 'ready → done'], 'not for done → archived');
+  });
+
   it('reconciles after the cause handlers, in a call of its own, seeing what they wrote', async (t) => {
     const namespace = await testNamespace(t);
     const op = operator({ name: 'both', secret: TEST_SECRET });

@@ -20,7 +20,7 @@ import {
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { testNamespace } from '../support/cluster.ts';
 import {
-  type Binding,
+  assertPlacedAndBound,
   type BundledCli,
   type Deployment,
   find,
@@ -35,7 +35,6 @@ import {
   withFlag,
 } from '../support/deploy.ts';
 import {
-  CLUSTER_SCOPED,
   dryRunObjects,
   grantedBeyondBaseline,
   kubectl,
@@ -97,21 +96,7 @@ describe(DIRECTORY, () => {
         `ServiceAccount/${GATEWAY}`,
       ].sort(),
     );
-    for (const object of objects) {
-      const expected = CLUSTER_SCOPED.has(object.kind) ? undefined : EXAMPLE_NAMESPACE;
-      assert.equal(
-        object.metadata.namespace,
-        expected,
-        `namespace of ${object.kind} ${object.metadata.name}`,
-      );
-    }
-    for (const binding of objects.filter((object) => object.kind.endsWith('Binding')) as Binding[]) {
-      assert.deepEqual(
-        binding.subjects,
-        [{ kind: 'ServiceAccount', name: GATEWAY, namespace: EXAMPLE_NAMESPACE }],
-        `subjects of ${binding.kind} ${binding.metadata.name}`,
-      );
-    }
+    assertPlacedAndBound(objects, EXAMPLE_NAMESPACE, GATEWAY);
 
     // The base's --functions gives way to --function-services; the rest of its arguments stay.
     const args = onlyContainer(find<Deployment>(objects, 'Deployment', GATEWAY)).args ?? [];

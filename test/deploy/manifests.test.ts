@@ -16,6 +16,7 @@ import { bundleCli, IMAGE_NODE_FLAGS } from '../../deploy/build.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { testNamespace } from '../support/cluster.ts';
 import {
+  assertPlacedAndBound,
   type Binding,
   type Deployment,
   find,
@@ -34,7 +35,6 @@ import {
   withFlag,
 } from '../support/deploy.ts';
 import {
-  CLUSTER_SCOPED,
   dryRunObjects,
   grantedBeyondBaseline,
   kubectl,
@@ -100,21 +100,7 @@ describe('deploy/examples/01-minimal', () => {
         `ServiceAccount/${GATEWAY}`,
       ].sort(),
     );
-    for (const object of objects) {
-      const expected = CLUSTER_SCOPED.has(object.kind) ? undefined : EXAMPLE_NAMESPACE;
-      assert.equal(
-        object.metadata.namespace,
-        expected,
-        `namespace of ${object.kind} ${object.metadata.name}`,
-      );
-    }
-    for (const binding of objects.filter((object) => object.kind.endsWith('Binding')) as Binding[]) {
-      assert.deepEqual(
-        binding.subjects,
-        [{ kind: 'ServiceAccount', name: GATEWAY, namespace: EXAMPLE_NAMESPACE }],
-        `subjects of ${binding.kind} ${binding.metadata.name}`,
-      );
-    }
+    assertPlacedAndBound(objects, EXAMPLE_NAMESPACE, GATEWAY);
     for (const name of [GATEWAY, FUNCTIONS]) {
       const deployment = find<Deployment>(objects, 'Deployment', name);
       assert.equal(onlyContainer(deployment).image, 'causeway:0.1.0');

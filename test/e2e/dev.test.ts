@@ -58,6 +58,21 @@ function moduleIn(folder: string, source: string): string {
   return path;
 }
 
+/** The dev sessions' Leases in the namespace, as `kubectl get -o name` lists them. */
+async function sessionLeases(namespace: string): Promise<string> {
+  const listed = await kubectl([
+    'get',
+    'leases',
+    '-n',
+    namespace,
+    '-l',
+    'causeway.dev/dev-session',
+    '-o',
+    'name',
+  ]);
+  return listed.stdout.trim();
+}
+
 async function handledBy(namespace: string, name: string): Promise<string | undefined> {
   const path = `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/${name}`;
   return ((await statusOnceThere(path, 'create_fn')) as { version?: string }).version;
@@ -168,21 +183,8 @@ describe('causeway dev', () => {
     ];
     const dev = start([...session, '--session-seconds', '3', '--dev-reach', 'local']);
     await gateway.waitFor(/calls of "dev-e2e" go to http:\/\/127\.0\.0\.1:\d+ \(a dev session\)/);
-    const lease = await kubectl([
-      'get',
-      'leases',
-      '-n',
-      namespace,
-      '-l',
-      'causeway.dev/dev-session',
-      '-o',
-      'name',
-    ]);
-    assert.equal(
-      lease.stdout.trim(),
-      'lease.coordination.k8s.io/causeway-dev-dev-e2e',
-      'the session shows in kubectl',
-    );
+    const lease = await sessionLeases(namespace);
+    assert.equal(lease, 'lease.coordination.k8s.io/causeway-dev-dev-e2e', 'the session shows in kubectl');
     await createKopfExample(namespace, 'during');
     assert.equal(await handledBy(namespace, 'during'), 'laptop-1');
 
@@ -254,17 +256,8 @@ describe('causeway dev', () => {
     await dev.waitFor(new RegExp(`\\(FunctionService ${namespace}/dev-e2e\\)`));
     const away = await statusWhen('the session in the status', (status) => isObject(status.devSession));
     assert.match(String((away.devSession as { holder: string }).holder), /.@./, 'who holds it: user@host');
-    const leases = await kubectl([
-      'get',
-      'leases',
-      '-n',
-      namespace,
-      '-l',
-      'causeway.dev/dev-session',
-      '-o',
-      'name',
-    ]);
-    assert.equal(leases.stdout.trim(), '', 'no Lease: the FunctionService holds the session');
+    const leases = await sessionLeases(namespace);
+    assert.equal(leases, '', 'no Lease: the FunctionService holds the session');
     await createKopfExample(namespace, 'during');
     assert.equal(await handledBy(namespace, 'during'), 'laptop');
 

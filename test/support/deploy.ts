@@ -101,6 +101,21 @@ export async function render(overlay: string, namespace?: string): Promise<Manif
   }
 }
 
+/** Every namespaced object of an overlay is in its namespace, and every binding names its gateway's account there. */
+export function assertPlacedAndBound(objects: Manifest[], namespace: string, serviceAccount: string): void {
+  for (const object of objects) {
+    const expected = CLUSTER_SCOPED.has(object.kind) ? undefined : namespace;
+    assert.equal(object.metadata.namespace, expected, `namespace of ${object.kind} ${object.metadata.name}`);
+  }
+  for (const binding of objects.filter((object) => object.kind.endsWith('Binding')) as Binding[]) {
+    assert.deepEqual(
+      binding.subjects,
+      [{ kind: 'ServiceAccount', name: serviceAccount, namespace }],
+      `subjects of ${binding.kind} ${binding.metadata.name}`,
+    );
+  }
+}
+
 export function find<T extends Manifest>(objects: Manifest[], kind: string, name: string): T {
   const found = objects.find((object) => object.kind === kind && object.metadata.name === name);
   assert.ok(found, `no ${kind} ${name} in the rendered manifests`);

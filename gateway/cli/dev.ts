@@ -9,10 +9,13 @@ import { hostname, tmpdir, userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { encodeSecret, type KubernetesObject, PATHS } from '../../protocol/index.ts';
-import { isObject } from '../../protocol/json.ts';
 import type { Reach } from '../../webhooks/reach.ts';
 import { type DevSession, devSessionLease, devSessionLeaseName } from '../engines/dev-sessions.ts';
-import { DEV_SESSION_RENEWED, FUNCTION_SERVICE } from '../engines/function-service-objects.ts';
+import {
+  DEV_SESSION_RENEWED,
+  functionServicesPath,
+  serviceNameOf,
+} from '../engines/function-service-objects.ts';
 import { PUBLIC_KEYS_FILE } from '../engines/signing-keys.ts';
 import { type GatewayOptions, startGateway } from '../gateway.ts';
 import { KubeClient } from '../kube/client.ts';
@@ -194,16 +197,10 @@ async function sessionHolder(
   service: string,
   session: SessionOptions,
 ): Promise<SessionHolder> {
-  const { group, version, plural } = FUNCTION_SERVICE;
-  const objects = `/apis/${group}/${version}/namespaces/${session.namespace}/${plural}`;
+  const objects = functionServicesPath(session.namespace);
   // Not found: the CustomResourceDefinition is not installed, so no FunctionService names it.
   const listed = await ignoreNotFound(client.get<{ items: KubernetesObject[] }>(objects));
-  const object = listed?.items.find(
-    (candidate) =>
-      (isObject(candidate.spec) && candidate.spec.serviceName
-        ? candidate.spec.serviceName
-        : candidate.metadata.name) === service,
-  );
+  const object = listed?.items.find((candidate) => serviceNameOf(candidate) === service);
   if (object) {
     const path = `${objects}/${object.metadata.name}`;
     // The same spec again changes no generation: only the annotation tells a renewal.

@@ -25,6 +25,18 @@ export const FUNCTION_SERVICE = { group: 'causeway.dev', version: 'v1alpha1', pl
  */
 export const DEV_SESSION_RENEWED = `${FUNCTION_SERVICE.group}/dev-session-renewed`;
 
+/** The API path of the FunctionService objects in `namespace`. */
+export function functionServicesPath(namespace: string): string {
+  const { group, version, plural } = FUNCTION_SERVICE;
+  return `/apis/${group}/${version}/namespaces/${namespace}/${plural}`;
+}
+
+/** The name a FunctionService's service answers to: its `spec.serviceName`, or the object's name. */
+export function serviceNameOf(object: KubernetesObject): string {
+  const spec = isObject(object.spec) ? object.spec : {};
+  return typeof spec.serviceName === 'string' ? spec.serviceName : object.metadata.name;
+}
+
 /** The CustomResourceDefinition, as `causeway crd` prints it for `kubectl apply -f -`. */
 export function functionServiceDefinition(): KubernetesObject {
   const { group, version, plural } = FUNCTION_SERVICE;
@@ -165,13 +177,14 @@ export class FunctionServiceObjects implements Component {
   #changing: Promise<void> = Promise.resolve();
   #stopped = false;
   #unlisten: (() => void) | undefined;
+  readonly #path: string;
 
   constructor(options: FunctionServiceObjectsOptions) {
     this.#options = options;
-    const { group, version, plural } = FUNCTION_SERVICE;
+    this.#path = functionServicesPath(options.namespace);
     this.#watcher = new Watcher({
       client: options.client,
-      path: `/apis/${group}/${version}/namespaces/${options.namespace}/${plural}`,
+      path: this.#path,
       logger: options.logger.child(`function services in ${options.namespace}`),
       settings: options.settings.watching,
       onEvent: ({ type, object }) =>
@@ -207,13 +220,13 @@ export class FunctionServiceObjects implements Component {
   async #observe(object: KubernetesObject, again = false): Promise<void> {
     const { name } = object.metadata;
     const { devSession, ...endpointSpec } = isObject(object.spec) ? object.spec : {};
-    const serviceName = typeof endpointSpec.serviceName === 'string' ? endpointSpec.serviceName : name;
+    const serviceName = serviceNameOf(object);
     const endpoint = JSON.stringify(endpointSpec);
     let known = this.#known.get(name);
     if (known) known.object = object;
     if (!known || known.endpoint !== endpoint || again) {
       if (known && known.serviceName !== serviceName) {
-        this.#options.routes.release(`FunctionService ${name}`);
+        this.#options.routes.release(holderOf(name));
         await this.#options.services.remove(known.serviceName);
       }
       clearTimeout(known?.retry);
@@ -224,12 +237,12 @@ export class FunctionServiceObjects implements Component {
     }
     if (isObject(devSession) && known.served) {
       this.#options.routes.hold(
-        `FunctionService ${name}`,
+        holderOf(name),
         { ...(devSession as Omit<DevSession, 'service'>), service: serviceName },
         object.metadata.annotations?.[DEV_SESSION_RENEWED],
       );
     } else {
-      this.#options.routes.release(`FunctionService ${name}`);
+      this.#options.routes.release(holderOf(name));
     }
     await this.#writeStatus(known);
   }
@@ -257,12 +270,7 @@ export class FunctionServiceObjects implements Component {
   }
 
   async #retry(name: string): Promise<void> {
-    const { group, version, plural } = FUNCTION_SERVICE;
-    const object = await ignoreNotFound(
-      this.#options.client.get<KubernetesObject>(
-        `/apis/${group}/${version}/namespaces/${this.#options.namespace}/${plural}/${name}`,
-      ),
-    );
+    const object = await ignoreNotFound(this.#options.client.get<KubernetesObject>(`${this.#path}/${name}`));
     if (object && this.#known.has(name)) await this.#observe(object, true);
   }
 
@@ -271,7 +279,7 @@ export class FunctionServiceObjects implements Component {
     if (!known) return;
     clearTimeout(known.retry);
     this.#known.delete(object.metadata.name);
-    this.#options.routes.release(`FunctionService ${object.metadata.name}`);
+    this.#options.routes.release(holderOf(object.metadata.name));
     await this.#options.services.remove(known.serviceName);
     this.#options.logger.info(
       `function service "${known.serviceName}" is no longer served: its FunctionService is gone`,
@@ -316,11 +324,10 @@ export class FunctionServiceObjects implements Component {
       ([key, value]) => JSON.stringify(current[key] ?? null) === JSON.stringify(value ?? null),
     );
     if (unchanged) return;
-    const { group, version, plural } = FUNCTION_SERVICE;
     const { name } = known.object.metadata;
     try {
       known.object = await this.#options.client.patch<KubernetesObject>(
-        `/apis/${group}/${version}/namespaces/${this.#options.namespace}/${plural}/${name}/status`,
+        `${this.#path}/${name}/status`,
         'merge',
         { status: next },
       );
@@ -330,6 +337,11 @@ export class FunctionServiceObjects implements Component {
       );
     }
   }
+}
+
+/** Who holds a dev session in the object's field, for the routes. */
+function holderOf(name: string): string {
+  return `FunctionService ${name}`;
 }
 
 /** What a FunctionService's status says: served or not and why, whether its calls are made now, and where. */

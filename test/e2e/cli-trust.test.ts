@@ -14,6 +14,7 @@ import { newKey, publicKeys, type StoredKey } from '../../gateway/dispatch/keys.
 import {
   FUNCTION_SERVICE,
   functionServiceDefinition,
+  functionServicesPath,
 } from '../../gateway/engines/function-service-objects.ts';
 import { PRIVATE_KEYS_FILE, readStoredKeys } from '../../gateway/engines/signing-keys.ts';
 import { applyManifests } from '../../gateway/kube/apply.ts';
@@ -259,7 +260,7 @@ describe('causeway gateway --function-services', () => {
         stringData: { secret: SECRET },
       },
     });
-    const collection = `/apis/${FUNCTION_SERVICE.group}/${FUNCTION_SERVICE.version}/namespaces/${namespace}/${FUNCTION_SERVICE.plural}`;
+    const collection = functionServicesPath(namespace);
     await client.request(collection, {
       method: 'POST',
       body: {

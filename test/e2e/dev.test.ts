@@ -12,6 +12,7 @@ import { describe, it, type TestContext } from 'node:test';
 import {
   FUNCTION_SERVICE,
   functionServiceDefinition,
+  functionServicesPath,
 } from '../../gateway/engines/function-service-objects.ts';
 import { applyManifests } from '../../gateway/kube/apply.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
@@ -221,7 +222,7 @@ describe('causeway dev', () => {
     const keys = `${namespace}/causeway-signing-keys`;
     const deployed = moduleIn(mkdtempSync(join(tmpdir(), 'causeway-deployed-')), operatorSource('deployed'));
     const port = await freePort();
-    const object = `/apis/${FUNCTION_SERVICE.group}/${FUNCTION_SERVICE.version}/namespaces/${namespace}/${FUNCTION_SERVICE.plural}/dev-e2e`;
+    const object = `${functionServicesPath(namespace)}/dev-e2e`;
     await client.request(object.replace(/\/dev-e2e$/, ''), {
       method: 'POST',
       body: {

@@ -11,6 +11,7 @@ import { serveFetch } from '../../gateway/cli/serve.ts';
 import {
   FUNCTION_SERVICE,
   functionServiceDefinition,
+  functionServicesPath,
 } from '../../gateway/engines/function-service-objects.ts';
 import { startGateway } from '../../gateway/gateway.ts';
 import { applyManifests } from '../../gateway/kube/apply.ts';
@@ -55,7 +56,7 @@ async function environment(t: TestContext, settings?: SettingsPatch) {
       stringData: { secret: TEST_SECRET },
     },
   });
-  const collection = `/apis/${FUNCTION_SERVICE.group}/${FUNCTION_SERVICE.version}/namespaces/${namespace}/${FUNCTION_SERVICE.plural}`;
+  const collection = functionServicesPath(namespace);
   const logger = memoryLogger();
   const gateway = await startGateway({
     functions: [],

@@ -47,6 +47,26 @@ describe('registration', () => {
     assert.throws(() => on.create('kex', 'create_fn' as never), /the handler must be a function/);
   });
 
+  it('publishes a timer with its schedule, and refuses one without an interval or with a negative delay', () => {
+    const { on, handlers } = createRegistry();
+    on.timer('kex', { interval: 5, idle: 10, initialDelay: 1, sharp: true }, function tick() {});
+    assert.deepEqual(specOf(handlers.get('tick') as never).options, {
+      interval: 5,
+      idle: 10,
+      initialDelay: 1,
+      sharp: true,
+    });
+    assert.throws(() => on.timer('kex', function untimed() {}), /"interval" must be a positive number/);
+    assert.throws(
+      () => on.timer('kex', { interval: 1, idle: -1 }, function early() {}),
+      /"idle" must be a non-negative number/,
+    );
+    assert.throws(
+      () => on.create('kex', { interval: 1 } as never, function f() {}),
+      /unknown option "interval"/,
+    );
+  });
+
   it('offers exactly the kinds the protocol defines', () => {
     assert.deepEqual(Object.keys(createRegistry().on).sort(), [
       'create',
@@ -56,6 +76,7 @@ describe('registration', () => {
       'mutate',
       'reconcile',
       'resume',
+      'timer',
       'update',
       'validate',
     ]);
@@ -66,7 +87,16 @@ function manifestOf(registry: ReturnType<typeof createRegistry>) {
   return [...registry.handlers.values()].map(specOf);
 }
 
-const REASONS: Reason[] = ['create', 'update', 'delete', 'resume', 'event', 'reconcile', 'admission'];
+const REASONS: Reason[] = [
+  'create',
+  'update',
+  'delete',
+  'resume',
+  'event',
+  'reconcile',
+  'timer',
+  'admission',
+];
 
 describe('kinds', () => {
   it('registers every kind under its own name, due for the reasons it answers', () => {
@@ -79,6 +109,7 @@ describe('kinds', () => {
     on.field('kex', 'spec.field', function on_field() {});
     on.event('kex', function on_event() {});
     on.reconcile('kex', function on_reconcile() {});
+    on.timer('kex', { interval: 1 }, function on_timer() {});
     on.validate('kex', function on_validate() {});
     on.mutate('kex', function on_mutate() {});
     assert.deepEqual(
@@ -91,6 +122,7 @@ describe('kinds', () => {
         ['on_field/spec.field', 'field'],
         ['on_event', 'event'],
         ['on_reconcile', 'reconcile'],
+        ['on_timer', 'timer'],
         ['on_validate', 'validate'],
         ['on_mutate', 'mutate'],
       ],
@@ -106,6 +138,7 @@ describe('kinds', () => {
       field: ['create', 'update'],
       event: ['event'],
       reconcile: ['reconcile'],
+      timer: ['timer'],
       validate: ['admission'],
       mutate: ['admission'],
     });

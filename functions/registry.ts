@@ -31,6 +31,14 @@ export interface HandlerOptions extends FilterOptions {
   optional?: boolean;
   /** Resume handlers: also for objects already being deleted. */
   deleted?: boolean;
+  /** Timers: seconds between calls (required). */
+  interval?: number;
+  /** Timers: called only once the object has not changed for this many seconds. */
+  idle?: number;
+  /** Timers: seconds from the first sight of a matching object to the first call. */
+  initialDelay?: number;
+  /** Timers: keep the cadence from the first call, whatever each call takes (ticks missed are skipped). */
+  sharp?: boolean;
   /** Admission handlers: the operations reviewed; CREATE, UPDATE and DELETE by default. */
   operations?: AdmissionOperation[];
   /** Admission handlers: the subresource reviewed (`status`, `scale`, `*` for all); the object itself by default. */
@@ -183,6 +191,10 @@ const SPEC_OPTIONS: readonly (keyof SpecOptions)[] = [
   'backoff',
   'optional',
   'deleted',
+  'interval',
+  'idle',
+  'initialDelay',
+  'sharp',
   'operations',
   'subresource',
   'persistent',
@@ -227,7 +239,26 @@ function checkOptions(where: string, kind: HandlerKind, options: unknown): asser
   if (backoff !== undefined && !(typeof backoff === 'number' && Number.isFinite(backoff) && backoff >= 0)) {
     throw new TypeError(`${where}: option "backoff" must be a non-negative number of seconds`);
   }
-  for (const name of ['optional', 'deleted', 'persistent', 'sideEffects', 'ignoreFailures'] as const) {
+  const { interval, idle, initialDelay } = options as HandlerOptions;
+  if (kind === 'timer' && !(typeof interval === 'number' && Number.isFinite(interval) && interval > 0)) {
+    throw new TypeError(`${where}: option "interval" must be a positive number of seconds`);
+  }
+  for (const [name, seconds] of [
+    ['idle', idle],
+    ['initialDelay', initialDelay],
+  ] as const) {
+    if (seconds !== undefined && !(typeof seconds === 'number' && Number.isFinite(seconds) && seconds >= 0)) {
+      throw new TypeError(`${where}: option "${name}" must be a non-negative number of seconds`);
+    }
+  }
+  for (const name of [
+    'optional',
+    'deleted',
+    'sharp',
+    'persistent',
+    'sideEffects',
+    'ignoreFailures',
+  ] as const) {
     const flag = (options as HandlerOptions)[name];
     if (flag !== undefined && typeof flag !== 'boolean') {
       throw new TypeError(`${where}: option "${name}" must be true or false`);

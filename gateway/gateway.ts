@@ -15,6 +15,7 @@ import { DevSessionRoutes, DevSessions } from './engines/dev-sessions.ts';
 import { EventHandlers } from './engines/event-handlers.ts';
 import { FunctionServiceObjects } from './engines/function-service-objects.ts';
 import { SigningKeys } from './engines/signing-keys.ts';
+import { Timers } from './engines/timers.ts';
 import { DEFAULT_IDENTITY, type Identity } from './identity.ts';
 import { KubeClient } from './kube/client.ts';
 import { type DiscoveredResource, DiscoveryCache, ResourceNotFound } from './kube/discovery.ts';
@@ -24,6 +25,7 @@ import { kubeReactorApi } from './reactor/api.ts';
 import { functionServiceCaller } from './reactor/calls.ts';
 import { ResourceReactor } from './reactor/cycle.ts';
 import { needsFinalizer } from './reactor/finalizers.ts';
+import { ObjectMemory } from './reactor/memory.ts';
 import { candidatesOf, type ServedResource } from './reactor/model.ts';
 import { ObjectQueue } from './reactor/queue.ts';
 import { type SettingsPatch, settingsWith } from './settings.ts';
@@ -168,6 +170,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     const entry: ServedResource = { resource, bindings: [], storage: new StateStorage(location, identity) };
     bind(entry, items);
     const api = kubeReactorApi(client, discovery, resource, identity.fieldManager);
+    const memory = new ObjectMemory();
     const reactor = new ResourceReactor({
       served: entry,
       api,
@@ -175,6 +178,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       identity,
       logger,
       conflictRetryMs: settings.processing.conflictRetryMs,
+      memory,
     });
     const queue = new ObjectQueue({
       ...settings.processing,
@@ -183,6 +187,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       logger,
     });
     const eventHandlers = new EventHandlers(entry, api, logger);
+    const timers = new Timers({
+      served: entry,
+      api,
+      memory,
+      concurrency: settings.processing.concurrency,
+      annotationPrefix: identity.annotationPrefix,
+      logger,
+    });
     const watch = new ResourceWatch({
       client,
       resource,
@@ -193,6 +205,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       onListing: (listed) => synced.push(listed),
       onEvent: ({ type, object }) => {
         eventHandlers.push(type, object);
+        timers.observe(type, object);
         if (type === 'DELETED') reactor.forget(object.metadata.uid);
         queue.push(type, object);
       },
@@ -201,6 +214,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     holdAtCreation(key, entry);
     // Added in this order, stopped in the reverse: no new events, then the cycles finish, then event calls.
     await components.add(component(`event handlers of ${key}`, true, { stop: () => eventHandlers.stop() }));
+    await components.add(component(`timers of ${key}`, true, { stop: () => timers.stop() }));
     await components.add(component(`queue of ${key}`, true, { stop: () => queue.stop() }));
     await components.add(
       component(`watch of ${key}`, true, {

@@ -44,7 +44,15 @@ export interface ObjectToApply {
 
 /** Why handlers are called: the cause the gateway detected, a raw watch event, or a reconciliation. */
 
-export type Reason = 'create' | 'update' | 'delete' | 'resume' | 'event' | 'reconcile' | 'admission';
+export type Reason =
+  | 'create'
+  | 'update'
+  | 'delete'
+  | 'resume'
+  | 'event'
+  | 'reconcile'
+  | 'timer'
+  | 'admission';
 
 export type AdmissionOperation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
 

@@ -51,6 +51,12 @@ export const HANDLER_KINDS = {
   },
   event: { reasons: ['event'], filters: [...MATCHING, 'field'], options: [] },
   reconcile: { reasons: ['reconcile'], filters: [...MATCHING, 'field'], options: RETRYING },
+  // Scheduled by the gateway per matching object while it exists (engines/timers.ts).
+  timer: {
+    reasons: ['timer'],
+    filters: [...MATCHING, 'field'],
+    options: [...RETRYING, 'interval', 'idle', 'initialDelay', 'sharp'],
+  },
   // Admission: answered while the apiserver waits, so never retried; a failure denies the request.
   validate: { reasons: ['admission'], filters: [...MATCHING, 'field'], options: ADMISSION },
   mutate: { reasons: ['admission'], filters: [...MATCHING, 'field'], options: ADMISSION },

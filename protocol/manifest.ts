@@ -47,6 +47,14 @@ export interface HandlerOptions {
   optional?: boolean;
   /** Resume handlers: also for objects already being deleted. */
   deleted?: boolean;
+  /** Timers: seconds between calls (required). */
+  interval?: number;
+  /** Timers: called only once the object has not changed for this many seconds. */
+  idle?: number;
+  /** Timers: seconds from the first sight of a matching object to the first call. */
+  initialDelay?: number;
+  /** Timers: the cadence is kept from the first call, whatever each call takes (ticks missed are skipped). */
+  sharp?: boolean;
   /** Admission handlers: the operations reviewed; CREATE, UPDATE and DELETE by default. */
   operations?: AdmissionOperation[];
   /** Admission handlers: the subresource reviewed (`status`, `scale`, `*` for all); the object itself by default. */

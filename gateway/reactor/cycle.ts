@@ -37,6 +37,8 @@ export interface ReactorOptions<S> {
   logger: Logger;
   /** After a write lost a race (a guarded patch on a changed object), look again this soon. */
   conflictRetryMs: number;
+  /** What is remembered of objects between cycles; shared with the engines beside the reactor. */
+  memory?: ObjectMemory;
 }
 
 interface Selection<S> {
@@ -51,12 +53,13 @@ interface Selection<S> {
 /** Runs the cycles of one served resource's objects, and remembers what they need between cycles. */
 export class ResourceReactor<S> {
   readonly #options: ReactorOptions<S>;
-  readonly #memory = new ObjectMemory();
+  readonly #memory: ObjectMemory;
   /** Handlers whose results the resource's status drops: said once, not on every object. */
   readonly #droppedResults = new Set<string>();
 
   constructor(options: ReactorOptions<S>) {
     this.#options = options;
+    this.#memory = options.memory ?? new ObjectMemory();
   }
 
   /** Drops what is kept in memory for an object that is gone. */

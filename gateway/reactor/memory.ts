@@ -33,6 +33,20 @@ export class ObjectMemory {
   forget(uid: string): void {
     this.#objects.delete(uid);
   }
+
+  /** The memo of an object a cycle has seen; engines beside the reactor (timers) read it without recalling. */
+  memoOf(uid: string): Record<string, unknown> | undefined {
+    return this.#objects.get(uid)?.memo;
+  }
+
+  /** Changes the memo of an object a cycle has seen (one not seen yet keeps no memory for it). */
+  updateMemo(
+    uid: string,
+    update: (memo: Record<string, unknown> | undefined) => Record<string, unknown>,
+  ): void {
+    const remembered = this.#objects.get(uid);
+    if (remembered) remembered.memo = update(remembered.memo);
+  }
 }
 
 /** Applies a service's memo updates: `null` removes a key. */

@@ -104,7 +104,12 @@ function scope(
   };
 }
 
-function exhaustion(spec: HandlerSpec, record: Progress, now: Date): string | undefined {
+/** Why a handler is given up (its retries or its time ran out), or undefined while it may go on. */
+export function exhaustion(
+  spec: HandlerSpec,
+  record: Pick<Progress, 'started' | 'retries'>,
+  now: Date,
+): string | undefined {
   const { retries, timeout } = spec.options ?? {};
   if (retries !== undefined && record.retries >= retries) return `gave up after ${record.retries} retries`;
   if (timeout !== undefined && now.getTime() - Date.parse(record.started) > timeout * 1000) {

@@ -103,6 +103,11 @@ export interface HandlerContext<Spec extends object = Fields, Status extends obj
   execute: (subhandlers: Record<string, Handler>) => Promise<void>;
   /** Event handlers: the type of the watch event. */
   event: 'ADDED' | 'MODIFIED' | 'DELETED' | undefined;
+  /**
+   * Daemons: aborted when the daemon is to stop, its `reason` saying why (a DaemonStopReason): return
+   * soon after. `round-ended` means the gateway calls it again at once. Undefined for other handlers.
+   */
+  stopped: AbortSignal | undefined;
   /** Admission handlers: the operation under review; undefined for the others. */
   operation: AdmissionOperation | undefined;
   /** Admission handlers: a server-side dry run, which stores nothing: act on nothing outside. */
@@ -132,6 +137,7 @@ export interface Extras {
   apply: ObjectToApply[];
   param: unknown;
   execute: HandlerContext['execute'];
+  stopped?: AbortSignal;
 }
 
 const EMPTY = Object.freeze({});
@@ -184,6 +190,7 @@ export function handlerContext(
     },
     execute: extras.execute,
     event: request.event,
+    stopped: extras.stopped,
     operation: request.admission?.operation,
     dryRun: request.admission?.dryRun ?? false,
     userInfo: request.admission?.userInfo,

@@ -1,3 +1,5 @@
+export type { Credentials } from '../protocol/index.ts';
+export type { ActivityContext, ActivityHandler, ActivityOptions } from './activities.ts';
 export type { Handler, HandlerContext, MergePatch, Patch } from './context.ts';
 export { AdmissionError, PermanentError, TemporaryError } from './errors.ts';
 export { ABSENT, PRESENT } from './filters.ts';

@@ -1,5 +1,12 @@
-import { callableFor, type InvocationRequest, PROTOCOL } from '../protocol/index.ts';
+import {
+  type ActivityInvocation,
+  callableFor,
+  type InvocationRequest,
+  isActivityKind,
+  PROTOCOL,
+} from '../protocol/index.ts';
 import { isObject } from '../protocol/json.ts';
+import type { RegisteredActivity } from './activities.ts';
 import type { Registered } from './registry.ts';
 
 const EVENT_TYPES: readonly unknown[] = ['ADDED', 'MODIFIED', 'DELETED'];
@@ -17,7 +24,8 @@ export class BadRequest extends Error {
 export function parseInvocation(
   bytes: Uint8Array,
   handlers: ReadonlyMap<string, Registered>,
-): InvocationRequest {
+  activities: ReadonlyMap<string, RegisteredActivity> = new Map(),
+): InvocationRequest | ActivityInvocation {
   if (bytes.byteLength === 0) throw new BadRequest('the request has no body: expected an InvocationRequest');
   let request: InvocationRequest;
   try {
@@ -25,17 +33,66 @@ export function parseInvocation(
   } catch (error) {
     throw new BadRequest(`the request body is not JSON: ${(error as Error).message}`);
   }
-  return checkInvocation(request, handlers);
+  return checkCall(request, handlers, activities);
+}
+
+/** Checks a call however it arrived: an activity's (told by its reason), or a resource's. */
+export function checkCall(
+  request: InvocationRequest | ActivityInvocation,
+  handlers: ReadonlyMap<string, Registered>,
+  activities: ReadonlyMap<string, RegisteredActivity>,
+): InvocationRequest | ActivityInvocation {
+  if (isObject(request) && isActivityKind(request.reason)) {
+    return checkActivityInvocation(request as ActivityInvocation, activities);
+  }
+  return checkInvocation(request as InvocationRequest, handlers);
+}
+
+function checkProtocol(request: unknown): void {
+  if (!isObject(request)) throw new BadRequest('the request body is not a JSON object');
+  if (request.protocol !== PROTOCOL) {
+    throw new BadRequest(`protocol "${String(request.protocol)}" is not spoken here; expected "${PROTOCOL}"`);
+  }
+}
+
+/** Checks an activity's call as checkInvocation checks a resource's. */
+export function checkActivityInvocation(
+  request: ActivityInvocation,
+  activities: ReadonlyMap<string, RegisteredActivity>,
+): ActivityInvocation {
+  checkProtocol(request);
+  if (!Array.isArray(request.handlers)) throw new BadRequest('the request has no "handlers" list');
+  if (request.memo !== undefined && !isObject(request.memo)) {
+    throw new BadRequest('"memo" must be an object of keys to values');
+  }
+  const seen = new Set<string>();
+  for (const due of request.handlers) {
+    const activity = activities.get(due?.id);
+    if (!activity) {
+      throw new BadRequest(
+        `no activity "${String(due?.id)}" here; this service has: ${[...activities.keys()].join(', ') || 'none'}`,
+      );
+    }
+    if (seen.has(due.id)) throw new BadRequest(`activity "${due.id}" is listed twice`);
+    seen.add(due.id);
+    if (activity.kind !== request.reason) {
+      throw new BadRequest(`"${due.id}" is a ${activity.kind} activity, not one for "${request.reason}"`);
+    }
+    if (!Number.isInteger(due.retry) || due.retry < 0) {
+      throw new BadRequest(`activity "${due.id}": "retry" must be a non-negative integer`);
+    }
+    if (typeof due.started !== 'string' || Number.isNaN(Date.parse(due.started))) {
+      throw new BadRequest(`activity "${due.id}": "started" must be an ISO 8601 time`);
+    }
+  }
+  return request;
 }
 
 const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
 /** Checks an InvocationRequest however it arrived: parsed from a body, or handed over in-process. */
 export function checkInvocation(request: InvocationRequest, handlers: ReadonlyMap<string, Registered>) {
-  if (!isObject(request)) throw new BadRequest('the request body is not a JSON object');
-  if (request.protocol !== PROTOCOL) {
-    throw new BadRequest(`protocol "${String(request.protocol)}" is not spoken here; expected "${PROTOCOL}"`);
-  }
+  checkProtocol(request);
   if (!isObject(request.body) || !isObject(request.body.metadata)) {
     throw new BadRequest('the request carries no object: "body" with "metadata" is required');
   }

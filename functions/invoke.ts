@@ -1,4 +1,5 @@
 import {
+  type DaemonStopReason,
   type DueHandler,
   type Effects,
   type InvocationRequest,
@@ -12,17 +13,26 @@ import {
 } from '../protocol/index.ts';
 import { equal } from '../protocol/json.ts';
 import { deepFreeze, type Handler, type HandlerContext, handlerContext, type Patch } from './context.ts';
+import { RunningDaemons } from './daemons.ts';
 import { AdmissionError, PermanentError, TemporaryError } from './errors.ts';
 import { asJson } from './json.ts';
 import { collectingLogger, type Logger } from './logger.ts';
 import type { Registered } from './registry.ts';
 import { Requeue } from './requeue.ts';
 
+/** Where a call runs: the daemons running in the process, and the signal of the call being cut off. */
+export interface InvokeScope {
+  daemons: RunningDaemons;
+  cut?: AbortSignal;
+}
+
 /** Runs the due handlers one after another, in the request's order, as Kopf runs the handlers of one cause. */
 export async function invoke(
   request: InvocationRequest,
   handlers: ReadonlyMap<string, Registered>,
+  scope: InvokeScope = { daemons: new RunningDaemons() },
 ): Promise<InvocationResponse> {
+  if (request.stop) return stopDaemons(request, request.stop, scope.daemons);
   const frozen = deepFreeze(request);
   const before = frozen.memo ?? {};
   const memo: Record<string, unknown> = structuredClone(before);
@@ -36,7 +46,12 @@ export async function invoke(
     const apply: ObjectToApply[] = [];
     const warnings: string[] = [];
     const subhandlers: Record<string, Outcome> = {};
+    const daemon =
+      handler.kind === 'daemon'
+        ? scope.daemons.start(due.idempotencyKey, frozen.deadline, scope.cut)
+        : undefined;
     const context: HandlerContext = handlerContext(frozen, due, logger, {
+      ...(daemon ? { stopped: daemon.stopped } : {}),
       memo,
       patch,
       warnings,
@@ -45,7 +60,8 @@ export async function invoke(
       param: handler.param,
       execute: (fns) => execute(fns, handler, due, context, subhandlers),
     });
-    const outcome = await attempt(handler, context);
+    const outcome = await attempt(handler, context).finally(() => daemon?.done());
+    if (daemon?.stopped.reason === 'round-ended') outcome.roundEnded = true;
     const withSubhandlers = Object.keys(subhandlers).length > 0 ? { ...outcome, subhandlers } : outcome;
     const withAll = withEffects(withSubhandlers, patch, events, apply);
     outcomes.push([due.id, isAdmission(handler) ? admissionOutcome(handler, withAll, warnings) : withAll]);
@@ -58,6 +74,19 @@ export async function invoke(
     logs,
     ...(updates ? { memo: updates } : {}),
   };
+}
+
+/** A stop call: each daemon named that runs here is told why; the answer comes at once. */
+function stopDaemons(
+  request: InvocationRequest,
+  reason: DaemonStopReason,
+  daemons: RunningDaemons,
+): InvocationResponse {
+  const outcomes = request.handlers.map(({ id, idempotencyKey }): [string, Outcome] => [
+    id,
+    daemons.stop(idempotencyKey, reason) ? { status: 'success' } : { status: 'skipped' },
+  ]);
+  return { protocol: PROTOCOL, outcomes: Object.fromEntries(outcomes), logs: [] };
 }
 
 async function attempt(handler: Registered, context: HandlerContext): Promise<Outcome> {
@@ -107,7 +136,7 @@ async function execute(
     throw new TemporaryError('sub-handlers are not all done yet', { delay });
 }
 
-function success(result: unknown): Outcome {
+export function success(result: unknown): Outcome {
   if (result === undefined || result === null) return { status: 'success' };
   try {
     return { status: 'success', result: asJson(result) };
@@ -209,7 +238,7 @@ function denial(outcome: Outcome & { message?: string }, code: number): Outcome 
 }
 
 /** Keys set or changed since the call began, and `null` for keys deleted (or set to null or undefined). */
-function memoUpdates(
+export function memoUpdates(
   before: Readonly<Record<string, unknown>>,
   after: Record<string, unknown>,
   logs: LogLine[],

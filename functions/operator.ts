@@ -1,18 +1,22 @@
 import { Hono } from 'hono';
 import type { JSONWebKeySet } from 'jose';
 import {
+  type ActivityInvocation,
   type Health,
   IN_PROCESS,
   type InProcessCalls,
   type InvocationRequest,
+  isActivityInvocation,
   type Manifest,
   PATHS,
   PROTOCOL,
   ReplayGuard,
   type ReplayStore,
 } from '../protocol/index.ts';
+import { type ActivityOn, activitySpecOf, createActivities, invokeActivities } from './activities.ts';
+import { RunningDaemons } from './daemons.ts';
 import { errorResponse } from './error-response.ts';
-import { BadRequest, checkInvocation, parseInvocation } from './invocation.ts';
+import { BadRequest, checkCall, parseInvocation } from './invocation.ts';
 import { invoke } from './invoke.ts';
 import { keySource } from './keys.ts';
 import { verify } from './middleware/verify/index.ts';
@@ -43,8 +47,11 @@ export interface OperatorOptions {
 
 export interface Operator {
   readonly name: string;
-  /** `op.on.<kind>(resource, options?, handler)`, one per kind of cause. */
-  readonly on: On;
+  /**
+   * `op.on.<kind>(resource, options?, handler)`, one per kind of cause; `op.on.<activity>(options?,
+   * handler)` for the operator's activities (startup, cleanup, probe, login).
+   */
+  readonly on: On & ActivityOn;
   /** A fetch handler for any runtime; `env` is where Workers pass their bindings. */
   readonly fetch: (request: Request, env?: unknown) => Promise<Response>;
   /** For a gateway in the same process: the same answers, without HTTP, JSON or signatures. */
@@ -64,7 +71,10 @@ export function operator(options: OperatorOptions): Operator {
         'up to 63 lowercase letters, digits and "-", starting and ending with a letter or digit',
     );
   }
-  const { on, handlers } = createRegistry();
+  const { on: onResources, handlers } = createRegistry();
+  const { on: onActivities, activities } = createActivities();
+  const on = { ...onResources, ...onActivities };
+  const daemons = new RunningDaemons();
   const signed = verify({
     audience: name,
     keys: keySource({ keys: options.keys, secret: options.secret }),
@@ -77,19 +87,21 @@ export function operator(options: OperatorOptions): Operator {
     protocol: PROTOCOL,
     name,
     handlers: [...handlers.values()].map(specOf),
+    ...(activities.size > 0 ? { activities: [...activities.values()].map(activitySpecOf) } : {}),
   });
   const app = new Hono()
     .get(PATHS.health, (c) => c.json(health()))
     .get(PATHS.manifest, signed, (c) => c.json(manifest()))
     .post(PATHS.invoke, signed, async (c) => {
-      let request: InvocationRequest;
+      let request: InvocationRequest | ActivityInvocation;
       try {
-        request = parseInvocation(c.get('body'), handlers);
+        request = parseInvocation(c.get('body'), handlers, activities);
       } catch (error) {
         if (error instanceof BadRequest) return errorResponse(c, 400, error.message);
         throw error;
       }
-      return c.json(await invoke(request, handlers));
+      if (isActivityInvocation(request)) return c.json(await invokeActivities(request, activities));
+      return c.json(await invoke(request, handlers, { daemons, cut: c.req.raw.signal }));
     });
   app.notFound((c) => errorResponse(c, 404, `no route for ${c.req.method} ${c.req.path}`));
   app.onError((error, c) => errorResponse(c, 500, `internal error: ${error.message}`));
@@ -101,7 +113,11 @@ export function operator(options: OperatorOptions): Operator {
     [IN_PROCESS]: {
       health,
       manifest,
-      invoke: async (request) => invoke(checkInvocation(request, handlers), handlers),
+      invoke: async (given) => {
+        const request = checkCall(given, handlers, activities);
+        if (isActivityInvocation(request)) return invokeActivities(request, activities);
+        return invoke(request, handlers, { daemons });
+      },
     },
   };
 }

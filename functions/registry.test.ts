@@ -70,6 +70,7 @@ describe('registration', () => {
   it('offers exactly the kinds the protocol defines', () => {
     assert.deepEqual(Object.keys(createRegistry().on).sort(), [
       'create',
+      'daemon',
       'delete',
       'event',
       'field',
@@ -95,6 +96,7 @@ const REASONS: Reason[] = [
   'event',
   'reconcile',
   'timer',
+  'daemon',
   'admission',
 ];
 
@@ -110,6 +112,7 @@ describe('kinds', () => {
     on.event('kex', function on_event() {});
     on.reconcile('kex', function on_reconcile() {});
     on.timer('kex', { interval: 1 }, function on_timer() {});
+    on.daemon('kex', function on_daemon() {});
     on.validate('kex', function on_validate() {});
     on.mutate('kex', function on_mutate() {});
     assert.deepEqual(
@@ -123,6 +126,7 @@ describe('kinds', () => {
         ['on_event', 'event'],
         ['on_reconcile', 'reconcile'],
         ['on_timer', 'timer'],
+        ['on_daemon', 'daemon'],
         ['on_validate', 'validate'],
         ['on_mutate', 'mutate'],
       ],
@@ -139,6 +143,7 @@ describe('kinds', () => {
       event: ['event'],
       reconcile: ['reconcile'],
       timer: ['timer'],
+      daemon: ['daemon'],
       validate: ['admission'],
       mutate: ['admission'],
     });

@@ -35,8 +35,10 @@ export interface HandlerOptions extends FilterOptions {
   interval?: number;
   /** Timers: called only once the object has not changed for this many seconds. */
   idle?: number;
-  /** Timers: seconds from the first sight of a matching object to the first call. */
+  /** Timers and daemons: seconds from the first sight of a matching object to the first call. */
   initialDelay?: number;
+  /** Daemons: seconds a daemon told to stop has to return before its call is cut off. */
+  cancellationTimeout?: number;
   /** Timers: keep the cadence from the first call, whatever each call takes (ticks missed are skipped). */
   sharp?: boolean;
   /** Admission handlers: the operations reviewed; CREATE, UPDATE and DELETE by default. */
@@ -195,6 +197,7 @@ const SPEC_OPTIONS: readonly (keyof SpecOptions)[] = [
   'idle',
   'initialDelay',
   'sharp',
+  'cancellationTimeout',
   'operations',
   'subresource',
   'persistent',
@@ -239,13 +242,14 @@ function checkOptions(where: string, kind: HandlerKind, options: unknown): asser
   if (backoff !== undefined && !(typeof backoff === 'number' && Number.isFinite(backoff) && backoff >= 0)) {
     throw new TypeError(`${where}: option "backoff" must be a non-negative number of seconds`);
   }
-  const { interval, idle, initialDelay } = options as HandlerOptions;
+  const { interval, idle, initialDelay, cancellationTimeout } = options as HandlerOptions;
   if (kind === 'timer' && !(typeof interval === 'number' && Number.isFinite(interval) && interval > 0)) {
     throw new TypeError(`${where}: option "interval" must be a positive number of seconds`);
   }
   for (const [name, seconds] of [
     ['idle', idle],
     ['initialDelay', initialDelay],
+    ['cancellationTimeout', cancellationTimeout],
   ] as const) {
     if (seconds !== undefined && !(typeof seconds === 'number' && Number.isFinite(seconds) && seconds >= 0)) {
       throw new TypeError(`${where}: option "${name}" must be a non-negative number of seconds`);

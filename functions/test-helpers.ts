@@ -1,5 +1,6 @@
 /** Builds what a gateway would send, for the tests of this folder. */
 import {
+  type ActivityInvocation,
   type DueHandler,
   type InvocationRequest,
   PATHS,
@@ -44,7 +45,7 @@ export function signedManifest(audience: string, secret?: string): Promise<Reque
 
 export function signedInvoke(
   audience: string,
-  request: InvocationRequest,
+  request: InvocationRequest | ActivityInvocation,
   secret?: string,
 ): Promise<Request> {
   return signed({ audience, path: PATHS.invoke, body: JSON.stringify(request), secret });

@@ -10,10 +10,14 @@ import type { FunctionService } from './dispatch/function-service.ts';
 import { type FunctionEndpoint, FunctionServices } from './dispatch/services.ts';
 import { hmacSigner, keySigner, type Signer } from './dispatch/signer.ts';
 import type { FetchHandler } from './dispatch/transport.ts';
+import { Activities } from './engines/activities.ts';
 import { Admission } from './engines/admission.ts';
+import { Daemons } from './engines/daemons.ts';
 import { DevSessionRoutes, DevSessions } from './engines/dev-sessions.ts';
 import { EventHandlers } from './engines/event-handlers.ts';
 import { FunctionServiceObjects } from './engines/function-service-objects.ts';
+import { LivenessEndpoint } from './engines/liveness.ts';
+import { loginThrough } from './engines/login.ts';
 import { SigningKeys } from './engines/signing-keys.ts';
 import { Timers } from './engines/timers.ts';
 import { DEFAULT_IDENTITY, type Identity } from './identity.ts';
@@ -66,11 +70,24 @@ export interface GatewayOptions {
    * `devSession` fields hold (whoever may change a FunctionService may already send its calls anywhere).
    */
   functionServices?: string;
+  /**
+   * Serve a liveness endpoint at this URL (e.g. `http://0.0.0.0:8080/healthz`): 200 with the probe
+   * handlers' results while the gateway is healthy, 500 with the reason otherwise (engines/liveness.ts).
+   */
+  liveness?: string;
+  /**
+   * Log in to the Kubernetes API through this function service's login handler, instead of with a
+   * kubeconfig (engines/login.ts). Until then the gateway has no cluster access, so the calls to the
+   * service are signed without one: with a secret shared with it, or unsigned in this process.
+   */
+  loginFrom?: string;
 }
 
 export interface Gateway {
   /** Resolves once every watched resource has been listed and its objects queued. */
   readonly synced: Promise<void>;
+  /** The liveness endpoint's URL, its port known, when there is one. */
+  readonly liveness: string | undefined;
   /** Reads the function services' manifests again now (as it does every `calls.manifestRefreshMs`). */
   refresh(): Promise<void>;
   stop(): Promise<void>;
@@ -83,13 +100,24 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const components = new Components(logger);
   const stopping = new AbortController();
 
-  const kubeconfig = options.kubeconfig ?? defaultKubeConfig();
-  const client = await KubeClient.fromConfig(kubeconfig);
+  if (options.loginFrom && options.kubeconfig) {
+    throw new Error(`a kubeconfig is given as well as a login through "${options.loginFrom}": give one`);
+  }
+  // Logging in through a service, the gateway has no credentials until it has asked it.
+  const early = options.loginFrom
+    ? undefined
+    : await KubeClient.fromConfig(options.kubeconfig ?? defaultKubeConfig());
   let signer: Signer | undefined = options.secret ? hmacSigner(options.secret) : undefined;
   if (settings.signing.keys) {
+    if (!early) {
+      throw new Error(
+        `the gateway cannot read its signing keys from a Secret before it logs in through "${options.loginFrom}", ` +
+          'whose calls they would sign: share a secret with that service instead (--function-secret, --secret-file)',
+      );
+    }
     // Loaded before any service is asked for its manifest: that request is signed too.
     const keys = new SigningKeys({
-      client,
+      client: early,
       location: settings.signing.keys,
       settings: settings.signing,
       logger,
@@ -106,6 +134,38 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   });
   await services.connect(options.functions, stopping.signal);
   await components.add(component('function services', false, { stop: () => services.close() }));
+  const activities = new Activities({
+    services: () => services.current,
+    retryDelaysS: settings.calls.serviceRetryDelaysS,
+    logger,
+  });
+  // Before any watch: a startup that fails fails the start, and nothing is left running.
+  const client = await stoppedOnFailure(components, async () => {
+    await activities.startup();
+    if (early) return early;
+    const service = serviceNamed(services.current, options.loginFrom as string);
+    return KubeClient.fromLogin(loginThrough(service, activities, logger));
+  });
+  // Added before the cleanup, so stopped after it: while cleanup handlers run, it answers 500.
+  const liveness = options.liveness
+    ? new LivenessEndpoint({
+        url: options.liveness,
+        probe: () => activities.probe(),
+        down: () =>
+          services.current.flatMap(({ name, down }) =>
+            down ? [`function service "${name}" is down: ${down}`] : [],
+          ),
+        stopping: stopping.signal,
+        cacheMs: settings.activities.probeCacheMs,
+        logger,
+      })
+    : undefined;
+  if (liveness) await components.add(liveness);
+  await components.add(
+    component('cleanup handlers', false, {
+      stop: () => activities.cleanup(settings.activities.cleanupTimeoutMs),
+    }),
+  );
   const discovery = new DiscoveryCache(client);
   const selection = options.namespaces ? selectNamespaces(options.namespaces) : undefined;
   const namespaceWatch =
@@ -167,7 +227,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       settings.persistence.stateIn === 'annotations'
         ? 'annotations'
         : await chooseStateLocation(client, resource, identity, logger);
-    const entry: ServedResource = { resource, bindings: [], storage: new StateStorage(location, identity) };
+    const entry: ServedResource = {
+      resource,
+      bindings: [],
+      storage: new StateStorage(location, identity, settings.persistence.adoptKopf),
+    };
     bind(entry, items);
     const api = kubeReactorApi(client, discovery, resource, identity.fieldManager);
     const memory = new ObjectMemory();
@@ -179,6 +243,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       logger,
       conflictRetryMs: settings.processing.conflictRetryMs,
       memory,
+      beforeDeletion: (uid) => daemons.ended(uid),
     });
     const queue = new ObjectQueue({
       ...settings.processing,
@@ -187,6 +252,15 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       logger,
     });
     const eventHandlers = new EventHandlers(entry, api, logger);
+    const daemons = new Daemons({
+      served: entry,
+      api,
+      memory,
+      roundMs: settings.calls.daemonRoundMs,
+      retryDelaysS: settings.calls.serviceRetryDelaysS,
+      annotationPrefix: identity.annotationPrefix,
+      logger,
+    });
     const timers = new Timers({
       served: entry,
       api,
@@ -206,6 +280,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       onEvent: ({ type, object }) => {
         eventHandlers.push(type, object);
         timers.observe(type, object);
+        daemons.observe(type, object);
         if (type === 'DELETED') reactor.forget(object.metadata.uid);
         queue.push(type, object);
       },
@@ -215,6 +290,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     // Added in this order, stopped in the reverse: no new events, then the cycles finish, then event calls.
     await components.add(component(`event handlers of ${key}`, true, { stop: () => eventHandlers.stop() }));
     await components.add(component(`timers of ${key}`, true, { stop: () => timers.stop() }));
+    await components.add(component(`daemons of ${key}`, true, { stop: () => daemons.stop() }));
     await components.add(component(`queue of ${key}`, true, { stop: () => queue.stop() }));
     await components.add(
       component(`watch of ${key}`, true, {
@@ -398,9 +474,34 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   let stopped: Promise<void> | undefined;
   return {
     synced: Promise.all(synced).then(() => undefined),
+    liveness: liveness?.url,
     refresh: () => services.refresh(),
-    stop: () => (stopped ??= components.stop()),
+    stop: () => {
+      stopping.abort(); // at once: the liveness endpoint says so while the parts stop
+      stopped ??= components.stop();
+      return stopped;
+    },
   };
+}
+
+/** Runs a step of the start; when it fails, what did start stops again before the failure is thrown. */
+async function stoppedOnFailure<T>(components: Components, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    await components.stop();
+    throw error;
+  }
+}
+
+/** The service named `name`, to log in through. */
+function serviceNamed(services: readonly FunctionService[], name: string): FunctionService {
+  const service = services.find((candidate) => candidate.name === name);
+  if (service) return service;
+  throw new Error(
+    `the gateway is to log in through "${name}", which is none of its function services: ` +
+      services.map((candidate) => `"${candidate.name}"`).join(', '),
+  );
 }
 
 function handlersOf(services: readonly FunctionService[]): Unresolved[] {

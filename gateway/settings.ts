@@ -22,6 +22,11 @@ export interface Settings {
     timeoutMs: number;
     /** Seconds before calling a service again after it could not be reached or answered badly: one per retry, the last repeated. */
     serviceRetryDelaysS: readonly number[];
+    /**
+     * How long one call of a daemon lasts: its `stopped` signal then ends the round and it is called
+     * again at once (so no proxy's idle timeout, nor a host's limit on a call's length, cuts it).
+     */
+    daemonRoundMs: number;
     /** How often the services' manifests are read again, so that a service redeployed with other handlers is served as it is now. */
     manifestRefreshMs: number;
     /** Calls at once to one function service over HTTP, each on a connection of its own; the others wait their turn. */
@@ -89,6 +94,21 @@ export interface Settings {
      * else annotations) or always `annotations`, for resources whose status other tools replace.
      */
     stateIn: 'auto' | 'annotations';
+    /**
+     * Adopt the state a Kopf operator kept under this annotation prefix (Kopf's default is
+     * `kopf.zalando.org`): an object without a record of ours is taken as handled when Kopf handled
+     * it, and changes since are updates. Its annotations are then never part of the essence.
+     */
+    adoptKopf?: string;
+  };
+  activities: {
+    /**
+     * How long the cleanup handlers may take as the gateway stops, retries included: it stops without
+     * them then, so that a pod's grace period (30 s by default) is not spent waiting.
+     */
+    cleanupTimeoutMs: number;
+    /** How long the liveness endpoint answers with the probes' last results before calling them again (Kopf: 10 s). */
+    probeCacheMs: number;
   };
 }
 
@@ -106,6 +126,7 @@ export const DEFAULT_SETTINGS: Settings = {
   calls: {
     timeoutMs: 30_000,
     serviceRetryDelaysS: [1, 2, 5, 10, 30, 60],
+    daemonRoundMs: 60_000,
     manifestRefreshMs: 30_000,
     concurrencyPerService: 128,
     breakerThreshold: 5,
@@ -115,6 +136,7 @@ export const DEFAULT_SETTINGS: Settings = {
   admission: { reach: 'auto', listen: { host: '127.0.0.1', port: 0 }, filesCheckIntervalMs: 60_000 },
   signing: { rotateAfterMs: 30 * 24 * 3600_000, propagationMs: 180_000, refreshMs: 60_000 },
   persistence: { stateIn: 'auto' },
+  activities: { cleanupTimeoutMs: 10_000, probeCacheMs: 10_000 },
 };
 
 export function settingsWith(patch: SettingsPatch = {}): Settings {
@@ -125,6 +147,7 @@ export function settingsWith(patch: SettingsPatch = {}): Settings {
     admission: { ...DEFAULT_SETTINGS.admission, ...patch.admission },
     signing: { ...DEFAULT_SETTINGS.signing, ...patch.signing },
     persistence: { ...DEFAULT_SETTINGS.persistence, ...patch.persistence },
+    activities: { ...DEFAULT_SETTINGS.activities, ...patch.activities },
   };
 }
 

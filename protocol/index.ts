@@ -1,3 +1,4 @@
+export * from './credentials.ts';
 export type * from './invocation.ts';
 export * from './kinds.ts';
 export type * from './manifest.ts';

@@ -1,3 +1,4 @@
+import type { ActivityKind } from './kinds.ts';
 import type { Health, Manifest } from './manifest.ts';
 import type { PROTOCOL } from './version.ts';
 
@@ -52,7 +53,20 @@ export type Reason =
   | 'event'
   | 'reconcile'
   | 'timer'
+  | 'daemon'
   | 'admission';
+
+/**
+ * Why a daemon is asked to stop (its `stopped` signal's reason): its object is being deleted, no longer
+ * matches the daemon's filters, the gateway exits, or the call's round ends (the gateway calls it again
+ * at once; see `roundEnded`). `cancelled` when the call was cut off without a word.
+ */
+export type DaemonStopReason =
+  | 'resource-deleted'
+  | 'filters-mismatch'
+  | 'operator-exiting'
+  | 'round-ended'
+  | 'cancelled';
 
 export type AdmissionOperation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
 
@@ -120,6 +134,12 @@ export interface InvocationRequest {
   /** Admission handlers: the review. */
   admission?: AdmissionRequest;
   /**
+   * Daemons: a call of its own asking the daemons of these handlers (by idempotency key), if they run
+   * in the process that takes it, to stop for this reason; answered at once, `success` for each daemon
+   * told, `skipped` for one not running there. Their own calls then end as the handlers return.
+   */
+  stop?: DaemonStopReason;
+  /**
    * The W3C trace context of the gateway's call (`00-<trace id>-<span id>-01`), also sent as the
    * `traceparent` header: here it is signed, and reaches a service in the gateway's process too.
    */
@@ -150,6 +170,8 @@ export interface Effects {
   subhandlers?: Record<string, Outcome>;
   /** Admission handlers: warnings for the client that made the request (kubectl prints them). */
   warnings?: string[];
+  /** Daemons: the handler returned because its call's round ended; the gateway calls it again at once. */
+  roundEnded?: boolean;
 }
 
 export type Outcome = Effects &
@@ -192,10 +214,55 @@ export interface ErrorResponse {
   error: string;
 }
 
+/** One activity handler due in an activity's call. */
+export interface DueActivity {
+  id: string;
+  /** 0 on the first attempt. */
+  retry: number;
+  /** ISO 8601 time of the first attempt. */
+  started: string;
+}
+
+/**
+ * A call of an activity's handlers (startup, cleanup, probe, login), told apart from a resource's
+ * call by its reason: about no object, so with no resource and no body. Answered with an
+ * InvocationResponse whose outcomes carry no effects.
+ */
+export interface ActivityInvocation {
+  protocol: typeof PROTOCOL;
+  reason: ActivityKind;
+  handlers: DueActivity[];
+  /** ISO 8601: the gateway stops waiting for the answer then. */
+  deadline: string;
+  /** What the service's activities kept in earlier calls (the operator's memo, in the gateway's memory). */
+  memo?: Record<string, unknown>;
+  /** As in InvocationRequest: the gateway's trace of the call, also sent as the `traceparent` header. */
+  traceparent?: string;
+}
+
+/**
+ * What a login handler returns: how the gateway reaches the Kubernetes API. PEM texts, not base64;
+ * `expiration` (ISO 8601) has the gateway log in again before then.
+ */
+export interface Credentials {
+  /** The API server's URL, e.g. https://10.0.0.1:6443. */
+  server: string;
+  /** A bearer token. */
+  token?: string;
+  /** A client certificate and its private key (PEM), together. */
+  certificateData?: string;
+  keyData?: string;
+  /** The CA that signed the server's certificate (PEM); the system's roots otherwise. */
+  caData?: string;
+  /** Skip verifying the server's certificate (a test cluster only). */
+  insecure?: boolean;
+  expiration?: string;
+}
+
 /** An operator's calls for a gateway in its own process (see IN_PROCESS). */
 export interface InProcessCalls {
   health(): Health;
   manifest(): Manifest;
   /** The request is the callee's from then on (it may freeze it). */
-  invoke(request: InvocationRequest): Promise<InvocationResponse>;
+  invoke(request: InvocationRequest | ActivityInvocation): Promise<InvocationResponse>;
 }

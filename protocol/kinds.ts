@@ -4,8 +4,8 @@
  * response validation and the testing kit derive from it, and a test holds the JSON Schemas to it:
  * adding a kind is one entry here plus its behaviour.
  */
-import type { Reason } from './invocation.ts';
-import type { HandlerFilters, HandlerOptions } from './manifest.ts';
+import type { ActivityInvocation, InvocationRequest, Reason } from './invocation.ts';
+import type { ActivityOptions, HandlerFilters, HandlerOptions } from './manifest.ts';
 
 export interface KindRule {
   /** The causes that call a handler of this kind. */
@@ -57,6 +57,12 @@ export const HANDLER_KINDS = {
     filters: [...MATCHING, 'field'],
     options: [...RETRYING, 'interval', 'idle', 'initialDelay', 'sharp'],
   },
+  // One long call per matching object while it exists and matches (engines/daemons.ts).
+  daemon: {
+    reasons: ['daemon'],
+    filters: [...MATCHING, 'field'],
+    options: [...RETRYING, 'initialDelay', 'cancellationTimeout'],
+  },
   // Admission: answered while the apiserver waits, so never retried; a failure denies the request.
   validate: { reasons: ['admission'], filters: [...MATCHING, 'field'], options: ADMISSION },
   mutate: { reasons: ['admission'], filters: [...MATCHING, 'field'], options: ADMISSION },
@@ -94,4 +100,32 @@ export function kindsFor(reason: Reason): HandlerKind[] {
   return HANDLER_KIND_NAMES.filter((kind) =>
     (HANDLER_KINDS[kind].reasons as readonly Reason[]).includes(reason),
   );
+}
+
+/**
+ * Operator activities (Kopf's on.startup, on.cleanup, on.probe and on.login): handlers about no
+ * resource, called by the gateway at moments of its own life. The manifest lists them apart
+ * (`activities`), and each call has the activity as its reason and no object. Probes are asked once
+ * per request to the liveness endpoint, so they are never retried and take only a timeout.
+ */
+export const ACTIVITY_KINDS = {
+  startup: { options: RETRYING },
+  cleanup: { options: RETRYING },
+  probe: { options: ['timeout'] },
+  login: { options: RETRYING },
+} as const satisfies Record<string, { options: readonly (keyof ActivityOptions)[] }>;
+
+export type ActivityKind = keyof typeof ACTIVITY_KINDS;
+
+export const ACTIVITY_KIND_NAMES = Object.keys(ACTIVITY_KINDS) as ActivityKind[];
+
+export function isActivityKind(value: unknown): value is ActivityKind {
+  return typeof value === 'string' && Object.hasOwn(ACTIVITY_KINDS, value);
+}
+
+/** Whether a call is an activity's (about no object) rather than a resource's. */
+export function isActivityInvocation(
+  request: InvocationRequest | ActivityInvocation,
+): request is ActivityInvocation {
+  return isActivityKind(request.reason);
 }

@@ -1,5 +1,5 @@
 import type { AdmissionOperation } from './invocation.ts';
-import type { HandlerKind } from './kinds.ts';
+import type { ActivityKind, HandlerKind } from './kinds.ts';
 import type { PROTOCOL } from './version.ts';
 
 /**
@@ -51,10 +51,15 @@ export interface HandlerOptions {
   interval?: number;
   /** Timers: called only once the object has not changed for this many seconds. */
   idle?: number;
-  /** Timers: seconds from the first sight of a matching object to the first call. */
+  /** Timers and daemons: seconds from the first sight of a matching object to the first call. */
   initialDelay?: number;
   /** Timers: the cadence is kept from the first call, whatever each call takes (ticks missed are skipped). */
   sharp?: boolean;
+  /**
+   * Daemons: seconds a daemon asked to stop has to return before its call is cut off; without it,
+   * the gateway waits until the call's round ends.
+   */
+  cancellationTimeout?: number;
   /** Admission handlers: the operations reviewed; CREATE, UPDATE and DELETE by default. */
   operations?: AdmissionOperation[];
   /** Admission handlers: the subresource reviewed (`status`, `scale`, `*` for all); the object itself by default. */
@@ -80,12 +85,26 @@ export interface HandlerSpec {
   options?: HandlerOptions;
 }
 
+/** The options an activity takes (see ACTIVITY_KINDS for which): as a handler's, from its first attempt. */
+export type ActivityOptions = Pick<HandlerOptions, 'retries' | 'timeout' | 'backoff'>;
+
+/** An operator activity: a handler about no resource, called at a moment of the gateway's life. */
+export interface ActivitySpec {
+  /** Unique among the service's activities. */
+  id: string;
+  /** Gateways skip kinds they do not know, with a warning. */
+  kind: ActivityKind;
+  options?: ActivityOptions;
+}
+
 /** What a function service publishes at `PATHS.manifest`: everything the gateway needs to decide what to watch. */
 export interface Manifest {
   protocol: typeof PROTOCOL;
   /** The service's name; also the audience every signed request to it must carry. */
   name: string;
   handlers: HandlerSpec[];
+  /** Its activities (startup, cleanup, probe, login); absent when it has none. */
+  activities?: ActivitySpec[];
 }
 
 /** The unsigned health answer; it names the service so a gateway knows which audience to sign for. */

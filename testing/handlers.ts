@@ -5,6 +5,8 @@
  */
 import { ensureProcessSecret } from '../gateway/index.ts';
 import {
+  type ActivityInvocation,
+  type ActivityKind,
   type DueHandler,
   type InvocationResponse,
   type KubernetesObject,
@@ -63,15 +65,54 @@ export async function callHandlers(operator: Service, call: HandlerCall): Promis
   return (await response.json()) as InvocationResponse;
 }
 
+export interface ActivityCall {
+  activity: ActivityKind;
+  /** Which handlers to call, by id; defaults to every handler of the operator for the activity. */
+  handlers?: string[];
+  /** Per handler: the attempt (0 first) and when the first attempt started. */
+  retry?: number;
+  started?: Date;
+  /** The operator's memo, as the gateway keeps it between activity calls. */
+  memo?: Record<string, unknown>;
+  /** The operator's secret, if it was given one explicitly; else $CAUSEWAY_SECRET, set if missing. */
+  secret?: string;
+}
+
+/** Calls an operator's activity handlers (startup, cleanup, probe, login) in-process, as the gateway does. */
+export async function callActivities(operator: Service, call: ActivityCall): Promise<InvocationResponse> {
+  const secret = call.secret === undefined ? ensureProcessSecret() : encoder.encode(call.secret);
+  const health = (await (await operator.fetch(new Request(`http://operator${PATHS.health}`))).json()) as {
+    name: string;
+  };
+  const ids =
+    call.handlers ??
+    (await manifestOf(operator, health.name, secret)).activities
+      ?.filter((activity) => activity.kind === call.activity)
+      .map((activity) => activity.id) ??
+    [];
+  const started = (call.started ?? new Date()).toISOString();
+  const request: ActivityInvocation = {
+    protocol: PROTOCOL,
+    reason: call.activity,
+    handlers: ids.map((id) => ({ id, retry: call.retry ?? 0, started })),
+    deadline: new Date(Date.now() + 30_000).toISOString(),
+    ...(call.memo ? { memo: call.memo } : {}),
+  };
+  const response = await send(operator, health.name, secret, 'POST', PATHS.invoke, JSON.stringify(request));
+  return (await response.json()) as InvocationResponse;
+}
+
+async function manifestOf(operator: Service, audience: string, secret: Uint8Array): Promise<Manifest> {
+  return (await (await send(operator, audience, secret, 'GET', PATHS.manifest, '')).json()) as Manifest;
+}
+
 async function declaredFor(
   operator: Service,
   audience: string,
   secret: Uint8Array,
   reason: Reason,
 ): Promise<string[]> {
-  const manifest = (await (
-    await send(operator, audience, secret, 'GET', PATHS.manifest, '')
-  ).json()) as Manifest;
+  const manifest = await manifestOf(operator, audience, secret);
   return manifest.handlers
     .filter((handler) => kindsFor(reason).includes(handler.kind))
     .map((handler) => handler.id);

@@ -11,12 +11,14 @@ import { chooseMode, localReach, ngrokReach, type ReachMode } from '../../webhoo
 import { type ConformanceTarget, runConformance } from '../conformance/checks.ts';
 import type { FunctionEndpoint } from '../dispatch/services.ts';
 import { functionServiceDefinition } from '../engines/function-service-objects.ts';
+import { livenessAddress } from '../engines/liveness.ts';
 import { type GatewayOptions, startGateway } from '../gateway.ts';
 import { DEFAULT_IDENTITY, type Identity } from '../identity.ts';
 import { KubeClient } from '../kube/client.ts';
 import { createLogger, type Logger } from '../logging.ts';
 import { ensureProcessSecret } from '../secret.ts';
 import type { SettingsPatch } from '../settings.ts';
+import { KOPF_PREFIX } from '../state/kopf.ts';
 import { dev } from './dev.ts';
 import { init } from './init.ts';
 import { loadOperatorModule } from './operator-module.ts';
@@ -81,6 +83,17 @@ Options for run and gateway:
                             network you trust, or a mesh that encrypts); refused otherwise.
       --state-in <where>    Where to record that an object was handled: auto (the status when the
                             resource's status keeps it, else annotations; the default) or annotations.
+      --adopt-kopf-state <prefix>  Take over from a Kopf operator that kept its state under this
+                            annotation prefix (Kopf's default: ${KOPF_PREFIX}): what it handled
+                            is not handled again, what changed since is an update. See
+                            docs/migrating-from-kopf.md.
+
+Activities (run, gateway), for operators with probe or login handlers (docs/activities.md):
+      --liveness <url>      Serve a liveness endpoint, e.g. http://0.0.0.0:8080/healthz: 200 with the
+                            probes' results while the gateway is healthy, 500 and why when it is not.
+      --login-from <name>   Log in to the Kubernetes API with what that function service's login
+                            handler gives, instead of the kubeconfig; its calls are then signed with
+                            a secret shared with it (not --signing-keys, which live in the cluster).
 
 Admission webhooks (run, gateway), for operators with validate or mutate handlers:
       --webhook-reach <how>             How the apiserver reaches the webhook server: local (a URL on this
@@ -155,6 +168,9 @@ const OPTIONS = {
   'tls-cert': { type: 'string' },
   'tls-key': { type: 'string' },
   'state-in': { type: 'string' },
+  'adopt-kopf-state': { type: 'string' },
+  liveness: { type: 'string' },
+  'login-from': { type: 'string' },
   'webhook-reach': { type: 'string' },
   'webhook-listen': { type: 'string' },
   'ngrok-authtoken-secret': { type: 'string' },
@@ -337,6 +353,9 @@ async function gatewayOnly(functions: FunctionEndpoint[], values: Values, logger
     if (!functions.some((endpoint) => endpoint.name === name))
       throw new UsageError(`--function-secret names "${name}", which no --functions gives`);
   }
+  const login = values['login-from'];
+  if (login !== undefined && !functions.some((endpoint) => endpoint.name === login))
+    throw new UsageError(`--login-from names "${login}", which no --functions gives`);
   const secret =
     values['secret-file'] || process.env[SECRET_VARIABLE] ? readSecret(values['secret-file']) : undefined;
   const gateway = await startGateway({
@@ -422,14 +441,22 @@ function gatewayOptions(values: Values, logger: Logger): Omit<GatewayOptions, 'f
   if (stateIn !== 'auto' && stateIn !== 'annotations') {
     throw new UsageError(`--state-in expects auto or annotations, got "${stateIn}"`);
   }
+  const adoptKopf = values['adopt-kopf-state'];
+  if (adoptKopf !== undefined && !DNS_SUBDOMAIN.test(adoptKopf)) {
+    throw new UsageError(
+      `--adopt-kopf-state expects the annotation prefix of the Kopf operator's state (Kopf's default: ${KOPF_PREFIX}), got "${adoptKopf}"`,
+    );
+  }
   return {
     logger,
     identity: identityOf(values),
     ...(values.namespace?.length ? { namespaces: values.namespace } : {}),
     ...(values['dev-sessions'] ? { devSessions: values['dev-sessions'] } : {}),
     ...(values['function-services'] ? { functionServices: values['function-services'] } : {}),
+    ...(values.liveness ? { liveness: livenessUrl(values.liveness) } : {}),
+    ...(values['login-from'] ? { loginFrom: values['login-from'] } : {}),
     settings: {
-      persistence: { stateIn },
+      persistence: { stateIn, ...(adoptKopf === undefined ? {} : { adoptKopf }) },
       ...(values.concurrency
         ? { processing: { concurrency: integer(values.concurrency, '--concurrency') } }
         : {}),
@@ -447,6 +474,16 @@ function gatewayOptions(values: Values, logger: Logger): Omit<GatewayOptions, 'f
       signing: signingSettings(values),
     },
   };
+}
+
+/** The URL, once the liveness endpoint could listen there. */
+function livenessUrl(url: string): string {
+  try {
+    livenessAddress(url);
+  } catch (error) {
+    throw new UsageError(`--liveness: ${(error as Error).message}`);
+  }
+  return url;
 }
 
 function signingSettings(values: Values): SettingsPatch['signing'] {
@@ -525,6 +562,8 @@ function admissionSettings(values: Values): SettingsPatch['admission'] {
 }
 
 const REACH_MODES: readonly ReachMode[] = ['auto', 'local', 'service', 'ngrok'];
+/** What an annotation's prefix may be: a DNS subdomain. */
+const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 function namespacedName(value: string, flag: string): { namespace: string; name: string } {
   const match = /^([a-z0-9-]+)\/([a-z0-9.-]+)$/.exec(value);

@@ -52,6 +52,35 @@ describe('causeway conformance', () => {
     assert.equal(results.filter((result) => result.name.startsWith('refuses')).length, 12);
   });
 
+  it('passes the SDK with activities, calling its probes and never its startup, cleanup or login', async (t) => {
+    const op = operator({ name: 'activities', secret: SECRET });
+    const called: string[] = [];
+    op.on.startup(function starts() {
+      called.push('startup');
+    });
+    op.on.cleanup(function cleans() {
+      called.push('cleanup');
+    });
+    op.on.login(function logs_in() {
+      called.push('login');
+      return { server: 'https://10.0.0.1:6443', token: 't' };
+    });
+    op.on.probe(function answers() {
+      called.push('probe');
+      return 'fine';
+    });
+    const results = await runConformance({ url: await serve(t, op), name: 'activities', signing });
+    assert.deepEqual(
+      results.filter((result) => result.failure),
+      [],
+    );
+    assert.deepEqual(
+      results.filter((result) => result.name.startsWith('invoke:')).map((result) => result.name),
+      ['invoke: probe "answers" (an activity, about no object) answers a valid outcome'],
+    );
+    assert.deepEqual(called, ['probe']);
+  });
+
   it("passes the SDK verifying with the gateway's public keys, algorithm confusion refused", async (t) => {
     const stored = newKey(Date.now());
     const url = await serve(t, everyKind(publicKeys([stored])));

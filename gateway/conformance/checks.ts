@@ -1,9 +1,10 @@
 /**
  * `causeway conformance <url>`: holds any function service, in any language, to protocol v1 as the
- * gateway speaks it. Health and manifest in the protocol's shape; a round trip for every handler in
- * the manifest, signed by the gateway's own signer and read by its own validation; the error model;
- * and a refusal for every forged request (unsigned, wrong key, expired, future-dated, too long-lived,
- * other issuer, no id, other audience, other route, altered body, replayed, oversized).
+ * gateway speaks it. Health and manifest in the protocol's shape; a round trip for every handler (and
+ * every probe) in the manifest, signed by the gateway's own signer and read by its own validation;
+ * the error model; and a refusal for every forged request (unsigned, wrong key, expired,
+ * future-dated, too long-lived, other issuer, no id, other audience, other route, altered body,
+ * replayed, oversized).
  */
 import { createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { Readable } from 'node:stream';
@@ -22,9 +23,14 @@ import {
   PROTOCOL,
   type Reason,
 } from '../../protocol/index.ts';
-import { invocationRequest } from '../dispatch/invocation.ts';
+import { activityRequest, invocationRequest } from '../dispatch/invocation.ts';
 import { hmacSigner, keySigner, type Signer, type SigningKey } from '../dispatch/signer.ts';
-import { parseHealth, parseInvocationResponse, parseManifest } from '../dispatch/validation.ts';
+import {
+  parseActivityResponse,
+  parseHealth,
+  parseInvocationResponse,
+  parseManifest,
+} from '../dispatch/validation.ts';
 
 export interface ConformanceTarget {
   /** The service's base URL. */
@@ -99,6 +105,22 @@ export async function runConformance(target: ConformanceTarget): Promise<CheckRe
         const answer = await client.send('POST', PATHS.invoke, { body: invocation });
         expect(answer.status === 200, `status ${answer.status}, not 200: ${JSON.stringify(answer.body)}`);
         parseInvocationResponse(answer.body, [handler.id], reason === 'admission');
+      },
+    );
+  }
+
+  // Startup, cleanup and login handlers act (or hand out credentials): only probes, meant to be asked
+  // at any time, are called here.
+  for (const activity of (manifest?.activities ?? []).filter(({ kind }) => kind === 'probe')) {
+    await check(
+      `invoke: probe "${activity.id}" (an activity, about no object) answers a valid outcome`,
+      async () => {
+        const due = { id: activity.id, retry: 0, started: new Date().toISOString() };
+        const answer = await client.send('POST', PATHS.invoke, {
+          body: activityRequest('probe', [due], 30_000, {}),
+        });
+        expect(answer.status === 200, `status ${answer.status}, not 200: ${JSON.stringify(answer.body)}`);
+        parseActivityResponse(answer.body, [activity.id]);
       },
     );
   }

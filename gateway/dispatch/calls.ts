@@ -2,13 +2,17 @@
  * Calls function services about one object: one call per service with all of its due handlers, the
  * services in parallel, their log lines forwarded. A service that cannot be asked, or answers badly,
  * fails its handlers temporarily; nothing it returned is applied. A service known to be down is not
- * asked: its handlers have no outcome, and wait for it. Knows the protocol, not the reactor.
+ * asked: its handlers have no outcome, and wait for it. An activity's handlers (about no object) are
+ * called the same way, one service at a time. Knows the protocol, not the reactor.
  */
 import { createHash } from 'node:crypto';
 import type {
+  ActivityKind,
+  DueActivity,
   DueHandler,
   InvocationRequest,
   KubernetesObject,
+  LogLine,
   Outcome,
   Reason,
   ResolvedResource,
@@ -16,7 +20,7 @@ import type {
 import type { Logger } from '../logging.ts';
 import { delayFor } from '../settings.ts';
 import { type FunctionService, ServiceDown, ServiceError } from './function-service.ts';
-import { invocationRequest } from './invocation.ts';
+import { activityRequest, invocationRequest } from './invocation.ts';
 
 export interface ServiceCall {
   service: FunctionService;
@@ -33,6 +37,13 @@ export interface CallSubject {
   admission?: InvocationRequest['admission'];
   /** How long to wait for the answers; each service's own call timeout unless given. */
   timeoutMs?: number;
+  /** Daemons: asks the daemons of the handlers to stop (a call of its own, answered at once). */
+  stop?: InvocationRequest['stop'];
+  /**
+   * Daemons: a call that stays open until its deadline (`timeoutMs`), answered up to `graceMs` after
+   * it, and cut off when `cut` aborts.
+   */
+  long?: { cut: AbortSignal; graceMs: number };
 }
 
 /** Seconds before calling a service again after it could not be reached or answered badly, by retry. */
@@ -71,30 +82,72 @@ export async function callServices(
             ...(subject.memo ? { memo: subject.memo } : {}),
             ...(subject.event ? { event: subject.event } : {}),
             ...(subject.admission ? { admission: subject.admission } : {}),
+            ...(subject.stop ? { stop: subject.stop } : {}),
           },
-          timeoutMs,
+          timeoutMs + (subject.long?.graceMs ?? 0),
+          subject.long ? { cut: subject.long.cut, long: true } : {},
         );
-        // The trace id joins the service's lines to its own logs and spans, wherever they are exported.
-        const trace = `(trace ${traceIdOf(request.traceparent)})`;
-        for (const line of response.logs)
-          log.log(line.level, `${line.handler ? `${line.handler}: ` : ''}${line.message} ${trace}`);
+        forwardLogs(response.logs, request.traceparent, log);
         return { service, outcomes: response.outcomes, ...(response.memo ? { memo: response.memo } : {}) };
       } catch (error) {
-        if (error instanceof ServiceDown) return { service, outcomes: {}, down: error.recovered };
-        const message = error instanceof Error ? error.message : String(error);
-        // The service's own word on when to come back wins over the backoff, if it is later.
-        const said =
-          error instanceof ServiceError && error.retryAfterMs !== undefined ? error.retryAfterMs / 1000 : 0;
-        const outcomes = Object.fromEntries(
-          handlers.map((handler): [string, Outcome] => [
-            handler.id,
-            { status: 'temporary', message, delay: Math.max(delayFor(retryDelaysS, handler.retry), said) },
-          ]),
-        );
-        return { service, outcomes };
+        return failedCall(service, error, handlers, retryDelaysS);
       }
     }),
   );
+}
+
+/** What an activity's call is about: its due handlers, and the service's operator memo. */
+export interface ActivityCall {
+  activity: ActivityKind;
+  handlers: DueActivity[];
+  memo: Record<string, unknown>;
+  timeoutMs: number;
+}
+
+/** Calls a service's due handlers of one activity, in one call, as callServices calls a resource's. */
+export async function callActivity(
+  service: FunctionService,
+  call: ActivityCall,
+  retryDelaysS: RetryDelays,
+  log: Logger,
+): Promise<ServiceAnswer> {
+  const request = activityRequest(call.activity, call.handlers, call.timeoutMs, call.memo);
+  try {
+    const response = await service.invoke(request, call.timeoutMs);
+    forwardLogs(response.logs, request.traceparent, log);
+    return { service, outcomes: response.outcomes, ...(response.memo ? { memo: response.memo } : {}) };
+  } catch (error) {
+    return failedCall(service, error, call.handlers, retryDelaysS);
+  }
+}
+
+/** The service's log lines, in the gateway's log. */
+function forwardLogs(lines: readonly LogLine[], traceparent: string | undefined, log: Logger): void {
+  // The trace id joins the service's lines to its own logs and spans, wherever they are exported.
+  const trace = `(trace ${traceIdOf(traceparent)})`;
+  for (const line of lines)
+    log.log(line.level, `${line.handler ? `${line.handler}: ` : ''}${line.message} ${trace}`);
+}
+
+/** A call that found the service down (no outcomes: they wait), or failed: each handler to be retried. */
+function failedCall(
+  service: FunctionService,
+  error: unknown,
+  handlers: readonly { id: string; retry: number }[],
+  retryDelaysS: RetryDelays,
+): ServiceAnswer {
+  if (error instanceof ServiceDown) return { service, outcomes: {}, down: error.recovered };
+  const message = error instanceof Error ? error.message : String(error);
+  // The service's own word on when to come back wins over the backoff, if it is later.
+  const said =
+    error instanceof ServiceError && error.retryAfterMs !== undefined ? error.retryAfterMs / 1000 : 0;
+  const outcomes = Object.fromEntries(
+    handlers.map((handler): [string, Outcome] => [
+      handler.id,
+      { status: 'temporary', message, delay: Math.max(delayFor(retryDelaysS, handler.retry), said) },
+    ]),
+  );
+  return { service, outcomes };
 }
 
 function traceIdOf(traceparent: string | undefined): string | undefined {

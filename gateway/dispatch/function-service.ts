@@ -4,17 +4,25 @@
  * an operator in the same process, asks it directly.
  */
 import {
+  type ActivityInvocation,
   type Health,
   type InvocationRequest,
   type InvocationResponse,
+  isActivityInvocation,
   type Manifest,
   PATHS,
 } from '../../protocol/index.ts';
 import { equal, jsonCopy } from '../../protocol/json.ts';
 import type { CircuitBreaker } from './breaker.ts';
 import type { Signer } from './signer.ts';
-import { aborted, type Reply, type Transport, withDeadline } from './transport.ts';
-import { ProtocolError, parseHealth, parseInvocationResponse, parseManifest } from './validation.ts';
+import { aborted, type Exchange, type Reply, type Transport, withDeadline } from './transport.ts';
+import {
+  ProtocolError,
+  parseActivityResponse,
+  parseHealth,
+  parseInvocationResponse,
+  parseManifest,
+} from './validation.ts';
 
 export interface FunctionServiceOptions {
   transport: Transport;
@@ -136,22 +144,33 @@ export class FunctionService {
     return new FunctionService(transport, sign, options, parsed);
   }
 
-  /** Sends an invocation; waits `timeoutMs` at most (the service's call timeout unless given). */
-  async invoke(invocation: InvocationRequest, timeoutMs = this.timeoutMs): Promise<InvocationResponse> {
+  /**
+   * Sends an invocation; waits `timeoutMs` at most (the service's call timeout unless given), or until
+   * `cut` aborts. A `long` call (a daemon's) takes a connection beside the service's capped ones.
+   */
+  async invoke(
+    invocation: InvocationRequest | ActivityInvocation,
+    timeoutMs = this.timeoutMs,
+    { cut, long }: { cut?: AbortSignal; long?: boolean } = {},
+  ): Promise<InvocationResponse> {
     const admission = invocation.reason === 'admission';
     const ids = invocation.handlers.map((handler) => handler.id);
+    const parse = (answer: unknown) =>
+      isActivityInvocation(invocation)
+        ? parseActivityResponse(answer, ids)
+        : parseInvocationResponse(answer, ids, admission);
     const { direct } = this.#transport;
     if (direct) {
       let answer: unknown;
       try {
         // A copy: the service may freeze what it is given, and the gateway keeps the object.
-        answer = await withDeadline(timeoutMs, (signal) =>
+        answer = await withDeadline(timeoutMs, cut, (signal) =>
           Promise.race([direct.invoke(jsonCopy(invocation)), aborted(signal)]),
         );
       } catch (error) {
         throw new ServiceError(`invoke ${this.url}: ${describe(error)}`);
       }
-      return parseInvocationResponse(answer, ids, admission);
+      return parse(answer);
     }
     const { breaker } = this.#options;
     if (breaker?.down) throw new ServiceDown(`${this.name} at ${this.url} is down`, breaker.recovered());
@@ -159,16 +178,23 @@ export class FunctionService {
     let answer: unknown;
     try {
       const signer = { sign: this.#sign, audience: this.name };
-      answer = await send(this.#transport, signer, 'POST', PATHS.invoke, body, timeoutMs, {
-        ...(invocation.traceparent ? { traceparent: invocation.traceparent } : {}),
-      });
+      answer = await send(
+        this.#transport,
+        signer,
+        'POST',
+        PATHS.invoke,
+        body,
+        timeoutMs,
+        { ...(invocation.traceparent ? { traceparent: invocation.traceparent } : {}) },
+        { ...(cut ? { cut } : {}), ...(long ? { long } : {}) },
+      );
     } catch (error) {
       if (error instanceof ServiceError && error.unreachable) breaker?.unreachable(error.message);
       else breaker?.succeeded();
       throw error;
     }
     breaker?.succeeded();
-    return parseInvocationResponse(answer, ids, admission);
+    return parse(answer);
   }
 
   /** The same service asked again (its transport kept): a new instance when its manifest changed. */
@@ -198,6 +224,7 @@ async function send(
   body: Uint8Array | undefined,
   timeoutMs: number,
   extraHeaders: Record<string, string> = {},
+  call: Pick<Exchange, 'cut' | 'long'> = {},
 ): Promise<unknown> {
   const where = `${method} ${transport.url}${path}`;
   const headers: Record<string, string> = { accept: 'application/json', ...extraHeaders };
@@ -214,8 +241,11 @@ async function send(
       headers,
       body: method === 'POST' ? body : undefined,
       timeoutMs,
+      ...call,
     });
   } catch (error) {
+    // Cut off by the gateway itself (a daemon that did not stop in time): no sign of the service's health.
+    if (call.cut?.aborted) throw new ServiceError(`${where}: cut off (${call.cut.reason})`);
     const timedOut = error instanceof Error && error.name === 'TimeoutError';
     throw new ServiceError(`${where}: ${timedOut ? `no answer within ${timeoutMs} ms` : describe(error)}`, {
       unreachable: true,

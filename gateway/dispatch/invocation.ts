@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import {
+  type ActivityInvocation,
+  type ActivityKind,
+  type DueActivity,
   type DueHandler,
   type InvocationRequest,
   type KubernetesObject,
@@ -39,6 +42,23 @@ export function invocationRequest(
     body: { ...object, metadata: metadata as KubernetesObject['metadata'] },
     handlers,
     deadline: new Date(Date.now() + timeoutMs).toISOString(),
+    traceparent: newTraceparent(),
+  };
+}
+
+/** The call of an activity's due handlers: about no object; `memo` is the service's operator memo. */
+export function activityRequest(
+  activity: ActivityKind,
+  handlers: DueActivity[],
+  timeoutMs: number,
+  memo: Record<string, unknown>,
+): ActivityInvocation {
+  return {
+    protocol: PROTOCOL,
+    reason: activity,
+    handlers,
+    deadline: new Date(Date.now() + timeoutMs).toISOString(),
+    ...(Object.keys(memo).length > 0 ? { memo } : {}),
     traceparent: newTraceparent(),
   };
 }

@@ -13,6 +13,13 @@ export interface Exchange {
   headers: Record<string, string>;
   body: Uint8Array | undefined;
   timeoutMs: number;
+  /** Cuts the call off before its deadline. */
+  cut?: AbortSignal;
+  /**
+   * A call that stays open for long (a daemon's): it takes a connection beside the service's capped
+   * ones, so that long calls never keep the others waiting.
+   */
+  long?: boolean;
 }
 
 /** A service's answer: its status, its body, and its `Retry-After` header if it sent one. */
@@ -48,11 +55,15 @@ export function httpTransport(url: string, ca?: string, connections = 128): Tran
     connections,
     ...(ca ? { connect: { ca } } : {}),
   });
+  // Made on the first long call: most services have none.
+  let longCalls: Agent | undefined;
   return {
     url: base,
-    send: ({ method, path, headers, body, timeoutMs }) =>
-      withDeadline(timeoutMs, async (signal) => {
-        const response = await request(`${base}${path}`, { method, headers, body, dispatcher, signal });
+    send: ({ method, path, headers, body, timeoutMs, cut, long }) =>
+      withDeadline(timeoutMs, cut, async (signal) => {
+        if (long) longCalls ??= new Agent({ keepAliveTimeout: 30_000, ...(ca ? { connect: { ca } } : {}) });
+        const via = long && longCalls ? longCalls : dispatcher;
+        const response = await request(`${base}${path}`, { method, headers, body, dispatcher: via, signal });
         const retryAfter = response.headers['retry-after'];
         return {
           status: response.statusCode,
@@ -60,7 +71,9 @@ export function httpTransport(url: string, ca?: string, connections = 128): Tran
           ...(typeof retryAfter === 'string' ? { retryAfter } : {}),
         };
       }),
-    close: () => dispatcher.close(),
+    close: async () => {
+      await Promise.all([dispatcher.close(), longCalls?.close()]);
+    },
   };
 }
 
@@ -68,8 +81,8 @@ export function inProcessTransport(handler: FetchHandler): Transport {
   const base = 'http://in-process';
   return {
     url: base,
-    send: ({ method, path, headers, body, timeoutMs }) =>
-      withDeadline(timeoutMs, async (signal) => {
+    send: ({ method, path, headers, body, timeoutMs, cut }) =>
+      withDeadline(timeoutMs, cut, async (signal) => {
         const answer = Promise.resolve(
           handler.fetch(new Request(`${base}${path}`, { method, headers, body, signal })),
         );
@@ -94,12 +107,13 @@ export function aborted(signal: AbortSignal): Promise<never> {
 }
 
 /**
- * Runs `call` with a signal that aborts with a TimeoutError after `timeoutMs`. Unlike
+ * Runs `call` with a signal that aborts with a TimeoutError after `timeoutMs`, or as `cut` does. Unlike
  * AbortSignal.timeout, the timer goes when the call settles: at hundreds of calls per second, 30-s
  * timers kept every call's signal, request and response alive for 30 s.
  */
 export async function withDeadline<T>(
   timeoutMs: number,
+  cut: AbortSignal | undefined,
   call: (signal: AbortSignal) => Promise<T>,
 ): Promise<T> {
   const controller = new AbortController();
@@ -107,9 +121,13 @@ export async function withDeadline<T>(
     () => controller.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')),
     timeoutMs,
   );
+  const onCut = () => controller.abort(cut?.reason);
+  if (cut?.aborted) onCut();
+  cut?.addEventListener('abort', onCut, { once: true });
   try {
     return await call(controller.signal);
   } finally {
     clearTimeout(timer);
+    cut?.removeEventListener('abort', onCut);
   }
 }

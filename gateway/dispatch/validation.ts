@@ -3,10 +3,12 @@
  * produce a clear error, never a half-applied result.
  */
 import {
+  type ActivitySpec,
   type Effects,
   type HandlerSpec,
   type Health,
   type InvocationResponse,
+  isActivityKind,
   isHandlerKind,
   type LogLevel,
   type LogLine,
@@ -68,7 +70,40 @@ export function parseManifest(value: unknown): { manifest: Manifest; unknownKind
     }
     handlers.push(handler as unknown as HandlerSpec);
   }
-  return { manifest: { protocol: PROTOCOL, name: value.name, handlers }, unknownKinds };
+  const activities = parseActivities(value.activities, unknownKinds);
+  return {
+    manifest: {
+      protocol: PROTOCOL,
+      name: value.name,
+      handlers,
+      ...(activities.length > 0 ? { activities } : {}),
+    },
+    unknownKinds,
+  };
+}
+
+/** The manifest's activities this gateway knows (none when absent); adds the others' kinds to `unknownKinds`. */
+function parseActivities(value: unknown, unknownKinds: string[]): ActivitySpec[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) throw new ProtocolError('manifest.activities is not an array');
+  const activities: ActivitySpec[] = [];
+  const ids = new Set<string>();
+  for (const [index, activity] of value.entries()) {
+    const where = `manifest.activities[${index}]`;
+    if (!isObject(activity)) throw new ProtocolError(`${where} is not an object`);
+    if (typeof activity.id !== 'string' || !activity.id) throw new ProtocolError(`${where}.id is missing`);
+    if (ids.has(activity.id)) throw new ProtocolError(`${where}.id "${activity.id}" is declared twice`);
+    ids.add(activity.id);
+    if (activity.options !== undefined && !isObject(activity.options)) {
+      throw new ProtocolError(`${where}.options is not an object`);
+    }
+    if (!isActivityKind(activity.kind)) {
+      unknownKinds.push(`activity ${String(activity.kind)}`);
+      continue;
+    }
+    activities.push(activity as unknown as ActivitySpec);
+  }
+  return activities;
 }
 
 /** `admission`: the answer to an admission review, whose handlers may deny and warn. */
@@ -100,6 +135,28 @@ export function parseInvocationResponse(
     throw new ProtocolError('response.memo is not an object');
   return { protocol: PROTOCOL, outcomes, logs, ...(isObject(value.memo) ? { memo: value.memo } : {}) };
 }
+
+/**
+ * An activity's answer: success (a result), temporary or permanent, and no effects, as activities have
+ * no object to patch, post events about or apply beside.
+ */
+export function parseActivityResponse(value: unknown, handlerIds: readonly string[]): InvocationResponse {
+  const response = parseInvocationResponse(value, handlerIds);
+  for (const [id, outcome] of Object.entries(response.outcomes)) {
+    const where = `response.outcomes.${id}`;
+    if (!['success', 'temporary', 'permanent'].includes(outcome.status)) {
+      throw new ProtocolError(`${where}.status "${outcome.status}" does not answer an activity`);
+    }
+    const effects = Object.keys(outcome).filter((key) => !OUTCOME_FIELDS.has(key));
+    if (effects.length > 0) {
+      throw new ProtocolError(`${where} has ${effects.join(', ')}: an activity is about no object`);
+    }
+  }
+  return response;
+}
+
+/** What an outcome holds besides effects. */
+const OUTCOME_FIELDS: ReadonlySet<string> = new Set(['status', 'result', 'message', 'delay']);
 
 function parseOutcome(value: unknown, where: string, admission: boolean): Outcome {
   if (!isObject(value)) throw new ProtocolError(`${where} is not an object`);
@@ -196,6 +253,11 @@ function parseEffects(value: Record<string, unknown>, where: string, admission: 
       throw new ProtocolError(`${where}.requeueAfter must be a number of seconds > 0`);
     }
     effects.requeueAfter = value.requeueAfter;
+  }
+  if (value.roundEnded !== undefined) {
+    if (typeof value.roundEnded !== 'boolean')
+      throw new ProtocolError(`${where}.roundEnded must be true or false`);
+    effects.roundEnded = value.roundEnded;
   }
   if (value.warnings !== undefined) {
     if (!admission) throw new ProtocolError(`${where}.warnings answer admission reviews only`);

@@ -10,19 +10,17 @@
  * until the object changes. Timers hold no finalizer: there is nothing to wait for on a deletion.
  */
 import type { DueHandler, HandlerSpec, KubernetesObject, Outcome } from '../../protocol/index.ts';
-import { equal, mergePatched } from '../../protocol/json.ts';
 import { callServices, idempotencyKey, type RetryDelays } from '../dispatch/calls.ts';
 import type { FunctionService } from '../dispatch/function-service.ts';
-import { isNotFound } from '../kube/errors.ts';
 import type { WatchEventType } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
 import type { ReactorApi } from '../reactor/api.ts';
-import { objectMatches } from '../reactor/filters.ts';
 import { type ObjectMemory, updatedMemo } from '../reactor/memory.ts';
 import { objectName, type ServedResource } from '../reactor/model.ts';
 import { type CycleEffects, collectEffects, emptyEffects } from '../reactor/outcomes.ts';
 import { exhaustion } from '../reactor/plan.ts';
 import { essenceOf, serializeEssence } from '../state/essence.ts';
+import { handlerKey, matchingHandlers, stillBound, writeEffects } from './background.ts';
 import { Scheduler } from './scheduler.ts';
 
 export interface TimersOptions {
@@ -88,7 +86,7 @@ export class Timers {
     if (this.#stopped) return;
     const uid = object.metadata.uid;
     const now = Date.now();
-    const matching = type === 'DELETED' || object.metadata.deletionTimestamp ? [] : this.#matching(object);
+    const matching = type === 'DELETED' ? [] : matchingHandlers(this.#options.served, 'timer', object);
     let watched = this.#objects.get(uid);
     if (!watched) {
       if (matching.length === 0) return;
@@ -97,13 +95,13 @@ export class Timers {
     }
     watched.latest = object;
     watched.changedAt = now;
-    const keep = new Set(matching.map(({ service, spec }) => timerKey(service, spec)));
+    const keep = new Set(matching.map(handlerKey));
     for (const [key, timer] of watched.timers) {
       if (!keep.has(key)) this.#drop(watched, key, timer);
     }
     let essence: string | undefined;
     for (const { service, spec } of matching) {
-      const key = timerKey(service, spec);
+      const key = handlerKey({ service, spec });
       const timer = watched.timers.get(key);
       if (!timer) {
         const started: Timer = { object: watched, service, spec, running: false };
@@ -126,15 +124,6 @@ export class Timers {
     this.#scheduler.stop();
     this.#waiting.length = 0;
     await Promise.all(this.#active);
-  }
-
-  /** The timer handlers bound now that match the object. */
-  #matching(object: KubernetesObject): Array<{ service: FunctionService; spec: HandlerSpec }> {
-    return this.#options.served.bindings.flatMap(({ service, handlers }) =>
-      handlers
-        .filter((spec) => spec.kind === 'timer' && objectMatches(object, spec.filters))
-        .map((spec) => ({ service, spec })),
-    );
   }
 
   #drop(watched: Watched, key: string, timer: Timer): void {
@@ -183,13 +172,10 @@ export class Timers {
 
   /** Whether the timer is still one of its object's and its handler still bound. */
   #live(timer: Timer): boolean {
-    const { object, service, spec } = timer;
     return (
-      !object.gone &&
-      object.timers.get(timerKey(service, spec)) === timer &&
-      this.#options.served.bindings.some(
-        (binding) => binding.service === service && binding.handlers.includes(spec),
-      )
+      !timer.object.gone &&
+      timer.object.timers.get(handlerKey(timer)) === timer &&
+      stillBound(this.#options.served, timer)
     );
   }
 
@@ -233,7 +219,7 @@ export class Timers {
           next === 'interval' ? nextCallAt(timer.spec, timer.anchor as number, startedAt, finishedAt) : next;
         this.#scheduler.schedule(timer, at);
       }
-      await this.#write(object, effects, log);
+      await writeEffects(this.#options.api, object.latest, effects, log);
     } finally {
       for (const timer of timers) timer.running = false;
     }
@@ -278,28 +264,6 @@ export class Timers {
         return halt(`failed permanently: ${outcome.message}`);
     }
   }
-
-  /** Writes what changes the object as it is now, and nothing when nothing would change. */
-  async #write(object: Watched, effects: CycleEffects, log: Logger): Promise<void> {
-    const { api } = this.#options;
-    const current = object.latest;
-    const { changes } = effects;
-    const patch = { ...changes.object, status: changes.status };
-    const changing = !equal(mergePatched(current, patch), current);
-    if (!changing && effects.apply.length === 0 && effects.events.length === 0) return;
-    try {
-      for (const child of effects.apply) await api.applyObject(child, current.metadata.namespace);
-      const written = changing ? await api.applyChanges(current, changes) : undefined;
-      if (effects.events.length > 0) await api.postEvents(written ?? current, effects.events, log);
-    } catch (error) {
-      if (isNotFound(error)) return; // deleted meanwhile: nothing left to write to
-      log.error(`writing what timers returned failed: ${error instanceof Error ? error.message : error}`);
-    }
-  }
-}
-
-function timerKey(service: FunctionService, spec: HandlerSpec): string {
-  return `${service.name}\0${spec.id}`;
 }
 
 /** When an object that changed at `changedAt` has been idle long enough for the timer (epoch ms). */

@@ -2,6 +2,8 @@
  * The gateway's one way to talk to the Kubernetes API. client-node loads the kubeconfig and does
  * authentication (tokens, certificates, exec plugins, in-cluster accounts); the requests themselves go
  * through one pooled undici dispatcher, because client-node builds a new connection pool per call.
+ * A client made from a login (a function service's login handler) logs in again when its credentials
+ * are about to expire, and when the API answers 401.
  */
 import type { RequestOptions } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -28,73 +30,74 @@ export interface RequestInit {
 /** Delays between tries of a request that failed transiently (429, 5xx, broken connections). */
 const RETRY_DELAYS_MS = [250, 500, 1000, 2000, 4000, 8000];
 
+/** Credentials got by logging in, as a kubeconfig, and when they expire (ms since the epoch). */
+export interface LoggedIn {
+  config: KubeConfig;
+  expiresAt?: number;
+}
+
+/** How the client logs in, at first and again. */
+export type Login = () => Promise<LoggedIn>;
+
+/** Logging in again failed. The login retried what it could, so the request is not retried for it. */
+export class LoginFailed extends Error {
+  override name = 'LoginFailed';
+}
+
+/** A kubeconfig and the connections made with its TLS material. */
+interface Session {
+  config: KubeConfig;
+  server: string;
+  dispatcher: Dispatcher | undefined;
+  watchDispatcher: Dispatcher | undefined;
+  obtainedAt: number;
+  expiresAt?: number;
+}
+
+/**
+ * Whether credentials are due to be renewed: a little before they expire (a tenth of their life, at
+ * most 30 s), so that no request goes out with credentials about to lapse. Pure.
+ */
+export function renewalDue(obtainedAt: number, expiresAt: number, now: number): boolean {
+  return now >= expiresAt - Math.min(30_000, (expiresAt - obtainedAt) / 10);
+}
+
 export class KubeClient {
   readonly server: string;
-  readonly #config: KubeConfig;
-  readonly #dispatcher: Dispatcher | undefined;
-  readonly #watchDispatcher: Dispatcher | undefined;
+  #session: Session;
+  readonly #login: Login | undefined;
+  #renewing: Promise<Session> | undefined;
 
-  private constructor(
-    config: KubeConfig,
-    server: string,
-    dispatcher: Dispatcher | undefined,
-    watchDispatcher: Dispatcher | undefined,
-  ) {
-    this.#config = config;
-    this.server = server.replace(/\/+$/, '');
-    this.#dispatcher = dispatcher;
-    this.#watchDispatcher = watchDispatcher;
+  private constructor(session: Session, login: Login | undefined) {
+    this.#session = session;
+    this.server = session.server;
+    this.#login = login;
   }
 
   static async fromConfig(config: KubeConfig): Promise<KubeClient> {
-    const cluster = config.getCurrentCluster();
-    if (!cluster) throw new Error('the kubeconfig has no current cluster: set a current-context');
-    const tls: RequestOptions = {};
-    await config.applyToHTTPSOptions(tls);
-    const options = config.createDispatcherOptions(cluster, {
-      ca: tls.ca,
-      cert: tls.cert,
-      key: tls.key,
-      ...(tls.rejectUnauthorized === undefined ? {} : { rejectUnauthorized: tls.rejectUnauthorized }),
-      ...(tls.servername === undefined ? {} : { servername: tls.servername }),
-    });
-    let dispatcher: Dispatcher | undefined;
-    let watchDispatcher: Dispatcher | undefined;
-    switch (options.type) {
-      case 'agent':
-        // HTTP/2: one connection carries every request; measured cheaper in CPU than a pool of HTTP/1.1 ones.
-        dispatcher = new Agent({ connect: options.connect, allowH2: true });
-        // Watches stream on HTTP/1.1 connections of their own. Sharing the HTTP/2 connection, a burst of
-        // events waited on its flow control behind the other requests, the apiserver's buffer for the
-        // watcher (about 200 events) filled, and it closed the watch: 20 to 38 times in one 10,000-object
-        // backlog, and none with a connection of its own, where only TCP's buffers bound a burst.
-        watchDispatcher = new Agent({ connect: options.connect });
-        break;
-      case 'proxy':
-        dispatcher = new ProxyAgent({
-          uri: options.uri,
-          requestTls: options.requestTls,
-          connect: options.connect,
-        });
-        break;
-      case 'socks':
-        throw new Error(
-          `SOCKS proxies (${options.uri}) are not supported by the gateway; use an HTTP(S) proxy`,
-        );
-      case 'none':
-        dispatcher = undefined;
-    }
-    return new KubeClient(config, cluster.server, dispatcher, watchDispatcher ?? dispatcher);
+    return new KubeClient(await sessionOf(config), undefined);
+  }
+
+  /** A client whose credentials come from `login`, asked again before they expire and after a 401. */
+  static async fromLogin(login: Login): Promise<KubeClient> {
+    const { config, expiresAt } = await login();
+    return new KubeClient(await sessionOf(config, expiresAt), login);
   }
 
   /** Sends one request and parses the JSON answer; retries transient failures with backoff. */
   async request<T>(path: string, init: RequestInit = {}): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.#once<T>(path, init);
+        return await this.#authenticated((session) => this.#once<T>(session, path, init));
       } catch (error) {
         const delay = RETRY_DELAYS_MS[attempt];
-        if (delay === undefined || !isTransient(error) || init.signal?.aborted) throw error;
+        if (
+          delay === undefined ||
+          !isTransient(error) ||
+          error instanceof LoginFailed ||
+          init.signal?.aborted
+        )
+          throw error;
         const retryAfterMs = error instanceof ApiError ? (error.retryAfterSeconds ?? 0) * 1000 : 0;
         await sleep(Math.max(jitter(delay), retryAfterMs), init.signal);
       }
@@ -110,23 +113,25 @@ export class KubeClient {
   }
 
   /** Opens a streaming GET (for watches); the caller reads and closes the body. */
-  async stream(path: string, init: RequestInit): Promise<Dispatcher.ResponseData['body']> {
-    const response = await request(this.url(path, init.query), {
-      method: 'GET',
-      headers: await this.#headers(init),
-      dispatcher: this.#watchDispatcher,
-      signal: init.signal,
+  stream(path: string, init: RequestInit): Promise<Dispatcher.ResponseData['body']> {
+    return this.#authenticated(async (session) => {
+      const response = await request(this.url(path, init.query), {
+        method: 'GET',
+        headers: await headersOf(session, init),
+        dispatcher: session.watchDispatcher,
+        signal: init.signal,
+      });
+      if (response.statusCode !== 200) {
+        throw new ApiError(
+          'GET',
+          path,
+          response.statusCode,
+          await readBody(response.body),
+          retryAfter(response),
+        );
+      }
+      return response.body;
     });
-    if (response.statusCode !== 200) {
-      throw new ApiError(
-        'GET',
-        path,
-        response.statusCode,
-        await readBody(response.body),
-        retryAfter(response),
-      );
-    }
-    return response.body;
   }
 
   url(path: string, query?: RequestInit['query']): string {
@@ -137,27 +142,65 @@ export class KubeClient {
     return url.toString();
   }
 
-  async #headers(init: RequestInit): Promise<Record<string, string>> {
-    // Asked per request: exec plugins and bound service-account tokens rotate.
-    const auth: RequestOptions = { headers: {} };
-    await this.#config.applyToHTTPSOptions(auth);
-    const headers: Record<string, string> = { accept: 'application/json', ...init.headers };
-    for (const [key, value] of Object.entries(auth.headers ?? {})) headers[key.toLowerCase()] = String(value);
-    if (init.contentType) headers['content-type'] = init.contentType;
-    return headers;
+  /** Runs `send` with the session; where the client logs in, once more with new credentials after a 401. */
+  async #authenticated<T>(send: (session: Session) => Promise<T>): Promise<T> {
+    const session = await this.#current();
+    try {
+      return await send(session);
+    } catch (error) {
+      if (!this.#login || !(error instanceof ApiError && error.status === 401)) throw error;
+      return send(await this.#renew(session));
+    }
   }
 
-  async #once<T>(path: string, init: RequestInit): Promise<T> {
+  async #current(): Promise<Session> {
+    const session = this.#session;
+    const { expiresAt, obtainedAt } = session;
+    if (this.#login && expiresAt !== undefined && renewalDue(obtainedAt, expiresAt, Date.now())) {
+      return this.#renew(session);
+    }
+    return session;
+  }
+
+  /** Logs in again, once however many requests found `stale` wanting. */
+  #renew(stale: Session): Promise<Session> {
+    if (this.#session !== stale) return Promise.resolve(this.#session);
+    const login = this.#login as Login;
+    this.#renewing ??= (async () => {
+      let next: Session;
+      try {
+        const { config, expiresAt } = await login();
+        next = await sessionOf(config, expiresAt);
+      } catch (error) {
+        throw new LoginFailed(`logging in again failed: ${(error as Error).message}`);
+      }
+      if (next.server !== this.server) {
+        await closeSession(next);
+        throw new LoginFailed(
+          `the login gave credentials for ${next.server}, not for ${this.server}, the API server the gateway ` +
+            'started with: restart it to change clusters',
+        );
+      }
+      this.#session = next;
+      closeSession(stale).catch(() => {}); // once the requests under way with it are done
+      return next;
+    })().finally(() => {
+      this.#renewing = undefined;
+    });
+    return this.#renewing;
+  }
+
+  async #once<T>(session: Session, path: string, init: RequestInit): Promise<T> {
     const method = init.method ?? 'GET';
     const hasBody = init.body !== undefined;
     const response = await request(this.url(path, init.query), {
       method,
-      headers: await this.#headers({
+      headers: await headersOf(session, {
         ...init,
         contentType: init.contentType ?? (hasBody ? 'application/json' : ''),
       }),
       body: hasBody ? JSON.stringify(init.body) : undefined,
-      dispatcher: this.#dispatcher,
+      dispatcher: session.dispatcher,
       signal: init.signal,
     });
     const body = await readBody(response.body);
@@ -165,6 +208,70 @@ export class KubeClient {
       throw new ApiError(method, path, response.statusCode, body, retryAfter(response));
     return body as T;
   }
+}
+
+async function sessionOf(config: KubeConfig, expiresAt?: number): Promise<Session> {
+  const cluster = config.getCurrentCluster();
+  if (!cluster) throw new Error('the kubeconfig has no current cluster: set a current-context');
+  const tls: RequestOptions = {};
+  await config.applyToHTTPSOptions(tls);
+  const options = config.createDispatcherOptions(cluster, {
+    ca: tls.ca,
+    cert: tls.cert,
+    key: tls.key,
+    ...(tls.rejectUnauthorized === undefined ? {} : { rejectUnauthorized: tls.rejectUnauthorized }),
+    ...(tls.servername === undefined ? {} : { servername: tls.servername }),
+  });
+  let dispatcher: Dispatcher | undefined;
+  let watchDispatcher: Dispatcher | undefined;
+  switch (options.type) {
+    case 'agent':
+      // HTTP/2: one connection carries every request; measured cheaper in CPU than a pool of HTTP/1.1 ones.
+      dispatcher = new Agent({ connect: options.connect, allowH2: true });
+      // Watches stream on HTTP/1.1 connections of their own. Sharing the HTTP/2 connection, a burst of
+      // events waited on its flow control behind the other requests, the apiserver's buffer for the
+      // watcher (about 200 events) filled, and it closed the watch: 20 to 38 times in one 10,000-object
+      // backlog, and none with a connection of its own, where only TCP's buffers bound a burst.
+      watchDispatcher = new Agent({ connect: options.connect });
+      break;
+    case 'proxy':
+      dispatcher = new ProxyAgent({
+        uri: options.uri,
+        requestTls: options.requestTls,
+        connect: options.connect,
+      });
+      break;
+    case 'socks':
+      throw new Error(
+        `SOCKS proxies (${options.uri}) are not supported by the gateway; use an HTTP(S) proxy`,
+      );
+    case 'none':
+      dispatcher = undefined;
+  }
+  return {
+    config,
+    server: cluster.server.replace(/\/+$/, ''),
+    dispatcher,
+    watchDispatcher: watchDispatcher ?? dispatcher,
+    obtainedAt: Date.now(),
+    ...(expiresAt === undefined ? {} : { expiresAt }),
+  };
+}
+
+/** Closes a session's connections once the requests under way on them are done. */
+async function closeSession(session: Session): Promise<void> {
+  const dispatchers = new Set([session.dispatcher, session.watchDispatcher]);
+  await Promise.all([...dispatchers].map((dispatcher) => dispatcher?.close()));
+}
+
+async function headersOf(session: Session, init: RequestInit): Promise<Record<string, string>> {
+  // Asked per request: exec plugins and bound service-account tokens rotate.
+  const auth: RequestOptions = { headers: {} };
+  await session.config.applyToHTTPSOptions(auth);
+  const headers: Record<string, string> = { accept: 'application/json', ...init.headers };
+  for (const [key, value] of Object.entries(auth.headers ?? {})) headers[key.toLowerCase()] = String(value);
+  if (init.contentType) headers['content-type'] = init.contentType;
+  return headers;
 }
 
 async function readBody(body: Dispatcher.ResponseData['body']): Promise<unknown> {

@@ -12,10 +12,12 @@ export interface CauseContext {
   annotationPrefix: string;
   /** True the first time this gateway process sees the object: existing objects are resumed. */
   firstSight: boolean;
+  /** The prefix of the Kopf operator whose state is adopted: its annotations are not part of the essence. */
+  adoptedPrefix?: string;
 }
 
 export function detectCause(object: KubernetesObject, stored: StoredState, context: CauseContext): Cause {
-  const current = essenceOf(object, context.annotationPrefix);
+  const current = essenceOf(object, context.annotationPrefix, context.adoptedPrefix);
   const essence = serializeEssence(current);
   const old = stored.essence === undefined ? undefined : parseEssence(stored.essence);
   const changes = old === undefined ? [] : diff(old, current);

@@ -9,7 +9,7 @@ import type { Identity } from '../identity.ts';
 import { isNotFound, isStaleWrite } from '../kube/errors.ts';
 import { addObjectPatch, emptyChanges } from '../kube/patcher.ts';
 import type { Logger } from '../logging.ts';
-import { StateStorage, type StoredState } from '../state/storage.ts';
+import type { StoredState } from '../state/storage.ts';
 import type { ReactorApi } from './api.ts';
 import type { CallHandlers } from './calls.ts';
 import { detectCause } from './causes.ts';
@@ -39,6 +39,8 @@ export interface ReactorOptions<S> {
   conflictRetryMs: number;
   /** What is remembered of objects between cycles; shared with the engines beside the reactor. */
   memory?: ObjectMemory;
+  /** What a deletion waits for before its handlers run and our finalizer goes (daemons ending). */
+  beforeDeletion?: (uid: string) => Promise<void> | undefined;
 }
 
 interface Selection<S> {
@@ -70,11 +72,19 @@ export class ResourceReactor<S> {
   async run(object: KubernetesObject): Promise<CycleOutcome> {
     const { served, identity } = this.#options;
     const { remembered, firstSight } = this.#memory.recall(object.metadata.uid);
-    const stored = served.storage.read(object);
-    const cause = detectCause(object, stored, { annotationPrefix: identity.annotationPrefix, firstSight });
     const candidates = candidatesOf(served);
+    const handlerIds = candidates.map(({ spec }) => spec.id);
+    const stored = served.storage.read(object, handlerIds);
+    const cause = detectCause(object, stored, {
+      annotationPrefix: identity.annotationPrefix,
+      firstSight,
+      ...(served.storage.adoptKopf === undefined ? {} : { adoptedPrefix: served.storage.adoptKopf }),
+    });
     const log = this.#options.logger.child(objectName(object));
     try {
+      const ending =
+        cause.reason === 'delete' ? this.#options.beforeDeletion?.(object.metadata.uid) : undefined;
+      if (ending) return { wakeOn: ending };
       // The finalizer goes on before any handler runs, so a deletion can never slip past them.
       const held = await this.#hold(object, cause, candidates);
       let current = held ?? object;
@@ -240,7 +250,7 @@ export class ResourceReactor<S> {
       `the status of ${served.resource.plural}.${served.resource.group} does not keep status.${identity.statusKey} ` +
         '(its schema prunes unknown fields); keeping state in annotations instead',
     );
-    served.storage = new StateStorage('annotations', identity);
+    served.storage = served.storage.inAnnotations();
     const changes = emptyChanges();
     addObjectPatch(changes, served.storage.write({ essence }).object ?? {});
     return this.#options.api.applyChanges(object, changes);

@@ -35,11 +35,14 @@ export function removeFinalizer(object: KubernetesObject, finalizer: string): Js
 
 /**
  * The finalizer rule: an object needs ours while a delete handler that is not optional matches it, so a
- * deletion can never slip past the handlers. Admission reuses it for objects it lets in.
+ * deletion can never slip past the handlers, or a daemon does, so that it ends before the object goes.
+ * Admission reuses it for objects it lets in.
  */
 export function needsFinalizer<S>(object: KubernetesObject, candidates: readonly Candidate<S>[]): boolean {
   return candidates.some(
-    ({ spec }) => spec.kind === 'delete' && !spec.options?.optional && objectMatches(object, spec.filters),
+    ({ spec }) =>
+      ((spec.kind === 'delete' && !spec.options?.optional) || spec.kind === 'daemon') &&
+      objectMatches(object, spec.filters),
   );
 }
 

@@ -106,7 +106,7 @@ function scope(
 
 /** Why a handler is given up (its retries or its time ran out), or undefined while it may go on. */
 export function exhaustion(
-  spec: HandlerSpec,
+  spec: Pick<HandlerSpec, 'options'>,
   record: Pick<Progress, 'started' | 'retries'>,
   now: Date,
 ): string | undefined {

@@ -10,7 +10,15 @@ const TOP_LEVEL_IGNORED = new Set(['apiVersion', 'kind', 'metadata', 'status']);
 
 export type Essence = Record<string, unknown>;
 
-export function essenceOf(object: KubernetesObject, annotationPrefix: string): Essence {
+/**
+ * `adoptedPrefix`: the prefix of a Kopf operator whose state is adopted; its annotations are that
+ * operator's bookkeeping, never a user's change (Kopf leaves them out of its own essence too).
+ */
+export function essenceOf(
+  object: KubernetesObject,
+  annotationPrefix: string,
+  adoptedPrefix?: string,
+): Essence {
   const essence: Essence = {};
   for (const [key, value] of Object.entries(object)) {
     if (!TOP_LEVEL_IGNORED.has(key)) essence[key] = value;
@@ -18,9 +26,10 @@ export function essenceOf(object: KubernetesObject, annotationPrefix: string): E
   const metadata: Record<string, unknown> = {};
   const labels = object.metadata.labels;
   if (labels && Object.keys(labels).length > 0) metadata.labels = labels;
+  const ignored = adoptedPrefix === undefined ? [annotationPrefix] : [annotationPrefix, adoptedPrefix];
   const annotations = Object.fromEntries(
     Object.entries(object.metadata.annotations ?? {}).filter(
-      ([key]) => key !== KUBECTL_LAST_APPLIED && !key.startsWith(`${annotationPrefix}/`),
+      ([key]) => key !== KUBECTL_LAST_APPLIED && !ignored.some((prefix) => key.startsWith(`${prefix}/`)),
     ),
   );
   if (Object.keys(annotations).length > 0) metadata.annotations = annotations;

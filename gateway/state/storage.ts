@@ -4,10 +4,15 @@
  * resource's status keeps it (one write per cycle, together with the results); in annotations
  * otherwise. A tool that replaces the whole status would erase a status-kept record: the object would
  * then be handled again as new, which is why annotations remain available.
+ *
+ * With Kopf's state adopted (`adoptKopf`, the prefix a Kopf operator kept it under), an object that
+ * has no record of ours yet is read with Kopf's (kopf.ts): its diff-base as our essence, its handlers'
+ * progress as ours. Writes are always of our own record; Kopf's annotations stay as they are.
  */
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { isObject } from '../../protocol/json.ts';
 import type { Identity } from '../identity.ts';
+import { kopfState } from './kopf.ts';
 
 export type StateLocation = 'status' | 'annotations';
 
@@ -46,11 +51,19 @@ export interface StatePatch {
 
 export class StateStorage {
   readonly location: StateLocation;
+  /** The prefix of the Kopf operator whose state is adopted, if any. */
+  readonly adoptKopf: string | undefined;
   readonly #identity: Identity;
 
-  constructor(location: StateLocation, identity: Identity) {
+  constructor(location: StateLocation, identity: Identity, adoptKopf?: string) {
     this.location = location;
     this.#identity = identity;
+    this.adoptKopf = adoptKopf;
+  }
+
+  /** The same storage keeping its state in annotations from now on. */
+  inAnnotations(): StateStorage {
+    return new StateStorage('annotations', this.#identity, this.adoptKopf);
   }
 
   get #essenceAnnotation(): string {
@@ -61,8 +74,24 @@ export class StateStorage {
     return `${this.#identity.annotationPrefix}/progress`;
   }
 
+  /**
+   * Our record; else, when adopting, Kopf's, with the progress of `handlerIds` (Kopf's records are
+   * found by handler id). Once we have recorded an essence, Kopf's state is never read again: its
+   * progress annotations, left behind, belong to a change handled since.
+   */
+  read(object: KubernetesObject, handlerIds: readonly string[] = []): StoredState {
+    const own = this.#readOwn(object);
+    if (own.essence !== undefined || this.adoptKopf === undefined) return own;
+    const kopf = kopfState(object, {
+      prefix: this.adoptKopf,
+      ownPrefix: this.#identity.annotationPrefix,
+      handlerIds,
+    });
+    return { ...kopf, ...own }; // our progress, when a cycle of ours already wrote some, wins
+  }
+
   /** Reads from both places, so switching location never makes a handled object look new. */
-  read(object: KubernetesObject): StoredState {
+  #readOwn(object: KubernetesObject): StoredState {
     const inStatus = object.status?.[this.#identity.statusKey] as
       | { essence?: unknown; progress?: unknown }
       | undefined;
@@ -94,7 +123,7 @@ export class StateStorage {
 
   /** True when the object as the API returned it after our write still holds the essence we wrote. */
   kept(object: KubernetesObject, essence: string): boolean {
-    return this.read(object).essence === essence;
+    return this.#readOwn(object).essence === essence;
   }
 }
 

@@ -13,8 +13,15 @@ import {
   signedInvoke,
   signedManifest,
 } from '../../functions/test-helpers.ts';
-import { invocationRequest } from '../../gateway/dispatch/invocation.ts';
-import { HANDLER_KIND_NAMES, HANDLER_KINDS, type KindRule } from '../../protocol/index.ts';
+import { activityRequest, invocationRequest } from '../../gateway/dispatch/invocation.ts';
+import {
+  ACTIVITY_KIND_NAMES,
+  ACTIVITY_KINDS,
+  type DueHandler,
+  HANDLER_KIND_NAMES,
+  HANDLER_KINDS,
+  type KindRule,
+} from '../../protocol/index.ts';
 
 const SECRET = 'a test secret that is long enough for HS256';
 const ajv = new Ajv2020({ allErrors: true, strict: true, validateFormats: false });
@@ -186,6 +193,79 @@ describe('protocol JSON Schemas', () => {
     assert.equal('managedFields' in request.body.metadata, false);
   });
 
+  it('accept a manifest with activities, and one without (a service may have none)', async () => {
+    const op = sampleOperator();
+    op.on.startup(async function warm_up() {});
+    op.on.cleanup({ id: 'goodbye', retries: 2, timeout: 5, backoff: 1 }, () => {});
+    op.on.probe({ id: 'now', timeout: 2 }, () => new Date().toISOString());
+    op.on.login(function credentials() {
+      return { server: 'https://10.0.0.1:6443', token: 't' };
+    });
+    const manifest = (await (await op.fetch(await signedManifest('schemas', SECRET))).json()) as {
+      activities: unknown[];
+    };
+    assert.deepEqual(manifest.activities, [
+      { id: 'warm_up', kind: 'startup' },
+      { id: 'goodbye', kind: 'cleanup', options: { retries: 2, timeout: 5, backoff: 1 } },
+      { id: 'now', kind: 'probe', options: { timeout: 2 } },
+      { id: 'credentials', kind: 'login' },
+    ]);
+    assertValid(manifestSchema, manifest);
+    const without = (await (
+      await sampleOperator().fetch(await signedManifest('schemas', SECRET))
+    ).json()) as object;
+    assert.equal('activities' in without, false, 'no activities, no list');
+    assertValid(manifestSchema, without);
+  });
+
+  it('accept the activity calls the gateway builds and the answers the SDK gives, credentials included', async () => {
+    const op = operator({ name: 'schemas', secret: SECRET });
+    op.on.startup(function starts({ memo }) {
+      memo.ready = true;
+    });
+    op.on.startup(function later() {
+      throw new TemporaryError('not yet', { delay: 1 });
+    });
+    op.on.login(function credentials() {
+      return { server: 'https://10.0.0.1:6443', caData: '-----BEGIN CERTIFICATE-----', token: 't' };
+    });
+    const started = new Date().toISOString();
+    const startup = activityRequest(
+      'startup',
+      [
+        { id: 'starts', retry: 0, started },
+        { id: 'later', retry: 2, started },
+      ],
+      1000,
+      { before: 1 },
+    );
+    assertValid(requestSchema, startup);
+    const answer = (await (await op.fetch(await signedInvoke('schemas', startup, SECRET))).json()) as {
+      outcomes: Record<string, { status: string }>;
+      memo: unknown;
+    };
+    assert.deepEqual(
+      Object.values(answer.outcomes).map((outcome) => outcome.status),
+      ['success', 'temporary'],
+    );
+    assert.deepEqual(answer.memo, { ready: true });
+    assertValid(responseSchema, answer);
+
+    const login = activityRequest('login', [{ id: 'credentials', retry: 0, started }], 1000, {});
+    const logged = (await (await op.fetch(await signedInvoke('schemas', login, SECRET))).json()) as {
+      outcomes: { credentials: { status: string; result: unknown } };
+    };
+    assertValid(responseSchema, logged);
+    assert.equal(logged.outcomes.credentials.status, 'success');
+    const credentials = ajv.getSchema(
+      'https://causeway.dev/schemas/v1/invocation-response.schema.json#/$defs/credentials',
+    );
+    assert.ok(credentials);
+    assertValid(credentials, logged.outcomes.credentials.result);
+    assert.equal(credentials({ server: 'https://a' }), false, 'a token or a certificate is needed');
+    assert.equal(credentials({ server: 'https://a', certificateData: 'c' }), false, 'with its key');
+  });
+
   it('reject what breaks the contract', () => {
     assert.equal(manifestSchema({ protocol: 'causeway.dev/v1', name: 'Bad_Name', handlers: [] }), false);
     assert.equal(manifestSchema({ protocol: 'causeway.dev/v2', name: 'ok', handlers: [] }), false);
@@ -232,6 +312,16 @@ describe('protocol JSON Schemas', () => {
     assert.equal(request({ event: 'BOOKMARK' }), false);
     assert.equal(request({}, { diff: [['move', ['spec'], 1, 2]] }), false);
     assert.equal(request({}, { diff: [['add', ['spec']]] }), false);
+    const activity = (extra: Record<string, unknown>) =>
+      requestSchema({
+        ...activityRequest('probe', [{ id: 'p', retry: 0, started: new Date().toISOString() }], 1000, {}),
+        ...extra,
+      });
+    assert.equal(activity({}), true, 'the baseline is valid');
+    assert.equal(activity({ body: sdkInvocation(['x']).body }), false, 'an activity is about no object');
+    assert.equal(activity({ reason: 'create' }), false, 'a resource call has a resource and a body');
+    const { idempotencyKey: _key, ...keyless } = sdkInvocation(['x']).handlers[0] as DueHandler;
+    assert.equal(requestSchema({ ...sdkInvocation(['x']), handlers: [keyless] }), false);
   });
 
   it('name exactly the kinds, reasons, filters and options in the table of kinds', () => {
@@ -241,7 +331,20 @@ describe('protocol JSON Schemas', () => {
     const reasons = new Set(
       rules.flatMap((rule) => [...rule.reasons, ...Object.keys(rule.reasonsByOption ?? {})]),
     );
-    assert.deepEqual(new Set(schemaText('invocation-request').properties.reason.enum), reasons);
+    assert.deepEqual(
+      new Set(schemaText('invocation-request').properties.reason.enum),
+      new Set([...reasons, ...ACTIVITY_KIND_NAMES]),
+    );
+    assert.deepEqual(manifest.$defs.activity.properties.kind.examples, ACTIVITY_KIND_NAMES);
+    assert.deepEqual(
+      schemaText('invocation-request').if.properties.reason.enum,
+      ACTIVITY_KIND_NAMES,
+      'the activities are the reasons of calls about no object',
+    );
+    assert.deepEqual(
+      new Set(Object.keys(manifest.$defs.activityOptions.properties)),
+      new Set(Object.values(ACTIVITY_KINDS).flatMap((rule) => rule.options)),
+    );
     assert.deepEqual(
       new Set(Object.keys(manifest.$defs.filters.properties)),
       new Set(rules.flatMap((rule) => [...rule.filters, ...(rule.argument ? [rule.argument] : [])])),

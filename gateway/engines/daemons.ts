@@ -1,0 +1,269 @@
+/**
+ * Kopf's daemons: one long call per matching object, while the object exists and matches. A call
+ * lasts a round at most (`roundMs`; hosts such as Workers bound how long a call may last, and
+ * proxies cut idle connections): the handler's `stopped` signal ends the round, it returns, and the
+ * gateway calls it again at once, its memo kept. So there is always one call open per daemon.
+ *
+ * Stopping (the object deleted or no longer matching, the gateway exiting): the gateway tells the
+ * daemon why with a call of its own, then waits for its call to end, for `cancellationTimeout`
+ * seconds at most (the round's end without one) before cutting it off. Our finalizer holds a deleted
+ * object until its daemons have ended.
+ *
+ * A daemon that returns by itself, fails permanently or runs out of retries is not called again until
+ * the object changes. A temporary failure calls it again after its delay; a service that fails or
+ * is down (a crash) is called again as for any handler, which restarts its daemons.
+ */
+import type { DaemonStopReason, DueHandler, KubernetesObject, Outcome } from '../../protocol/index.ts';
+import { callServices, idempotencyKey, type RetryDelays } from '../dispatch/calls.ts';
+import type { WatchEventType } from '../kube/watcher.ts';
+import type { Logger } from '../logging.ts';
+import type { ReactorApi } from '../reactor/api.ts';
+import { type ObjectMemory, updatedMemo } from '../reactor/memory.ts';
+import { objectName, type ServedResource } from '../reactor/model.ts';
+import { collectEffects, emptyEffects } from '../reactor/outcomes.ts';
+import { exhaustion } from '../reactor/plan.ts';
+import { essenceOf, serializeEssence } from '../state/essence.ts';
+import { sleep } from '../timing.ts';
+import { type BoundHandler, handlerKey, matchingHandlers, stillBound, writeEffects } from './background.ts';
+
+export interface DaemonsOptions {
+  served: ServedResource;
+  api: ReactorApi;
+  /** The reactor's memory of objects: daemons read and update the same memo as other handlers. */
+  memory: ObjectMemory;
+  /** How long one call of a daemon lasts before it is called again. */
+  roundMs: number;
+  /** Seconds before calling a service again that could not be reached or answered badly. */
+  retryDelaysS: RetryDelays;
+  /** Our annotations, which are not a change of the object (see essence.ts). */
+  annotationPrefix: string;
+  logger: Logger;
+}
+
+interface Daemon extends BoundHandler {
+  object: Watched;
+  /** What the service knows this daemon's calls by (so a stop call can find it). */
+  key: string;
+  retry: number;
+  started: string;
+  /** Set once it is to stop; its sleeps end then. */
+  stopping: AbortController;
+  /** The call in flight, cut off when a stop is not heeded in time. */
+  call?: AbortController;
+  /** Resolves when it has ended (returned, failed for good, or stopped). */
+  ended: Promise<void>;
+  finished: boolean;
+  /** Ended by itself: not called again until the essence differs from this one. */
+  haltedAt?: string;
+}
+
+interface Watched {
+  latest: KubernetesObject;
+  daemons: Map<string, Daemon>;
+}
+
+/** A daemon's service is not called again within one attempt: the daemon's retry handles failures. */
+const NO_RETRIES: RetryDelays = [0];
+
+export class Daemons {
+  readonly #options: DaemonsOptions;
+  readonly #objects = new Map<string, Watched>();
+  #stopped = false;
+
+  constructor(options: DaemonsOptions) {
+    this.#options = options;
+  }
+
+  /** Every watch event: starts the object's daemons, and stops those it no longer matches. */
+  observe(type: WatchEventType, object: KubernetesObject): void {
+    if (this.#stopped) return;
+    const uid = object.metadata.uid;
+    const matching = type === 'DELETED' ? [] : matchingHandlers(this.#options.served, 'daemon', object);
+    let watched = this.#objects.get(uid);
+    if (!watched) {
+      if (matching.length === 0) return;
+      watched = { latest: object, daemons: new Map() };
+      this.#objects.set(uid, watched);
+    }
+    watched.latest = object;
+    const deleted = type === 'DELETED' || object.metadata.deletionTimestamp !== undefined;
+    const keep = new Set(matching.map(handlerKey));
+    for (const [key, daemon] of watched.daemons) {
+      if (!keep.has(key)) void this.#stop(daemon, deleted ? 'resource-deleted' : 'filters-mismatch');
+    }
+    if (type === 'DELETED') {
+      // Gone: what halted daemons kept goes too, once every daemon has ended.
+      const gone = watched;
+      void Promise.all([...gone.daemons.values()].map((daemon) => daemon.ended)).then(() => {
+        if (this.#objects.get(uid) === gone) this.#objects.delete(uid);
+      });
+      return;
+    }
+    let essence: string | undefined;
+    for (const handler of matching) {
+      const running = watched.daemons.get(handlerKey(handler));
+      if (running?.haltedAt !== undefined) {
+        essence ??= serializeEssence(essenceOf(object, this.#options.annotationPrefix));
+        if (essence === running.haltedAt) continue;
+      } else if (running) {
+        continue;
+      }
+      this.#start(watched, handler);
+    }
+  }
+
+  /**
+   * Resolves once the object's daemons have ended, or undefined when none runs: a deletion waits for
+   * it before our finalizer lets the object go.
+   */
+  ended(uid: string): Promise<void> | undefined {
+    const daemons = [...(this.#objects.get(uid)?.daemons.values() ?? [])].filter(
+      (daemon) => !daemon.finished,
+    );
+    if (daemons.length === 0) return undefined;
+    return Promise.all(daemons.map((daemon) => daemon.ended)).then(() => undefined);
+  }
+
+  /** Stops every daemon (the gateway exits) and waits for them. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    const all = [...this.#objects.values()].flatMap((watched) => [...watched.daemons.values()]);
+    await Promise.all(all.map((daemon) => this.#stop(daemon, 'operator-exiting')));
+  }
+
+  #start(watched: Watched, handler: BoundHandler): void {
+    const started = new Date().toISOString();
+    const uid = watched.latest.metadata.uid;
+    const daemon = {
+      ...handler,
+      object: watched,
+      key: idempotencyKey(uid, handler.spec.id, 'daemon', started),
+      retry: 0,
+      started,
+      stopping: new AbortController(),
+      finished: false,
+    } as Daemon;
+    daemon.ended = this.#run(daemon).finally(() => {
+      daemon.finished = true;
+      if (daemon.haltedAt !== undefined) return; // kept, to know when the object has changed
+      if (watched.daemons.get(handlerKey(daemon)) === daemon) watched.daemons.delete(handlerKey(daemon));
+      if (watched.daemons.size === 0 && this.#objects.get(uid) === watched) this.#objects.delete(uid);
+    });
+    watched.daemons.set(handlerKey(daemon), daemon);
+  }
+
+  async #run(daemon: Daemon): Promise<void> {
+    const { served, memory, roundMs, logger } = this.#options;
+    const { spec, service, object, stopping } = daemon;
+    const log = logger.child(objectName(object.latest));
+    await sleep((spec.options?.initialDelay ?? 0) * 1000, stopping.signal);
+    while (!stopping.signal.aborted && stillBound(served, daemon)) {
+      const uid = object.latest.metadata.uid;
+      const due: DueHandler = {
+        id: spec.id,
+        retry: daemon.retry,
+        started: daemon.started,
+        idempotencyKey: daemon.key,
+      };
+      daemon.call = new AbortController();
+      const [answer] = await callServices(
+        [{ service, handlers: [due] }],
+        {
+          reason: 'daemon',
+          resource: served.resource,
+          object: object.latest,
+          memo: memory.memoOf(uid),
+          timeoutMs: roundMs,
+          long: { cut: daemon.call.signal, graceMs: service.timeoutMs },
+        },
+        daemon.retry === 0 ? NO_RETRIES : this.#options.retryDelaysS,
+        log,
+      );
+      delete daemon.call;
+      if (answer?.memo) memory.updateMemo(uid, (memo) => updatedMemo(memo, answer.memo ?? {}));
+      const outcome = answer?.outcomes[spec.id];
+      if (!outcome) {
+        await Promise.race([answer?.down, sleep(roundMs, stopping.signal)]); // the service is down
+        continue;
+      }
+      const effects = emptyEffects();
+      collectEffects(effects, outcome, daemon.key);
+      await writeEffects(this.#options.api, object.latest, effects, log);
+      if (stopping.signal.aborted) break;
+      const next = this.#next(daemon, outcome, log);
+      if (next === 'halt') {
+        daemon.haltedAt = serializeEssence(essenceOf(object.latest, this.#options.annotationPrefix));
+        return;
+      }
+      await sleep(next, stopping.signal);
+    }
+    log.debug(`daemon ${spec.id} stopped (${stopping.signal.reason ?? 'its handler was removed'})`);
+  }
+
+  /** After a call: how long until the next one, or `halt` until the object changes. */
+  #next(daemon: Daemon, outcome: Outcome, log: Logger): number | 'halt' {
+    const { spec } = daemon;
+    switch (outcome.status) {
+      case 'success':
+        if (outcome.roundEnded) {
+          daemon.retry = 0;
+          return 0;
+        }
+        log.info(`daemon ${spec.id} returned; not called again until the object changes`);
+        return 'halt';
+      case 'temporary': {
+        const retries = daemon.retry + 1;
+        const exhausted = exhaustion(spec, { started: daemon.started, retries }, new Date());
+        if (exhausted) {
+          log.error(`daemon ${spec.id} ${exhausted}; not called again until the object changes`);
+          return 'halt';
+        }
+        daemon.retry = retries;
+        log.warning(
+          `daemon ${spec.id} failed temporarily, calling again in ${outcome.delay}s: ${outcome.message}`,
+        );
+        return outcome.delay * 1000;
+      }
+      case 'skipped':
+        return 'halt';
+      case 'permanent':
+      case 'denied':
+        log.error(
+          `daemon ${spec.id} failed permanently: ${outcome.message}; not called again until the object changes`,
+        );
+        return 'halt';
+    }
+  }
+
+  /** Tells the daemon why it is to stop, and cuts its call off if it has not ended in time. */
+  async #stop(daemon: Daemon, reason: DaemonStopReason): Promise<void> {
+    if (daemon.stopping.signal.aborted) return daemon.ended;
+    daemon.stopping.abort(reason);
+    if (daemon.call) {
+      const { served, logger } = this.#options;
+      const due: DueHandler = {
+        id: daemon.spec.id,
+        retry: daemon.retry,
+        started: daemon.started,
+        idempotencyKey: daemon.key,
+      };
+      const log = logger.child(objectName(daemon.object.latest));
+      await callServices(
+        [{ service: daemon.service, handlers: [due] }],
+        { reason: 'daemon', resource: served.resource, object: daemon.object.latest, stop: reason },
+        NO_RETRIES,
+        log,
+      );
+      const timeout = daemon.spec.options?.cancellationTimeout;
+      if (timeout !== undefined) {
+        const call = daemon.call;
+        const cutting = setTimeout(
+          () => call?.abort(`no return within ${timeout}s of being stopped`),
+          timeout * 1000,
+        );
+        void daemon.ended.finally(() => clearTimeout(cutting));
+      }
+    }
+    return daemon.ended;
+  }
+}

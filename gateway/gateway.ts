@@ -144,7 +144,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     await activities.startup();
     if (early) return early;
     const service = serviceNamed(services.current, options.loginFrom as string);
-    return KubeClient.fromLogin(loginThrough(service, activities, logger));
+    return KubeClient.fromLogin(loginThrough(service, activities, stopping.signal, logger));
   });
   // Added before the cleanup, so stopped after it: while cleanup handlers run, it answers 500.
   const liveness = options.liveness

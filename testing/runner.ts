@@ -14,7 +14,10 @@ import {
 import { encodeSecret } from '../protocol/index.ts';
 
 export interface RunOptions extends Omit<GatewayOptions, 'functions' | 'secret' | 'kubeconfig'> {
-  /** A kubeconfig file or a loaded KubeConfig; defaults to $KUBECONFIG, ~/.kube/config, in-cluster. */
+  /**
+   * A kubeconfig file or a loaded KubeConfig; defaults to $KUBECONFIG, ~/.kube/config, in-cluster.
+   * None with `loginFrom`.
+   */
   kubeconfig?: string | KubeConfig;
   /** The operator's secret, if it was given one explicitly; else $CAUSEWAY_SECRET, set if missing. */
   secret?: string;
@@ -39,7 +42,8 @@ export async function runOperator(
     ...rest,
     functions: [operator],
     secret: secret === undefined ? processSecret : encodeSecret(secret),
-    kubeconfig: loadKubeConfig(kubeconfig),
+    // Logging in through the operator, the gateway has no kubeconfig.
+    ...(rest.loginFrom ? {} : { kubeconfig: loadKubeConfig(kubeconfig) }),
   });
   await gateway.synced;
   return { gateway, logs, stop: () => gateway.stop() };

@@ -166,10 +166,13 @@ describe('Activities', () => {
     });
     const service = await serviceOf(op);
     const { activities } = activitiesOf([service]);
-    assert.deepEqual(await activities.login(service), { server: 'https://10.0.0.1:6443', token: 'abc' });
+    assert.deepEqual(await activities.login(service, new AbortController().signal), {
+      server: 'https://10.0.0.1:6443',
+      token: 'abc',
+    });
     const none = await serviceOf(operator({ name: 'none', secret: SECRET }));
     await assert.rejects(
-      activities.login(none),
+      activities.login(none, new AbortController().signal),
       /"none" has 0 login handlers; the gateway logs in through exactly one/,
     );
   });

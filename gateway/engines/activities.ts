@@ -162,9 +162,10 @@ export class Activities {
 
   /**
    * Calls the login handler of `service` until it has succeeded, and returns the credentials it gave.
-   * Throws ActivityFailed when it fails for good or gives what is no credentials.
+   * Throws ActivityFailed when it fails for good, gives what is no credentials, or `signal` aborts
+   * first (the gateway stopping: no request waits for a login that will not come).
    */
-  async login(service: FunctionService): Promise<Credentials> {
+  async login(service: FunctionService, signal: AbortSignal): Promise<Credentials> {
     const specs = activitiesOf(service, 'login');
     const [spec] = specs;
     if (!spec || specs.length > 1) {
@@ -173,8 +174,9 @@ export class Activities {
           'through exactly one',
       );
     }
-    const { results, failures } = await this.#settle(service, 'login', specs, new AbortController().signal);
+    const { results, failures, unfinished } = await this.#settle(service, 'login', specs, signal);
     if (failures.length > 0) throw new ActivityFailed(`cannot log in: ${failures.join('; ')}`);
+    if (unfinished.length > 0) throw new ActivityFailed(`the login through "${service.name}" was given up`);
     const credentials = results.get(spec.id);
     const problem = credentialsProblem(credentials);
     if (problem) {

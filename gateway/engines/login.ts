@@ -31,10 +31,18 @@ export function kubeConfigOf(credentials: Credentials): KubeConfig {
   return config;
 }
 
-/** How the gateway logs in through `service`: each time, its login handler is called afresh. */
-export function loginThrough(service: FunctionService, activities: Activities, logger: Logger): Login {
+/**
+ * How the gateway logs in through `service`: each time, its login handler is called afresh, until
+ * `stopping` aborts.
+ */
+export function loginThrough(
+  service: FunctionService,
+  activities: Activities,
+  stopping: AbortSignal,
+  logger: Logger,
+): Login {
   return async () => {
-    const credentials = await activities.login(service);
+    const credentials = await activities.login(service, stopping);
     const { server, insecure, expiration } = credentials;
     if (insecure) logger.warning(`the login of "${service.name}" skips verifying ${server}'s certificate`);
     logger.info(

@@ -28,6 +28,7 @@ import {
   startGatewayThenFunctions,
   uniqueClusterNames,
   withFlag,
+  withFreeLiveness,
 } from '../support/deploy.ts';
 import {
   applyRbac,
@@ -105,8 +106,13 @@ describe('deploy/examples/17-admission', () => {
     const functions = find<Deployment>(objects, 'Deployment', FUNCTIONS);
     const functionsArgs = onlyContainer(functions).args ?? [];
     assert.equal(functionsArgs[1], 'examples/17-admission/operator.ts');
-    // The overlay's args replace the base's: they still sign with the keys the service mounts.
+    // The overlay's args replace the base's: they still sign with the keys the service mounts, and
+    // serve the liveness endpoint the base's probes ask.
     assert.equal(flagValue(args, '--signing-keys'), `$(POD_NAMESPACE)/${KEYS}`);
+    const liveness = new URL(flagValue(args, '--liveness') ?? '');
+    const livenessPort = container.ports?.find((each) => each.containerPort === Number(liveness.port));
+    assert.equal(container.livenessProbe?.httpGet?.port, livenessPort?.name);
+    assert.equal(container.livenessProbe?.httpGet?.path, liveness.pathname);
     assert.deepEqual(mountedFile(functions, flagValue(functionsArgs, '--jwks-file') ?? ''), {
       configMap: { name: KEYS },
       key: 'jwks.json',
@@ -169,8 +175,9 @@ describe('deploy/examples/17-admission', () => {
     await writeServiceAccountKubeconfig(kubeconfig, namespace, GATEWAY);
     const port = await freePort();
     const container = onlyContainer(find<Deployment>(objects, 'Deployment', GATEWAY));
+    const { args: containerArgs } = await withFreeLiveness(container.args ?? []);
     const args = withFlag(
-      withFlag(container.args ?? [], '--functions', `admission=http://127.0.0.1:${port}`),
+      withFlag(containerArgs, '--functions', `admission=http://127.0.0.1:${port}`),
       '--webhook-listen',
       '127.0.0.1:0',
     )

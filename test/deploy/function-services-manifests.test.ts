@@ -33,6 +33,7 @@ import {
   type Service,
   startGatewayThenFunctions,
   withFlag,
+  withFreeLiveness,
 } from '../support/deploy.ts';
 import {
   dryRunObjects,
@@ -109,6 +110,8 @@ describe(DIRECTORY, () => {
       '$(POD_NAMESPACE)',
       '--signing-keys',
       `$(POD_NAMESPACE)/${KEYS}`,
+      '--liveness',
+      'http://0.0.0.0:8080/healthz',
     ]);
 
     // The FunctionService's URL names the Service, on a port of it that leads to the functions' serving
@@ -236,9 +239,10 @@ describe(DIRECTORY, () => {
       ['apply', '-f', '-'],
       toYaml([{ ...functionService, spec: { url: `http://127.0.0.1:${port}` } }]),
     );
-    const gatewayArgs = (onlyContainer(find<Deployment>(objects, 'Deployment', GATEWAY)).args ?? []).map(
-      (arg) => arg.replaceAll('$(POD_NAMESPACE)', namespace),
+    const { args: containerArgs } = await withFreeLiveness(
+      onlyContainer(find<Deployment>(objects, 'Deployment', GATEWAY)).args ?? [],
     );
+    const gatewayArgs = containerArgs.map((arg) => arg.replaceAll('$(POD_NAMESPACE)', namespace));
     const functionsArgs = withFlag(
       onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [],
       '--port',

@@ -33,6 +33,7 @@ import {
   startBundledCli,
   startGatewayThenFunctions,
   withFlag,
+  withFreeLiveness,
 } from '../support/deploy.ts';
 import {
   dryRunObjects,
@@ -332,6 +333,16 @@ describe('deploy/examples/01-minimal', () => {
       key: 'jwks.json',
       readOnly: true,
     });
+
+    // The gateway's startup and liveness probes ask its --liveness endpoint, at its path and port.
+    const liveness = new URL(flagValue(args, '--liveness') ?? '');
+    assert.equal(liveness.hostname, '0.0.0.0', 'reachable by the kubelet, from outside the pod');
+    const livenessPort = gateway.ports?.find((port) => port.containerPort === Number(liveness.port));
+    assert.ok(livenessPort, `no container port ${liveness.port} for the liveness endpoint`);
+    for (const probe of [gateway.startupProbe, gateway.livenessProbe]) {
+      assert.equal(probe?.httpGet?.path, liveness.pathname);
+      assert.ok([livenessPort.name, livenessPort.containerPort].includes(probe?.httpGet?.port));
+    }
   });
 
   it("runs the containers' commands: a gateway holding only its service account's token makes its keys and rotates them, the function service verifies with their public halves", async (t) => {
@@ -353,11 +364,12 @@ describe('deploy/examples/01-minimal', () => {
     // The containers' arguments, expanded as the kubelet would; the function service on a free loopback
     // port instead of 0.0.0.0:8080, and the gateway calling it there.
     const port = await freePort();
-    const gatewayArgs = withFlag(
+    const { args: containerArgs, liveness } = await withFreeLiveness(
       onlyContainer(find<Deployment>(objects, 'Deployment', GATEWAY)).args ?? [],
-      '--functions',
-      `kopfexample=http://127.0.0.1:${port}`,
-    ).map((arg) => arg.replaceAll('$(POD_NAMESPACE)', namespace));
+    );
+    const gatewayArgs = withFlag(containerArgs, '--functions', `kopfexample=http://127.0.0.1:${port}`).map(
+      (arg) => arg.replaceAll('$(POD_NAMESPACE)', namespace),
+    );
     const functionsArgs = withFlag(
       onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [],
       '--port',
@@ -392,6 +404,9 @@ describe('deploy/examples/01-minimal', () => {
       gateway.output(),
       new RegExp(`watching /apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`),
     );
+    // What the kubelet's probes get: healthy, and no probe handler to report.
+    const probed = await fetch(liveness);
+    assert.deepEqual([probed.status, await probed.json()], [200, {}]);
 
     // The gateway made one key, kept it in its Secret, published its public half only, and signs with it.
     const [kid, ...more] = await keptKeys(namespace, KEYS);

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it, type TestContext } from 'node:test';
 import type { InvocationRequest, InvocationResponse, KubernetesObject } from 'causeway/protocol';
-import { callHandlers, type RunningOperator, runOperator } from 'causeway/testing';
+import { callActivities, callHandlers, type RunningOperator, runOperator } from 'causeway/testing';
 import { parseManifests } from '../../gateway/kube/apply.ts';
 import type { KubeClient } from '../../gateway/kube/client.ts';
 import { ApiError } from '../../gateway/kube/errors.ts';
@@ -604,6 +604,101 @@ describe('examples/11-filtering-handlers', async () => {
       'create {"with_items":"skipped"}',
       'create {"with_items":"success"}',
     ]);
+  });
+});
+
+describe('examples/13-hooks', async () => {
+  const { default: op } = await import(example('13-hooks', 'operator.ts').href);
+  const liveness = (running: RunningOperator) => running.gateway.liveness as string;
+  const probed = async (running: RunningOperator) =>
+    (await (await fetch(liveness(running))).json()) as {
+      tasks_count: number;
+      monitored_objects: Record<string, string[]>;
+    };
+  async function createPod(namespace: string, name: string): Promise<void> {
+    const client = await kubeClient();
+    // Pods are admitted once the namespace has its default service account.
+    await eventually('the default service account', async () =>
+      (await readOrGone(client, `/api/v1/namespaces/${namespace}/serviceaccounts/default`))
+        ? true
+        : undefined,
+    );
+    await client.request(`/api/v1/namespaces/${namespace}/pods`, {
+      method: 'POST',
+      body: {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name },
+        spec: {
+          automountServiceAccountToken: false,
+          containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.10' }],
+        },
+      },
+    });
+  }
+
+  it('answers a startup retry in-process: temporary until its fourth attempt', async () => {
+    const handlers = ['startup_fn_retried'];
+    const first = await callActivities(op, { activity: 'startup', handlers });
+    assert.deepEqual(first.outcomes, {
+      startup_fn_retried: { status: 'temporary', message: 'going to succeed in 3s', delay: 1 },
+    });
+    const fourth = await callActivities(op, { activity: 'startup', handlers, retry: 3 });
+    assert.deepEqual(fourth.outcomes, { startup_fn_retried: { status: 'success' } });
+  });
+
+  it('starts before any pod, reports its pod-tasks at the liveness endpoint, and stops them at cleanup', async (t) => {
+    const namespace = await testNamespace(t);
+    const running = await runOperator(op, {
+      namespaces: [namespace],
+      kubeconfig: (await testCluster()).kubeconfigPath,
+      liveness: 'http://127.0.0.1:0/healthz',
+      settings: { activities: { probeCacheMs: 0 } },
+    });
+    let stopped = false;
+    t.after(() => (stopped ? undefined : running.stop()));
+    const retries = running.logs.filter((line) =>
+      line.includes('startup_fn_retried" of function service "hooks" failed, retrying in 1s'),
+    );
+    assert.equal(retries.length, 3);
+    assert.ok(
+      running.logs.some((line) =>
+        line.includes('startup handler "startup_fn_simple" of function service "hooks" succeeded'),
+      ),
+    );
+    assert.deepEqual(await probed(running), { tasks_count: 0, monitored_objects: {} });
+
+    await createPod(namespace, 'idle');
+    const health = await eventually('the pod monitored', async () => {
+      const answer = await probed(running);
+      return answer.monitored_objects[namespace]?.includes('idle') ? answer : undefined;
+    });
+    assert.deepEqual(health, { tasks_count: 1, monitored_objects: { [namespace]: ['idle'] } });
+
+    await running.stop();
+    stopped = true;
+    const cleanup = running.logs.findIndex((line) =>
+      line.includes('cleanup_fn: all pod-tasks are requested to stop...'),
+    );
+    assert.ok(cleanup > 0, running.logs.join('\n'));
+    assert.match(
+      running.logs[cleanup + 1] ?? '',
+      /cleanup handler "cleanup_fn" of function service "hooks" succeeded/,
+    );
+  });
+
+  it('logs the gateway in with what its login handler gives, and serves the pods with it', async (t) => {
+    const namespace = await testNamespace(t);
+    const running = await runOperator(op, { namespaces: [namespace], loginFrom: 'hooks' });
+    t.after(() => running.stop());
+    const { server } = await testCluster();
+    assert.ok(running.logs.some((line) => line.includes(`logged in to ${server} through "hooks", until `)));
+    await createPod(namespace, 'watched');
+    await eventually('the pod-task', async () =>
+      running.logs.some((line) => line.includes(`a task for ${namespace}/watched is started`))
+        ? true
+        : undefined,
+    );
   });
 });
 

@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { IMAGE_NODE_FLAGS } from '../../deploy/build.ts';
 import { applyRbac, CLUSTER_SCOPED, kubectlOk, type Manifest, parseYaml } from './kubectl.ts';
 import { eventually, kubeClient, readPublishedKeys } from './operator.ts';
+import { freePort } from './processes.ts';
 
 export const REPO = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -53,6 +54,7 @@ export interface Container {
   ports?: Array<{ name?: string; containerPort: number }>;
   readinessProbe?: { httpGet?: { path: string; port: string | number } };
   livenessProbe?: { httpGet?: { path: string; port: string | number } };
+  startupProbe?: { httpGet?: { path: string; port: string | number } };
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
   securityContext?: SecurityContext;
 }
@@ -139,6 +141,15 @@ export function withFlag(args: string[], flag: string, value: string): string[] 
   const index = args.indexOf(flag);
   assert.ok(index >= 0, `${flag} is not among ${args.join(' ')}`);
   return args.map((arg, i) => (i === index + 1 ? value : arg));
+}
+
+/**
+ * The gateway's arguments with its liveness endpoint on a free loopback port instead of the
+ * container's 0.0.0.0:8080, which tests running at once would share, and that endpoint's URL.
+ */
+export async function withFreeLiveness(args: string[]): Promise<{ args: string[]; liveness: string }> {
+  const liveness = `http://127.0.0.1:${await freePort()}/healthz`;
+  return { args: withFlag(args, '--liveness', liveness), liveness };
 }
 
 /** Cluster-scoped names are shared by every test: give them the test namespace's name as a suffix. */

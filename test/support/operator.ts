@@ -93,6 +93,10 @@ export async function runOperator(
     logger: memoryLogger(),
     ...(namespaces === 'all' ? {} : { namespaces }),
     ...gatewayOptions,
+  }).catch(async (error) => {
+    // A start that fails (a startup handler's, say) leaves no server to keep the test process alive.
+    await Promise.all(servers.map((server) => server.close()));
+    throw error;
   });
   await gateway.synced;
   return {

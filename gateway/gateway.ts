@@ -265,6 +265,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       served: entry,
       api,
       memory,
+      retryDelaysS: settings.calls.serviceRetryDelaysS,
       concurrency: settings.processing.concurrency,
       annotationPrefix: identity.annotationPrefix,
       logger,

@@ -62,8 +62,13 @@ interface Watched {
   daemons: Map<string, Daemon>;
 }
 
-/** A daemon's service is not called again within one attempt: the daemon's retry handles failures. */
+/** A stop call is made once: a daemon it does not reach learns at its round's end, or is cut off. */
 const NO_RETRIES: RetryDelays = [0];
+
+/** The daemon as its calls name it: the service finds its running call by the idempotency key. */
+function dueOf(daemon: Daemon): DueHandler {
+  return { id: daemon.spec.id, retry: daemon.retry, started: daemon.started, idempotencyKey: daemon.key };
+}
 
 export class Daemons {
   readonly #options: DaemonsOptions;
@@ -159,15 +164,9 @@ export class Daemons {
     await sleep((spec.options?.initialDelay ?? 0) * 1000, stopping.signal);
     while (!stopping.signal.aborted && stillBound(served, daemon)) {
       const uid = object.latest.metadata.uid;
-      const due: DueHandler = {
-        id: spec.id,
-        retry: daemon.retry,
-        started: daemon.started,
-        idempotencyKey: daemon.key,
-      };
       daemon.call = new AbortController();
       const [answer] = await callServices(
-        [{ service, handlers: [due] }],
+        [{ service, handlers: [dueOf(daemon)] }],
         {
           reason: 'daemon',
           resource: served.resource,
@@ -176,7 +175,7 @@ export class Daemons {
           timeoutMs: roundMs,
           long: { cut: daemon.call.signal, graceMs: service.timeoutMs },
         },
-        daemon.retry === 0 ? NO_RETRIES : this.#options.retryDelaysS,
+        this.#options.retryDelaysS,
         log,
       );
       delete daemon.call;
@@ -241,15 +240,9 @@ export class Daemons {
     daemon.stopping.abort(reason);
     if (daemon.call) {
       const { served, logger } = this.#options;
-      const due: DueHandler = {
-        id: daemon.spec.id,
-        retry: daemon.retry,
-        started: daemon.started,
-        idempotencyKey: daemon.key,
-      };
       const log = logger.child(objectName(daemon.object.latest));
       await callServices(
-        [{ service: daemon.service, handlers: [due] }],
+        [{ service: daemon.service, handlers: [dueOf(daemon)] }],
         { reason: 'daemon', resource: served.resource, object: daemon.object.latest, stop: reason },
         NO_RETRIES,
         log,

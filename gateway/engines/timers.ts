@@ -28,6 +28,8 @@ export interface TimersOptions {
   api: ReactorApi;
   /** The reactor's memory of objects: timers read and update the same memo as other handlers. */
   memory: ObjectMemory;
+  /** Seconds before calling again a service that could not be reached or answered badly, by retry. */
+  retryDelaysS: RetryDelays;
   /** Timer calls in flight at once for this resource; the others wait their turn. */
   concurrency: number;
   /** Our annotations, which are not a change of the object (see essence.ts). */
@@ -42,7 +44,6 @@ interface Timer {
   spec: HandlerSpec;
   /** When the first call was due: a sharp timer keeps its cadence from there. */
   anchor?: number;
-  running: boolean;
   /** While failing: the attempt number and when the failing call was first made. */
   failing?: { retry: number; started: string; key: string };
   /** Stopped by a permanent failure: not called again until the essence differs from this one. */
@@ -57,9 +58,6 @@ interface Watched {
   gone: boolean;
 }
 
-/** A service is never called again for the same firing: the next one comes after the interval. */
-const NO_RETRIES: RetryDelays = [0];
-
 export class Timers {
   readonly #options: TimersOptions;
   readonly #objects = new Map<string, Watched>();
@@ -72,13 +70,6 @@ export class Timers {
   constructor(options: TimersOptions) {
     this.#options = options;
     this.#scheduler = new Scheduler((due) => this.#due(due));
-  }
-
-  /** Timers scheduled or running, over every object: what one scheduler holds. */
-  get size(): number {
-    let count = 0;
-    for (const watched of this.#objects.values()) count += watched.timers.size;
-    return count;
   }
 
   /** Every watch event: starts, re-times and stops the object's timers. */
@@ -104,14 +95,14 @@ export class Timers {
       const key = handlerKey({ service, spec });
       const timer = watched.timers.get(key);
       if (!timer) {
-        const started: Timer = { object: watched, service, spec, running: false };
+        const started: Timer = { object: watched, service, spec };
         watched.timers.set(key, started);
         this.#scheduler.schedule(started, now + (spec.options?.initialDelay ?? 0) * 1000);
       } else if (timer.haltedAt !== undefined) {
         essence ??= serializeEssence(essenceOf(object, this.#options.annotationPrefix));
         if (essence !== timer.haltedAt) {
           delete timer.haltedAt;
-          if (!timer.running) this.#scheduler.schedule(timer, now);
+          this.#scheduler.schedule(timer, now); // halted, so not running
         }
       }
     }
@@ -151,10 +142,7 @@ export class Timers {
       const key = `${timer.object.latest.metadata.uid}\0${timer.service.name}`;
       byCall.set(key, [...(byCall.get(key) ?? []), timer]);
     }
-    for (const call of byCall.values()) {
-      for (const timer of call) timer.running = true;
-      this.#waiting.push(call);
-    }
+    this.#waiting.push(...byCall.values());
     this.#pump();
   }
 
@@ -187,42 +175,31 @@ export class Timers {
     const log = logger.child(objectName(object.latest));
     const startedAt = Date.now();
     const started = new Date(startedAt).toISOString();
-    for (const timer of timers) {
+    const handlers = timers.map((timer): DueHandler => {
       timer.anchor ??= startedAt;
       timer.failing ??= { retry: 0, started, key: idempotencyKey(uid, timer.spec.id, 'timer', started) };
-    }
-    const handlers = timers.map(
-      ({ spec, failing }): DueHandler => ({
-        id: spec.id,
-        retry: failing?.retry ?? 0,
-        started: failing?.started ?? started,
-        idempotencyKey: failing?.key ?? '',
-      }),
+      const { retry, key } = timer.failing;
+      return { id: timer.spec.id, retry, started: timer.failing.started, idempotencyKey: key };
+    });
+    const [answer] = await callServices(
+      [{ service, handlers }],
+      { reason: 'timer', resource: served.resource, object: object.latest, memo: memory.memoOf(uid) },
+      this.#options.retryDelaysS,
+      log,
     );
-    try {
-      const [answer] = await callServices(
-        [{ service, handlers }],
-        { reason: 'timer', resource: served.resource, object: object.latest, memo: memory.memoOf(uid) },
-        NO_RETRIES,
-        log,
-      );
-      if (answer?.memo) memory.updateMemo(uid, (memo) => updatedMemo(memo, answer.memo ?? {}));
-      const effects = emptyEffects();
-      const finishedAt = Date.now();
-      for (const timer of timers) {
-        const outcome = answer?.outcomes[timer.spec.id];
-        timer.running = false;
-        // A service that is down has no outcome: try again at the next interval.
-        const next = outcome ? this.#settle(timer, outcome, effects, log) : 'interval';
-        if (next === 'halt' || !this.#live(timer)) continue;
-        const at =
-          next === 'interval' ? nextCallAt(timer.spec, timer.anchor as number, startedAt, finishedAt) : next;
-        this.#scheduler.schedule(timer, at);
-      }
-      await writeEffects(this.#options.api, object.latest, effects, log);
-    } finally {
-      for (const timer of timers) timer.running = false;
+    if (answer?.memo) memory.updateMemo(uid, (memo) => updatedMemo(memo, answer.memo ?? {}));
+    const effects = emptyEffects();
+    const finishedAt = Date.now();
+    for (const timer of timers) {
+      const outcome = answer?.outcomes[timer.spec.id];
+      // A service that is down has no outcome: try again at the next interval.
+      const next = outcome ? this.#settle(timer, outcome, effects, log) : 'interval';
+      if (next === 'halt' || !this.#live(timer)) continue;
+      const at =
+        next === 'interval' ? nextCallAt(timer.spec, timer.anchor as number, startedAt, finishedAt) : next;
+      this.#scheduler.schedule(timer, at);
     }
+    await writeEffects(this.#options.api, object.latest, effects, log);
   }
 
   /**

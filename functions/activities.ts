@@ -15,13 +15,12 @@ import {
   type LogLine,
   type Outcome,
   PROTOCOL,
-  type ActivityOptions as SpecOptions,
 } from '../protocol/index.ts';
-import { isObject } from '../protocol/json.ts';
 import { deepFreeze } from './context.ts';
 import { PermanentError, TemporaryError } from './errors.ts';
 import { memoUpdates, success } from './invoke.ts';
 import { collectingLogger, type Logger } from './logger.ts';
+import { checkCommonOptions, checkedId, DEFAULT_BACKOFF_SECONDS, pick } from './registry.ts';
 
 /** What an activity handler receives: no object, as it is about none. */
 export interface ActivityContext {
@@ -94,9 +93,6 @@ export interface Activities {
   activities: ReadonlyMap<string, RegisteredActivity>;
 }
 
-/** Arbitrary errors are retried, as resource handlers' are (Kopf's settings.execution.default_backoff). */
-const DEFAULT_BACKOFF_SECONDS = 60;
-
 export function createActivities(): Activities {
   const activities = new Map<string, RegisteredActivity>();
   const register =
@@ -109,17 +105,8 @@ export function createActivities(): Activities {
       const [options, fn] = rest.length === 1 ? [{}, rest[0]] : rest;
       if (typeof fn !== 'function') throw new TypeError(`${where}: the handler must be a function`);
       checkActivityOptions(where, kind, options);
-      const id = options.id ?? fn.name;
-      if (!id) {
-        throw new TypeError(
-          `${where}: an anonymous handler needs an id: pass { id: '...' } or use a named function`,
-        );
-      }
-      if (/\s/.test(id)) throw new TypeError(`${where}: handler id "${id}" must not contain whitespace`);
-      if (activities.has(id)) {
-        throw new Error(`${where}: activity id "${id}" is already registered; pass a distinct { id: '...' }`);
-      }
-      const published = specOptions(options);
+      const id = checkedId(where, options.id ?? fn.name, activities, 'activity');
+      const published = pick(options, ['retries', 'timeout', 'backoff']);
       activities.set(id, {
         id,
         kind,
@@ -138,40 +125,12 @@ export function activitySpecOf({ id, kind, options }: RegisteredActivity): Activ
   return { id, kind, ...(options ? { options } : {}) };
 }
 
-function specOptions({ retries, timeout, backoff }: ActivityOptions): SpecOptions | undefined {
-  const picked: SpecOptions = {
-    ...(retries === undefined ? {} : { retries }),
-    ...(timeout === undefined ? {} : { timeout }),
-    ...(backoff === undefined ? {} : { backoff }),
-  };
-  return Object.keys(picked).length > 0 ? picked : undefined;
-}
-
 function checkActivityOptions(
   where: string,
   kind: ActivityKind,
   options: unknown,
 ): asserts options is ActivityOptions {
-  if (!isObject(options)) throw new TypeError(`${where}: options must be an object, got ${String(options)}`);
-  const known: readonly string[] = ['id', 'param', ...ACTIVITY_KINDS[kind].options];
-  for (const name of Object.keys(options)) {
-    if (!known.includes(name)) {
-      throw new TypeError(`${where}: unknown option "${name}"; known options: ${known.join(', ')}`);
-    }
-  }
-  const { id, retries, timeout, backoff } = options as ActivityOptions;
-  if (id !== undefined && (typeof id !== 'string' || id === '')) {
-    throw new TypeError(`${where}: option "id" must be a non-empty string`);
-  }
-  if (retries !== undefined && !(Number.isInteger(retries) && retries >= 1)) {
-    throw new TypeError(`${where}: option "retries" must be a whole number of attempts, at least 1`);
-  }
-  if (timeout !== undefined && !(typeof timeout === 'number' && Number.isFinite(timeout) && timeout > 0)) {
-    throw new TypeError(`${where}: option "timeout" must be a positive number of seconds`);
-  }
-  if (backoff !== undefined && !(typeof backoff === 'number' && Number.isFinite(backoff) && backoff >= 0)) {
-    throw new TypeError(`${where}: option "backoff" must be a non-negative number of seconds`);
-  }
+  checkCommonOptions(where, options, ['id', 'param', ...ACTIVITY_KINDS[kind].options]);
 }
 
 /** Runs the due activity handlers one after another, in the request's order, sharing the memo. */

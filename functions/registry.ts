@@ -122,7 +122,7 @@ export interface Registry {
 }
 
 /** Arbitrary errors are retried, as Kopf does by default (settings.execution.default_backoff). */
-const DEFAULT_BACKOFF_SECONDS = 60;
+export const DEFAULT_BACKOFF_SECONDS = 60;
 
 export function createRegistry(): Registry {
   const handlers = new Map<string, Registered>();
@@ -149,16 +149,7 @@ export function createRegistry(): Registry {
       checkOptions(where, kind, given);
       const options: HandlerOptions = field === undefined ? given : { ...given, field };
       const { filters, applies } = compileFilters(where, options);
-      const id = options.id ?? handlerId(fn.name, options.field);
-      if (!id) {
-        throw new TypeError(
-          `${where}: an anonymous handler needs an id: pass { id: '...' } or use a named function`,
-        );
-      }
-      if (/\s/.test(id)) throw new TypeError(`${where}: handler id "${id}" must not contain whitespace`);
-      if (handlers.has(id)) {
-        throw new Error(`${where}: handler id "${id}" is already registered; pass a distinct { id: '...' }`);
-      }
+      const id = checkedId(where, options.id ?? handlerId(fn.name, options.field), handlers, 'handler');
       const specOptions = pick(options, SPEC_OPTIONS);
       handlers.set(id, {
         id,
@@ -206,24 +197,54 @@ const SPEC_OPTIONS: readonly (keyof SpecOptions)[] = [
 ];
 const OPERATIONS: readonly AdmissionOperation[] = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'];
 
-function pick(options: HandlerOptions, names: readonly (keyof SpecOptions)[]): SpecOptions | undefined {
+/** The options among `names` that are given, or undefined when none is: what a manifest publishes. */
+export function pick<T extends object, K extends keyof T>(
+  options: T,
+  names: readonly K[],
+): Pick<T, K> | undefined {
   const picked = Object.fromEntries(
     names.flatMap((name) => (options[name] === undefined ? [] : [[name, options[name]]])),
-  );
+  ) as Pick<T, K>;
   return Object.keys(picked).length > 0 ? picked : undefined;
 }
 
-function checkOptions(where: string, kind: HandlerKind, options: unknown): asserts options is HandlerOptions {
-  const known = optionsOf(kind);
+/** The id a handler is registered under, checked: given or named, without whitespace, not taken. */
+export function checkedId(
+  where: string,
+  id: string,
+  taken: ReadonlyMap<string, unknown>,
+  noun: 'handler' | 'activity',
+): string {
+  if (!id) {
+    throw new TypeError(
+      `${where}: an anonymous handler needs an id: pass { id: '...' } or use a named function`,
+    );
+  }
+  if (/\s/.test(id)) throw new TypeError(`${where}: ${noun} id "${id}" must not contain whitespace`);
+  if (taken.has(id)) {
+    throw new Error(`${where}: ${noun} id "${id}" is already registered; pass a distinct { id: '...' }`);
+  }
+  return id;
+}
+
+/**
+ * What every registration checks, a resource handler's or an activity's: an object of `known`
+ * options, with a well-formed id, retries, timeout and backoff.
+ */
+export function checkCommonOptions(
+  where: string,
+  options: unknown,
+  known: readonly string[],
+): asserts options is Pick<HandlerOptions, 'id' | 'retries' | 'timeout' | 'backoff'> {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new TypeError(`${where}: options must be an object, got ${String(options)}`);
   }
   for (const name of Object.keys(options)) {
-    if (!(known as readonly string[]).includes(name)) {
+    if (!known.includes(name)) {
       throw new TypeError(`${where}: unknown option "${name}"; known options: ${known.join(', ')}`);
     }
   }
-  const { id, retries, timeout, backoff, operations, subresource } = options as HandlerOptions;
+  const { id, retries, timeout, backoff } = options as HandlerOptions;
   if (id !== undefined && (typeof id !== 'string' || id === '')) {
     throw new TypeError(`${where}: option "id" must be a non-empty string`);
   }
@@ -233,14 +254,19 @@ function checkOptions(where: string, kind: HandlerKind, options: unknown): asser
   if (timeout !== undefined && !(typeof timeout === 'number' && Number.isFinite(timeout) && timeout > 0)) {
     throw new TypeError(`${where}: option "timeout" must be a positive number of seconds`);
   }
+  if (backoff !== undefined && !(typeof backoff === 'number' && Number.isFinite(backoff) && backoff >= 0)) {
+    throw new TypeError(`${where}: option "backoff" must be a non-negative number of seconds`);
+  }
+}
+
+function checkOptions(where: string, kind: HandlerKind, options: unknown): asserts options is HandlerOptions {
+  checkCommonOptions(where, options, optionsOf(kind));
+  const { timeout, operations, subresource } = options as HandlerOptions;
   // The apiserver waits for a webhook 1 to 30 seconds, in whole seconds.
   if (isAdmissionKind(kind) && timeout !== undefined && !(Number.isInteger(timeout) && timeout <= 30)) {
     throw new TypeError(
       `${where}: option "timeout" of an admission handler must be a whole number of seconds, 1 to 30`,
     );
-  }
-  if (backoff !== undefined && !(typeof backoff === 'number' && Number.isFinite(backoff) && backoff >= 0)) {
-    throw new TypeError(`${where}: option "backoff" must be a non-negative number of seconds`);
   }
   const { interval, idle, initialDelay, cancellationTimeout } = options as HandlerOptions;
   if (kind === 'timer' && !(typeof interval === 'number' && Number.isFinite(interval) && interval > 0)) {

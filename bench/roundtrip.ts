@@ -312,7 +312,7 @@ async function createHandler(service: FunctionService): Promise<HandlerSpec> {
  */
 function sampleInvocation(handler: HandlerSpec): InvocationRequest {
   const { name, group = 'kopf.dev', version = 'v1' } = handler.resource;
-  const plural = name.split('.')[0] as string;
+  const plural = (name ?? 'kopfexamples').split('.')[0] as string;
   const reason = HANDLER_KINDS[handler.kind].reasons[0] as Reason;
   const object = {
     apiVersion: `${group}/${version}`,

@@ -104,7 +104,7 @@ describe('activities', () => {
       memo: { lock: 'made', stale: null },
     });
     assert.deepEqual(seen, [
-      { activity: 'startup', retry: 0, started: STARTED, param: undefined, keys: ['runtime'] },
+      { activity: 'startup', retry: 0, started: STARTED, param: undefined, keys: ['indexes', 'runtime'] },
       'made',
     ]);
   });

@@ -18,6 +18,7 @@ import {
 } from '../protocol/index.ts';
 import { deepFreeze } from './context.ts';
 import { PermanentError, TemporaryError } from './errors.ts';
+import { checkIndexesOption, declaredIndexes, type Index, indexMaps } from './indexes.ts';
 import { memoUpdates, success } from './invoke.ts';
 import { collectingLogger, type Logger } from './logger.ts';
 import { checkCommonOptions, checkedId, DEFAULT_BACKOFF_SECONDS, pick } from './registry.ts';
@@ -40,6 +41,8 @@ export interface ActivityContext {
   memo: Record<string, unknown>;
   /** The `param` option the handler was registered with. */
   param: unknown;
+  /** Probes: the indexes named in the handler's `indexes` option, by id, complete. */
+  indexes: Readonly<Record<string, Index>>;
 }
 
 /** An activity handler: what it returns (JSON) is its result; a probe's is reported by the liveness endpoint. */
@@ -57,6 +60,8 @@ export interface ActivityOptions {
   timeout?: number;
   /** Seconds before retrying after an error that is neither a TemporaryError nor a PermanentError; 60 by default. */
   backoff?: number;
+  /** Probes: the operator's indexes (by id) the handler receives as `indexes`. */
+  indexes?: string[];
 }
 
 type Kinds = typeof ACTIVITY_KINDS;
@@ -106,7 +111,7 @@ export function createActivities(): Activities {
       if (typeof fn !== 'function') throw new TypeError(`${where}: the handler must be a function`);
       checkActivityOptions(where, kind, options);
       const id = checkedId(where, options.id ?? fn.name, activities, 'activity');
-      const published = pick(options, ['retries', 'timeout', 'backoff']);
+      const published = pick(options, ['retries', 'timeout', 'backoff', 'indexes']);
       activities.set(id, {
         id,
         kind,
@@ -131,6 +136,7 @@ function checkActivityOptions(
   options: unknown,
 ): asserts options is ActivityOptions {
   checkCommonOptions(where, options, ['id', 'param', ...ACTIVITY_KINDS[kind].options]);
+  checkIndexesOption(where, (options as ActivityOptions).indexes);
 }
 
 /** Runs the due activity handlers one after another, in the request's order, sharing the memo. */
@@ -143,6 +149,7 @@ export async function invokeActivities(
   const memo: Record<string, unknown> = structuredClone(before);
   const logs: LogLine[] = [];
   const outcomes: [string, Outcome][] = [];
+  const indexes = indexMaps(frozen.indexes);
   for (const due of frozen.handlers) {
     const activity = activities.get(due.id) as RegisteredActivity;
     const started = new Date(due.started);
@@ -154,6 +161,7 @@ export async function invokeActivities(
       logger: collectingLogger(logs, due.id),
       memo,
       param: activity.param,
+      indexes: declaredIndexes(indexes, activity.options?.indexes),
     };
     outcomes.push([due.id, await attemptActivity(activity, context)]);
   }

@@ -10,6 +10,8 @@ import type {
   ResolvedResource,
   UserInfo,
 } from '../protocol/index.ts';
+import { type Events, postingEvents } from './events.ts';
+import type { Index } from './indexes.ts';
 import type { Logger } from './logger.ts';
 
 export type Fields = Record<string, unknown>;
@@ -37,12 +39,6 @@ export interface Patch<Spec extends object = Fields, Status extends object = Fie
   spec?: MergePatch<Spec>;
   status?: MergePatch<Status>;
   [key: string]: unknown;
-}
-
-/** Kubernetes events about the object being handled, posted by the gateway after the call. */
-export interface Events {
-  normal(reason: string, message: string): void;
-  warning(reason: string, message: string): void;
 }
 
 /** What a handler receives, as Kopf's keyword arguments. `body` and everything under it is frozen. */
@@ -118,6 +114,8 @@ export interface HandlerContext<Spec extends object = Fields, Status extends obj
   subresource: string | undefined;
   /** Admission handlers: append warnings for the client that made the request (kubectl prints them). */
   warnings: string[];
+  /** The indexes named in the handler's `indexes` option, by id, complete (see `op.index`). */
+  indexes: Readonly<Record<string, Index>>;
 }
 
 /**
@@ -138,6 +136,7 @@ export interface Extras {
   param: unknown;
   execute: HandlerContext['execute'];
   stopped?: AbortSignal;
+  indexes: Record<string, Index>;
 }
 
 const EMPTY = Object.freeze({});
@@ -157,9 +156,6 @@ export function handlerContext(
   const { body } = request;
   const { metadata } = body;
   const started = new Date(due.started);
-  const post = (type: KubernetesEvent['type']) => (reason: string, message: string) => {
-    extras.events.push({ type, reason: String(reason), message: String(message) });
-  };
   return {
     body,
     spec: body.spec ?? EMPTY,
@@ -184,7 +180,7 @@ export function handlerContext(
     param: extras.param,
     memo: extras.memo,
     patch: extras.patch,
-    events: { normal: post('Normal'), warning: post('Warning') },
+    events: postingEvents(extras.events),
     apply: (...objects) => {
       extras.apply.push(...objects);
     },
@@ -196,6 +192,7 @@ export function handlerContext(
     userInfo: request.admission?.userInfo,
     subresource: request.admission?.subresource,
     warnings: extras.warnings,
+    indexes: extras.indexes,
   };
 }
 

@@ -1,6 +1,8 @@
 import {
   type ActivityInvocation,
   callableFor,
+  type DaemonStopReason,
+  type InvocationBatch,
   type InvocationRequest,
   isActivityKind,
   PROTOCOL,
@@ -10,6 +12,13 @@ import type { RegisteredActivity } from './activities.ts';
 import type { Registered } from './registry.ts';
 
 const EVENT_TYPES: readonly unknown[] = ['ADDED', 'MODIFIED', 'DELETED'];
+const STOP_REASONS: readonly unknown[] = [
+  'resource-deleted',
+  'filters-mismatch',
+  'operator-exiting',
+  'round-ended',
+  'cancelled',
+] satisfies DaemonStopReason[];
 const OPERATIONS: readonly unknown[] = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'];
 
 /** The request is not one this service can act on; answered with 400. */
@@ -25,15 +34,27 @@ export function parseInvocation(
   bytes: Uint8Array,
   handlers: ReadonlyMap<string, Registered>,
   activities: ReadonlyMap<string, RegisteredActivity> = new Map(),
-): InvocationRequest | ActivityInvocation {
+): InvocationRequest | ActivityInvocation | InvocationBatch {
   if (bytes.byteLength === 0) throw new BadRequest('the request has no body: expected an InvocationRequest');
-  let request: InvocationRequest;
+  let request: InvocationRequest | InvocationBatch;
   try {
     request = JSON.parse(new TextDecoder().decode(bytes));
   } catch (error) {
     throw new BadRequest(`the request body is not JSON: ${(error as Error).message}`);
   }
-  return checkCall(request, handlers, activities);
+  if (isObject(request) && 'batch' in request) return checkBatch(request as InvocationBatch, handlers);
+  return checkCall(request as InvocationRequest, handlers, activities);
+}
+
+/** Checks a batch and each of its calls (a batch holds resource calls only). */
+export function checkBatch(
+  request: InvocationBatch,
+  handlers: ReadonlyMap<string, Registered>,
+): InvocationBatch {
+  checkProtocol(request);
+  if (!Array.isArray(request.batch)) throw new BadRequest('"batch" must be a list of calls');
+  for (const call of request.batch) checkInvocation(call, handlers);
+  return request;
 }
 
 /** Checks a call however it arrived: an activity's (told by its reason), or a resource's. */
@@ -65,6 +86,7 @@ export function checkActivityInvocation(
   if (request.memo !== undefined && !isObject(request.memo)) {
     throw new BadRequest('"memo" must be an object of keys to values');
   }
+  checkIndexes(request.indexes);
   const seen = new Set<string>();
   for (const due of request.handlers) {
     const activity = activities.get(due?.id);
@@ -90,6 +112,25 @@ export function checkActivityInvocation(
 
 const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
+/** Indexes arrive as lists of [key, values] by id. */
+function checkIndexes(indexes: unknown): void {
+  if (indexes === undefined) return;
+  const wellFormed =
+    isObject(indexes) &&
+    Object.values(indexes).every(
+      (contents) =>
+        Array.isArray(contents) &&
+        contents.every(
+          (entry) =>
+            Array.isArray(entry) &&
+            entry.length === 2 &&
+            (entry[0] === null || typeof entry[0] === 'string') &&
+            Array.isArray(entry[1]),
+        ),
+    );
+  if (!wellFormed) throw new BadRequest('"indexes" must map index ids to lists of [key, values]');
+}
+
 /** Checks an InvocationRequest however it arrived: parsed from a body, or handed over in-process. */
 export function checkInvocation(request: InvocationRequest, handlers: ReadonlyMap<string, Registered>) {
   checkProtocol(request);
@@ -104,6 +145,7 @@ export function checkInvocation(request: InvocationRequest, handlers: ReadonlyMa
   if (request.traceparent !== undefined && !TRACEPARENT.test(String(request.traceparent))) {
     throw new BadRequest(`"traceparent" is not a W3C trace context: ${JSON.stringify(request.traceparent)}`);
   }
+  checkIndexes(request.indexes);
   if (request.reason === 'admission') {
     const review = request.admission;
     if (
@@ -114,6 +156,13 @@ export function checkInvocation(request: InvocationRequest, handlers: ReadonlyMa
       !isObject(review.userInfo)
     ) {
       throw new BadRequest('an admission request needs "admission" with uid, operation, dryRun and userInfo');
+    }
+  }
+  for (const field of ['stop', 'stopped'] as const) {
+    if (request[field] !== undefined && !STOP_REASONS.includes(request[field])) {
+      throw new BadRequest(
+        `"${field}" must be one of ${STOP_REASONS.join(', ')}, got ${JSON.stringify(request[field])}`,
+      );
     }
   }
   if (request.event !== undefined && !EVENT_TYPES.includes(request.event)) {
@@ -135,6 +184,9 @@ export function checkInvocation(request: InvocationRequest, handlers: ReadonlyMa
       throw new BadRequest(
         `handler "${due.id}" is a ${handler.kind} handler, not due for reason "${request.reason}"`,
       );
+    }
+    if (!handler.fn) {
+      throw new BadRequest(`index "${due.id}" is declarative: the gateway computes it, never calls it`);
     }
     if (!Number.isInteger(due.retry) || due.retry < 0) {
       throw new BadRequest(`handler "${due.id}": "retry" must be a non-negative integer`);

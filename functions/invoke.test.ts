@@ -634,3 +634,100 @@ describe('objects to apply', () => {
     ]);
   });
 });
+
+describe('the errors option', () => {
+  it('makes an unexpected error a retry after backoff, a failure for good, or a logged success', async () => {
+    const fail = () => {
+      throw new RangeError('boom');
+    };
+    const run = service((on) => {
+      on.create('kex', { id: 'unset', backoff: 7 }, fail);
+      on.create('kex', { id: 'temporary', errors: 'temporary', backoff: 7 }, fail);
+      on.create('kex', { id: 'permanent', errors: 'permanent' }, fail);
+      on.create('kex', { id: 'ignored', errors: 'ignored' }, ({ patch, events }) => {
+        patch.metadata = { annotations: { tried: 'yes' } };
+        events.normal('Trying', 'once');
+        throw new Error('not worth a retry');
+      });
+    });
+    const { outcomes, logs } = await run(invocation(['unset', 'temporary', 'permanent', 'ignored']));
+    assert.deepEqual(outcomes, {
+      unset: { status: 'temporary', message: 'boom', delay: 7 },
+      temporary: { status: 'temporary', message: 'boom', delay: 7 },
+      permanent: { status: 'permanent', message: 'boom' },
+      ignored: {
+        status: 'success',
+        patch: { metadata: { annotations: { tried: 'yes' } } },
+        events: [{ type: 'Normal', reason: 'Trying', message: 'once' }],
+      },
+    });
+    assert.deepEqual(logs, [
+      {
+        level: 'error',
+        message: "handler failed, ignored (errors: 'ignored'): not worth a retry",
+        handler: 'ignored',
+      },
+    ]);
+  });
+
+  it('leaves TemporaryError and PermanentError as they are', async () => {
+    const run = service((on) => {
+      on.update('kex', { id: 'later', errors: 'ignored' }, () => {
+        throw new TemporaryError('not yet', { delay: 3 });
+      });
+      on.update('kex', { id: 'never', errors: 'ignored' }, () => {
+        throw new PermanentError('no');
+      });
+      on.update('kex', { id: 'retried', errors: 'permanent' }, () => {
+        throw new TemporaryError('soon', { delay: 1 });
+      });
+    });
+    const { outcomes, logs } = await run(
+      invocation(['later', 'never', 'retried'], UPDATE, { reason: 'update' }),
+    );
+    assert.deepEqual(outcomes, {
+      later: { status: 'temporary', message: 'not yet', delay: 3 },
+      never: { status: 'permanent', message: 'no' },
+      retried: { status: 'temporary', message: 'soon', delay: 1 },
+    });
+    assert.deepEqual(logs, []);
+  });
+
+  it('applies to timers, daemons, reconcile handlers, and to the sub-handlers a handler executes', async () => {
+    const fail = () => {
+      throw new Error('boom');
+    };
+    const reasons = { timer: 'timer', daemon: 'daemon', reconcile: 'reconcile' } as const;
+    for (const [kind, reason] of Object.entries(reasons)) {
+      const { outcomes } = await service((on) => {
+        const register = on[kind as keyof typeof reasons] as (...args: unknown[]) => void;
+        register(
+          'kex',
+          { id: 'ignored', errors: 'ignored', ...(kind === 'timer' ? { interval: 1 } : {}) },
+          fail,
+        );
+        register(
+          'kex',
+          { id: 'permanent', errors: 'permanent', ...(kind === 'timer' ? { interval: 1 } : {}) },
+          fail,
+        );
+      })(invocation(['ignored', 'permanent'], {}, { reason }));
+      assert.deepEqual(
+        outcomes,
+        { ignored: { status: 'success' }, permanent: { status: 'permanent', message: 'boom' } },
+        kind,
+      );
+    }
+    const { outcomes } = await service((on) => {
+      on.create('kex', { id: 'parent', errors: 'ignored' }, async ({ execute }) => {
+        await execute({ first: fail, second: () => 'ran' });
+        return 'all ran';
+      });
+    })(invocation(['parent']));
+    assert.deepEqual(outcomes.parent, {
+      status: 'success',
+      result: 'all ran',
+      subhandlers: { first: { status: 'success' }, second: { status: 'success', result: 'ran' } },
+    });
+  });
+});

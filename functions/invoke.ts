@@ -1,7 +1,9 @@
 import {
+  type BatchResponse,
   type DaemonStopReason,
   type DueHandler,
   type Effects,
+  type InvocationBatch,
   type InvocationRequest,
   type InvocationResponse,
   isAdmissionKind,
@@ -15,6 +17,7 @@ import { equal } from '../protocol/json.ts';
 import { deepFreeze, type Handler, type HandlerContext, handlerContext, type Patch } from './context.ts';
 import { RunningDaemons } from './daemons.ts';
 import { AdmissionError, PermanentError, TemporaryError } from './errors.ts';
+import { declaredIndexes, indexMaps, indexOutcome } from './indexes.ts';
 import { asJson } from './json.ts';
 import { collectingLogger, type Logger } from './logger.ts';
 import type { Registered } from './registry.ts';
@@ -38,6 +41,7 @@ export async function invoke(
   const memo: Record<string, unknown> = structuredClone(before);
   const logs: LogLine[] = [];
   const outcomes: [string, Outcome][] = [];
+  const indexes = indexMaps(frozen.indexes);
   for (const due of frozen.handlers) {
     const handler = handlers.get(due.id) as Registered;
     const logger = collectingLogger(logs, due.id);
@@ -48,7 +52,7 @@ export async function invoke(
     const subhandlers: Record<string, Outcome> = {};
     const daemon =
       handler.kind === 'daemon'
-        ? scope.daemons.start(due.idempotencyKey, frozen.deadline, scope.cut)
+        ? scope.daemons.start(due.idempotencyKey, frozen.deadline, scope.cut, frozen.stopped)
         : undefined;
     const context: HandlerContext = handlerContext(frozen, due, logger, {
       ...(daemon ? { stopped: daemon.stopped } : {}),
@@ -59,11 +63,15 @@ export async function invoke(
       apply,
       param: handler.param,
       execute: (fns) => execute(fns, handler, due, context, subhandlers),
+      indexes: declaredIndexes(indexes, handler.options?.indexes),
     });
     const outcome = await attempt(handler, context).finally(() => daemon?.done());
     if (daemon?.stopped.reason === 'round-ended') outcome.roundEnded = true;
     const withSubhandlers = Object.keys(subhandlers).length > 0 ? { ...outcome, subhandlers } : outcome;
-    const withAll = withEffects(withSubhandlers, patch, events, apply);
+    const withAll =
+      handler.kind === 'index'
+        ? withoutEffects(handler, withSubhandlers, patch, events, apply)
+        : withEffects(withSubhandlers, patch, events, apply);
     outcomes.push([due.id, isAdmission(handler) ? admissionOutcome(handler, withAll, warnings) : withAll]);
   }
   const updates = memoUpdates(before, memo, logs);
@@ -74,6 +82,17 @@ export async function invoke(
     logs,
     ...(updates ? { memo: updates } : {}),
   };
+}
+
+/** A batch's calls, one after another, answered in order. */
+export async function invokeBatch(
+  request: InvocationBatch,
+  handlers: ReadonlyMap<string, Registered>,
+  scope?: InvokeScope,
+): Promise<BatchResponse> {
+  const batch: InvocationResponse[] = [];
+  for (const call of request.batch) batch.push(await invoke(call, handlers, scope));
+  return { protocol: PROTOCOL, batch };
 }
 
 /** A stop call: each daemon named that runs here is told why; the answer comes at once. */
@@ -93,7 +112,8 @@ async function attempt(handler: Registered, context: HandlerContext): Promise<Ou
   let returned: unknown;
   try {
     if (handler.applies && !(await handler.applies(context))) return { status: 'skipped' };
-    returned = await handler.fn(context);
+    // Checked with the request: a declarative index (no function) is never called.
+    returned = await (handler.fn as Handler)(context);
   } catch (error) {
     return failure(handler, error, context.logger);
   }
@@ -106,7 +126,7 @@ async function attempt(handler: Registered, context: HandlerContext): Promise<Ou
     }
     return { ...success(returned.result), requeueAfter: returned.seconds };
   }
-  return success(returned);
+  return handler.kind === 'index' ? indexOutcome(returned) : success(returned);
 }
 
 /**
@@ -166,7 +186,16 @@ function failure(handler: Registered, error: unknown, logger: Logger): Outcome {
   }
   if (error instanceof PermanentError) return { status: 'permanent', message };
   if (error instanceof TemporaryError) return { status: 'temporary', message, delay: error.delay };
-  return { status: 'temporary', message, delay: handler.backoff };
+  // Any other error counts as the handler's `errors` option says (Kopf's ErrorsMode).
+  switch (handler.errors) {
+    case 'permanent':
+      return { status: 'permanent', message };
+    case 'ignored':
+      logger.error(`handler failed, ignored (errors: 'ignored'): ${message}`);
+      return { status: 'success' };
+    default:
+      return { status: 'temporary', message, delay: handler.backoff };
+  }
 }
 
 /** The gateway applies effects whatever the outcome, so what a handler did before failing is kept. */
@@ -194,6 +223,21 @@ function withEffects(
   if (Object.keys(merge).length > 0) effects.patch = merge;
   if (objects.length > 0) effects.apply = objects;
   return { ...outcome, ...effects };
+}
+
+/** Index functions only compute values: what they patch, post or apply would be lost, so it is refused. */
+function withoutEffects(
+  handler: Registered,
+  outcome: Outcome,
+  patch: Patch,
+  events: KubernetesEvent[],
+  apply: ObjectToApply[],
+): Outcome {
+  if (Object.keys(patch).length === 0 && events.length === 0 && apply.length === 0) return outcome;
+  return {
+    status: 'permanent',
+    message: `index ${handler.id} patched, posted events or applied objects: an index function only returns values`,
+  };
 }
 
 function isAdmission(handler: Registered): boolean {

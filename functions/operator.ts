@@ -5,6 +5,7 @@ import {
   type Health,
   IN_PROCESS,
   type InProcessCalls,
+  type InvocationBatch,
   type InvocationRequest,
   isActivityInvocation,
   type Manifest,
@@ -16,8 +17,9 @@ import {
 import { type ActivityOn, activitySpecOf, createActivities, invokeActivities } from './activities.ts';
 import { RunningDaemons } from './daemons.ts';
 import { errorResponse } from './error-response.ts';
-import { BadRequest, checkCall, parseInvocation } from './invocation.ts';
-import { invoke } from './invoke.ts';
+import { checkIndexesDeclared } from './indexes.ts';
+import { BadRequest, checkBatch, checkCall, parseInvocation } from './invocation.ts';
+import { invoke, invokeBatch } from './invoke.ts';
 import { keySource } from './keys.ts';
 import { verify } from './middleware/verify/index.ts';
 import { createRegistry, type On, specOf } from './registry.ts';
@@ -52,6 +54,8 @@ export interface Operator {
    * handler)` for the operator's activities (startup, cleanup, probe, login).
    */
   readonly on: On & ActivityOn;
+  /** Kopf's `@kopf.index`: the same as `op.on.index`. */
+  readonly index: On['index'];
   /** A fetch handler for any runtime; `env` is where Workers pass their bindings. */
   readonly fetch: (request: Request, env?: unknown) => Promise<Response>;
   /** For a gateway in the same process: the same answers, without HTTP, JSON or signatures. */
@@ -83,23 +87,31 @@ export function operator(options: OperatorOptions): Operator {
   });
 
   const health = (): Health => ({ status: 'ok', protocol: PROTOCOL, name });
-  const manifest = (): Manifest => ({
-    protocol: PROTOCOL,
-    name,
-    handlers: [...handlers.values()].map(specOf),
-    ...(activities.size > 0 ? { activities: [...activities.values()].map(activitySpecOf) } : {}),
-  });
+  const manifest = (): Manifest => {
+    const indexIds = new Set(
+      [...handlers.values()].filter(({ kind }) => kind === 'index').map(({ id }) => id),
+    );
+    checkIndexesDeclared([...handlers.values(), ...activities.values()], indexIds);
+    return {
+      protocol: PROTOCOL,
+      name,
+      handlers: [...handlers.values()].map(specOf),
+      ...(activities.size > 0 ? { activities: [...activities.values()].map(activitySpecOf) } : {}),
+    };
+  };
   const app = new Hono()
     .get(PATHS.health, (c) => c.json(health()))
     .get(PATHS.manifest, signed, (c) => c.json(manifest()))
     .post(PATHS.invoke, signed, async (c) => {
-      let request: InvocationRequest | ActivityInvocation;
+      let request: InvocationRequest | ActivityInvocation | InvocationBatch;
       try {
         request = parseInvocation(c.get('body'), handlers, activities);
       } catch (error) {
         if (error instanceof BadRequest) return errorResponse(c, 400, error.message);
         throw error;
       }
+      if ('batch' in request)
+        return c.json(await invokeBatch(request, handlers, { daemons, cut: c.req.raw.signal }));
       if (isActivityInvocation(request)) return c.json(await invokeActivities(request, activities));
       return c.json(await invoke(request, handlers, { daemons, cut: c.req.raw.signal }));
     });
@@ -109,6 +121,7 @@ export function operator(options: OperatorOptions): Operator {
   return {
     name,
     on,
+    index: on.index,
     fetch: async (request, env) => app.fetch(request, env ?? {}),
     [IN_PROCESS]: {
       health,
@@ -118,6 +131,7 @@ export function operator(options: OperatorOptions): Operator {
         if (isActivityInvocation(request)) return invokeActivities(request, activities);
         return invoke(request, handlers, { daemons });
       },
+      invokeBatch: async (given) => invokeBatch(checkBatch(given, handlers), handlers, { daemons }),
     },
   };
 }

@@ -74,6 +74,7 @@ describe('registration', () => {
       'delete',
       'event',
       'field',
+      'index',
       'mutate',
       'reconcile',
       'resume',
@@ -98,6 +99,7 @@ const REASONS: Reason[] = [
   'timer',
   'daemon',
   'admission',
+  'index',
 ];
 
 describe('kinds', () => {
@@ -115,6 +117,7 @@ describe('kinds', () => {
     on.daemon('kex', function on_daemon() {});
     on.validate('kex', function on_validate() {});
     on.mutate('kex', function on_mutate() {});
+    on.index('kex', function on_index() {});
     assert.deepEqual(
       manifestOf(registry).map(({ id, kind }) => [id, kind]),
       [
@@ -129,6 +132,7 @@ describe('kinds', () => {
         ['on_daemon', 'daemon'],
         ['on_validate', 'validate'],
         ['on_mutate', 'mutate'],
+        ['on_index', 'index'],
       ],
     );
     const answered = Object.fromEntries(
@@ -146,6 +150,7 @@ describe('kinds', () => {
       daemon: ['daemon'],
       validate: ['admission'],
       mutate: ['admission'],
+      index: ['index'],
     });
   });
 
@@ -241,7 +246,7 @@ describe('kinds', () => {
     const fn = () => {};
     assert.throws(
       () => on.create('kex', { id: 'x', old: 1 } as never, fn),
-      /^TypeError: on\.create: unknown option "old"; known options: id, param, labels, annotations, value, when, field, retries, timeout, backoff$/,
+      /^TypeError: on\.create: unknown option "old"; known options: id, param, labels, annotations, value, when, field, retries, timeout, backoff, indexes, errors$/,
     );
     assert.throws(
       () => on.create('kex', { optional: true } as never, fn),
@@ -362,5 +367,65 @@ describe('on.field', () => {
       /expected \(resource, field, options\?, handler\), got 2 arguments/,
     );
     assert.throws(() => field('kex', 'spec.a', {}, () => {}, 'extra'), /got 5 arguments/);
+  });
+});
+
+describe('the errors option', () => {
+  it('is taken by the kinds that are retried, kept in the service, and not published', () => {
+    const registry = createRegistry();
+    const { on } = registry;
+    const fn = () => {};
+    on.create('kex', { id: 'create', errors: 'permanent' }, fn);
+    on.update('kex', { id: 'update', errors: 'ignored' }, fn);
+    on.delete('kex', { id: 'delete', errors: 'temporary' }, fn);
+    on.resume('kex', { id: 'resume', errors: 'ignored' }, fn);
+    on.field('kex', 'spec.a', { id: 'field', errors: 'permanent' }, fn);
+    on.reconcile('kex', { id: 'reconcile', errors: 'ignored' }, fn);
+    on.timer('kex', { id: 'timer', interval: 1, errors: 'permanent' }, fn);
+    on.daemon('kex', { id: 'daemon', errors: 'ignored', backoff: 2 }, fn);
+    on.create('kex', { id: 'default' }, fn);
+    assert.deepEqual(
+      Object.fromEntries([...registry.handlers].map(([id, handler]) => [id, handler.errors])),
+      {
+        create: 'permanent',
+        update: 'ignored',
+        delete: 'temporary',
+        resume: 'ignored',
+        field: 'permanent',
+        reconcile: 'ignored',
+        timer: 'permanent',
+        daemon: 'ignored',
+        default: undefined,
+      },
+    );
+    for (const handler of registry.handlers.values()) {
+      assert.equal(JSON.stringify(specOf(handler)).includes('errors'), false, handler.id);
+    }
+    assert.deepEqual(specOf(registry.handlers.get('daemon') as never).options, { backoff: 2 });
+  });
+
+  it('is refused by event and admission handlers, and when it is not a mode', () => {
+    const { on } = createRegistry();
+    const fn = () => {};
+    assert.throws(
+      // @ts-expect-error: the types refuse it too
+      () => on.event('kex', { errors: 'ignored' }, fn),
+      /on\.event: unknown option "errors"/,
+    );
+    assert.throws(
+      () => on.validate('kex', { errors: 'permanent' } as never, fn),
+      /on\.validate: unknown option "errors"/,
+    );
+    assert.throws(
+      () => on.mutate('kex', { errors: 'ignored' } as never, fn),
+      /on\.mutate: unknown option "errors"/,
+    );
+    for (const errors of ['IGNORED', 'fatal', true, null]) {
+      assert.throws(
+        () => on.create('kex', { id: 'x', errors: errors as never }, fn),
+        /^TypeError: on\.create: option "errors" must be 'temporary', 'permanent' or 'ignored'$/,
+        String(errors),
+      );
+    }
   });
 });

@@ -10,7 +10,8 @@ import {
 } from '../protocol/index.ts';
 import type { Fields, Handler, HandlerContext } from './context.ts';
 import { checkField, compileFilters, type FilterOptions } from './filters.ts';
-import { type Resource, selectResource } from './resource.ts';
+import { checkIndexesOption, type IndexDefinitionOptions, indexDefinition } from './indexes.ts';
+import { type Resource, resourceFor } from './resource.ts';
 
 /** Every option of every kind; each kind takes those its entry in the protocol's HANDLER_KINDS lists. */
 export interface HandlerOptions extends FilterOptions {
@@ -27,6 +28,12 @@ export interface HandlerOptions extends FilterOptions {
   timeout?: number;
   /** Seconds before retrying after an error that is neither a TemporaryError nor a PermanentError; 60 by default. */
   backoff?: number;
+  /**
+   * What an error that is neither a TemporaryError nor a PermanentError means (Kopf's `errors=`):
+   * `temporary` (the default) retries after `backoff`, `permanent` fails the handler for good,
+   * `ignored` logs it and counts the handler as done, without a result.
+   */
+  errors?: ErrorsMode;
   /** Delete handlers: not worth holding the object for, so the gateway adds no finalizer for it. */
   optional?: boolean;
   /** Resume handlers: also for objects already being deleted. */
@@ -51,6 +58,8 @@ export interface HandlerOptions extends FilterOptions {
   sideEffects?: boolean;
   /** Admission handlers: requests pass when the handler cannot be asked (failurePolicy Ignore). */
   ignoreFailures?: boolean;
+  /** The operator's indexes (by id) the handler receives as `indexes`, complete. */
+  indexes?: string[];
 }
 
 type OptionName = keyof HandlerOptions;
@@ -58,18 +67,42 @@ type OptionName = keyof HandlerOptions;
 /** Options every kind takes besides those the protocol's table lists for it. */
 const SDK_OPTIONS = ['id', 'param'] as const;
 
+/** Kopf's ErrorsMode: how a handler's unexpected errors count. */
+export type ErrorsMode = 'temporary' | 'permanent' | 'ignored';
+const ERRORS_MODES: readonly ErrorsMode[] = ['temporary', 'permanent', 'ignored'];
+
+/**
+ * The kinds that take `errors` (applied in the service, so not published): those that are retried.
+ * Not admission handlers (a failure denies the request), nor event handlers (never retried).
+ */
+const ERRORS_KINDS = [
+  'create',
+  'update',
+  'delete',
+  'resume',
+  'field',
+  'reconcile',
+  'timer',
+  'daemon',
+] as const satisfies readonly HandlerKind[];
+type ErrorsKind = (typeof ERRORS_KINDS)[number];
+
 type Kinds = typeof HANDLER_KINDS;
 
 /** Checked at registration too, so that plain JavaScript cannot pass an option that would be ignored. */
 function optionsOf(kind: HandlerKind): readonly OptionName[] {
   const rule: KindRule = HANDLER_KINDS[kind];
-  return [...SDK_OPTIONS, ...rule.filters, ...rule.options];
+  const errors = (ERRORS_KINDS as readonly HandlerKind[]).includes(kind) ? (['errors'] as const) : [];
+  return [...SDK_OPTIONS, ...rule.filters, ...rule.options, ...errors];
 }
 
 /** The options `op.on.<kind>` takes. */
 export type OptionsOf<Kind extends HandlerKind> = Pick<
   HandlerOptions,
-  (typeof SDK_OPTIONS)[number] | Kinds[Kind]['filters'][number] | Kinds[Kind]['options'][number]
+  | (typeof SDK_OPTIONS)[number]
+  | (Kind extends ErrorsKind ? 'errors' : never)
+  | Kinds[Kind]['filters'][number]
+  | Kinds[Kind]['options'][number]
 >;
 
 /** `Spec`, `Status` and `Result` type the handler's arguments and result (see Handler). */
@@ -100,17 +133,31 @@ export interface RegisterField<Options> {
   ): void;
 }
 
+/**
+ * `op.index(resource, options?, fn)`: what `fn` returns for an object is indexed (a plain object or a
+ * Map by its keys, anything else under the key null). Or `op.index(resource, { id }, { key, value })`:
+ * the gateway reads the key and value of each object itself, with no call.
+ */
+export interface RegisterIndex<Options> extends Register<Options> {
+  (resource: Resource, options: Options & { id: string }, definition: IndexDefinitionOptions): void;
+}
+
 export type On = {
-  [Kind in HandlerKind]: Kinds[Kind] extends { argument: 'field' }
-    ? RegisterField<OptionsOf<Kind>>
-    : Register<OptionsOf<Kind>>;
+  [Kind in HandlerKind]: Kind extends 'index'
+    ? RegisterIndex<OptionsOf<Kind>>
+    : Kinds[Kind] extends { argument: 'field' }
+      ? RegisterField<OptionsOf<Kind>>
+      : Register<OptionsOf<Kind>>;
 };
 
 export interface Registered extends HandlerSpec {
-  fn: Handler;
+  /** Absent for a declarative index, which the gateway computes without a call. */
+  fn?: Handler;
   param: unknown;
   /** Seconds before retrying after an arbitrary error. */
   backoff: number;
+  /** What an arbitrary error means; `temporary` when absent. */
+  errors?: ErrorsMode;
   /** The filters' callbacks; false means the handler is skipped. Absent when there are none. */
   applies?: (context: HandlerContext) => Promise<boolean>;
 }
@@ -145,21 +192,36 @@ export function createRegistry(): Registry {
         );
       }
       const [given, fn] = rest.length === 1 ? [{}, rest[0]] : rest;
-      if (typeof fn !== 'function') throw new TypeError(`${where}: the handler must be a function`);
+      // An index is a function, or a definition the gateway reads itself.
+      const declarative = kind === 'index' && typeof fn === 'object' && fn !== null;
+      if (typeof fn !== 'function' && !declarative) {
+        throw new TypeError(
+          `${where}: the handler must be a function${kind === 'index' ? ', or a { key, value } definition' : ''}`,
+        );
+      }
       checkOptions(where, kind, given);
       const options: HandlerOptions = field === undefined ? given : { ...given, field };
       const { filters, applies } = compileFilters(where, options);
-      const id = checkedId(where, options.id ?? handlerId(fn.name, options.field), handlers, 'handler');
+      const definition = declarative ? indexDefinition(where, fn as IndexDefinitionOptions) : undefined;
+      if (declarative && applies) {
+        throw new TypeError(
+          `${where}: a declarative index is computed by the gateway: it takes no callbacks`,
+        );
+      }
+      const named = typeof fn === 'function' ? fn.name : '';
+      const id = checkedId(where, options.id ?? handlerId(named, options.field), handlers, 'handler');
       const specOptions = pick(options, SPEC_OPTIONS);
       handlers.set(id, {
         id,
         kind,
-        resource: selectResource(resource),
+        resource: resourceFor(where, kind, resource),
         ...(filters ? { filters } : {}),
         ...(specOptions ? { options: specOptions } : {}),
-        fn: fn as Handler,
+        ...(definition ? { index: definition } : {}),
+        ...(typeof fn === 'function' ? { fn: fn as Handler } : {}),
         param: options.param,
         backoff: options.backoff ?? DEFAULT_BACKOFF_SECONDS,
+        ...(options.errors ? { errors: options.errors } : {}),
         ...(applies ? { applies } : {}),
       });
     };
@@ -168,8 +230,15 @@ export function createRegistry(): Registry {
 }
 
 /** What the manifest publishes of a handler. */
-export function specOf({ id, kind, resource, filters, options }: Registered): HandlerSpec {
-  return { id, kind, resource, ...(filters ? { filters } : {}), ...(options ? { options } : {}) };
+export function specOf({ id, kind, resource, filters, options, index }: Registered): HandlerSpec {
+  return {
+    id,
+    kind,
+    resource,
+    ...(filters ? { filters } : {}),
+    ...(options ? { options } : {}),
+    ...(index ? { index } : {}),
+  };
 }
 
 function handlerId(name: string, field: string | undefined): string {
@@ -194,6 +263,7 @@ const SPEC_OPTIONS: readonly (keyof SpecOptions)[] = [
   'persistent',
   'sideEffects',
   'ignoreFailures',
+  'indexes',
 ];
 const OPERATIONS: readonly AdmissionOperation[] = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'];
 
@@ -261,7 +331,11 @@ export function checkCommonOptions(
 
 function checkOptions(where: string, kind: HandlerKind, options: unknown): asserts options is HandlerOptions {
   checkCommonOptions(where, options, optionsOf(kind));
-  const { timeout, operations, subresource } = options as HandlerOptions;
+  const { timeout, operations, subresource, indexes, errors } = options as HandlerOptions;
+  if (errors !== undefined && !ERRORS_MODES.includes(errors)) {
+    throw new TypeError(`${where}: option "errors" must be 'temporary', 'permanent' or 'ignored'`);
+  }
+  checkIndexesOption(where, indexes);
   // The apiserver waits for a webhook 1 to 30 seconds, in whole seconds.
   if (isAdmissionKind(kind) && timeout !== undefined && !(Number.isInteger(timeout) && timeout <= 30)) {
     throw new TypeError(

@@ -16,13 +16,20 @@ import { Daemons } from './engines/daemons.ts';
 import { DevSessionRoutes, DevSessions } from './engines/dev-sessions.ts';
 import { EventHandlers } from './engines/event-handlers.ts';
 import { FunctionServiceObjects } from './engines/function-service-objects.ts';
+import { Indexes } from './engines/indexes.ts';
 import { LivenessEndpoint } from './engines/liveness.ts';
 import { loginThrough } from './engines/login.ts';
 import { SigningKeys } from './engines/signing-keys.ts';
 import { Timers } from './engines/timers.ts';
 import { DEFAULT_IDENTITY, type Identity } from './identity.ts';
 import { KubeClient } from './kube/client.ts';
-import { type DiscoveredResource, DiscoveryCache, ResourceNotFound } from './kube/discovery.ts';
+import {
+  type DiscoveredResource,
+  DiscoveryCache,
+  describe,
+  ResourceNotFound,
+  selectsSeveral,
+} from './kube/discovery.ts';
 import { ApiError } from './kube/errors.ts';
 import { createLogger, type Logger } from './logging.ts';
 import { kubeReactorApi } from './reactor/api.ts';
@@ -126,9 +133,17 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     await components.add(component(keys.name, keys.leaderOnly, { stop: () => keys.stop() }));
     signer = keySigner(() => keys.current());
   }
+  const indexes = new Indexes({
+    batchSize: settings.calls.indexBatchSize,
+    batchBytes: settings.calls.indexBatchBytes,
+    retryDelaysS: settings.calls.serviceRetryDelaysS,
+    stopping: stopping.signal,
+    logger,
+  });
   const services = new FunctionServices({
     signer,
     settings: settings.calls,
+    indexes,
     logger,
     onChange: (previous, next) => exclusively(() => rebind(previous, next)),
   });
@@ -252,6 +267,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       logger,
     });
     const eventHandlers = new EventHandlers(entry, api, logger);
+    const indexFeed = indexes.feed(entry);
     const daemons = new Daemons({
       served: entry,
       api,
@@ -277,8 +293,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       selection,
       namespaceWatch,
       settings: settings.watching,
-      onListing: (listed) => synced.push(listed),
+      onListing: (listed) => {
+        synced.push(listed);
+        indexFeed.listing(listed);
+      },
       onEvent: ({ type, object }) => {
+        indexFeed.observe(type, object);
         eventHandlers.push(type, object);
         timers.observe(type, object);
         daemons.observe(type, object);
@@ -295,10 +315,15 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     await components.add(component(`queue of ${key}`, true, { stop: () => queue.stop() }));
     await components.add(
       component(`watch of ${key}`, true, {
-        start: () => watch.start(selectorOf(entry)),
+        start: () => {
+          watch.start(selectorOf(entry));
+          indexFeed.watching();
+        },
         stop: () => watch.stop(),
       }),
     );
+    // Stopped first: the calls waiting for its indexes go on, so the queues can finish.
+    await components.add(component(`indexes of ${key}`, true, { stop: () => indexFeed.stop() }));
   }
 
   /**
@@ -311,26 +336,70 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     admission.holdAtCreation(entry.resource, (object) => needsFinalizer(object, candidatesOf(entry)));
   }
 
-  /** Serves every handler whose resource discovery knows now; returns the others. */
+  /**
+   * Serves every handler whose resource discovery knows now, and those by category on the resources
+   * of it not served yet; returns the others, and those by category (which more resources may join).
+   */
   async function resolve(pending: Unresolved[], announce: boolean): Promise<Unresolved[]> {
     const { groups, left } = await locate(pending, announce);
-    for (const { resource, items } of groups.values()) await serve(resource, items);
-    await admission?.sync();
+    const unserved = [...groups];
+    try {
+      for (const [, { resource, items }] of groups) {
+        await serve(resource, items);
+        unserved.shift();
+      }
+    } catch (error) {
+      // Looked for again with the others (a name's handlers are, as they are left to the caller).
+      for (const [key, { items }] of unserved) for (const item of items) item.servedOn?.delete(key);
+      throw error;
+    }
+    if (groups.size > 0) await admission?.sync();
     return left;
   }
 
-  /** Groups handlers by the resource discovery finds for them now; `left` are those it does not know. */
+  /**
+   * Groups handlers by the resource discovery finds for them now; `left` are those it does not know,
+   * and those by category or `*`, which are never found for good: each resource of theirs is grouped
+   * once, the first time it is seen, so that those that join later are served in turn.
+   */
   async function locate(pending: Unresolved[], announce: boolean) {
     const current = await discovery.reload();
     const left: Unresolved[] = [];
     const byResource = new Map<string, { resource: DiscoveredResource; items: Unresolved[] }>();
+    const add = (resource: DiscoveredResource, item: Unresolved) => {
+      const key = resourceKey(resource);
+      const group = byResource.get(key) ?? { resource, items: [] };
+      group.items.push(item);
+      byResource.set(key, group);
+    };
     for (const item of pending) {
+      const { handler, service } = item;
+      if (selectsSeveral(handler.resource)) {
+        left.push(item);
+        item.servedOn ??= new Set();
+        const servedOn = item.servedOn;
+        const joined = current
+          .select(handler.resource)
+          .filter((resource) => !servedOn.has(resourceKey(resource)));
+        for (const resource of joined) {
+          servedOn.add(resourceKey(resource));
+          add(resource, item);
+        }
+        if (joined.length > 0) {
+          logger.info(
+            `handler "${handler.id}" of "${service.name}" (${describe(handler.resource)}) is served on ` +
+              joined.map(resourceKey).join(', '),
+          );
+        } else if (announce && servedOn.size === 0) {
+          logger.info(
+            `handler "${handler.id}" of "${service.name}": no resource ${describe(handler.resource)} yet; ` +
+              'each will be served as it appears',
+          );
+        }
+        continue;
+      }
       try {
-        const resource = current.resolve(item.handler.resource);
-        const key = `${resource.plural}.${resource.group}/${resource.version}`;
-        const group = byResource.get(key) ?? { resource, items: [] };
-        group.items.push(item);
-        byResource.set(key, group);
+        add(current.resolve(handler.resource), item);
       } catch (error) {
         if (!(error instanceof ResourceNotFound)) throw error;
         left.push(item);
@@ -345,11 +414,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     return { groups: byResource, left };
   }
 
-  /** Handlers whose resource is not there yet (a CRD applied later). */
+  /** Handlers whose resource is not there yet (a CRD applied later), and those by category or `*`. */
   let pending: Unresolved[] = [];
   let lookingLater: Promise<void> | undefined;
 
-  /** Looks for the resources of `items` again, less and less often, until each is served. */
+  /**
+   * Looks for the resources of `items` again, less and less often (every 30 s at last), until each
+   * is served; for handlers by category or `*`, for as long as the gateway runs.
+   */
   function resolveLater(items: Unresolved[]): void {
     pending.push(...items);
     if (!started || lookingLater || pending.length === 0) return;
@@ -528,6 +600,13 @@ function selectorOf(entry: ServedResource): string | undefined {
 interface Unresolved {
   service: FunctionService;
   handler: HandlerSpec;
+  /** A handler by category or `*`: the resources (by `resourceKey`) it is served on already. */
+  servedOn?: Set<string>;
+}
+
+/** How the gateway tells resources apart, as `serve` keys what serves each. */
+function resourceKey(resource: DiscoveredResource): string {
+  return `${resource.plural}.${resource.group}/${resource.version}`;
 }
 
 function defaultKubeConfig(): KubeConfig {

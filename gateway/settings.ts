@@ -27,6 +27,10 @@ export interface Settings {
      * again at once (so no proxy's idle timeout, nor a host's limit on a call's length, cuts it).
      */
     daemonRoundMs: number;
+    /** Objects in one call of a service's index functions, at most (engines/indexes.ts). */
+    indexBatchSize: number;
+    /** Bytes of those objects in one such call, at most: well below what a service takes (16 MiB by default). */
+    indexBatchBytes: number;
     /** How often the services' manifests are read again, so that a service redeployed with other handlers is served as it is now. */
     manifestRefreshMs: number;
     /** Calls at once to one function service over HTTP, each on a connection of its own; the others wait their turn. */
@@ -127,6 +131,8 @@ export const DEFAULT_SETTINGS: Settings = {
     timeoutMs: 30_000,
     serviceRetryDelaysS: [1, 2, 5, 10, 30, 60],
     daemonRoundMs: 60_000,
+    indexBatchSize: 100,
+    indexBatchBytes: 4 * 1024 * 1024,
     manifestRefreshMs: 30_000,
     concurrencyPerService: 128,
     breakerThreshold: 5,

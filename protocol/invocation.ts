@@ -54,7 +54,8 @@ export type Reason =
   | 'reconcile'
   | 'timer'
   | 'daemon'
-  | 'admission';
+  | 'admission'
+  | 'index';
 
 /**
  * Why a daemon is asked to stop (its `stopped` signal's reason): its object is being deleted, no longer
@@ -140,23 +141,71 @@ export interface InvocationRequest {
    */
   stop?: DaemonStopReason;
   /**
+   * Daemons: a last call of a daemon asked to stop between two of its calls (or as its round ended):
+   * its `stopped` signal is aborted with this reason from the start, so it finishes as it would have.
+   */
+  stopped?: DaemonStopReason;
+  /** The indexes the due handlers declare (`indexes` option), by id, complete. */
+  indexes?: Record<string, IndexContents>;
+  /**
    * The W3C trace context of the gateway's call (`00-<trace id>-<span id>-01`), also sent as the
    * `traceparent` header: here it is signed, and reaches a service in the gateway's process too.
    */
   traceparent?: string;
 }
 
+/**
+ * An index as handlers receive it: each key with the values indexed under it, in the order their
+ * objects were indexed. Keys with no values are left out.
+ */
+export type IndexContents = [key: string | null, values: unknown[]][];
+
+/**
+ * What an index handler returns for one object, as its outcome's `result`: the object's values by key
+ * (its earlier ones replaced). No result keeps the values it had; an empty list removes them.
+ */
+export type IndexEntries = [key: string | null, value: unknown][];
+
+/**
+ * Several calls in one request, answered in one BatchResponse in the same order: the gateway sends
+ * the calls of a service's indexes (reason `index`, one per object) this way.
+ */
+export interface InvocationBatch {
+  protocol: typeof PROTOCOL;
+  batch: InvocationRequest[];
+}
+
+export interface BatchResponse {
+  protocol: typeof PROTOCOL;
+  batch: InvocationResponse[];
+}
+
+/**
+ * Another object an event is about, as Kubernetes' `involvedObject` names it. `namespace` is absent for
+ * a cluster-scoped object. Without a `uid`, the gateway takes the uid (and the namespace, when absent)
+ * of the object of this apiVersion, kind and name it applied for the same call (`apply`), if any.
+ */
+export interface ObjectReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  namespace?: string;
+  uid?: string;
+}
+
 export interface KubernetesEvent {
   type: 'Normal' | 'Warning';
   reason: string;
   message: string;
+  /** The object the event is about when it is not the object handled (Kopf's `kopf.event(objs, …)`). */
+  about?: ObjectReference;
 }
 
 /** What a handler asks the gateway to do besides storing its result; applied whatever the outcome. */
 export interface Effects {
   /** A JSON merge patch for the object (`status` included). */
   patch?: Record<string, unknown>;
-  /** Kubernetes events to post about the object. */
+  /** Kubernetes events to post about the object, or about the object each names in `about`. */
   events?: KubernetesEvent[];
   /** Reconcile handlers: call again after this many seconds even if nothing changes. */
   requeueAfter?: number;
@@ -236,6 +285,8 @@ export interface ActivityInvocation {
   deadline: string;
   /** What the service's activities kept in earlier calls (the operator's memo, in the gateway's memory). */
   memo?: Record<string, unknown>;
+  /** Probes: the indexes the due handlers declare, by id, complete. */
+  indexes?: Record<string, IndexContents>;
   /** As in InvocationRequest: the gateway's trace of the call, also sent as the `traceparent` header. */
   traceparent?: string;
 }
@@ -265,4 +316,6 @@ export interface InProcessCalls {
   manifest(): Manifest;
   /** The request is the callee's from then on (it may freeze it). */
   invoke(request: InvocationRequest | ActivityInvocation): Promise<InvocationResponse>;
+  /** A batch of calls, answered in order. */
+  invokeBatch(request: InvocationBatch): Promise<BatchResponse>;
 }

@@ -19,6 +19,8 @@ export interface KindRule {
 }
 
 const MATCHING = ['labels', 'annotations', 'value', 'when'] as const;
+/** Every handler but an index's may receive the service's indexes (see engines/indexes.ts). */
+const READING = 'indexes';
 const CHANGES = ['old', 'new'] as const;
 const RETRYING = ['retries', 'timeout', 'backoff'] as const;
 const ADMISSION = [
@@ -32,40 +34,51 @@ const ADMISSION = [
 
 /** Event handlers take no retry options: their errors are never retried, as in Kopf. */
 export const HANDLER_KINDS = {
-  create: { reasons: ['create'], filters: [...MATCHING, 'field'], options: RETRYING },
-  update: { reasons: ['update'], filters: [...MATCHING, 'field', ...CHANGES], options: RETRYING },
-  delete: { reasons: ['delete'], filters: [...MATCHING, 'field'], options: [...RETRYING, 'optional'] },
+  create: { reasons: ['create'], filters: [...MATCHING, 'field'], options: [...RETRYING, READING] },
+  update: {
+    reasons: ['update'],
+    filters: [...MATCHING, 'field', ...CHANGES],
+    options: [...RETRYING, READING],
+  },
+  delete: {
+    reasons: ['delete'],
+    filters: [...MATCHING, 'field'],
+    options: [...RETRYING, 'optional', READING],
+  },
   // With `deleted`, objects first seen already being deleted are resumed too, in their deletion's call.
   resume: {
     reasons: ['resume'],
     reasonsByOption: { delete: 'deleted' },
     filters: [...MATCHING, 'field'],
-    options: [...RETRYING, 'deleted'],
+    options: [...RETRYING, 'deleted', READING],
   },
   // Kopf's on.field: the field changed, appearing included.
   field: {
     reasons: ['create', 'update'],
     filters: [...MATCHING, ...CHANGES],
-    options: RETRYING,
+    options: [...RETRYING, READING],
     argument: 'field',
   },
-  event: { reasons: ['event'], filters: [...MATCHING, 'field'], options: [] },
-  reconcile: { reasons: ['reconcile'], filters: [...MATCHING, 'field'], options: RETRYING },
+  event: { reasons: ['event'], filters: [...MATCHING, 'field'], options: [READING] },
+  reconcile: { reasons: ['reconcile'], filters: [...MATCHING, 'field'], options: [...RETRYING, READING] },
   // Scheduled by the gateway per matching object while it exists (engines/timers.ts).
   timer: {
     reasons: ['timer'],
     filters: [...MATCHING, 'field'],
-    options: [...RETRYING, 'interval', 'idle', 'initialDelay', 'sharp'],
+    options: [...RETRYING, 'interval', 'idle', 'initialDelay', 'sharp', READING],
   },
   // One long call per matching object while it exists and matches (engines/daemons.ts).
   daemon: {
     reasons: ['daemon'],
     filters: [...MATCHING, 'field'],
-    options: [...RETRYING, 'initialDelay', 'cancellationTimeout'],
+    options: [...RETRYING, 'initialDelay', 'cancellationTimeout', READING],
   },
   // Admission: answered while the apiserver waits, so never retried; a failure denies the request.
-  validate: { reasons: ['admission'], filters: [...MATCHING, 'field'], options: ADMISSION },
-  mutate: { reasons: ['admission'], filters: [...MATCHING, 'field'], options: ADMISSION },
+  validate: { reasons: ['admission'], filters: [...MATCHING, 'field'], options: [...ADMISSION, READING] },
+  mutate: { reasons: ['admission'], filters: [...MATCHING, 'field'], options: [...ADMISSION, READING] },
+  // Kopf's in-memory indexes: kept by the gateway per key, computed by it (a declarative `index`
+  // definition) or by the service in batches of objects (engines/indexes.ts).
+  index: { reasons: ['index'], filters: [...MATCHING, 'field'], options: RETRYING },
 } as const satisfies Record<string, KindRule>;
 
 export type HandlerKind = keyof typeof HANDLER_KINDS;
@@ -111,7 +124,7 @@ export function kindsFor(reason: Reason): HandlerKind[] {
 export const ACTIVITY_KINDS = {
   startup: { options: RETRYING },
   cleanup: { options: RETRYING },
-  probe: { options: ['timeout'] },
+  probe: { options: ['timeout', READING] },
   login: { options: RETRYING },
 } as const satisfies Record<string, { options: readonly (keyof ActivityOptions)[] }>;
 

@@ -3,13 +3,33 @@ import type { ActivityKind, HandlerKind } from './kinds.ts';
 import type { PROTOCOL } from './version.ts';
 
 /**
- * Names a resource the way kubectl accepts it: `name` is a plural, singular, kind or short name,
- * or `plural.group`; `group` and `version` narrow it down. The gateway resolves it through API discovery.
+ * The resources a handler is for, which the gateway finds through API discovery: one by name, or
+ * several by category (or `*`, every one); `group` and `version` narrow it down.
  */
-export interface ResourceSelector {
+export type ResourceSelector = ResourceByName | ResourceByCategory;
+
+/**
+ * Names a resource the way kubectl accepts it: `name` is a plural, singular, kind or short name,
+ * or `plural.group`. `*` (Kopf's EVERYTHING) is every resource that can be listed and watched, in
+ * the group and version given if any, Events excepted (name them to handle them).
+ */
+export interface ResourceByName {
   group?: string;
   version?: string;
   name: string;
+  category?: never;
+}
+
+/**
+ * Every resource in a category (`kubectl get <category>`: `all`, or one a CRD lists in
+ * `spec.names.categories`) that can be listed and watched, each in its preferred version unless
+ * `version` says; the resources that join it later too.
+ */
+export interface ResourceByCategory {
+  group?: string;
+  version?: string;
+  category: string;
+  name?: never;
 }
 
 /** A label or annotation condition: this exact value, or only presence or absence. */
@@ -70,6 +90,28 @@ export interface HandlerOptions {
   sideEffects?: boolean;
   /** Admission handlers: requests pass when the webhook cannot answer (failurePolicy Ignore); false by default. */
   ignoreFailures?: boolean;
+  /**
+   * The service's indexes (by id) the handler receives. After a start, its calls wait until each is
+   * complete: every object listed, indexed.
+   */
+  indexes?: string[];
+}
+
+/** What a declarative index reads of an object: a field (a dotted path), a label or an annotation. */
+export type ObjectPart = { field: string } | { label: string } | { annotation: string };
+
+/** An index the gateway computes itself, with no call: each object's key and value read from it. */
+export interface IndexDefinition {
+  /**
+   * The parts whose values, joined with "/", are the object's key; an object that lacks one is not
+   * indexed. Without a key, every object is indexed under the key null.
+   */
+  key?: ObjectPart[];
+  /**
+   * One part's value, or a list of the parts' values (null where one is missing). Without a value, the
+   * object's name, as "namespace/name" when it has a namespace.
+   */
+  value?: ObjectPart | ObjectPart[];
 }
 
 export interface HandlerSpec {
@@ -83,10 +125,12 @@ export interface HandlerSpec {
   resource: ResourceSelector;
   filters?: HandlerFilters;
   options?: HandlerOptions;
+  /** Index handlers: the gateway computes the index from this definition, without calling the service. */
+  index?: IndexDefinition;
 }
 
 /** The options an activity takes (see ACTIVITY_KINDS for which): as a handler's, from its first attempt. */
-export type ActivityOptions = Pick<HandlerOptions, 'retries' | 'timeout' | 'backoff'>;
+export type ActivityOptions = Pick<HandlerOptions, 'retries' | 'timeout' | 'backoff' | 'indexes'>;
 
 /** An operator activity: a handler about no resource, called at a moment of the gateway's life. */
 export interface ActivitySpec {

@@ -8,6 +8,7 @@ import {
   type ActivityInvocation,
   type ActivityKind,
   type DueHandler,
+  type IndexContents,
   type InvocationResponse,
   type KubernetesObject,
   kindsFor,
@@ -30,6 +31,8 @@ export interface HandlerCall {
   /** Per handler: the attempt (0 first) and when the first attempt started. */
   retry?: number;
   started?: Date;
+  /** The indexes the handlers read, by id, as the gateway would send them: each key with its values. */
+  indexes?: Record<string, IndexContents>;
   /** The operator's secret, if it was given one explicitly; else $CAUSEWAY_SECRET, set if missing. */
   secret?: string;
 }
@@ -60,6 +63,7 @@ export async function callHandlers(operator: Service, call: HandlerCall): Promis
     body: call.body,
     handlers,
     deadline: new Date(Date.now() + 30_000).toISOString(),
+    ...(call.indexes ? { indexes: call.indexes } : {}),
   });
   const response = await send(operator, health.name, secret, 'POST', PATHS.invoke, body);
   return (await response.json()) as InvocationResponse;
@@ -74,6 +78,8 @@ export interface ActivityCall {
   started?: Date;
   /** The operator's memo, as the gateway keeps it between activity calls. */
   memo?: Record<string, unknown>;
+  /** Probes: the indexes they read, by id, as the gateway would send them. */
+  indexes?: Record<string, IndexContents>;
   /** The operator's secret, if it was given one explicitly; else $CAUSEWAY_SECRET, set if missing. */
   secret?: string;
 }
@@ -97,6 +103,7 @@ export async function callActivities(operator: Service, call: ActivityCall): Pro
     handlers: ids.map((id) => ({ id, retry: call.retry ?? 0, started })),
     deadline: new Date(Date.now() + 30_000).toISOString(),
     ...(call.memo ? { memo: call.memo } : {}),
+    ...(call.indexes ? { indexes: call.indexes } : {}),
   };
   const response = await send(operator, health.name, secret, 'POST', PATHS.invoke, JSON.stringify(request));
   return (await response.json()) as InvocationResponse;
@@ -113,8 +120,9 @@ async function declaredFor(
   reason: Reason,
 ): Promise<string[]> {
   const manifest = await manifestOf(operator, audience, secret);
+  // A declarative index is the gateway's to compute: never called.
   return manifest.handlers
-    .filter((handler) => kindsFor(reason).includes(handler.kind))
+    .filter((handler) => kindsFor(reason).includes(handler.kind) && !handler.index)
     .map((handler) => handler.id);
 }
 

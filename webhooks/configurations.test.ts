@@ -71,6 +71,35 @@ describe('webhook configurations', () => {
     ]);
   });
 
+  it('have a rule for each resource of a handler by category, and select namespaces if any is namespaced', () => {
+    const cluster = { group: 'kopf.dev', version: 'v1', plural: 'kopfclusters', namespaced: false };
+    const webhook = webhookOf(
+      'svc',
+      handler({ resource: { category: 'kopf' }, options: { operations: ['CREATE'] } }),
+      [resource, cluster],
+      'causeway.dev',
+    );
+    const [only] = webhookConfiguration('validating', 'x', [webhook], { url: 'https://h' }, 'PEM', ['a'])
+      .webhooks as Array<Record<string, unknown>>;
+    assert.deepEqual(only?.rules, [
+      {
+        apiGroups: ['kopf.dev'],
+        apiVersions: ['v1'],
+        resources: ['kopfexamples'],
+        operations: ['CREATE'],
+        scope: 'Namespaced',
+      },
+      {
+        apiGroups: ['kopf.dev'],
+        apiVersions: ['v1'],
+        resources: ['kopfclusters'],
+        operations: ['CREATE'],
+        scope: 'Cluster',
+      },
+    ]);
+    assert.ok(only?.namespaceSelector, 'the apiserver never skips cluster-scoped objects for it');
+  });
+
   it('name webhooks as DNS names, keeping apart ids that differ only in other characters', () => {
     const a = webhookOf('svc', handler({ id: 'check/spec.field' }), resource, 'causeway.dev');
     const b = webhookOf('svc', handler({ id: 'check-spec-field' }), resource, 'causeway.dev');

@@ -1,12 +1,12 @@
 /**
  * The Validating- and MutatingWebhookConfiguration a gateway manages, built from the manifests: one
- * webhook per admission handler, with rules for its resource, its operations, an objectSelector from
+ * webhook per admission handler, with rules for its resources, its operations, an objectSelector from
  * its label filters, and the gateway's namespaces. Pure: the gateway writes what this builds.
  */
 import { createHash } from 'node:crypto';
 import type { AdmissionOperation, HandlerSpec, MetaMatch } from '../protocol/index.ts';
 
-/** The resource an admission handler is for, as discovery resolved it. */
+/** A resource an admission handler is for, as discovery resolved it. */
 export interface WebhookResource {
   group: string;
   version: string;
@@ -30,7 +30,8 @@ export interface Webhook {
   type: 'validating' | 'mutating';
   service: string;
   handler: HandlerSpec;
-  resource: WebhookResource;
+  /** One, or those of a category the handler is for: a rule each. */
+  resources: readonly WebhookResource[];
   persistent: boolean;
   timeoutSeconds: number;
 }
@@ -44,7 +45,7 @@ export const DEFAULT_TIMEOUT_SECONDS = 10;
 export function webhookOf(
   service: string,
   handler: HandlerSpec,
-  resource: WebhookResource,
+  resources: WebhookResource | readonly WebhookResource[],
   suffix: string,
 ): Webhook {
   return {
@@ -53,7 +54,7 @@ export function webhookOf(
     type: handler.kind === 'mutate' ? 'mutating' : 'validating',
     service,
     handler,
-    resource,
+    resources: [resources].flat(),
     persistent: handler.options?.persistent === true,
     timeoutSeconds: handler.options?.timeout ?? DEFAULT_TIMEOUT_SECONDS,
   };
@@ -90,7 +91,7 @@ export function webhookConfiguration(
     webhooks: webhooks
       .filter((webhook) => webhook.type === type)
       .map((webhook) => {
-        const { handler, resource } = webhook;
+        const { handler, resources } = webhook;
         const subresource = handler.options?.subresource;
         const objectSelector = labelSelector(handler.filters?.labels);
         return {
@@ -99,17 +100,16 @@ export function webhookConfiguration(
             'url' in client
               ? { url: `${client.url.replace(/\/+$/, '')}${webhook.path}`, ...ca }
               : { service: { ...client.service, path: webhook.path }, ...ca },
-          rules: [
-            {
-              apiGroups: [resource.group],
-              apiVersions: [resource.version],
-              resources: [subresource ? `${resource.plural}/${subresource}` : resource.plural],
-              operations: handler.options?.operations ?? DEFAULT_OPERATIONS,
-              scope: resource.namespaced ? 'Namespaced' : 'Cluster',
-            },
-          ],
+          rules: resources.map((resource) => ({
+            apiGroups: [resource.group],
+            apiVersions: [resource.version],
+            resources: [subresource ? `${resource.plural}/${subresource}` : resource.plural],
+            operations: handler.options?.operations ?? DEFAULT_OPERATIONS,
+            scope: resource.namespaced ? 'Namespaced' : 'Cluster',
+          })),
           ...(objectSelector ? { objectSelector } : {}),
-          ...(namespaces && resource.namespaced
+          // The apiserver never skips other cluster-scoped objects for it (Namespaces match on their labels).
+          ...(namespaces && resources.some((resource) => resource.namespaced)
             ? {
                 namespaceSelector: {
                   matchExpressions: [

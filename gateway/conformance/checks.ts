@@ -186,7 +186,9 @@ function reasonFor(handler: HandlerSpec): Reason {
 /** One object of the handler's resource, and the call a gateway would make for it. */
 function sampleInvocation(handler: HandlerSpec, reason: Reason): InvocationRequest {
   const { name, group = 'conformance.causeway.dev', version = 'v1' } = handler.resource;
-  const plural = name.split('.')[0] as string;
+  // A handler by category, or for every resource (`*`), is called about a made-up one.
+  const named = name?.split('.')[0];
+  const plural = named && named !== '*' ? named : 'conformancesamples';
   const kind = plural.replace(/s$/, '').replace(/^./, (first) => first.toUpperCase());
   const object = {
     apiVersion: group ? `${group}/${version}` : version,

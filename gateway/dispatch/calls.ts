@@ -39,6 +39,8 @@ export interface CallSubject {
   timeoutMs?: number;
   /** Daemons: asks the daemons of the handlers to stop (a call of its own, answered at once). */
   stop?: InvocationRequest['stop'];
+  /** Daemons: a last call, for a daemon already asked to stop (see InvocationRequest.stopped). */
+  stopped?: InvocationRequest['stopped'];
   /**
    * Daemons: a call that stays open until its deadline (`timeoutMs`), answered up to `graceMs` after
    * it, and cut off when `cut` aborts.
@@ -83,6 +85,7 @@ export async function callServices(
             ...(subject.event ? { event: subject.event } : {}),
             ...(subject.admission ? { admission: subject.admission } : {}),
             ...(subject.stop ? { stop: subject.stop } : {}),
+            ...(subject.stopped ? { stopped: subject.stopped } : {}),
           },
           timeoutMs + (subject.long?.graceMs ?? 0),
           subject.long ? { cut: subject.long.cut, long: true } : {},

@@ -5,12 +5,17 @@
  */
 import {
   type ActivityInvocation,
+  type BatchResponse,
   type Health,
+  type IndexContents,
+  type InProcessCalls,
+  type InvocationBatch,
   type InvocationRequest,
   type InvocationResponse,
   isActivityInvocation,
   type Manifest,
   PATHS,
+  PROTOCOL,
 } from '../../protocol/index.ts';
 import { equal, jsonCopy } from '../../protocol/json.ts';
 import type { CircuitBreaker } from './breaker.ts';
@@ -19,6 +24,7 @@ import { aborted, type Exchange, type Reply, type Transport, withDeadline } from
 import {
   ProtocolError,
   parseActivityResponse,
+  parseBatchResponse,
   parseHealth,
   parseInvocationResponse,
   parseManifest,
@@ -38,6 +44,14 @@ export interface FunctionServiceOptions {
   timeoutMs?: number;
   /** Counts the invocations that found the service unreachable; while open, none is made. */
   breaker?: CircuitBreaker;
+  /** Where the indexes its handlers read come from (engines/indexes.ts). */
+  indexes?: IndexSource;
+}
+
+/** The gateway's indexes, as the calls of the handlers that read them need them. */
+export interface IndexSource {
+  /** The named indexes of a service, once each is complete (after a start, every object indexed). */
+  contents(service: string, ids: readonly string[]): Promise<Record<string, IndexContents>>;
 }
 
 /**
@@ -149,32 +163,78 @@ export class FunctionService {
    * `cut` aborts. A `long` call (a daemon's) takes a connection beside the service's capped ones.
    */
   async invoke(
-    invocation: InvocationRequest | ActivityInvocation,
+    given: InvocationRequest | ActivityInvocation,
     timeoutMs = this.timeoutMs,
-    { cut, long }: { cut?: AbortSignal; long?: boolean } = {},
+    call: { cut?: AbortSignal; long?: boolean } = {},
   ): Promise<InvocationResponse> {
+    const invocation = await this.#withIndexes(given, timeoutMs);
     const admission = invocation.reason === 'admission';
     const ids = invocation.handlers.map((handler) => handler.id);
-    const parse = (answer: unknown) =>
-      isActivityInvocation(invocation)
-        ? parseActivityResponse(answer, ids)
-        : parseInvocationResponse(answer, ids, admission);
+    const answer = await this.#exchange(invocation, invocation.traceparent, timeoutMs, call, (direct, copy) =>
+      direct.invoke(copy),
+    );
+    return isActivityInvocation(invocation)
+      ? parseActivityResponse(answer, ids)
+      : parseInvocationResponse(answer, ids, admission);
+  }
+
+  /** Sends several calls in one request (an index's objects), answered in order. */
+  async invokeBatch(batch: InvocationRequest[], timeoutMs = this.timeoutMs): Promise<BatchResponse> {
+    const request: InvocationBatch = { protocol: PROTOCOL, batch };
+    const answer = await this.#exchange(request, batch[0]?.traceparent, timeoutMs, {}, (direct, copy) =>
+      direct.invokeBatch(copy),
+    );
+    return parseBatchResponse(
+      answer,
+      batch.map((call) => call.handlers.map((handler) => handler.id)),
+    );
+  }
+
+  /**
+   * The indexes the due handlers read, complete, added to the call; its deadline is counted from then,
+   * as waiting for an index after a start may take a while.
+   */
+  async #withIndexes<Call extends InvocationRequest | ActivityInvocation>(
+    invocation: Call,
+    timeoutMs: number,
+  ): Promise<Call> {
+    const { indexes } = this.#options;
+    if (!indexes || ('stop' in invocation && invocation.stop !== undefined)) return invocation;
+    const specs = isActivityInvocation(invocation)
+      ? (this.manifest.activities ?? [])
+      : this.manifest.handlers;
+    const due = new Set(invocation.handlers.map((handler) => handler.id));
+    const ids = new Set(specs.flatMap((spec) => (due.has(spec.id) ? (spec.options?.indexes ?? []) : [])));
+    if (ids.size === 0) return invocation;
+    return {
+      ...invocation,
+      indexes: await indexes.contents(this.name, [...ids]),
+      deadline: new Date(Date.now() + timeoutMs).toISOString(),
+    };
+  }
+
+  /** One request and its JSON answer: directly to a service in this process, signed over HTTP otherwise. */
+  async #exchange<Request>(
+    request: Request,
+    traceparent: string | undefined,
+    timeoutMs: number,
+    { cut, long }: { cut?: AbortSignal; long?: boolean },
+    inProcess: (direct: InProcessCalls, copy: Request) => Promise<unknown>,
+  ): Promise<unknown> {
     const { direct } = this.#transport;
     if (direct) {
-      let answer: unknown;
       try {
         // A copy: the service may freeze what it is given, and the gateway keeps the object.
-        answer = await withDeadline(timeoutMs, cut, (signal) =>
-          Promise.race([direct.invoke(jsonCopy(invocation)), aborted(signal)]),
+        return await withDeadline(timeoutMs, cut, (signal) =>
+          Promise.race([inProcess(direct, jsonCopy(request)), aborted(signal)]),
         );
       } catch (error) {
         throw new ServiceError(`invoke ${this.url}: ${describe(error)}`);
       }
-      return parse(answer);
     }
     const { breaker } = this.#options;
     if (breaker?.down) throw new ServiceDown(`${this.name} at ${this.url} is down`, breaker.recovered());
-    const body = encoder.encode(JSON.stringify(invocation));
+    const body = encoder.encode(JSON.stringify(request));
     let answer: unknown;
     try {
       const signer = { sign: this.#sign, audience: this.name };
@@ -185,7 +245,7 @@ export class FunctionService {
         PATHS.invoke,
         body,
         timeoutMs,
-        { ...(invocation.traceparent ? { traceparent: invocation.traceparent } : {}) },
+        { ...(traceparent ? { traceparent } : {}) },
         { ...(cut ? { cut } : {}), ...(long ? { long } : {}) },
       );
     } catch (error) {
@@ -194,7 +254,7 @@ export class FunctionService {
       throw error;
     }
     breaker?.succeeded();
-    return parse(answer);
+    return answer;
   }
 
   /** The same service asked again (its transport kept): a new instance when its manifest changed. */

@@ -9,7 +9,7 @@ import type { Logger } from '../logging.ts';
 import type { Settings } from '../settings.ts';
 import { jitter, sleep } from '../timing.ts';
 import { CircuitBreaker } from './breaker.ts';
-import { FunctionService, readHealth } from './function-service.ts';
+import { FunctionService, type IndexSource, readHealth } from './function-service.ts';
 import { hmacSigner, type Signer } from './signer.ts';
 import { type FetchHandler, httpTransport, inProcessTransport, type Transport } from './transport.ts';
 
@@ -31,6 +31,8 @@ export interface FunctionServicesOptions {
   /** Signs the calls of services without a secret of their own; undefined when there is no such signer. */
   signer: Signer | undefined;
   settings: Settings['calls'];
+  /** Where the indexes its handlers read come from. */
+  indexes?: IndexSource;
   logger: Logger;
   /**
    * The service that answers for a name is now `next`: rebind its handlers (the calls under way
@@ -113,6 +115,7 @@ export class FunctionServices {
                     name: undefined,
                     sign,
                     timeoutMs,
+                    indexes: this.#options.indexes,
                   }),
                 signal,
               );
@@ -272,7 +275,13 @@ export class FunctionServices {
     try {
       const timeoutMs = endpoint.timeoutMs ?? this.#options.settings.timeoutMs;
       return {
-        service: await FunctionService.connect({ ...way, name: endpoint.name, sign, timeoutMs }),
+        service: await FunctionService.connect({
+          ...way,
+          name: endpoint.name,
+          sign,
+          timeoutMs,
+          indexes: this.#options.indexes,
+        }),
         way,
       };
     } catch (error) {

@@ -4,15 +4,20 @@
  */
 import {
   type ActivitySpec,
+  type BatchResponse,
   type Effects,
   type HandlerSpec,
   type Health,
+  type IndexEntries,
   type InvocationResponse,
   isActivityKind,
+  isAdmissionKind,
   isHandlerKind,
+  type KubernetesEvent,
   type LogLevel,
   type LogLine,
   type Manifest,
+  type ObjectReference,
   type ObjectToApply,
   type Outcome,
   PROTOCOL,
@@ -56,17 +61,14 @@ export function parseManifest(value: unknown): { manifest: Manifest; unknownKind
     if (typeof handler.id !== 'string' || !handler.id) throw new ProtocolError(`${where}.id is missing`);
     if (ids.has(handler.id)) throw new ProtocolError(`${where}.id "${handler.id}" is declared twice`);
     ids.add(handler.id);
-    if (!isObject(handler.resource) || typeof handler.resource.name !== 'string' || !handler.resource.name) {
-      throw new ProtocolError(`${where}.resource.name is missing`);
-    }
-    for (const field of ['group', 'version'] as const) {
-      if (handler.resource[field] !== undefined && typeof handler.resource[field] !== 'string') {
-        throw new ProtocolError(`${where}.resource.${field} must be a string`);
-      }
-    }
+    checkResource(handler.resource, `${where}.resource`);
     if (!isHandlerKind(handler.kind)) {
       unknownKinds.push(String(handler.kind));
       continue;
+    }
+    const everything = /^\*(\.|$)/.test(String((handler.resource as { name?: unknown }).name));
+    if (isAdmissionKind(handler.kind) && everything) {
+      throw new ProtocolError(`${where}: an admission handler cannot review every resource (*)`);
     }
     handlers.push(handler as unknown as HandlerSpec);
   }
@@ -80,6 +82,27 @@ export function parseManifest(value: unknown): { manifest: Manifest; unknownKind
     },
     unknownKinds,
   };
+}
+
+/** A handler's resources: by name (`*` for every one) or by category, exactly one of them. */
+function checkResource(resource: unknown, where: string): void {
+  if (!isObject(resource)) throw new ProtocolError(`${where} is not an object`);
+  const given = (['name', 'category'] as const).filter((field) => resource[field] !== undefined);
+  if (given.length !== 1) {
+    throw new ProtocolError(
+      `${where} needs a name or a category, ${given.length === 0 ? 'and has neither' : 'not both'}`,
+    );
+  }
+  for (const field of given) {
+    if (typeof resource[field] !== 'string' || !resource[field]) {
+      throw new ProtocolError(`${where}.${field} must be a non-empty string`);
+    }
+  }
+  for (const field of ['group', 'version'] as const) {
+    if (resource[field] !== undefined && typeof resource[field] !== 'string') {
+      throw new ProtocolError(`${where}.${field} must be a string`);
+    }
+  }
 }
 
 /** The manifest's activities this gateway knows (none when absent); adds the others' kinds to `unknownKinds`. */
@@ -134,6 +157,47 @@ export function parseInvocationResponse(
   if (value.memo !== undefined && !isObject(value.memo))
     throw new ProtocolError('response.memo is not an object');
   return { protocol: PROTOCOL, outcomes, logs, ...(isObject(value.memo) ? { memo: value.memo } : {}) };
+}
+
+/** A batch's answer: one response per call, in order, each with an outcome for each of its handlers. */
+export function parseBatchResponse(
+  value: unknown,
+  handlerIds: readonly (readonly string[])[],
+): BatchResponse {
+  if (!isObject(value)) throw new ProtocolError('batch response is not a JSON object');
+  checkProtocol(value, 'batch response');
+  if (!Array.isArray(value.batch) || value.batch.length !== handlerIds.length) {
+    throw new ProtocolError(
+      `batch response must hold ${handlerIds.length} responses, in the order of the calls`,
+    );
+  }
+  const answers = value.batch as unknown[];
+  return {
+    protocol: PROTOCOL,
+    batch: handlerIds.map((ids, position) => {
+      try {
+        return parseInvocationResponse(answers[position], ids);
+      } catch (error) {
+        throw new ProtocolError(`batch response ${position}: ${(error as Error).message}`);
+      }
+    }),
+  };
+}
+
+/** An index function's result for one object: a list of [key, value], the key a string or null. */
+export function parseIndexEntries(value: unknown, where: string): IndexEntries {
+  const wellFormed =
+    Array.isArray(value) &&
+    value.every(
+      (entry) =>
+        Array.isArray(entry) && entry.length === 2 && (entry[0] === null || typeof entry[0] === 'string'),
+    );
+  if (!wellFormed) {
+    throw new ProtocolError(
+      `${where}: an index result must be a list of [key, value], each key a string or null`,
+    );
+  }
+  return value as IndexEntries;
 }
 
 /**
@@ -192,6 +256,26 @@ function isHttpCode(code: unknown): code is number {
   return Number.isInteger(code) && (code as number) >= 400 && (code as number) <= 599;
 }
 
+/** What an event is about besides the handled object: an involvedObject, without more than it names. */
+function parseReference(value: unknown, where: string): ObjectReference {
+  const malformed = () =>
+    new ProtocolError(
+      `${where} must reference an object: apiVersion, kind and name, and namespace and uid if any, as non-empty strings`,
+    );
+  if (!isObject(value)) throw malformed();
+  const text = (field: string) => typeof value[field] === 'string' && value[field] !== '';
+  const optional = (field: string) => value[field] === undefined || text(field);
+  if (!['apiVersion', 'kind', 'name'].every(text) || !['namespace', 'uid'].every(optional)) throw malformed();
+  const { apiVersion, kind, name, namespace, uid } = value as unknown as ObjectReference;
+  return {
+    apiVersion,
+    kind,
+    name,
+    ...(namespace === undefined ? {} : { namespace }),
+    ...(uid === undefined ? {} : { uid }),
+  };
+}
+
 function parseEffects(value: Record<string, unknown>, where: string, admission: boolean): Effects {
   const effects: Effects = {};
   if (value.patch !== undefined) {
@@ -218,7 +302,10 @@ function parseEffects(value: Record<string, unknown>, where: string, admission: 
           `${where}.events[${index}] needs type Normal or Warning, a reason and a message`,
         );
       }
-      return { type: event.type, reason: event.reason, message: event.message };
+      const parsed: KubernetesEvent = { type: event.type, reason: event.reason, message: event.message };
+      return event.about === undefined
+        ? parsed
+        : { ...parsed, about: parseReference(event.about, `${where}.events[${index}].about`) };
     });
   }
   if (value.apply !== undefined) {

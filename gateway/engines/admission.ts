@@ -14,7 +14,13 @@ import {
   renewalDue,
   renewCertificates,
 } from '../../webhooks/certificates.ts';
-import { type Webhook, webhookConfiguration, webhookKey, webhookOf } from '../../webhooks/configurations.ts';
+import {
+  type Webhook,
+  webhookConfiguration,
+  webhookKey,
+  webhookOf,
+  webhookPath,
+} from '../../webhooks/configurations.ts';
 import { jsonPatchOf } from '../../webhooks/patch.ts';
 import {
   chooseMode,
@@ -57,7 +63,8 @@ interface Served {
   /** Decides here, without a call: the gateway's own webhooks. */
   local?: (object: KubernetesObject) => Verdict;
   service?: FunctionService;
-  resource: DiscoveredResource;
+  /** One, or those of the handler's category served so far. */
+  resources: DiscoveredResource[];
   /** Its service was replaced: dropped at the next sync unless served again. */
   retired?: boolean;
 }
@@ -96,13 +103,22 @@ export class Admission implements Component {
   }
 
   /**
-   * Adds the admission handlers of a service for a resource. Like every change here, the apiserver
+   * Adds the admission handlers of a service for a resource (for one more resource, when a handler by
+   * category has its webhook already: one rule more). Like every change here, the apiserver
    * learns of it at start, or at the next `sync` once started: a set of changes goes out as one.
    */
   serve(service: FunctionService, handlers: readonly HandlerSpec[], resource: DiscoveredResource): void {
     for (const handler of handlers) {
-      const webhook = webhookOf(service.name, handler, resource, this.#options.identity.annotationPrefix);
-      this.#webhooks.set(webhookKey(webhook), { webhook, service, resource });
+      const key = webhookKey({ path: webhookPath(service.name, handler.id) });
+      const before = this.#webhooks.get(key);
+      const resources = [
+        ...(before?.service === service && !before.retired ? before.resources : []).filter(
+          (other) => other.plural !== resource.plural || other.group !== resource.group,
+        ),
+        resource,
+      ];
+      const webhook = webhookOf(service.name, handler, resources, this.#options.identity.annotationPrefix);
+      this.#webhooks.set(key, { webhook, service, resources });
     }
   }
 
@@ -142,7 +158,7 @@ export class Admission implements Component {
         : [{ op: 'add' as const, path: '/metadata/finalizers', value: [finalizer] }];
       return { allowed: true, patch };
     };
-    this.#webhooks.set(webhookKey(webhook), { webhook, local, resource });
+    this.#webhooks.set(webhookKey(webhook), { webhook, local, resources: [resource] });
   }
 
   get size(): number {
@@ -231,10 +247,17 @@ export class Admission implements Component {
   }
 
   async #decide(review: ReviewRequest, path: string, signal: AbortSignal): Promise<Verdict> {
+    this.#options.logger.info(`DEBUGDECIDE ${path} ${review.operation} ${review.resource.resource}`); // DEBUGDECIDE
     const served = this.#webhooks.get(path);
     // A handler gone (its service redeployed without it) while the apiserver still has its webhook.
     if (!served) return { allowed: true };
-    const { webhook, service, resource } = served;
+    const { webhook, service } = served;
+    // The one under review, of those the webhook has a rule for (a handler's by category has several).
+    const resource =
+      served.resources.find(
+        (candidate) =>
+          candidate.group === review.resource.group && candidate.plural === review.resource.resource,
+      ) ?? (served.resources[0] as DiscoveredResource);
     const object = review.object ?? review.oldObject;
     if (served.local)
       return object && this.#options.serves(review.namespace) ? served.local(object) : { allowed: true };

@@ -7,7 +7,7 @@ import { equal, mergePatched } from '../../protocol/json.ts';
 import type { FunctionService } from '../dispatch/function-service.ts';
 import { isNotFound } from '../kube/errors.ts';
 import type { Logger } from '../logging.ts';
-import type { ReactorApi } from '../reactor/api.ts';
+import { applyObjects, type ReactorApi } from '../reactor/api.ts';
 import { objectMatches } from '../reactor/filters.ts';
 import type { ServedResource } from '../reactor/model.ts';
 import type { CycleEffects } from '../reactor/outcomes.ts';
@@ -55,9 +55,9 @@ export async function writeEffects(
   const changing = !equal(mergePatched(current, { ...changes.object, status: changes.status }), current);
   if (!changing && effects.apply.length === 0 && effects.events.length === 0) return;
   try {
-    for (const child of effects.apply) await api.applyObject(child, current.metadata.namespace);
+    const applied = await applyObjects(api, effects.apply, current.metadata.namespace);
     const written = changing ? await api.applyChanges(current, changes) : undefined;
-    if (effects.events.length > 0) await api.postEvents(written ?? current, effects.events, log);
+    if (effects.events.length > 0) await api.postEvents(written ?? current, effects.events, log, applied);
   } catch (error) {
     if (isNotFound(error)) return;
     log.error(`writing what handlers returned failed: ${error instanceof Error ? error.message : error}`);

@@ -14,7 +14,7 @@
  * is down (a crash) is called again as for any handler, which restarts its daemons.
  */
 import type { DaemonStopReason, DueHandler, KubernetesObject, Outcome } from '../../protocol/index.ts';
-import { callServices, idempotencyKey, type RetryDelays } from '../dispatch/calls.ts';
+import { callServices, idempotencyKey, type RetryDelays, type ServiceAnswer } from '../dispatch/calls.ts';
 import type { WatchEventType } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
 import type { ReactorApi } from '../reactor/api.ts';
@@ -55,6 +55,8 @@ interface Daemon extends BoundHandler {
   finished: boolean;
   /** Ended by itself: not called again until the essence differs from this one. */
   haltedAt?: string;
+  /** Its last call returned because its round ended: asked to stop before the next, it has not heard why. */
+  betweenRounds?: boolean;
 }
 
 interface Watched {
@@ -179,15 +181,12 @@ export class Daemons {
         log,
       );
       delete daemon.call;
-      if (answer?.memo) memory.updateMemo(uid, (memo) => updatedMemo(memo, answer.memo ?? {}));
-      const outcome = answer?.outcomes[spec.id];
+      const outcome = await this.#settle(daemon, answer, log);
       if (!outcome) {
         await Promise.race([answer?.down, sleep(roundMs, stopping.signal)]); // the service is down
         continue;
       }
-      const effects = emptyEffects();
-      collectEffects(effects, outcome, daemon.key);
-      await writeEffects(this.#options.api, object.latest, effects, log);
+      daemon.betweenRounds = outcome.status === 'success' && outcome.roundEnded === true;
       if (stopping.signal.aborted) break;
       const next = this.#next(daemon, outcome, log);
       if (next === 'halt') {
@@ -196,7 +195,51 @@ export class Daemons {
       }
       await sleep(next, stopping.signal);
     }
+    if (stopping.signal.aborted && daemon.betweenRounds) await this.#lastCall(daemon, log);
     log.debug(`daemon ${spec.id} stopped (${stopping.signal.reason ?? 'its handler was removed'})`);
+  }
+
+  /** What a call returned, kept: the memo updated and the effects written; its outcome, if it has one. */
+  async #settle(
+    daemon: Daemon,
+    answer: ServiceAnswer | undefined,
+    log: Logger,
+  ): Promise<Outcome | undefined> {
+    const uid = daemon.object.latest.metadata.uid;
+    if (answer?.memo) this.#options.memory.updateMemo(uid, (memo) => updatedMemo(memo, answer.memo ?? {}));
+    const outcome = answer?.outcomes[daemon.spec.id];
+    if (!outcome) return undefined;
+    const effects = emptyEffects();
+    collectEffects(effects, outcome, daemon.key);
+    await writeEffects(this.#options.api, daemon.object.latest, effects, log);
+    return outcome;
+  }
+
+  /**
+   * A daemon asked to stop while between rounds (or as one ended) has not heard why: it is called once
+   * more with its `stopped` signal aborted for that reason, to finish as it would have, within its
+   * cancellationTimeout (a round without one).
+   */
+  async #lastCall(daemon: Daemon, log: Logger): Promise<void> {
+    const { served, memory, roundMs } = this.#options;
+    const timeout = daemon.spec.options?.cancellationTimeout;
+    daemon.call = new AbortController();
+    const [answer] = await callServices(
+      [{ service: daemon.service, handlers: [dueOf(daemon)] }],
+      {
+        reason: 'daemon',
+        resource: served.resource,
+        object: daemon.object.latest,
+        memo: memory.memoOf(daemon.object.latest.metadata.uid),
+        stopped: daemon.stopping.signal.reason as DaemonStopReason,
+        timeoutMs: timeout === undefined ? roundMs : timeout * 1000,
+        long: { cut: daemon.call.signal, graceMs: timeout === undefined ? daemon.service.timeoutMs : 0 },
+      },
+      NO_RETRIES,
+      log,
+    );
+    delete daemon.call;
+    await this.#settle(daemon, answer, log);
   }
 
   /** After a call: how long until the next one, or `halt` until the object changes. */

@@ -8,7 +8,7 @@ import { callServices, idempotencyKey, type RetryDelays } from '../dispatch/call
 import type { FunctionService } from '../dispatch/function-service.ts';
 import type { WatchEventType } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
-import type { ReactorApi } from '../reactor/api.ts';
+import { applyObjects, type ReactorApi } from '../reactor/api.ts';
 import { objectMatches } from '../reactor/filters.ts';
 import { type Binding, objectName, type ServedResource } from '../reactor/model.ts';
 import { collectEffects, emptyEffects } from '../reactor/outcomes.ts';
@@ -83,10 +83,11 @@ export class EventHandlers {
       }
     }
     try {
-      for (const child of effects.apply) await this.#api.applyObject(child, object.metadata.namespace);
-      if (type === 'DELETED') return; // nothing left to patch or to post about
-      const written = await this.#api.applyChanges(object, effects.changes);
-      if (effects.events.length > 0) await this.#api.postEvents(written ?? object, effects.events, log);
+      const applied = await applyObjects(this.#api, effects.apply, object.metadata.namespace);
+      // A deleted object is gone: nothing to patch, and only events about other objects to post.
+      const events = type === 'DELETED' ? effects.events.filter((event) => event.about) : effects.events;
+      const written = type === 'DELETED' ? undefined : await this.#api.applyChanges(object, effects.changes);
+      if (events.length > 0) await this.#api.postEvents(written ?? object, events, log, applied);
     } catch (error) {
       log.error(
         `applying what event handlers returned failed: ${error instanceof Error ? error.message : error}`,

@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { collectionPath, type DiscoveredResource, Discovery, ResourceNotFound } from './discovery.ts';
+import {
+  collectionPath,
+  type DiscoveredResource,
+  Discovery,
+  describe as describeSelector,
+  ResourceNotFound,
+  selectsSeveral,
+} from './discovery.ts';
 
 function resource(
   fields: Partial<DiscoveredResource> & Pick<DiscoveredResource, 'group' | 'plural' | 'kind'>,
@@ -10,6 +17,7 @@ function resource(
     namespaced: true,
     singular: fields.kind.toLowerCase(),
     shortNames: [],
+    categories: [],
     subresources: [],
     verbs: [],
     ...fields,
@@ -63,5 +71,113 @@ describe('resource resolution', () => {
     assert.equal(collectionPath(discovery.resolve({ name: 'po' }), 'ns'), '/api/v1/namespaces/ns/pods');
     assert.equal(collectionPath(discovery.resolve({ name: 'kex' })), '/apis/kopf.dev/v2/kopfexamples');
     assert.equal(collectionPath(discovery.resolve({ name: 'namespaces' }), 'ns'), '/api/v1/namespaces');
+  });
+});
+
+describe('resource selection by category and by *', () => {
+  const WATCHABLE = ['get', 'list', 'watch', 'patch'];
+  const cluster = new Discovery([
+    resource({ group: '', plural: 'pods', kind: 'Pod', categories: ['all'], verbs: WATCHABLE }),
+    resource({ group: '', plural: 'events', kind: 'Event', verbs: WATCHABLE }),
+    resource({ group: '', plural: 'bindings', kind: 'Binding', verbs: ['create'] }),
+    resource({
+      group: 'apps',
+      plural: 'deployments',
+      kind: 'Deployment',
+      categories: ['all'],
+      verbs: WATCHABLE,
+    }),
+    resource({ group: 'events.k8s.io', plural: 'events', kind: 'Event', verbs: WATCHABLE }),
+    resource({
+      group: 'kopf.dev',
+      version: 'v2',
+      plural: 'kopfexamples',
+      kind: 'KopfExample',
+      categories: ['kopf'],
+      verbs: WATCHABLE,
+    }),
+    resource({
+      group: 'kopf.dev',
+      plural: 'kopfexamples',
+      kind: 'KopfExample',
+      categories: ['kopf'],
+      verbs: WATCHABLE,
+    }),
+    resource({
+      group: 'kopf.dev',
+      plural: 'kopfpeerings',
+      kind: 'KopfPeering',
+      categories: ['kopf'],
+      verbs: WATCHABLE,
+    }),
+    resource({
+      group: 'a.example',
+      plural: 'widgets',
+      kind: 'Widget',
+      categories: ['kopf'],
+      verbs: WATCHABLE,
+    }),
+  ]);
+  const keys = (selected: DiscoveredResource[]) =>
+    selected.map((found) => `${found.plural}.${found.group}/${found.version}`).sort();
+
+  it('selects every resource of a category, in every group, each in its preferred version', () => {
+    assert.deepEqual(keys(cluster.select({ category: 'kopf' })), [
+      'kopfexamples.kopf.dev/v2',
+      'kopfpeerings.kopf.dev/v1',
+      'widgets.a.example/v1',
+    ]);
+    assert.deepEqual(keys(cluster.select({ category: 'all' })), ['deployments.apps/v1', 'pods./v1']);
+    assert.deepEqual(cluster.select({ category: 'nothing' }), []);
+  });
+
+  it('narrows a category to the group and version given', () => {
+    assert.deepEqual(keys(cluster.select({ category: 'kopf', group: 'a.example' })), [
+      'widgets.a.example/v1',
+    ]);
+    assert.deepEqual(keys(cluster.select({ category: 'kopf', version: 'v1' })), [
+      'kopfexamples.kopf.dev/v1',
+      'kopfpeerings.kopf.dev/v1',
+      'widgets.a.example/v1',
+    ]);
+    assert.deepEqual(keys(cluster.select({ category: 'all', group: '' })), ['pods./v1']);
+  });
+
+  it('selects everything that can be listed and watched with *, but no Events of either group', () => {
+    assert.deepEqual(keys(cluster.select({ name: '*' })), [
+      'deployments.apps/v1',
+      'kopfexamples.kopf.dev/v2',
+      'kopfpeerings.kopf.dev/v1',
+      'pods./v1',
+      'widgets.a.example/v1',
+    ]);
+    assert.deepEqual(keys(cluster.select({ name: '*.kopf.dev' })), [
+      'kopfexamples.kopf.dev/v2',
+      'kopfpeerings.kopf.dev/v1',
+    ]);
+    assert.deepEqual(keys(cluster.select({ group: 'kopf.dev', version: 'v1', name: '*' })), [
+      'kopfexamples.kopf.dev/v1',
+      'kopfpeerings.kopf.dev/v1',
+    ]);
+    assert.deepEqual(
+      keys(cluster.select({ group: '', name: '*' })),
+      ['pods./v1'],
+      'named, Events are served',
+    );
+    assert.equal(cluster.resolve({ name: 'events', group: 'events.k8s.io' }).kind, 'Event');
+  });
+
+  it('tells selectors for several resources from names, and resolves only names', () => {
+    assert.equal(selectsSeveral({ category: 'all' }), true);
+    assert.equal(selectsSeveral({ name: '*' }), true);
+    assert.equal(selectsSeveral({ name: '*.kopf.dev' }), true);
+    assert.equal(selectsSeveral({ name: 'kex' }), false);
+    assert.deepEqual(keys(cluster.select({ name: 'KopfExample' })), ['kopfexamples.kopf.dev/v2']);
+    assert.throws(() => cluster.resolve({ category: 'all' }), /category all" selects several resources/);
+    assert.throws(() => cluster.resolve({ name: '*' }), /selects several resources/);
+    assert.equal(
+      describeSelector({ category: 'kopf', group: 'kopf.dev', version: 'v1' }),
+      'category kopf of kopf.dev/v1',
+    );
   });
 });

@@ -1,6 +1,7 @@
 /**
  * Resolves resource names the way kubectl does (plural, singular, kind or short name, optionally
- * `plural.group`), from aggregated discovery: two requests describe every resource of the cluster.
+ * `plural.group`), and categories and `*` to the resources they select, from aggregated discovery:
+ * two requests describe every resource of the cluster.
  */
 import type { ResolvedResource, ResourceSelector } from '../../protocol/index.ts';
 import type { KubeClient } from './client.ts';
@@ -10,6 +11,7 @@ const AGGREGATED = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDisco
 export interface DiscoveredResource extends ResolvedResource {
   singular: string;
   shortNames: string[];
+  categories: string[];
   subresources: string[];
   verbs: string[];
 }
@@ -26,6 +28,7 @@ interface GroupDiscoveryList {
         scope: 'Namespaced' | 'Cluster';
         singularResource?: string;
         shortNames?: string[];
+        categories?: string[];
         verbs: string[];
         subresources?: Array<{ subresource: string }>;
       }>;
@@ -70,6 +73,7 @@ export class Discovery {
               namespaced: resource.scope === 'Namespaced',
               singular: resource.singularResource ?? '',
               shortNames: resource.shortNames ?? [],
+              categories: resource.categories ?? [],
               subresources: (resource.subresources ?? []).map((sub) => sub.subresource),
               verbs: resource.verbs,
             });
@@ -83,6 +87,9 @@ export class Discovery {
   /** Finds the one resource a selector means, or says precisely why there is none. */
   resolve(selector: ResourceSelector): DiscoveredResource {
     const { name, group } = splitGroup(selector);
+    if (name === undefined || name === EVERY_RESOURCE) {
+      throw new TypeError(`"${describe(selector)}" selects several resources, not one`);
+    }
     const wanted = name.toLowerCase();
     const matches = this.resources.filter(
       (resource) =>
@@ -106,6 +113,40 @@ export class Discovery {
     const names = candidates.map((candidate) => `${candidate.plural}.${candidate.group}`).join(', ');
     throw new ResourceNotFound(`"${describe(selector)}" is ambiguous: ${names}; name the group`);
   }
+
+  /**
+   * The resources a category or `*` selects now, each in its preferred version unless one is named
+   * (as Kopf does, and unlike a name, no group takes precedence): those that can be listed and
+   * watched, Events excepted: the gateway posts them about the objects it handles, so handling them
+   * would feed itself. A name selects them explicitly.
+   */
+  select(selector: ResourceSelector): DiscoveredResource[] {
+    if (!selectsSeveral(selector)) return [this.resolve(selector)];
+    const { group } = splitGroup(selector);
+    const seen = new Set<string>();
+    const selected: DiscoveredResource[] = [];
+    for (const resource of this.resources) {
+      if (group !== undefined && resource.group !== group) continue;
+      if (selector.version !== undefined && resource.version !== selector.version) continue;
+      if (selector.category !== undefined && !resource.categories.includes(selector.category)) continue;
+      const key = `${resource.plural}.${resource.group}`;
+      if (seen.has(key)) continue; // the first version listed is the preferred one
+      seen.add(key);
+      if (!resource.verbs.includes('list') || !resource.verbs.includes('watch')) continue;
+      if (resource.plural === 'events' && (resource.group === '' || resource.group === 'events.k8s.io'))
+        continue;
+      selected.push(resource);
+    }
+    return selected;
+  }
+}
+
+/** `*`, Kopf's EVERYTHING: every resource (of the group and version given). */
+export const EVERY_RESOURCE = '*';
+
+/** Whether a selector is for several resources (a category, or `*`), which `select` finds, not `resolve`. */
+export function selectsSeveral(selector: ResourceSelector): boolean {
+  return selector.category !== undefined || splitGroup(selector).name === EVERY_RESOURCE;
 }
 
 /** Discovery kept between lookups, reloaded (at most once a second) when a name is not found. */
@@ -134,16 +175,19 @@ export class DiscoveryCache {
   }
 }
 
-function splitGroup(selector: ResourceSelector): { name: string; group: string | undefined } {
-  if (selector.group !== undefined || !selector.name.includes('.')) {
-    return { name: selector.name, group: selector.group };
-  }
-  const dot = selector.name.indexOf('.');
-  return { name: selector.name.slice(0, dot), group: selector.name.slice(dot + 1) };
+function splitGroup(selector: ResourceSelector): { name: string | undefined; group: string | undefined } {
+  const { name, group } = selector;
+  if (group !== undefined || name === undefined || !name.includes('.')) return { name, group };
+  const dot = name.indexOf('.');
+  return { name: name.slice(0, dot), group: name.slice(dot + 1) };
 }
 
 export function describe(selector: ResourceSelector): string {
-  return [selector.name, selector.version, selector.group].filter(Boolean).join('.');
+  if (selector.category === undefined) {
+    return [selector.name, selector.version, selector.group].filter(Boolean).join('.');
+  }
+  const narrowed = [selector.group === '' ? 'core' : selector.group, selector.version].filter(Boolean);
+  return `category ${selector.category}${narrowed.length > 0 ? ` of ${narrowed.join('/')}` : ''}`;
 }
 
 /** The REST path of a resource's collection, in one namespace or across all of them. */

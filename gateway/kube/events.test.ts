@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { KubernetesEvent, KubernetesObject } from '../../protocol/index.ts';
+import type { KubernetesEvent, KubernetesObject, ObjectReference } from '../../protocol/index.ts';
 import { createLogger } from '../logging.ts';
 import type { KubeClient, RequestInit } from './client.ts';
 import { ApiError } from './errors.ts';
-import { eventFor, MAX_MESSAGE_LENGTH, postEvents, truncate } from './events.ts';
+import { aboutApplied, eventFor, MAX_MESSAGE_LENGTH, postEvents, truncate } from './events.ts';
 
 const NOW = new Date('2026-01-02T03:04:05.000Z');
 
@@ -150,6 +150,85 @@ describe('Kubernetes events', () => {
     assert.equal(requests.length, 2);
     assert.equal(lines.length, 1);
     assert.match(lines[0] as string, /WARNING .*could not post event Created: /);
+  });
+});
+
+describe('events about other objects', () => {
+  const child = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'kex-child', namespace: 'team-b', uid: 'uid-child', resourceVersion: '7' },
+  } as KubernetesObject;
+
+  it('name the object of `about` in involvedObject, and go to its namespace', () => {
+    const about = { apiVersion: 'v1', kind: 'ConfigMap', name: 'kex-child', namespace: 'team-b', uid: 'u' };
+    const body = wire(eventFor(object(), { ...normal, about }, NOW)) as Record<string, unknown>;
+    assert.deepEqual(body.metadata, { generateName: 'kex-child.', namespace: 'team-b' });
+    assert.deepEqual(body.involvedObject, about, 'what the reference names, no more');
+    assert.equal(body.reason, 'Created');
+  });
+
+  it('go to default for a cluster-scoped object, and are never about Events', () => {
+    const about = { apiVersion: 'v1', kind: 'Namespace', name: 'team-b', uid: 'u' };
+    const body = wire(eventFor(object(), { ...normal, about }, NOW)) as Record<string, unknown>;
+    assert.deepEqual(body.metadata, { generateName: 'team-b.', namespace: 'default' });
+    assert.deepEqual(body.involvedObject, about);
+    for (const apiVersion of ['v1', 'events.k8s.io/v1']) {
+      const event = { ...normal, about: { apiVersion, kind: 'Event', name: 'e', namespace: 'team-a' } };
+      assert.equal(eventFor(object(), event, NOW), undefined, apiVersion);
+    }
+    const custom = { ...normal, about: { apiVersion: 'example.com/v1', kind: 'Event', name: 'e' } };
+    assert.notEqual(eventFor(object(), custom, NOW), undefined);
+  });
+
+  it('take the uid, and the namespace when they name none, of the object of that name applied', () => {
+    const named = (about: ObjectReference): KubernetesEvent => ({ ...normal, about });
+    const reference = { apiVersion: 'v1', kind: 'ConfigMap', name: 'kex-child' };
+    const otherKind = { ...child, kind: 'Secret', metadata: { ...child.metadata, uid: 'uid-secret' } };
+    const events = [
+      normal,
+      named(reference),
+      named({ ...reference, namespace: 'team-b' }),
+      named({ ...reference, namespace: 'team-c' }),
+      named({ ...reference, uid: 'given' }),
+      named({ ...reference, name: 'other' }),
+      named({ ...reference, apiVersion: 'v2' }),
+    ];
+    assert.deepEqual(
+      aboutApplied(events, [otherKind, child]).map((event) => event.about),
+      [
+        undefined,
+        { ...reference, namespace: 'team-b', uid: 'uid-child' },
+        { ...reference, namespace: 'team-b', uid: 'uid-child' },
+        { ...reference, namespace: 'team-c' },
+        { ...reference, uid: 'given' },
+        { ...reference, name: 'other' },
+        { ...reference, apiVersion: 'v2' },
+      ],
+    );
+    const clusterScoped = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'ns', uid: 'uid-ns' } };
+    assert.deepEqual(
+      aboutApplied([named({ apiVersion: 'v1', kind: 'Namespace', name: 'ns' })], [clusterScoped as never])[0]
+        ?.about,
+      { apiVersion: 'v1', kind: 'Namespace', name: 'ns', uid: 'uid-ns' },
+    );
+  });
+
+  it('are posted to the namespace of the object they are about, completed from what was applied', async () => {
+    const { client, requests } = recordingClient();
+    const { logger } = memoryLogger();
+    const about = { apiVersion: 'v1', kind: 'ConfigMap', name: 'kex-child' };
+    await postEvents(client, object(), [normal, { ...normal, reason: 'Child', about }], logger, [child]);
+    assert.deepEqual(
+      requests.map(({ path, init }) => [
+        path,
+        (init.body as { involvedObject: { uid: string } }).involvedObject.uid,
+      ]),
+      [
+        ['/api/v1/namespaces/team-a/events', '6b2d0c4e-0000-4000-8000-000000000001'],
+        ['/api/v1/namespaces/team-b/events', 'uid-child'],
+      ],
+    );
   });
 });
 

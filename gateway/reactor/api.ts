@@ -17,9 +17,18 @@ export interface ReactorApi {
   jsonPatch(object: KubernetesObject, patch: JsonPatch): Promise<KubernetesObject>;
   /** The changes' merge patches, status first; the object as last written, or undefined if nothing was. */
   applyChanges(object: KubernetesObject, changes: ObjectChanges): Promise<KubernetesObject | undefined>;
-  /** Creates or updates an object a handler asked for, in `namespace` unless it names its own. */
-  applyObject(object: NamedObject, namespace: string | undefined): Promise<void>;
-  postEvents(object: KubernetesObject, events: KubernetesEvent[], log: Logger): Promise<void>;
+  /**
+   * Creates or updates an object a handler asked for, in `namespace` unless it names its own; the
+   * object as applied (undefined from fakes that keep none).
+   */
+  applyObject(object: NamedObject, namespace: string | undefined): Promise<KubernetesObject | undefined>;
+  /** Events about the object, or about the objects they name (completed from those `applied`). */
+  postEvents(
+    object: KubernetesObject,
+    events: KubernetesEvent[],
+    log: Logger,
+    applied?: readonly KubernetesObject[],
+  ): Promise<void>;
   /** The object as the API has it now; undefined when it is gone. */
   read(object: KubernetesObject): Promise<KubernetesObject | undefined>;
 }
@@ -42,10 +51,24 @@ export function kubeReactorApi(
         version: version as string,
         name: object.kind,
       });
-      await applyObject(client, kind, object, fieldManager, namespace);
+      return applyObject(client, kind, object, fieldManager, namespace);
     },
-    postEvents: (object, events, log) => postEvents(client, object, events, log),
+    postEvents: (object, events, log, applied) => postEvents(client, object, events, log, applied),
     read: ({ metadata }) =>
       ignoreNotFound(client.get<KubernetesObject>(objectPath(resource, metadata.name, metadata.namespace))),
   };
+}
+
+/** Applies the objects one after another, in order; the objects as applied, for events about them. */
+export async function applyObjects(
+  api: ReactorApi,
+  objects: readonly NamedObject[],
+  namespace: string | undefined,
+): Promise<KubernetesObject[]> {
+  const applied: KubernetesObject[] = [];
+  for (const object of objects) {
+    const made = await api.applyObject(object, namespace);
+    if (made) applied.push(made);
+  }
+  return applied;
 }

@@ -82,6 +82,7 @@ class FakeApi implements ReactorApi {
 
   async applyObject(object: { kind: string; metadata: { name: string } }) {
     this.writes.push(`apply ${object.kind}/${object.metadata.name}`);
+    return undefined;
   }
 
   async postEvents(_object: KubernetesObject, events: Array<{ reason: string }>) {

@@ -10,7 +10,7 @@ import { isNotFound, isStaleWrite } from '../kube/errors.ts';
 import { addObjectPatch, emptyChanges } from '../kube/patcher.ts';
 import type { Logger } from '../logging.ts';
 import type { StoredState } from '../state/storage.ts';
-import type { ReactorApi } from './api.ts';
+import { applyObjects, type ReactorApi } from './api.ts';
 import type { CallHandlers } from './calls.ts';
 import { detectCause } from './causes.ts';
 import { finalizerToAdd, finalizerToRelease, hasFinalizer, removeFinalizer } from './finalizers.ts';
@@ -225,7 +225,7 @@ export class ResourceReactor<S> {
     log: Logger,
   ): Promise<KubernetesObject | undefined> {
     const { api, served, identity } = this.#options;
-    for (const child of writes.apply) await api.applyObject(child, object.metadata.namespace);
+    const applied = await applyObjects(api, writes.apply, object.metadata.namespace);
     let written = await api.applyChanges(object, writes.changes);
     if (writes.recorded && written && !served.storage.kept(written, writes.recorded)) {
       written = await this.#moveStateToAnnotations(written, writes.recorded, log);
@@ -235,7 +235,7 @@ export class ResourceReactor<S> {
       written = await api.jsonPatch(target, removeFinalizer(target, identity.finalizer));
     }
     this.#warnDroppedResults(written, writes.results, log);
-    if (writes.events.length > 0) await api.postEvents(written ?? object, writes.events, log);
+    if (writes.events.length > 0) await api.postEvents(written ?? object, writes.events, log, applied);
     return written;
   }
 

@@ -1,19 +1,27 @@
 /** Kopf's daemons on a real apiserver, over HTTP: one call open per object, stopped with a reason. */
 import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { operator } from '../../functions/index.ts';
+import { startGateway } from '../../gateway/gateway.ts';
 import type { KubeClient } from '../../gateway/kube/client.ts';
-import type { KubernetesObject } from '../../protocol/index.ts';
+import { type KubernetesObject, PATHS } from '../../protocol/index.ts';
+import { startBeacon } from '../support/beacon.ts';
 import { testNamespace } from '../support/cluster.ts';
 import {
   applyFile,
   createKopfExample,
   eventually,
   kubeClient,
+  kubeConfig,
+  memoryLogger,
   runOperator,
   TEST_SECRET,
 } from '../support/operator.ts';
+import { causeway, freePort } from '../support/processes.ts';
 
 /** Resolves when the signal aborts. */
 const abortedOf = (signal: AbortSignal) =>
@@ -140,5 +148,113 @@ describe('daemons', () => {
     await client.request(path, { method: 'DELETE' });
     await gone(path);
     assert.ok(Date.now() - deleting < 30_000, 'the deletion waited for the round instead of the timeout');
+  });
+
+  it('is called again, and runs, once its function service is back after being killed mid-round', async (t) => {
+    const namespace = await testNamespace(t);
+    // The service as a process of its own (`causeway serve`), killed with SIGKILL while the daemon's call
+    // is open, and started again on the same address: nothing but the gateway brings the daemon back.
+    const secretFile = join(mkdtempSync(join(tmpdir(), 'causeway-daemon-crash-')), 'secret');
+    writeFileSync(secretFile, TEST_SECRET);
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const serve = () =>
+      causeway(
+        [
+          'serve',
+          'test/support/daemon-operator.ts',
+          ...['--port', String(port), '--host', '127.0.0.1', '--secret-file', secretFile],
+        ],
+        { ...process.env, CAUSEWAY_SECRET: '' },
+      );
+    let service = serve();
+    t.after(() => service.stop());
+    await service.waitFor(/listening on/);
+    // Each round calls it as it begins: a positive sign that the daemon's call is open in the service.
+    const beacon = await startBeacon();
+    t.after(() => beacon.close());
+    const begun = (round: number, times: number) =>
+      eventually(`round ${round} begun ${times} time(s)`, async () =>
+        beacon.hits.filter((hit) => new URLSearchParams(hit).get('round') === String(round)).length >= times
+          ? true
+          : undefined,
+      );
+    const logger = memoryLogger();
+    const gateway = await startGateway({
+      functions: [{ name: 'daemons', url }],
+      secret: new TextEncoder().encode(TEST_SECRET),
+      kubeconfig: await kubeConfig(),
+      namespaces: [namespace],
+      logger,
+      settings: { calls: { daemonRoundMs: 3000, serviceRetryDelaysS: [0.2, 0.5, 1] } },
+    });
+    t.after(() => gateway.stop());
+    const said = (pattern: RegExp) =>
+      logger.lines.filter((line) => line.includes(`[${namespace}/crashing]`) && pattern.test(line));
+
+    const path = await createKopfExample(namespace, 'crashing', { beacon: beacon.url });
+    const beats = async () =>
+      ((await read(path)).status?.beats as { rounds?: number } | undefined)?.rounds ?? 0;
+    // Round 1 answered (its memo kept by the gateway), round 2's call open in the service: kill it.
+    await begun(2, 1);
+    assert.equal(await beats(), 1, 'round 1 written when its call ended');
+    assert.equal(await service.stop('SIGKILL'), 'SIGKILL');
+
+    // The gateway says which call it lost, where, and that it calls again.
+    const lost = await eventually('the lost call in the log', async () => said(/daemon beat_fn failed/)[0]);
+    assert.match(
+      lost,
+      new RegExp(
+        `daemon beat_fn failed temporarily, calling again in [\\d.]+s: POST ${url}${PATHS.invoke}: (other side closed|read ECONNRESET)`,
+      ),
+    );
+
+    service = serve();
+    // Called again with no help, in the new process, from the memo of the last round that answered
+    // (the killed round's memo went with its call), and runs on: its rounds end and are written.
+    await begun(2, 2);
+    await eventually('round 2 written', async () => ((await beats()) >= 2 ? true : undefined));
+    await begun(3, 1);
+    assert.equal(
+      said(/round 2 stopped: round-ended/).length,
+      1,
+      'the killed round 2 never answered; the one in the new process did',
+    );
+    assert.deepEqual(
+      beacon.hits.map((hit) => new URLSearchParams(hit).get('round')),
+      ['1', '2', '2', '3'],
+      'called once per round, and again for the round that was lost',
+    );
+
+    await client.request(path, { method: 'DELETE' });
+    await gone(path);
+    assert.equal(said(/round \d+ stopped: resource-deleted/).length, 1, said(/stopped/).join('\n'));
+  });
+
+  it('tells a daemon why it stops when the stop comes as its round ends, with a last call', async (t) => {
+    const namespace = await testNamespace(t);
+    const reasons: string[] = [];
+    const roundEnded = Promise.withResolvers<void>();
+    const op = operator({ name: 'daemons', secret: TEST_SECRET });
+    op.on.daemon('kopfexamples', async function gap_fn({ stopped }) {
+      const signal = stopped as AbortSignal;
+      await abortedOf(signal);
+      reasons.push(String(signal.reason));
+      if (signal.reason === 'round-ended') {
+        roundEnded.resolve();
+        // Still returning (saving its progress, say) when the deletion comes: it cannot hear of it now.
+        await sleep(500);
+      }
+    });
+    const running = await runOperator(op, {
+      namespaces: [namespace],
+      settings: { calls: { daemonRoundMs: 2000 } },
+    });
+    t.after(() => running.stop());
+    const path = await createKopfExample(namespace, 'gap');
+    await roundEnded.promise;
+    await client.request(path, { method: 'DELETE' });
+    await gone(path);
+    assert.deepEqual(reasons, ['round-ended', 'resource-deleted']);
   });
 });

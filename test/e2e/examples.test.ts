@@ -121,6 +121,33 @@ async function eventsAbout(client: KubeClient, namespace: string, name: string):
   return list.items.map(({ type, reason, message }) => ({ type, reason, message }));
 }
 
+/** A pod (never run: the test cluster has no kubelet), with `metadata` and `spec` added. */
+async function createPod(
+  namespace: string,
+  name: string,
+  metadata: Partial<KubernetesObject['metadata']> = {},
+  spec: Record<string, unknown> = {},
+): Promise<void> {
+  const client = await kubeClient();
+  // Pods are admitted once the namespace has its default service account.
+  await eventually('the default service account', async () =>
+    (await readOrGone(client, `/api/v1/namespaces/${namespace}/serviceaccounts/default`)) ? true : undefined,
+  );
+  await client.request(`/api/v1/namespaces/${namespace}/pods`, {
+    method: 'POST',
+    body: {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { ...metadata, name },
+      spec: {
+        automountServiceAccountToken: false,
+        containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.10' }],
+        ...spec,
+      },
+    },
+  });
+}
+
 const byReasonAndMessage = (a: EventSummary, b: EventSummary) =>
   `${a.reason} ${a.message}`.localeCompare(`${b.reason} ${b.message}`);
 
@@ -615,27 +642,6 @@ describe('examples/13-hooks', async () => {
       tasks_count: number;
       monitored_objects: Record<string, string[]>;
     };
-  async function createPod(namespace: string, name: string): Promise<void> {
-    const client = await kubeClient();
-    // Pods are admitted once the namespace has its default service account.
-    await eventually('the default service account', async () =>
-      (await readOrGone(client, `/api/v1/namespaces/${namespace}/serviceaccounts/default`))
-        ? true
-        : undefined,
-    );
-    await client.request(`/api/v1/namespaces/${namespace}/pods`, {
-      method: 'POST',
-      body: {
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: { name },
-        spec: {
-          automountServiceAccountToken: false,
-          containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.10' }],
-        },
-      },
-    });
-  }
 
   it('answers a startup retry in-process: temporary until its fourth attempt', async () => {
     const handlers = ['startup_fn_retried'];
@@ -702,6 +708,70 @@ describe('examples/13-hooks', async () => {
   });
 });
 
+describe('examples/16-indexing', async () => {
+  const { default: op } = await import(example('16-indexing', 'operator.ts').href);
+
+  it('indexes one pod in-process, by the functions of the service', async () => {
+    const [pod] = objectsOf('01-minimal', 'object.yaml');
+    const body = {
+      ...(pod as KubernetesObject),
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'web', namespace: 'default', uid: 'uid-web', labels: { app: 'web', tier: 'front' } },
+      status: { phase: 'Running' },
+    };
+    const response = await callHandlers(op, { reason: 'index', body });
+    assert.deepEqual(response.outcomes, {
+      is_running: { status: 'success', result: [['default/web', true]] },
+      by_label: {
+        status: 'success',
+        result: [
+          ['app=web', 'web'],
+          ['tier=front', 'web'],
+        ],
+      },
+    });
+  });
+
+  it('reports the pods at the liveness endpoint and the running ones in each KopfExample', async (t) => {
+    await applyFile(CRD);
+    const namespace = await testNamespace(t);
+    const client = await kubeClient();
+    await createPod(namespace, 'web', { labels: { app: 'web' } }, { nodeName: 'node-1' });
+    await createPod(namespace, 'db', { labels: { app: 'db' } }, { nodeName: 'node-1' });
+    await createPod(namespace, 'queued', { labels: { app: 'web' } });
+    // No kubelet runs the pods here: the test says one runs, as a kubelet would.
+    await client.patch(`/api/v1/namespaces/${namespace}/pods/web/status`, 'merge', {
+      status: { phase: 'Running' },
+    });
+    await applyFile(example('01-minimal', 'object.yaml'), namespace);
+    const running = await runOperator(op, {
+      namespaces: [namespace],
+      kubeconfig: (await testCluster()).kubeconfigPath,
+      liveness: 'http://127.0.0.1:0/healthz',
+      settings: { activities: { probeCacheMs: 0 } },
+    });
+    t.after(() => running.stop());
+    const probed = await (await fetch(running.gateway.liveness as string)).json();
+    assert.deepEqual(probed, {
+      pod_count: 3,
+      pod_names: ['db', 'queued', 'web'],
+      pods_per_node: { 'node-1': 2 },
+    });
+    const listed = await eventually('status.running-pods', async () => {
+      const object = await client.get<KubernetesObject>(kopfExample(namespace, 'kopf-example-1'));
+      return object.status?.['running-pods'];
+    });
+    assert.deepEqual(listed, [`${namespace}::web`]);
+    assert.ok(
+      running.logs.some((line) =>
+        line.includes(`pods by label: {"app=db":["db"],"app=web":["queued","web"]}`),
+      ),
+      running.logs.join('\n'),
+    );
+  });
+});
+
 describe('examples/17-admission', async () => {
   const { default: op } = await import(example('17-admission', 'operator.ts').href);
 
@@ -755,5 +825,218 @@ describe('examples/17-admission', async () => {
       }),
     );
     assert.equal(dryRun.code, 0, dryRun.stderr);
+  });
+});
+
+describe('examples/14-daemons', async () => {
+  const { default: op } = await import(example('14-daemons', 'operator.ts').href);
+
+  it('fails thrice, pings across rounds, finishes by itself or when stopped, and holds a deletion until stopped', async (t) => {
+    await applyFile(CRD);
+    const namespace = await testNamespace(t);
+    const client = await kubeClient();
+    const running = await runOperator(op, {
+      namespaces: [namespace],
+      kubeconfig: (await testCluster()).kubeconfigPath,
+      // Short rounds: a round's log lines reach the gateway's log when it ends.
+      settings: { calls: { daemonRoundMs: 2000 } },
+    });
+    t.after(() => running.stop());
+    /** The gateway's lines about `name` that include `text`. */
+    const said = (name: string, text: string) =>
+      running.logs.filter((line) => line.includes(`[${namespace}/${name}] `) && line.includes(text));
+    const lineOf = (name: string, text: string) =>
+      eventually(`"${text}" about ${name}`, async () => said(name, text)[0], 30_000);
+    const messageOf = (path: string, message: string) =>
+      eventually(
+        `status.message "${message}" on ${path}`,
+        async () => {
+          const current = await client.get<KubernetesObject>(path);
+          return current.status?.message === message ? current : undefined;
+        },
+        30_000,
+      );
+    const failures = (name: string, daemon: string) =>
+      said(name, `daemon ${daemon} failed temporarily, calling again in 1s: Simulated failure.`).length;
+    const first = kopfExample(namespace, 'kopf-example-1');
+    const second = kopfExample(namespace, 'kopf-example-2');
+
+    await applyFile(example('01-minimal', 'object.yaml'), namespace);
+    await client.request(kopfExample(namespace), {
+      method: 'POST',
+      body: {
+        apiVersion: 'kopf.dev/v1',
+        kind: 'KopfExample',
+        metadata: { name: 'kopf-example-2', annotations: { someannotation: 'somevalue' } },
+        spec: { field: 'second' },
+      },
+    });
+
+    const failing = await messageOf(first, 'Failed 3 times.');
+    assert.deepEqual(failing.metadata.finalizers, ['causeway.dev/finalizer'], 'held for its daemons');
+
+    // kopf-example-2 loses the annotation background_async is for: it is told so, and returns.
+    await lineOf('kopf-example-2', 'background_async: => ping from an async daemon: field="second"');
+    await client.patch(second, 'merge', { metadata: { annotations: { someannotation: null } } });
+    const mismatch = await lineOf('kopf-example-2', 'background_async: stopped: filters-mismatch');
+
+    // background_sync pings for 5 s, over several rounds of 2 s, and returns for good.
+    await messageOf(first, 'Accompanying is finished.');
+    const returned = await lineOf(
+      'kopf-example-1',
+      'daemon background_sync returned; not called again until the object changes',
+    );
+    const syncPings = said('kopf-example-1', 'background_sync: => ping from a sync daemon:');
+    assert.ok(syncPings.length >= 4, syncPings.join('\n'));
+    assert.ok(
+      syncPings.every((line) => line.includes('field="value"')),
+      'it sees the object as it is',
+    );
+    assert.ok(
+      running.logs.indexOf(syncPings.at(-1) as string) < running.logs.indexOf(returned),
+      'no ping after it returned',
+    );
+
+    // background_async pings on, round after round.
+    const asyncPings = said('kopf-example-1', 'background_async: => ping from an async daemon:').length;
+    await eventually('more pings from background_async', async () =>
+      said('kopf-example-1', 'background_async: => ping from an async daemon: field="value"').length >=
+      asyncPings + 2
+        ? true
+        : undefined,
+    );
+    for (const daemon of ['background_sync', 'background_async']) {
+      assert.equal(
+        failures('kopf-example-1', daemon),
+        3,
+        `${daemon} failed thrice, and never in later rounds`,
+      );
+    }
+    const afterMismatch = running.logs.slice(running.logs.indexOf(mismatch) + 1);
+    assert.deepEqual(
+      afterMismatch.filter(
+        (line) =>
+          line.includes(`[${namespace}/kopf-example-2] `) &&
+          (line.includes('background_async: ') || line.includes('daemon background_async failed')),
+      ),
+      [],
+      'no longer annotated: not called again',
+    );
+
+    // The deletion waits for background_async, which returns at once (or it would be cut off after
+    // 0.5 s, its lines lost); background_sync is over already.
+    await client.request(first, { method: 'DELETE' });
+    await eventually('kopf-example-1 gone', async () =>
+      (await readOrGone(client, first)) === undefined ? true : undefined,
+    );
+    const stopped = said('kopf-example-1', 'background_async: stopped: resource-deleted');
+    assert.equal(stopped.length, 1, 'it was told why, and returned before its object went');
+    assert.deepEqual(
+      said('kopf-example-1', 'background_sync: stopped'),
+      [],
+      'not called again to be stopped',
+    );
+  });
+});
+
+describe('examples/15-timers', async () => {
+  const { default: op } = await import(example('15-timers', 'operator.ts').href);
+  const SYNC = 'every_few_seconds_sync';
+  const ASYNC = 'every_few_seconds_async';
+  /** Timers' calls wait on the gateway's clock, which this one is: only the rounding of a ms apart. */
+  const SLACK_MS = 50;
+
+  it('pings once the object is idle, then every interval; writes its result once per value; holds no deletion', async (t) => {
+    await applyFile(CRD);
+    const namespace = await testNamespace(t);
+    const client = await kubeClient();
+    const running = await start(t, op, namespace);
+    const path = kopfExample(namespace, 'kopf-example-1');
+    const read = () => client.get<KubernetesObject>(path);
+    /** The pings `handler` logged about `name`: when the call ended, and the spec.field it saw. */
+    const pings = (name: string, handler: string) =>
+      running.logs.flatMap((line) => {
+        const match = new RegExp(
+          `^(\\S+) .*\\[${namespace}/${name}\\] ${handler}: ping from an? \\w+ timer: field=(\\S+) `,
+        ).exec(line);
+        return match ? [{ at: Date.parse(match[1] as string), field: JSON.parse(match[2] as string) }] : [];
+      });
+    const pingsOf = (name: string, handler: string, count: number, field: string) =>
+      eventually(
+        `${count} pings of ${handler} about ${name} with field ${field}`,
+        async () => {
+          const found = pings(name, handler).filter((ping) => ping.field === field);
+          return found.length >= count ? found : undefined;
+        },
+        30_000,
+      );
+    const gaps = (found: { at: number }[]) => found.slice(1).map((ping, i) => ping.at - (found[i]?.at ?? 0));
+    const resultOf = (field: string) =>
+      eventually(
+        `status.${ASYNC} for field ${field}`,
+        async () => {
+          const current = await read();
+          return (current.status?.[ASYNC] as { field?: unknown } | undefined)?.field === field
+            ? current
+            : undefined;
+        },
+        30_000,
+      );
+
+    const created = Date.now();
+    await applyFile(example('01-minimal', 'object.yaml'), namespace);
+    const asyncPings = await pingsOf('kopf-example-1', ASYNC, 2, 'value');
+    const syncPings = pings('kopf-example-1', SYNC);
+    assert.ok(syncPings.length >= 2, 'the sync timer, more often');
+    assert.ok((syncPings[0]?.at ?? 0) - created >= 2000 - SLACK_MS, 'idle for 2 s first');
+    assert.ok((asyncPings[0]?.at ?? 0) - created >= 4000 - SLACK_MS, 'idle for 4 s first');
+    for (const gap of gaps(syncPings)) assert.ok(gap >= 1000 - SLACK_MS, `sync pings ${gap} ms apart`);
+    for (const gap of gaps(asyncPings)) assert.ok(gap >= 2000 - SLACK_MS, `async pings ${gap} ms apart`);
+
+    const withResult = await resultOf('value');
+    assert.deepEqual(withResult.status?.[ASYNC], { field: 'value' });
+    assert.equal(withResult.metadata.finalizers, undefined, 'timers hold no finalizer');
+    // The timers go on; the same result is not written again, nor anything else.
+    const syncSoFar = pings('kopf-example-1', SYNC).length;
+    await pingsOf('kopf-example-1', SYNC, syncSoFar + 3, 'value');
+    assert.equal((await read()).metadata.resourceVersion, withResult.metadata.resourceVersion, 'no write');
+
+    // A change: both wait until the object has been idle again, then see it.
+    const changed = Date.now();
+    await client.patch(path, 'merge', { spec: { field: 'other' } });
+    const [firstSync] = await pingsOf('kopf-example-1', SYNC, 1, 'other');
+    const [firstAsync] = await pingsOf('kopf-example-1', ASYNC, 1, 'other');
+    assert.ok((firstSync?.at ?? 0) - changed >= 2000 - SLACK_MS, 'idle for 2 s after the change');
+    assert.ok((firstAsync?.at ?? 0) - changed >= 4000 - SLACK_MS, 'idle for 4 s after the change');
+    assert.deepEqual(
+      [...pings('kopf-example-1', SYNC), ...pings('kopf-example-1', ASYNC)].filter(
+        (ping) => ping.field === 'value' && ping.at > changed + 1000,
+      ),
+      [],
+      'no call while the object is not idle',
+    );
+    await resultOf('other');
+
+    // Deleted: gone at once (no finalizer), and its timers stop; another object's show they would have run.
+    await client.request(path, { method: 'DELETE' });
+    await eventually('kopf-example-1 gone', async () =>
+      (await readOrGone(client, path)) === undefined ? true : undefined,
+    );
+    const gone = Date.now();
+    await client.request(kopfExample(namespace), {
+      method: 'POST',
+      body: {
+        apiVersion: 'kopf.dev/v1',
+        kind: 'KopfExample',
+        metadata: { name: 'kopf-example-2' },
+        spec: { field: 'second' },
+      },
+    });
+    await pingsOf('kopf-example-2', SYNC, 2, 'second');
+    assert.deepEqual(
+      [...pings('kopf-example-1', SYNC), ...pings('kopf-example-1', ASYNC)].filter((ping) => ping.at > gone),
+      [],
+      'no call about a deleted object',
+    );
   });
 });

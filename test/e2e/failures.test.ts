@@ -140,4 +140,49 @@ describe('failures on a real apiserver', () => {
     );
     assert.deepEqual(object.status?.create_fn, { message: 'finally' });
   });
+
+  it("takes a handler's unexpected error as its errors option says: ignored is done, permanent fails for good", async (t) => {
+    const namespace = await testNamespace(t);
+    const calls = { ignored_fn: 0, doomed_fn: 0 };
+    const op = operator({ name: 'errors-modes', secret: TEST_SECRET });
+    // With the default (temporary), each would be called again after 0.1 s, and the object never handled.
+    op.on.create('kopfexamples', { errors: 'ignored', backoff: 0.1 }, async function ignored_fn() {
+      calls.ignored_fn++;
+      throw new Error('not worth a retry');
+    });
+    op.on.create('kopfexamples', { errors: 'permanent', backoff: 0.1 }, async function doomed_fn() {
+      calls.doomed_fn++;
+      throw new RangeError('cannot ever work');
+    });
+    const logger = memoryLogger();
+    const running = await runOperator(op, { namespaces: [namespace], logger });
+    t.after(() => running.stop());
+
+    await create(namespace, 'modes');
+    const object = await eventually('the handled-record', async () => {
+      const current = await read(namespace, 'modes');
+      return handled(current) ? current : undefined;
+    });
+    assert.equal(object.status?.ignored_fn, undefined, 'an ignored error leaves no result');
+    assert.equal(object.status?.doomed_fn, undefined);
+    assert.deepEqual(calls, { ignored_fn: 1, doomed_fn: 1 });
+    const failed = await eventually('the HandlerFailed event', async () => {
+      const { items } = await client.get<{ items: Array<{ reason: string; type: string; message: string }> }>(
+        `/api/v1/namespaces/${namespace}/events`,
+      );
+      const found = items.filter((event) => event.reason === 'HandlerFailed');
+      return found.length > 0 ? { found, all: items } : undefined;
+    });
+    assert.deepEqual(
+      failed.found.map(({ type, message }) => ({ type, message })),
+      [{ type: 'Warning', message: 'doomed_fn failed permanently: cannot ever work' }],
+    );
+    assert.ok(
+      failed.all.every((event) => !event.message.includes('ignored_fn')),
+      'nothing failed or retried about the ignored one',
+    );
+    const log = logger.lines.join('');
+    assert.match(log, /ERROR .*ignored_fn.*handler failed, ignored \(errors: 'ignored'\): not worth a retry/);
+    assert.match(log, /handler doomed_fn failed permanently: cannot ever work/);
+  });
 });

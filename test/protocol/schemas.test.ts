@@ -6,7 +6,15 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { ABSENT, operator, PermanentError, PRESENT, requeue, TemporaryError } from '../../functions/index.ts';
+import {
+  ABSENT,
+  EVERYTHING,
+  operator,
+  PermanentError,
+  PRESENT,
+  requeue,
+  TemporaryError,
+} from '../../functions/index.ts';
 import {
   KOPF_EXAMPLES,
   invocation as sdkInvocation,
@@ -21,6 +29,7 @@ import {
   HANDLER_KIND_NAMES,
   HANDLER_KINDS,
   type KindRule,
+  PROTOCOL,
 } from '../../protocol/index.ts';
 
 const SECRET = 'a test secret that is long enough for HS256';
@@ -55,6 +64,30 @@ describe('protocol JSON Schemas', () => {
   it('accept the manifest the SDK serves', async () => {
     const response = await sampleOperator().fetch(await signedManifest('schemas', SECRET));
     assertValid(manifestSchema, await response.json());
+  });
+
+  it('accept the resources the SDK selects: by name, by category, EVERYTHING', async () => {
+    const op = operator({ name: 'schemas', secret: SECRET });
+    const fn = () => {};
+    op.on.event({ category: 'all' }, { id: 'category' }, fn);
+    op.on.event({ group: 'kopf.dev', version: 'v1', category: 'kopf' }, { id: 'narrowed' }, fn);
+    op.on.event(EVERYTHING, { id: 'everything' }, fn);
+    op.on.event(`${EVERYTHING}.kopf.dev`, { id: 'group' }, fn);
+    op.on.validate({ category: 'kopf' }, { id: 'reviewed' }, fn);
+    const manifest = (await (await op.fetch(await signedManifest('schemas', SECRET))).json()) as {
+      handlers: { resource: unknown }[];
+    };
+    assert.deepEqual(
+      manifest.handlers.map(({ resource }) => resource),
+      [
+        { category: 'all' },
+        { group: 'kopf.dev', version: 'v1', category: 'kopf' },
+        { name: '*' },
+        { group: 'kopf.dev', name: '*' },
+        { category: 'kopf' },
+      ],
+    );
+    assertValid(manifestSchema, manifest);
   });
 
   it('accept the responses the SDK gives: success, temporary and permanent outcomes, logs', async () => {
@@ -99,6 +132,12 @@ describe('protocol JSON Schemas', () => {
     op.on.reconcile('kex', function effects({ patch, events, memo }) {
       patch.status = { phase: 'Ready' };
       events.normal('Reconciled', 'all good');
+      events.normal('Configured', 'by kex-1', {
+        about: [
+          { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cm', namespace: 'default', uid: 'u' } },
+          { apiVersion: 'v1', kind: 'Namespace', name: 'default' },
+        ],
+      });
       memo.seen = true;
       delete memo.old;
       return requeue(30, { phase: 'Ready' });
@@ -289,6 +328,10 @@ describe('protocol JSON Schemas', () => {
         handlers: [{ id: 'h', kind: 'update', resource: { name: 'kex' }, ...handler }],
       });
     assert.equal(manifest({}), true, 'the baseline is valid');
+    assert.equal(manifest({ resource: { category: 'all', group: '' } }), true, 'by category');
+    assert.equal(manifest({ resource: { name: 'pods', category: 'all' } }), false, 'a name or a category');
+    assert.equal(manifest({ resource: { group: 'apps' } }), false, 'a name or a category');
+    assert.equal(manifest({ resource: { category: '' } }), false);
     assert.equal(manifest({ filters: { field: 'spec.a', value: { equals: 1, present: true } } }), false);
     assert.equal(manifest({ filters: { labels: { app: 1 } } }), false);
     assert.equal(manifest({ filters: { labels: { app: { present: false } } } }), false);
@@ -303,6 +346,18 @@ describe('protocol JSON Schemas', () => {
       response({ status: 'success', events: [{ type: 'Info', reason: 'r', message: 'm' }] }),
       false,
     );
+    const about = (reference: unknown) =>
+      response({
+        status: 'success',
+        events: [{ type: 'Normal', reason: 'r', message: 'm', about: reference }],
+      });
+    assert.equal(about({ apiVersion: 'v1', kind: 'Namespace', name: 'n' }), true, 'a reference is valid');
+    assert.equal(
+      about({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' } }),
+      false,
+      'a reference, not an object',
+    );
+    assert.equal(about({ apiVersion: 'v1', kind: 'ConfigMap', name: 'c', uid: '' }), false);
     assert.equal(response({ status: 'success', patch: [] }), false);
     assert.equal(response({ status: 'success' }, { memo: [] }), false);
     const request = (extra: Record<string, unknown>, due: Record<string, unknown> = {}) =>
@@ -352,6 +407,93 @@ describe('protocol JSON Schemas', () => {
     assert.deepEqual(
       new Set(Object.keys(manifest.$defs.options.properties)),
       new Set(rules.flatMap((rule) => rule.options)),
+    );
+  });
+});
+
+describe('protocol JSON Schemas of indexes', () => {
+  const batchSchema = schema('invocation-batch');
+  const batchResponseSchema = schema('batch-response');
+
+  function indexingOperator() {
+    const op = operator({ name: 'schemas', secret: SECRET });
+    op.index('pods', { id: 'byNode' }, { key: 'spec.nodeName', value: ['metadata.name', { label: 'app' }] });
+    op.index('pods', { id: 'byApp', labels: { app: PRESENT } }, { key: [{ label: 'app' }] });
+    op.index('pods', function phases({ name, status }) {
+      return { [String(status.phase)]: name };
+    });
+    op.index('pods', function names({ name }) {
+      return name;
+    });
+    op.on.create('kex', { id: 'reads', indexes: ['byNode', 'phases'] }, () => {});
+    op.on.probe({ id: 'counts', indexes: ['names'] }, () => 1);
+    return op;
+  }
+
+  it('accept a manifest with declarative and function indexes, and handlers that read them', async () => {
+    const response = await indexingOperator().fetch(await signedManifest('schemas', SECRET));
+    const manifest = (await response.json()) as { handlers: { id: string; index?: unknown }[] };
+    assert.deepEqual(
+      manifest.handlers.map(({ id, index }) => [id, index]),
+      [
+        [
+          'byNode',
+          {
+            key: [{ field: 'spec.nodeName' }],
+            value: [{ field: 'metadata.name' }, { label: 'app' }],
+          },
+        ],
+        ['byApp', { key: [{ label: 'app' }] }],
+        ['phases', undefined],
+        ['names', undefined],
+        ['reads', undefined],
+      ],
+    );
+    assertValid(manifestSchema, manifest);
+  });
+
+  it('accept a batch of index calls, its answer, and a call that carries indexes', async () => {
+    const pod = (name: string, phase: string) => ({
+      ...sdkInvocation(['phases', 'names'], {}, { reason: 'index' }),
+      body: {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name, namespace: 'default', uid: `uid-${name}` },
+        status: { phase },
+      },
+    });
+    const batch = { protocol: PROTOCOL, batch: [pod('a', 'Running'), pod('b', 'Pending')] };
+    assertValid(batchSchema, batch);
+    const response = await indexingOperator().fetch(await signedInvoke('schemas', batch as never, SECRET));
+    const body = (await response.json()) as { batch: { outcomes: Record<string, unknown> }[] };
+    assert.deepEqual(
+      body.batch.map(({ outcomes }) => outcomes),
+      [
+        {
+          phases: { status: 'success', result: [['Running', 'a']] },
+          names: { status: 'success', result: [[null, 'a']] },
+        },
+        {
+          phases: { status: 'success', result: [['Pending', 'b']] },
+          names: { status: 'success', result: [[null, 'b']] },
+        },
+      ],
+    );
+    assertValid(batchResponseSchema, body);
+    assertValid(
+      requestSchema,
+      sdkInvocation(
+        ['reads'],
+        {},
+        {
+          indexes: {
+            byNode: [
+              ['node-1', ['a', 'b']],
+              [null, []],
+            ],
+          },
+        },
+      ),
     );
   });
 });

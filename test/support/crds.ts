@@ -8,6 +8,8 @@ export interface TestKind {
   plural: string;
   /** `Namespaced` unless told otherwise. */
   scope?: 'Namespaced' | 'Cluster';
+  /** `spec.names.categories`: none unless given. */
+  categories?: string[];
 }
 
 /** A fresh group name, e.g. `late1a2b3c4d.causeway.test`. */
@@ -29,7 +31,12 @@ export function customResourceDefinition(kind: TestKind, schema: object = ANYTHI
     spec: {
       group: kind.group,
       scope: kind.scope ?? 'Namespaced',
-      names: { kind: kind.kind, plural: kind.plural, singular: kind.kind.toLowerCase() },
+      names: {
+        kind: kind.kind,
+        plural: kind.plural,
+        singular: kind.kind.toLowerCase(),
+        ...(kind.categories ? { categories: kind.categories } : {}),
+      },
       versions: [
         {
           name: 'v1',

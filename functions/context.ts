@@ -126,6 +126,11 @@ export type Handler<Spec extends object = Fields, Status extends object = Fields
   context: HandlerContext<Spec, Status>,
 ) => Result | Promise<Result>;
 
+/** A daemon: its `stopped` signal is always there (see HandlerContext.stopped). */
+export type DaemonHandler<Spec extends object = Fields, Status extends object = Fields, Result = unknown> = (
+  context: HandlerContext<Spec, Status> & { stopped: AbortSignal },
+) => Result | Promise<Result>;
+
 /** The parts of a context that are not read from the request. */
 export interface Extras {
   memo: Record<string, unknown>;

@@ -1,6 +1,6 @@
 export type { Credentials } from '../protocol/index.ts';
 export type { ActivityContext, ActivityHandler, ActivityOptions } from './activities.ts';
-export type { Handler, HandlerContext, MergePatch, Patch } from './context.ts';
+export type { DaemonHandler, Handler, HandlerContext, MergePatch, Patch } from './context.ts';
 export { AdmissionError, PermanentError, TemporaryError } from './errors.ts';
 export type { EventOptions, EventSubject, Events } from './events.ts';
 export { ABSENT, PRESENT } from './filters.ts';

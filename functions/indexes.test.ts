@@ -52,6 +52,22 @@ describe('index functions', () => {
     });
   });
 
+  it('keep the values on an unexpected error, as Kopf does, unless told otherwise', async () => {
+    const op = operator({ name: 'idx', secret: SECRET });
+    op.index('kex', function kept() {
+      throw new Error('broken');
+    });
+    op.index('kex', { errors: 'temporary', backoff: 5 }, function retried() {
+      throw new Error('broken');
+    });
+    const { body } = await answer(op, invocation(['kept', 'retried'], {}, { reason: 'index' }));
+    assert.deepEqual(body.outcomes, {
+      kept: { status: 'success' },
+      retried: { status: 'temporary', message: 'broken', delay: 5 },
+    });
+    assert.match(body.logs[0]?.message ?? '', /handler failed, ignored \(errors: 'ignored'\): broken/);
+  });
+
   it('are never called when declarative: the gateway computes those', async () => {
     const op = operator({ name: 'idx', secret: SECRET });
     op.index('kex', { id: 'byApp' }, { key: { label: 'app' } });

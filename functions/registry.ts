@@ -8,7 +8,7 @@ import {
   type KindRule,
   type HandlerOptions as SpecOptions,
 } from '../protocol/index.ts';
-import type { Fields, Handler, HandlerContext } from './context.ts';
+import type { DaemonHandler, Fields, Handler, HandlerContext } from './context.ts';
 import { checkField, compileFilters, type FilterOptions } from './filters.ts';
 import { checkIndexesOption, type IndexDefinitionOptions, indexDefinition } from './indexes.ts';
 import { type Resource, resourceFor } from './resource.ts';
@@ -84,6 +84,7 @@ const ERRORS_KINDS = [
   'reconcile',
   'timer',
   'daemon',
+  'index',
 ] as const satisfies readonly HandlerKind[];
 type ErrorsKind = (typeof ERRORS_KINDS)[number];
 
@@ -142,12 +143,27 @@ export interface RegisterIndex<Options> extends Register<Options> {
   (resource: Resource, options: Options & { id: string }, definition: IndexDefinitionOptions): void;
 }
 
+/** `op.on.daemon(resource, options?, fn)`: `fn` gets `stopped`, always there for a daemon. */
+export interface RegisterDaemon<Options> {
+  <Spec extends object = Fields, Status extends object = Fields, Result = unknown>(
+    resource: Resource,
+    handler: DaemonHandler<Spec, Status, Result>,
+  ): void;
+  <Spec extends object = Fields, Status extends object = Fields, Result = unknown>(
+    resource: Resource,
+    options: Options,
+    handler: DaemonHandler<Spec, Status, Result>,
+  ): void;
+}
+
 export type On = {
   [Kind in HandlerKind]: Kind extends 'index'
     ? RegisterIndex<OptionsOf<Kind>>
-    : Kinds[Kind] extends { argument: 'field' }
-      ? RegisterField<OptionsOf<Kind>>
-      : Register<OptionsOf<Kind>>;
+    : Kind extends 'daemon'
+      ? RegisterDaemon<OptionsOf<Kind>>
+      : Kinds[Kind] extends { argument: 'field' }
+        ? RegisterField<OptionsOf<Kind>>
+        : Register<OptionsOf<Kind>>;
 };
 
 export interface Registered extends HandlerSpec {
@@ -221,7 +237,8 @@ export function createRegistry(): Registry {
         ...(typeof fn === 'function' ? { fn: fn as Handler } : {}),
         param: options.param,
         backoff: options.backoff ?? DEFAULT_BACKOFF_SECONDS,
-        ...(options.errors ? { errors: options.errors } : {}),
+        // Kopf's index functions ignore unexpected errors by default: the object's values stay.
+        ...(options.errors || kind === 'index' ? { errors: options.errors ?? 'ignored' } : {}),
         ...(applies ? { applies } : {}),
       });
     };

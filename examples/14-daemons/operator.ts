@@ -9,7 +9,7 @@
  * goes in `memo`, since each round is a call of its own (and `retry` counts the failures since the
  * last round that ended well, so it starts again at 0 in every round).
  */
-import { type HandlerContext, operator, TemporaryError } from 'causeway/functions';
+import { operator, TemporaryError } from 'causeway/functions';
 
 const op = operator({ name: 'daemons' });
 
@@ -17,12 +17,6 @@ const op = operator({ name: 'daemons' });
 const PING_S = 1;
 /** How long background_sync accompanies its object once it got going (Kopf's: 30 s). */
 const ACCOMPANY_S = 5;
-
-/** Daemons always get `stopped`; the context types it for every kind of handler. */
-function stoppedOf({ stopped }: HandlerContext): AbortSignal {
-  if (!stopped) throw new Error('only daemons are given a stopped signal');
-  return stopped;
-}
 
 /** Resolves after `seconds`, or as soon as `signal` aborts: a daemon's sleep, cut short by a stop. */
 function pause(seconds: number, signal: AbortSignal): Promise<void> {
@@ -41,26 +35,28 @@ function pause(seconds: number, signal: AbortSignal): Promise<void> {
 // Fails three times, telling so in status.message; then pings for ACCOMPANY_S seconds, across rounds
 // (when it began is kept in the memo), and returns: it is not called again until the object changes.
 // A `backoff` of 3 s would space the retries of an unexpected error; a TemporaryError says its own delay.
-op.on.daemon('kopfexamples', { backoff: 3 }, async function background_sync(context) {
-  const { spec, logger, retry, patch, memo } = context;
-  const stopped = stoppedOf(context);
-  if (typeof memo.accompanyingSince !== 'number') {
-    if (retry < 3) {
-      patch.status = { message: `Failed ${retry + 1} times.` };
-      throw new TemporaryError('Simulated failure.', { delay: 1 });
+op.on.daemon(
+  'kopfexamples',
+  { backoff: 3 },
+  async function background_sync({ spec, logger, retry, patch, memo, stopped }) {
+    if (typeof memo.accompanyingSince !== 'number') {
+      if (retry < 3) {
+        patch.status = { message: `Failed ${retry + 1} times.` };
+        throw new TemporaryError('Simulated failure.', { delay: 1 });
+      }
+      memo.accompanyingSince = Date.now();
     }
-    memo.accompanyingSince = Date.now();
-  }
-  const until = (memo.accompanyingSince as number) + ACCOMPANY_S * 1000;
-  while (!stopped.aborted && Date.now() < until) {
-    logger.info(`=> ping from a sync daemon: field=${JSON.stringify(spec.field)}`);
-    await pause(Math.min(PING_S, (until - Date.now()) / 1000), stopped);
-  }
-  if (stopped.reason === 'round-ended') return; // called again at once, with the memo as left here
-  if (stopped.aborted) logger.info(`stopped: ${stopped.reason}`);
-  delete memo.accompanyingSince; // started again (the object changed): fails three times again
-  patch.status = { message: 'Accompanying is finished.' };
-});
+    const until = (memo.accompanyingSince as number) + ACCOMPANY_S * 1000;
+    while (!stopped.aborted && Date.now() < until) {
+      logger.info(`=> ping from a sync daemon: field=${JSON.stringify(spec.field)}`);
+      await pause(Math.min(PING_S, (until - Date.now()) / 1000), stopped);
+    }
+    if (stopped.reason === 'round-ended') return; // called again at once, with the memo as left here
+    if (stopped.aborted) logger.info(`stopped: ${stopped.reason}`);
+    delete memo.accompanyingSince; // started again (the object changed): fails three times again
+    patch.status = { message: 'Accompanying is finished.' };
+  },
+);
 
 // For objects annotated someannotation=somevalue: fails three times, then pings until stopped. When
 // it is stopped for good (the object deleted or no longer annotated), it has half a second to
@@ -68,9 +64,7 @@ op.on.daemon('kopfexamples', { backoff: 3 }, async function background_sync(cont
 op.on.daemon(
   'kopfexamples',
   { backoff: 3, cancellationTimeout: 0.5, annotations: { someannotation: 'somevalue' } },
-  async function background_async(context) {
-    const { spec, logger, retry, memo } = context;
-    const stopped = stoppedOf(context);
+  async function background_async({ spec, logger, retry, memo, stopped }) {
     if (memo.pinging !== true) {
       if (retry < 3) throw new TemporaryError('Simulated failure.', { delay: 1 });
       memo.pinging = true;

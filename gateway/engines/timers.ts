@@ -9,6 +9,7 @@
  * `retries` or `timeout` run out; a permanent one, or running out, stops the timer on that object
  * until the object changes. Timers hold no finalizer: there is nothing to wait for on a deletion.
  */
+import { createHash } from 'node:crypto';
 import type { DueHandler, HandlerSpec, KubernetesObject, Outcome } from '../../protocol/index.ts';
 import { callServices, idempotencyKey, type RetryDelays } from '../dispatch/calls.ts';
 import type { FunctionService } from '../dispatch/function-service.ts';
@@ -50,10 +51,15 @@ interface Timer {
   haltedAt?: string;
 }
 
-/** An object some timer matches: its newest state, and when it last changed (for `idle`). */
+/**
+ * An object some timer matches: its newest state, and when its essence last changed (for `idle`: as
+ * in Kopf, a status written, by a timer's own result say, is no change).
+ */
 interface Watched {
   latest: KubernetesObject;
   changedAt: number;
+  /** A digest of its essence, kept while a timer with `idle` matches it. */
+  essence?: string;
   timers: Map<string, Timer>;
   gone: boolean;
 }
@@ -85,7 +91,14 @@ export class Timers {
       this.#objects.set(uid, watched);
     }
     watched.latest = object;
-    watched.changedAt = now;
+    if (matching.some(({ spec }) => spec.options?.idle !== undefined)) {
+      const essence = essenceDigest(object, this.#options.annotationPrefix);
+      if (essence !== watched.essence) watched.changedAt = now;
+      watched.essence = essence;
+    } else {
+      watched.changedAt = now;
+      delete watched.essence;
+    }
     const keep = new Set(matching.map(handlerKey));
     for (const [key, timer] of watched.timers) {
       if (!keep.has(key)) this.#drop(watched, key, timer);
@@ -241,6 +254,13 @@ export class Timers {
         return halt(`failed permanently: ${outcome.message}`);
     }
   }
+}
+
+/** A short digest of the object's essence: what tells a change from a status write, at little memory. */
+function essenceDigest(object: KubernetesObject, annotationPrefix: string): string {
+  return createHash('sha1')
+    .update(serializeEssence(essenceOf(object, annotationPrefix)))
+    .digest('base64');
 }
 
 /** When an object that changed at `changedAt` has been idle long enough for the timer (epoch ms). */

@@ -51,9 +51,9 @@ describe('daemons', () => {
       const round = ((memo.rounds as number | undefined) ?? 0) + 1;
       memo.rounds = round;
       log.push(`${name} round ${round} started`);
-      await abortedOf(stopped as AbortSignal);
-      log.push(`${name} round ${round} stopped: ${(stopped as AbortSignal).reason}`);
-      if ((stopped as AbortSignal).reason === 'resource-deleted') {
+      await abortedOf(stopped);
+      log.push(`${name} round ${round} stopped: ${stopped.reason}`);
+      if (stopped.reason === 'resource-deleted') {
         await sleep(1000); // its cleanup: the object waits for it
         returnedAt = Date.now();
       }
@@ -92,8 +92,8 @@ describe('daemons', () => {
     const op = operator({ name: 'daemon-filters', secret: TEST_SECRET });
     op.on.daemon('kopfexamples', { labels: { watched: 'yes' } }, async function labelled_fn({ stopped }) {
       starts.set('labelled', (starts.get('labelled') ?? 0) + 1);
-      await abortedOf(stopped as AbortSignal);
-      reasons.push(String((stopped as AbortSignal).reason));
+      await abortedOf(stopped);
+      reasons.push(String(stopped.reason));
     });
     op.on.daemon('kopfexamples', async function once_fn({ spec }) {
       starts.set('once', (starts.get('once') ?? 0) + 1);
@@ -237,7 +237,7 @@ describe('daemons', () => {
     const roundEnded = Promise.withResolvers<void>();
     const op = operator({ name: 'daemons', secret: TEST_SECRET });
     op.on.daemon('kopfexamples', async function gap_fn({ stopped }) {
-      const signal = stopped as AbortSignal;
+      const signal = stopped;
       await abortedOf(signal);
       reasons.push(String(signal.reason));
       if (signal.reason === 'round-ended') {

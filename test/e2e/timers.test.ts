@@ -109,7 +109,7 @@ describe('timers', () => {
     );
   });
 
-  it('waits for the object to be idle, and for the initial delay', async (t) => {
+  it('waits for the object to be idle (a status write is no change), and for the initial delay', async (t) => {
     const namespace = await testNamespace(t);
     const idle = recorder();
     const delayed = recorder();
@@ -132,11 +132,16 @@ describe('timers', () => {
       await client.patch(path, 'merge', { spec: { round } });
       lastChange = Date.now();
     }
+    // A status written meanwhile is no change (as in Kopf): a timer's own result would be one otherwise.
+    await sleep(1000);
+    await client.patch(`${path}/status`, 'merge', { status: { note: 'written' } });
+    const statusWritten = Date.now();
     await idle.atLeast('busy', 2);
     await delayed.atLeast('busy', 1);
     const [firstIdle] = idle.calls.get('busy') ?? [];
     const [firstDelayed] = delayed.calls.get('busy') ?? [];
     assert.ok((firstIdle as number) - lastChange >= 1400, 'called before 1.5 s without a change');
+    assert.ok((firstIdle as number) - statusWritten < 1200, 'the status write made the timer wait again');
     assert.ok((firstDelayed as number) - created >= 1400, 'called before its initial delay');
     assert.ok((firstDelayed as number) < lastChange, 'the initial delay waits for no idleness');
   });

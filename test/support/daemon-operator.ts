@@ -22,7 +22,7 @@ op.on.daemon('kopfexamples', async function beat_fn({ name, spec, memo, stopped,
       logger.warning(`the beacon did not answer: ${error}`);
     }
   }
-  const signal = stopped as AbortSignal;
+  const signal = stopped;
   if (!signal.aborted) {
     await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
   }

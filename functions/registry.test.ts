@@ -142,7 +142,7 @@ describe('kinds', () => {
       create: ['create'],
       update: ['update'],
       delete: ['delete'],
-      resume: ['delete', 'resume'],
+      resume: ['create', 'update', 'delete', 'resume'],
       field: ['create', 'update'],
       event: ['event'],
       reconcile: ['reconcile'],

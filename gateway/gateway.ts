@@ -297,7 +297,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         synced.push(listed);
         indexFeed.listing(listed);
       },
-      onEvent: ({ type, object }) => {
+      onEvent: ({ type, object, initial }) => {
+        if (initial) reactor.listedAtStart(object.metadata.uid);
         indexFeed.observe(type, object);
         eventHandlers.push(type, object);
         timers.observe(type, object);

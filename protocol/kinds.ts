@@ -12,6 +12,11 @@ export interface KindRule {
   reasons: readonly Reason[];
   /** Causes that call it only when the handler sets this option to true. */
   reasonsByOption?: Partial<Record<Reason, keyof HandlerOptions>>;
+  /**
+   * Causes that call it too for an object that existed before the gateway started watching, in the
+   * first cycles the gateway runs for it (Kopf mixes resume handlers into their create/update cycles).
+   */
+  reasonsAtStart?: readonly Reason[];
   filters: readonly (keyof HandlerFilters)[];
   options: readonly (keyof HandlerOptions)[];
   /** Takes the field as an argument of its own before the options, as Kopf's `on.field`. */
@@ -45,10 +50,12 @@ export const HANDLER_KINDS = {
     filters: [...MATCHING, 'field'],
     options: [...RETRYING, 'optional', READING],
   },
-  // With `deleted`, objects first seen already being deleted are resumed too, in their deletion's call.
+  // With `deleted`, objects first seen already being deleted are resumed too, in their deletion's call;
+  // objects changed or created while the gateway was down, in their update's or creation's.
   resume: {
     reasons: ['resume'],
     reasonsByOption: { delete: 'deleted' },
+    reasonsAtStart: ['create', 'update'],
     filters: [...MATCHING, 'field'],
     options: [...RETRYING, 'deleted', READING],
   },
@@ -89,10 +96,20 @@ export function isHandlerKind(value: unknown): value is HandlerKind {
   return typeof value === 'string' && Object.hasOwn(HANDLER_KINDS, value);
 }
 
-/** Whether `reason` ever calls a handler of this kind (with its option, where one is needed). */
+/** Whether `reason` ever calls a handler of this kind (with its option, or at the start, where needed). */
 export function callableFor(kind: HandlerKind, reason: Reason): boolean {
   const rule: KindRule = HANDLER_KINDS[kind];
-  return rule.reasons.includes(reason) || rule.reasonsByOption?.[reason] !== undefined;
+  return (
+    rule.reasons.includes(reason) ||
+    rule.reasonsByOption?.[reason] !== undefined ||
+    calledAtStart(kind, reason)
+  );
+}
+
+/** Whether `reason` calls a handler of this kind for an object that existed before the gateway started. */
+export function calledAtStart(kind: HandlerKind, reason: Reason): boolean {
+  const rule: KindRule = HANDLER_KINDS[kind];
+  return rule.reasonsAtStart?.includes(reason) ?? false;
 }
 
 /** Whether `reason` calls this handler, given its options. */

@@ -15,6 +15,8 @@ export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 export interface WatchEvent {
   type: WatchEventType;
   object: KubernetesObject;
+  /** Delivered by the first listing of a watch made at the gateway's start: the object existed before. */
+  initial?: boolean;
 }
 
 export interface WatcherOptions {

@@ -12,6 +12,8 @@ export interface CauseContext {
   annotationPrefix: string;
   /** True the first time this gateway process sees the object: existing objects are resumed. */
   firstSight: boolean;
+  /** The object was listed when the gateway started, and its create or update is not finished yet. */
+  existedAtStart?: boolean;
   /** The prefix of the Kopf operator whose state is adopted: its annotations are not part of the essence. */
   adoptedPrefix?: string;
 }
@@ -28,6 +30,7 @@ export function detectCause(object: KubernetesObject, stored: StoredState, conte
     diff: reason === 'create' ? diff(undefined, current) : changes,
     essence,
     firstSight: context.firstSight,
+    existedAtStart: context.existedAtStart ?? false,
   });
   if (object.metadata.deletionTimestamp) return cause('delete');
   if (old === undefined) return cause('create');

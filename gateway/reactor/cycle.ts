@@ -58,6 +58,8 @@ export class ResourceReactor<S> {
   readonly #memory: ObjectMemory;
   /** Handlers whose results the resource's status drops: said once, not on every object. */
   readonly #droppedResults = new Set<string>();
+  /** Objects listed at the start whose first cycle has not run yet. */
+  readonly #listedAtStart = new Set<string>();
 
   constructor(options: ReactorOptions<S>) {
     this.#options = options;
@@ -67,17 +69,25 @@ export class ResourceReactor<S> {
   /** Drops what is kept in memory for an object that is gone. */
   forget(uid: string): void {
     this.#memory.forget(uid);
+    this.#listedAtStart.delete(uid);
+  }
+
+  /** The object was listed when the gateway started watching (see Cause.existedAtStart). */
+  listedAtStart(uid: string): void {
+    this.#listedAtStart.add(uid);
   }
 
   async run(object: KubernetesObject): Promise<CycleOutcome> {
     const { served, identity } = this.#options;
     const { remembered, firstSight } = this.#memory.recall(object.metadata.uid);
+    if (firstSight && this.#listedAtStart.delete(object.metadata.uid)) remembered.existedAtStart = true;
     const candidates = candidatesOf(served);
     const handlerIds = candidates.map(({ spec }) => spec.id);
     const stored = served.storage.read(object, handlerIds);
     const cause = detectCause(object, stored, {
       annotationPrefix: identity.annotationPrefix,
       firstSight,
+      existedAtStart: remembered.existedAtStart === true,
       ...(served.storage.adoptKopf === undefined ? {} : { adoptedPrefix: served.storage.adoptKopf }),
     });
     const log = this.#options.logger.child(objectName(object));
@@ -122,6 +132,7 @@ export class ResourceReactor<S> {
       }
       if (cause.reason === 'delete' && folded.state === 'finished')
         remembered.finishedDeletion = folded.progress;
+      if (folded.state !== 'in progress') delete remembered.existedAtStart;
       const hasStoredProgress = Object.keys(stored.progress ?? {}).length > 0;
       const writes = planWrites(cause, folded, hasStoredProgress, served.storage);
       const written = await this.#writeBack(current, writes, log);

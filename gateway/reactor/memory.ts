@@ -16,6 +16,8 @@ export interface Remembered {
   finishedDeletion?: ProgressMap;
   /** Its deletion was seen without our finalizer on it: optional delete handlers have had their turn. */
   optionalDeletionSeen?: true;
+  /** Listed when the gateway started: resume handlers join its create or update until that finishes. */
+  existedAtStart?: true;
 }
 
 export class ObjectMemory {

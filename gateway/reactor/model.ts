@@ -19,6 +19,8 @@ export interface Cause {
   essence: string;
   /** The first time this gateway process sees the object (resume handlers may be due). */
   firstSight: boolean;
+  /** The object existed before the gateway started watching: resume handlers join its create or update. */
+  existedAtStart: boolean;
 }
 
 /** A handler of some service (`S`: the function service, or anything a test puts there). */

@@ -113,6 +113,34 @@ describe('planning a cause', () => {
     assert.deepEqual(ids(planCause(existing, resumed, handlers, undefined, now).due), ['on_resume']);
   });
 
+  it('mixes resume handlers into the creation or update of an object that existed before the start, as Kopf', () => {
+    const atStart = { ...context, firstSight: true, existedAtStart: true };
+    const created = object({ mode: 'slow' });
+    assert.deepEqual(
+      ids(planCause(created, detectCause(created, {}, atStart), handlers, undefined, now).due),
+      ['on_create', 'on_resume', 'on_field'],
+    );
+    const changed = object({ mode: 'fast' });
+    const update = detectCause(changed, stored(created), atStart);
+    const due = planCause(changed, update, handlers, undefined, now).due;
+    assert.deepEqual(ids(due), ['on_update', 'on_resume', 'on_field', 'to_fast']);
+    const resume = due.find(({ spec }) => spec.id === 'on_resume');
+    assert.equal(resume?.diff, undefined, 'a resume handler sees no diff');
+    assert.deepEqual(
+      ids(
+        planCause(
+          created,
+          detectCause(created, {}, { ...context, firstSight: true }),
+          handlers,
+          undefined,
+          now,
+        ).due,
+      ),
+      ['on_create', 'on_field'],
+      'an object created after the start is not resumed',
+    );
+  });
+
   it('filters by labels before any call', () => {
     const web = object({}, { app: 'web' });
     assert.deepEqual(ids(planCause(web, detectCause(web, {}, context), handlers, undefined, now).due), [

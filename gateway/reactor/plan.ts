@@ -4,6 +4,7 @@
  * to look again. Pure logic, tested without a cluster.
  */
 import {
+  calledAtStart,
   calledFor,
   type HandlerKind,
   type HandlerSpec,
@@ -46,7 +47,11 @@ export function planCause<S>(
     const { spec } = candidate;
     // A call that only an option brings (`deleted: true` resume handlers on a deletion) is a resumption:
     // it happens the first time this gateway sees the object.
-    const called = kinds.includes(spec.kind) || (cause.firstSight && calledFor(spec, cause.reason));
+    // And, as in Kopf, resume handlers join the creation or update of an object from before the start.
+    const called =
+      kinds.includes(spec.kind) ||
+      (cause.firstSight && calledFor(spec, cause.reason)) ||
+      (cause.existedAtStart && calledAtStart(spec.kind, cause.reason));
     const before = cause.reason === 'update' ? cause.old : undefined;
     if (!called || !objectMatches(object, spec.filters, before)) continue;
     const scoped = scope(cause, spec);
@@ -85,7 +90,9 @@ function scope(
   cause: Cause,
   spec: HandlerSpec,
 ): { values: Pick<DueCall<unknown>, 'old' | 'new' | 'diff'> } | undefined {
-  if (cause.reason !== 'create' && cause.reason !== 'update') return { values: {} };
+  // A resume handler is about the object, not about a change.
+  if ((cause.reason !== 'create' && cause.reason !== 'update') || spec.kind === 'resume')
+    return { values: {} };
   const field = spec.filters?.field;
   if (field === undefined) {
     if (spec.kind === 'field') return undefined;

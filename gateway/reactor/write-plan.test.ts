@@ -13,6 +13,7 @@ const cause = (reason: Cause['reason']): Cause => ({
   diff: [],
   essence: '{"spec":{"a":1}}',
   firstSight: false,
+  existedAtStart: false,
 });
 const progress = { create_fn: { started: '2026-11-23T00:00:00Z', retries: 1, message: 'not yet' } };
 

@@ -66,12 +66,16 @@ export class ResourceWatch {
     const path = collectionPath(resource, namespace || undefined);
     const listed = Promise.withResolvers<void>();
     if (initial) onListing(listed.promise);
+    let listing = initial;
     const watcher = new Watcher({
       client,
       path,
       logger,
-      onSynced: listed.resolve,
-      onEvent,
+      onSynced: () => {
+        listing = false;
+        listed.resolve();
+      },
+      onEvent: (event) => onEvent(listing ? { ...event, initial: true } : event),
       settings,
       ...(this.#selector ? { labelSelector: this.#selector } : {}),
     });

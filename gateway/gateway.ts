@@ -350,7 +350,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         unserved.shift();
       }
     } catch (error) {
-      // Looked for again with the others (a name's handlers are, as they are left to the caller).
+      // Handlers by category are served on these at the caller's next try, with the rest of the batch.
       for (const [key, { items }] of unserved) for (const item of items) item.servedOn?.delete(key);
       throw error;
     }
@@ -457,8 +457,15 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
    */
   async function rebind(
     previous: FunctionService | undefined,
-    next: FunctionService | undefined,
+    given: FunctionService | undefined,
   ): Promise<void> {
+    // A service that joins the running gateway starts as those at the start did: its handlers are
+    // served once its startup handlers have succeeded, and not at all if they fail.
+    const joined = given && !previous && started;
+    const next = joined && !(await activities.startupOf(given, stopping.signal)) ? undefined : given;
+    if (given && !next) {
+      logger.error(`function service "${given.name}" is not served: its startup handlers did not succeed`);
+    }
     const { groups, left } = await locate(handlersOf(next ? [next] : []), true);
     // In one step, with no await: a cycle sees the handlers of one service or the other, never neither
     // (with neither, it would take an object for unhandled, or release its finalizer).

@@ -110,6 +110,18 @@ export class Activities {
     );
   }
 
+  /**
+   * Calls the startup handlers of a service that joins the running gateway (a FunctionService object
+   * added, say), until they have succeeded: whether they did. A failure for good is logged.
+   */
+  async startupOf(service: FunctionService, signal: AbortSignal): Promise<boolean> {
+    const specs = activitiesOf(service, 'startup');
+    if (specs.length === 0) return true;
+    const { failures, unfinished } = await this.#settle(service, 'startup', specs, signal);
+    for (const failure of failures) this.#options.logger.error(failure);
+    return failures.length === 0 && unfinished.length === 0;
+  }
+
   /** Calls every service's cleanup handlers for `timeoutMs` at most; what fails or is left is logged. */
   async cleanup(timeoutMs: number): Promise<void> {
     const { logger } = this.#options;

@@ -25,6 +25,7 @@ import {
   problems,
   startGatewayThenFunctions,
   withFlag,
+  withFreeLiveness,
 } from '../support/deploy.ts';
 import {
   applyRbac,
@@ -252,8 +253,18 @@ describe('causeway init: crd.yaml and deploy/', () => {
     // The image's entrypoint (the first test holds the Dockerfile to it), in the project as in /app.
     const cli = join(project.dir, 'node_modules/causeway/dist/cli/causeway.mjs');
     const port = await freePort();
+    const gatewayContainer = onlyContainer(find<Deployment>(objects, 'Deployment', project.gateway));
+    // The gateway's startup and liveness probes ask its --liveness endpoint, at its path and port.
+    const declared = new URL(flagValue(gatewayContainer.args ?? [], '--liveness') ?? '');
+    const livenessPort = gatewayContainer.ports?.find((each) => each.containerPort === Number(declared.port));
+    assert.ok(livenessPort, `no container port ${declared.port} for the liveness endpoint`);
+    for (const probe of [gatewayContainer.startupProbe, gatewayContainer.livenessProbe]) {
+      assert.equal(probe?.httpGet?.path, declared.pathname);
+      assert.ok([livenessPort.name, livenessPort.containerPort].includes(probe?.httpGet?.port));
+    }
+    const { args: containerArgs, liveness } = await withFreeLiveness(gatewayContainer.args ?? []);
     const gatewayArgs = withFlag(
-      onlyContainer(find<Deployment>(objects, 'Deployment', project.gateway)).args ?? [],
+      containerArgs,
       '--functions',
       `${project.name}=http://127.0.0.1:${port}`,
     ).map((arg) => arg.replaceAll('$(POD_NAMESPACE)', project.name));
@@ -289,6 +300,7 @@ describe('causeway init: crd.yaml and deploy/', () => {
       30_000, // the gateway retries the service at growing intervals until the keys are mounted
     );
     assert.deepEqual(handled.status?.create_fn, { message: 'Hello, example-1!' });
+    assert.equal((await fetch(liveness)).status, 200, 'the liveness endpoint says the gateway is healthy');
     const [kid, ...more] = await keptKeys(project.name, KEYS);
     assert.deepEqual(more, []);
     assert.deepEqual(

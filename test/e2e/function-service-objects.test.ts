@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
-import { operator } from '../../functions/index.ts';
+import { operator, PermanentError } from '../../functions/index.ts';
 import { serveFetch } from '../../gateway/cli/serve.ts';
 import {
   FUNCTION_SERVICE,
@@ -135,6 +135,41 @@ describe('FunctionService objects', () => {
     const three = await createKopfExample(namespace, 'three', {});
     await create({ url: first });
     assert.deepEqual(await statusOnceThere(three, 'create_fn'), { version: 1 }, 'not by the removed service');
+  });
+
+  it('have their startup handlers run before their handlers are served, and are not served if those fail', async (t) => {
+    const { client, namespace, collection, logger, create } = await environment(t);
+    const op = operator({ name: 'billing', secret: TEST_SECRET });
+    let startedWith: string | undefined;
+    let failing = true;
+    op.on.startup({ retries: 2 }, function connect({ retry }) {
+      if (failing) throw new PermanentError('the ledger is unreachable');
+      startedWith = `attempt ${retry}`;
+    });
+    op.on.create('kopfexamples', function create_fn() {
+      return { startedWith };
+    });
+    const server = await serveFetch(op, { port: 0, host: '127.0.0.1' });
+    t.after(() => server.close());
+
+    await create({ url: server.url });
+    await eventually('the refusal', async () =>
+      logger.lines.find((line) =>
+        line.includes('function service "billing" is not served: its startup handlers did not succeed'),
+      ),
+    );
+    assert.ok(logger.lines.some((line) => line.includes('the ledger is unreachable')));
+
+    // Served once its startup succeeds: the FunctionService removed and added back.
+    failing = false;
+    await client.request(`${collection}/billing`, { method: 'DELETE' });
+    await eventually('the service no longer known', async () =>
+      logger.lines.find((line) => line.includes('function service "billing" is no longer served')),
+    );
+    await create({ url: server.url });
+    assert.deepEqual(await statusOnceThere(await createKopfExample(namespace, 'one', {}), 'create_fn'), {
+      startedWith: 'attempt 0',
+    });
   });
 
   it('show a service that goes down after it was Ready, and Ready again once it is back', async (t) => {

@@ -247,7 +247,6 @@ export class Admission implements Component {
   }
 
   async #decide(review: ReviewRequest, path: string, signal: AbortSignal): Promise<Verdict> {
-    this.#options.logger.info(`DEBUGDECIDE ${path} ${review.operation} ${review.resource.resource}`); // DEBUGDECIDE
     const served = this.#webhooks.get(path);
     // A handler gone (its service redeployed without it) while the apiserver still has its webhook.
     if (!served) return { allowed: true };

@@ -16,7 +16,7 @@ import {
   type Outcome,
   PROTOCOL,
 } from '../protocol/index.ts';
-import { deepFreeze } from './context.ts';
+import { deepFreeze } from '../protocol/json.ts';
 import { PermanentError, TemporaryError } from './errors.ts';
 import { checkIndexesOption, declaredIndexes, type Index, indexMaps } from './indexes.ts';
 import { memoUpdates, success } from './invoke.ts';

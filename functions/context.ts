@@ -200,12 +200,3 @@ export function handlerContext(
     indexes: extras.indexes,
   };
 }
-
-/** Every handler of a call sees the same body, so one handler must not be able to change what the next one sees. */
-export function deepFreeze<T>(value: T): Readonly<T> {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    for (const child of Object.values(value)) deepFreeze(child);
-    Object.freeze(value);
-  }
-  return value;
-}

@@ -24,13 +24,46 @@ export interface IndexDefinitionOptions {
   value?: IndexPart | IndexPart[];
 }
 
-/** The request's indexes as maps, made once per request. */
+/**
+ * An index's map, which refuses changes: one handler cannot change what another sees, and a gateway
+ * in the same process gives every call the same contents until the index changes, made a map once.
+ */
+class IndexMap extends Map<string | null, readonly unknown[]> {
+  constructor(contents: Readonly<IndexContents>) {
+    super();
+    for (const [key, values] of contents) Map.prototype.set.call(this, key, values);
+  }
+
+  override set(): never {
+    throw new TypeError('an index is read-only');
+  }
+
+  override delete(): never {
+    throw new TypeError('an index is read-only');
+  }
+
+  override clear(): never {
+    throw new TypeError('an index is read-only');
+  }
+}
+
+const mapsOfContents = new WeakMap<Readonly<IndexContents>, Index>();
+
+/**
+ * The request's indexes as maps, from its frozen contents: the same contents (as a gateway in this
+ * process gives) make the same map.
+ */
 export function indexMaps(
-  contents: Readonly<Record<string, IndexContents>> | undefined,
+  contents: Readonly<Record<string, Readonly<IndexContents>>> | undefined,
 ): Record<string, Index> {
   const maps: Record<string, Index> = {};
   for (const [id, entries] of Object.entries(contents ?? {})) {
-    maps[id] = new Map(entries.map(([key, values]) => [key, Object.freeze([...values])]));
+    let map = mapsOfContents.get(entries);
+    if (!map) {
+      map = new IndexMap(entries);
+      mapsOfContents.set(entries, map);
+    }
+    maps[id] = map;
   }
   return maps;
 }

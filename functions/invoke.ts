@@ -13,8 +13,8 @@ import {
   type Outcome,
   PROTOCOL,
 } from '../protocol/index.ts';
-import { equal } from '../protocol/json.ts';
-import { deepFreeze, type Handler, type HandlerContext, handlerContext, type Patch } from './context.ts';
+import { deepFreeze, equal } from '../protocol/json.ts';
+import { type Handler, type HandlerContext, handlerContext, type Patch } from './context.ts';
 import { RunningDaemons } from './daemons.ts';
 import { AdmissionError, PermanentError, TemporaryError } from './errors.ts';
 import { declaredIndexes, indexMaps, indexOutcome } from './indexes.ts';
@@ -36,6 +36,7 @@ export async function invoke(
   scope: InvokeScope = { daemons: new RunningDaemons() },
 ): Promise<InvocationResponse> {
   if (request.stop) return stopDaemons(request, request.stop, scope.daemons);
+  // Every handler of a call sees the same body: one must not change what the next one sees.
   const frozen = deepFreeze(request);
   const before = frozen.memo ?? {};
   const memo: Record<string, unknown> = structuredClone(before);

@@ -52,3 +52,12 @@ export function mergePatched(target: unknown, patch: unknown): unknown {
 export function jsonCopy<T>(value: T): T {
   return JSON.parse(JSON.stringify(value)) as T;
 }
+
+/** Freezes a tree of plain values in place, and returns it; a frozen node's children are taken as frozen. */
+export function deepFreeze<T>(value: T): Readonly<T> {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
+}

@@ -1,8 +1,10 @@
 /** A function service in the gateway's process: asked directly, with the same checks and deadlines. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { operator } from '../../functions/index.ts';
+import { type Index, operator } from '../../functions/index.ts';
 import { KOPF_EXAMPLES } from '../../functions/test-helpers.ts';
+import type { IndexContents } from '../../protocol/index.ts';
+import { deepFreeze } from '../../protocol/json.ts';
 import { FunctionService } from './function-service.ts';
 import { invocationRequest } from './invocation.ts';
 import { hmacSigner } from './signer.ts';
@@ -78,6 +80,61 @@ describe('a function service in the same process', () => {
     await assert.rejects(
       service.invoke(invocationRequest('create', resource, object, [due('missing')], 5000)),
       /no handler "missing" here/,
+    );
+  });
+});
+
+describe('the indexes a call carries', () => {
+  /** A service whose handler reads an index, and a source giving the frozen contents the gateway keeps. */
+  async function reading(direct: boolean) {
+    const op = operator({ name: 'direct', secret: SECRET });
+    op.index('kopfexamples', function names({ name }) {
+      return name;
+    });
+    const seen: Index[] = [];
+    op.on.create('kopfexamples', { indexes: ['names'] }, function reader({ indexes }) {
+      seen.push(indexes.names as Index);
+    });
+    const source = { contents: deepFreeze<IndexContents>([[null, ['a', 'b']]]) };
+    const service = await FunctionService.connect({
+      transport: inProcessTransport(direct ? op : { fetch: (request) => op.fetch(request) }),
+      name: undefined,
+      sign: hmacSigner(SECRET),
+      indexes: { contents: async () => ({ names: source.contents as IndexContents }) },
+    });
+    const call = async () => {
+      const response = await service.invoke(
+        invocationRequest('create', resource, object, [due('reader')], 5000),
+      );
+      assert.deepEqual(response.outcomes.reader, { status: 'success' });
+    };
+    return { seen, source, call };
+  }
+
+  it('are shared with a service in this process, read-only: the same map until the index changes', async () => {
+    const { seen, source, call } = await reading(true);
+    await call();
+    await call();
+    source.contents = deepFreeze<IndexContents>([[null, ['a']]]);
+    await call();
+    assert.deepEqual(
+      seen.map((index) => [...index]),
+      [[[null, ['a', 'b']]], [[null, ['a', 'b']]], [[null, ['a']]]],
+    );
+    assert.equal(seen[0], seen[1], 'the same map while the index is unchanged');
+    assert.notEqual(seen[1], seen[2]);
+    assert.throws(() => (seen[0] as Map<string | null, unknown[]>).set('c', []), /an index is read-only/);
+    assert.throws(() => (seen[0] as Map<string | null, unknown[]>).delete(null), /an index is read-only/);
+    assert.deepEqual([...(seen[0] as Index)], [[null, ['a', 'b']]], 'left whole');
+  });
+
+  it('are sent whole over HTTP, in the signed body, the same after the index has been sent once', async () => {
+    const { seen, call } = await reading(false);
+    await call();
+    await call();
+    assert.deepEqual(
+      seen.map((index) => [...index]),
+      [[[null, ['a', 'b']]], [[null, ['a', 'b']]]],
     );
   });
 });

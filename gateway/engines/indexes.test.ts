@@ -58,6 +58,20 @@ describe('IndexStore', () => {
     assert.deepEqual(store.contents(), [[null, [4]]]);
     assert.equal(store.size, 1);
   });
+
+  it('shares its contents, frozen, until values change, and keeps a copy of what it is given', () => {
+    const store = new IndexStore();
+    const value = { node: 'node-1' };
+    store.set('a', [['x', value]]);
+    const contents = store.contents();
+    assert.ok(Object.isFrozen(contents) && Object.isFrozen(contents[0]?.[1]?.[0]));
+    assert.equal(Object.isFrozen(value), false, "the object's part is left as it was");
+    store.set('a', [['x', { node: 'node-1' }]]);
+    assert.equal(store.contents(), contents, 'the same values again change nothing');
+    store.set('a', [['x', { node: 'node-2' }]]);
+    assert.notEqual(store.contents(), contents);
+    assert.deepEqual(store.contents(), [['x', [{ node: 'node-2' }]]]);
+  });
 });
 
 describe('declaredEntries', () => {

@@ -22,7 +22,7 @@ import type {
   ObjectPart,
   Outcome,
 } from '../../protocol/index.ts';
-import { valueAt } from '../../protocol/json.ts';
+import { deepFreeze, equal, jsonCopy, valueAt } from '../../protocol/json.ts';
 import { idempotencyKey, type RetryDelays } from '../dispatch/calls.ts';
 import { type FunctionService, type IndexSource, ServiceDown } from '../dispatch/function-service.ts';
 import { invocationRequest } from '../dispatch/invocation.ts';
@@ -36,16 +36,22 @@ import { delayFor } from '../settings.ts';
 import { sleep } from '../timing.ts';
 import { Scheduler } from './scheduler.ts';
 
-/** One index: the values each object put in, and the contents handlers get, made again after a change. */
+/**
+ * One index: the values each object put in, and the contents handlers get, made again after a change.
+ * Frozen, values and contents: every call that reads the index shares them until the next change.
+ */
 export class IndexStore {
   readonly #byObject = new Map<string, IndexEntries>();
   #contents: IndexContents | undefined;
 
-  /** The object's values, replacing those it had; none removes it. */
+  /** The object's values (copied), replacing those it had; none removes it. */
   set(uid: string, entries: IndexEntries): void {
     if (entries.length === 0) this.remove(uid);
-    else {
-      this.#byObject.set(uid, entries);
+    else if (!equal(this.#byObject.get(uid), entries)) {
+      // A copy: a declarative index's values are parts of the watched object.
+      const copy = jsonCopy(entries);
+      deepFreeze(copy);
+      this.#byObject.set(uid, copy);
       this.#contents = undefined;
     }
   }
@@ -70,8 +76,10 @@ export class IndexStore {
         else byKey.set(key, [value]);
       }
     }
-    this.#contents = [...byKey];
-    return this.#contents;
+    const contents = [...byKey];
+    deepFreeze(contents);
+    this.#contents = contents;
+    return contents;
   }
 }
 

@@ -4,7 +4,7 @@
  * processes, backlogs of KopfExamples, polling, and plain-text tables.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import {
   cpus,
   version as kernelBuild,
@@ -17,6 +17,7 @@ import {
 } from 'node:os';
 import { dirname, join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
+import { build } from 'esbuild';
 import { bundleCli, IMAGE_NODE_FLAGS } from '../deploy/build.ts';
 import {
   type ControlPlane,
@@ -32,6 +33,7 @@ import { type WatchEvent, Watcher } from '../gateway/kube/watcher.ts';
 import { createLogger } from '../gateway/logging.ts';
 import { DEFAULT_SETTINGS } from '../gateway/settings.ts';
 import type { KubernetesObject } from '../protocol/index.ts';
+import { repositorySources } from '../test/support/sources.ts';
 import { ensureKopf, KOPF_VERSION } from './kopf.ts';
 
 export const ROOT = new URL('..', import.meta.url).pathname;
@@ -196,10 +198,16 @@ export interface Contenders {
  * with `nodeFlags`, the image's unless given (`--node-flags` of the benchmarks that take it).
  */
 export async function prepareContenders(nodeFlags = IMAGE_NODE_FLAGS): Promise<Contenders> {
-  const bundle = await bundleCli(mkdtempSync(join(tmpdir(), 'causeway-bench-')));
+  const dir = mkdtempSync(join(tmpdir(), 'causeway-bench-'));
+  const bundle = await bundleCli(dir);
+  const operators = await bundleOperators(join(dir, 'operators'));
+  // As deployed: without the hooks this repository's scripts load (NODE_OPTIONS), nor Node's type
+  // stripper, which they bring in and which alone holds some 18 MiB.
+  const { NODE_OPTIONS: _hooks, ...env } = process.env;
   const cli = (args: string[]): Command => ({
     file: process.execPath,
     args: [...nodeFlags, bundle, ...args, '--quiet'],
+    env,
   });
   const kopf = ensureKopf(cacheRoot(), say);
   return {
@@ -214,12 +222,36 @@ export async function prepareContenders(nodeFlags = IMAGE_NODE_FLAGS): Promise<C
         join(ROOT, 'bench/operators', operator),
       ],
     }),
-    causeway: (operator, namespace) =>
-      cli(['run', join(ROOT, 'bench/operators', operator), '--namespace', namespace]),
+    causeway: (operator, namespace) => cli(['run', operators(operator), '--namespace', namespace]),
     causewayServe: (operator, port) =>
-      cli(['serve', join(ROOT, 'bench/operators', operator), '--host', '127.0.0.1', '--port', String(port)]),
+      cli(['serve', operators(operator), '--host', '127.0.0.1', '--port', String(port)]),
     causewayGateway: (functions, namespace) =>
       cli(['gateway', '--functions', `bench=${functions}`, '--namespace', namespace]),
+  };
+}
+
+/**
+ * Bundles the Causeway operators of bench/operators into JavaScript in `outdir`, as an image ships
+ * a user's operator compiled; `causeway/*` are this repository's sources. Returns the path of an
+ * operator's bundle by the name of its source.
+ */
+async function bundleOperators(outdir: string): Promise<(operator: string) => string> {
+  const sources = join(ROOT, 'bench/operators');
+  const names = readdirSync(sources).filter((name) => name.endsWith('.ts'));
+  await build({
+    entryPoints: names.map((name) => join(sources, name)),
+    outdir,
+    outExtension: { '.js': '.mjs' },
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node22',
+    logLevel: 'warning',
+    plugins: [repositorySources],
+  });
+  return (operator) => {
+    if (!names.includes(operator)) throw new Error(`no operator ${operator} in bench/operators`);
+    return join(outdir, operator.replace(/\.ts$/, '.mjs'));
   };
 }
 

@@ -3,8 +3,10 @@
  * each contender runs alone over its own backlog with a timer on every object (every `--interval`
  * seconds, returning a result that never changes) and a function index of the objects' names by
  * namespace, which the timer reads ([Causeway](operators/causeway-timers.ts),
- * [Kopf](operators/kopf_timers.py)). Kopf and Causeway (the CLI bundled as deployed, functions
- * in-process) take turns on one fresh control plane.
+ * [Kopf](operators/kopf_timers.py)). Kopf and Causeway take turns on one fresh control plane;
+ * Causeway as the CLI bundled as deployed, twice: `causeway run` (the functions in the gateway's
+ * process) and functions apart (`causeway gateway` calling `causeway serve` over HTTP, signed with an
+ * Ed25519 key as deployed), whose figures are the gateway's, with the function service's beside them.
  *
  * The operators count their timer calls per object in memory and write the counts to a file at most
  * once a second (from a call). Once every object's timer has fired twice, a steady window
@@ -16,11 +18,12 @@
  * `--index-memory causeway[,kopf]` runs those contenders again, without the index and with it in
  * turn, `--repeats` runs of each variant in all (the first run with the index counts as one): the
  * memory of the index over N objects is the difference of the medians of the runs' idle RSS.
- * `--also-without-index kopf[,causeway]` runs those once more without the index: the timers alone.
+ * `--also-without-index kopf[,causeway]` runs those once more without the index: the timers alone;
+ * `--only-without-index apart[,…]` runs those without the index only.
  * Ratios are to Kopf's first run of the same variant (with or without the index).
  *
- *   npm run bench:timers -- [--objects 10000] [--interval 10] [--steady-seconds 60] [--only kopf|causeway]
- *                           [--index-memory causeway] [--repeats 2] [--also-without-index kopf]
+ *   npm run bench:timers -- [--objects 10000] [--interval 10] [--steady-seconds 60] [--only kopf,causeway,apart]
+ *                           [--index-memory causeway] [--repeats 2] [--also-without-index kopf] [--only-without-index apart]
  *                           [--warmup-timeout 600]
  *                           [--node-flags="--max-semi-space-size=4"]
  */
@@ -28,9 +31,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { freePorts } from '../deploy/control-plane/ports.ts';
 import type { KubeClient } from '../gateway/kube/client.ts';
 import {
-  type Command,
   createBacklog,
   KOPF_NAME,
   nodeFlagsOption,
@@ -41,6 +44,7 @@ import {
   saveResults,
   say,
   sleep,
+  startTogether,
   table,
   withCluster,
 } from './common.ts';
@@ -55,6 +59,7 @@ const { values } = parseArgs({
     only: { type: 'string' },
     'index-memory': { type: 'string' },
     'also-without-index': { type: 'string' },
+    'only-without-index': { type: 'string' },
     repeats: { type: 'string', default: '2' },
     'node-flags': { type: 'string' },
   },
@@ -66,15 +71,17 @@ const WARMUP_TIMEOUT_MS = Number(values['warmup-timeout']) * 1000;
 const REPEATS = Number(values.repeats);
 const INDEX_MEMORY = (values['index-memory'] ?? '').split(',').filter(Boolean);
 const ALSO_WITHOUT_INDEX = (values['also-without-index'] ?? '').split(',').filter(Boolean);
+const ONLY_WITHOUT_INDEX = (values['only-without-index'] ?? '').split(',').filter(Boolean);
 const WRITTEN = ['kopfexamples', 'events'];
 const RSS_SAMPLE_MS = 2000;
 const STOP_TIMEOUT_MS = 60_000;
 
 interface Contender {
-  /** `kopf` or `causeway`: what --only and --index-memory name. */
+  /** `kopf`, `causeway` or `apart`: what --only, --index-memory and --also-without-index name. */
   key: string;
   name: string;
-  command(namespace: string): Command;
+  /** The operator's processes: the first is the one measured (the gateway, when apart). */
+  start(namespace: string, env: Record<string, string>): Promise<OperatorProcess & { pids?: number[] }>;
 }
 
 /** What the operator writes to $BENCH_STATS (see the operators' comments). */
@@ -115,6 +122,8 @@ interface TimersResult {
     writes: WriteCounts;
     /** The operator's counts at the window's end. */
     stats: Stats;
+    /** The function service's process, when apart (the figures above are then the gateway's). */
+    functions?: { cpuSecondsPerMinute: number; idleRssMiB: number; peakRssMiB: number };
   };
   peakRssMiB: number;
   cpuSeconds: number;
@@ -127,27 +136,52 @@ interface TimersResult {
 
 async function main(): Promise<void> {
   const commands = await prepareContenders(nodeFlagsOption(values['node-flags']));
-  const all: Contender[] = [
-    { key: 'kopf', name: KOPF_NAME, command: (namespace) => commands.kopf('kopf_timers.py', namespace) },
-    {
-      key: 'causeway',
-      name: 'causeway',
-      command: (namespace) => commands.causeway('causeway-timers.ts', namespace),
-    },
-  ];
-  const contenders = all.filter((contender) => !values.only || contender.key === values.only);
-
   await withCluster(async ({ controlPlane, client }) => {
     const metrics = () => controlPlane.metrics();
     const kubeconfig = controlPlane.kubeconfigPath;
+    const [port] = await freePorts(1);
+    const all: Contender[] = [
+      {
+        key: 'kopf',
+        name: KOPF_NAME,
+        start: async (namespace, env) =>
+          operatorProcess(commands.kopf('kopf_timers.py', namespace), kubeconfig, env),
+      },
+      {
+        key: 'causeway',
+        name: 'causeway',
+        start: async (namespace, env) =>
+          operatorProcess(commands.causeway('causeway-timers.ts', namespace), kubeconfig, env),
+      },
+      {
+        // As deployed: the gateway alone in its process, calling the function service over HTTP, signed.
+        key: 'apart',
+        name: 'causeway, functions apart',
+        start: (namespace, env) =>
+          startTogether(
+            [
+              commands.causewayGateway(`http://127.0.0.1:${port}`, namespace),
+              commands.causewayServe('causeway-timers.ts', port as number),
+            ],
+            { client, kubeconfig, namespace },
+            env,
+          ),
+      },
+    ];
+    const only = values.only?.split(',');
+    const contenders = all.filter((contender) => !only || only.includes(contender.key));
     const runs: TimersResult[] = [];
     let namespaces = 0;
     const run = async (contender: Contender, index: boolean) => {
       const namespace = `timers-${namespaces++}`;
-      runs.push(await timersRun(contender, index, namespace, client, metrics, kubeconfig));
+      runs.push(await timersRun(contender, index, namespace, client, metrics));
       report(runs);
     };
     for (const contender of contenders) {
+      if (ONLY_WITHOUT_INDEX.includes(contender.key)) {
+        await run(contender, false);
+        continue;
+      }
       await run(contender, true);
       if (!INDEX_MEMORY.includes(contender.key)) {
         if (ALSO_WITHOUT_INDEX.includes(contender.key)) await run(contender, false);
@@ -179,7 +213,6 @@ async function timersRun(
   namespace: string,
   client: KubeClient,
   metrics: () => Promise<string>,
-  kubeconfig: string,
 ): Promise<TimersResult> {
   const label = `${contender.name} (${index ? 'with' : 'without'} the index)`;
   const dir = mkdtempSync(join(tmpdir(), 'causeway-timers-'));
@@ -193,12 +226,13 @@ async function timersRun(
 
     say(`${label}: started; waiting for every object's timer to fire twice`);
     const started = performance.now();
-    const running = operatorProcess(contender.command(namespace), kubeconfig, {
+    const running = await contender.start(namespace, {
       BENCH_STATS: statsFile,
       BENCH_INTERVAL: String(INTERVAL),
       BENCH_INDEX: index ? '1' : '0',
     });
     const pid = running.pid as number;
+    const functionsPid = running.pids?.[1];
     try {
       let allOnceSeconds: number | null = null;
       let allTwiceSeconds: number | null = null;
@@ -232,14 +266,18 @@ async function timersRun(
       const writesAtStart = countWrites(atStart, WRITTEN);
       const stats0 = readStats(statsFile) ?? noCalls();
       const usage0 = processUsage(pid);
+      const functions0 = functionsPid === undefined ? undefined : processUsage(functionsPid);
       const t0 = performance.now();
       const samples: number[] = [];
+      const functionsSamples: number[] = [];
       while (performance.now() - t0 < STEADY_SECONDS * 1000) {
         await sleep(RSS_SAMPLE_MS);
         if (running.gone) throw new Error(`${label} exited:\n${await running.exited}`);
         samples.push(processUsage(pid).rssMiB);
+        if (functionsPid !== undefined) functionsSamples.push(processUsage(functionsPid).rssMiB);
       }
       const usage1 = processUsage(pid);
+      const functions1 = functionsPid === undefined ? undefined : processUsage(functionsPid);
       const t1 = performance.now();
       const stats1 = readStats(statsFile) ?? noCalls();
       const atEnd = await metrics();
@@ -258,6 +296,15 @@ async function timersRun(
         rssSamplesMiB: samples.map((sample) => Math.round(sample * 10) / 10),
         writes: difference(countWrites(atEnd, WRITTEN), writesAtStart),
         stats: stats1,
+        ...(functions0 && functions1
+          ? {
+              functions: {
+                cpuSecondsPerMinute: (functions1.cpuSeconds - functions0.cpuSeconds) / minutes,
+                idleRssMiB: median(functionsSamples),
+                peakRssMiB: functions1.peakRssMiB,
+              },
+            }
+          : {}),
       };
       const result = {
         name: contender.name,
@@ -398,6 +445,9 @@ function report(runs: TimersResult[]): void {
       describeWrites(steady.writes),
       `${run.watches} / ${run.lists}`,
       `${steady.stats.indexMin ?? '-'} / ${steady.stats.indexLast ?? '-'}`,
+      steady.functions
+        ? `${steady.functions.cpuSecondsPerMinute.toFixed(1)} s, ${mib(steady.functions.idleRssMiB)}`
+        : '-',
     ];
   });
   const header = [
@@ -414,6 +464,7 @@ function report(runs: TimersResult[]): void {
     'writes steady',
     'watch / list',
     'index seen min / last',
+    'function service CPU/min, idle RSS',
   ];
   for (const line of table(header, rows)) say(line);
 }

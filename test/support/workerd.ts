@@ -2,21 +2,9 @@
  * Serves an operator module on workerd, Cloudflare Workers' runtime, inside Miniflare: bundled as a
  * Workers bundler does it (no Node built-ins, the `workerd` and `worker` export conditions first).
  */
-import { fileURLToPath } from 'node:url';
-import { build, type Plugin } from 'esbuild';
+import { build } from 'esbuild';
 import { Miniflare } from 'miniflare';
-import { sourceEntry } from './sources.ts';
-
-/** esbuild's counterpart of sources.ts: this repository's `causeway/*` imports bundle its sources. */
-const repositorySources: Plugin = {
-  name: 'causeway-sources',
-  setup(build) {
-    build.onResolve({ filter: /^causeway\// }, ({ path, importer }) => {
-      const url = sourceEntry(path, importer && new URL(`file://${importer}`).href);
-      return url ? { path: fileURLToPath(url) } : undefined;
-    });
-  },
-};
+import { repositorySources } from './sources.ts';
 
 export interface Worker {
   /** Where the worker listens on this host over HTTP, as `wrangler dev` serves one: for a gateway to call. */

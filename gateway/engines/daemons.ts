@@ -180,7 +180,7 @@ export class Daemons {
         this.#options.retryDelaysS,
         log,
       );
-      delete daemon.call;
+      daemon.call = undefined;
       const outcome = await this.#settle(daemon, answer, log);
       if (!outcome) {
         await Promise.race([answer?.down, sleep(roundMs, stopping.signal)]); // the service is down
@@ -238,7 +238,7 @@ export class Daemons {
       NO_RETRIES,
       log,
     );
-    delete daemon.call;
+    daemon.call = undefined;
     await this.#settle(daemon, answer, log);
   }
 

@@ -434,7 +434,7 @@ export class IndexFeed {
     // Asked again after a temporary failure; otherwise not until the object changes.
     if (typeof failure !== 'number') indexing.answered = object.metadata.resourceVersion;
     if (failure === undefined) {
-      delete indexing.failing;
+      indexing.failing = undefined;
       if (outcome.status === 'skipped') store.remove(uid);
       else if (outcome.status === 'success' && outcome.result !== undefined) {
         store.set(uid, outcome.result as IndexEntries);
@@ -449,7 +449,7 @@ export class IndexFeed {
     } else {
       log.error(`index ${due.id} ${failure}; not indexed until the object changes`);
       this.#retries.cancel(indexing);
-      delete indexing.failing;
+      indexing.failing = undefined;
     }
   }
 

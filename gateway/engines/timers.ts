@@ -38,7 +38,10 @@ export interface TimersOptions {
   logger: Logger;
 }
 
-/** One timer handler on one object. */
+/**
+ * One timer handler on one object. Its optional fields are cleared with undefined, never deleted: V8
+ * keeps an object a property was deleted from as a hash table, and there is one per object.
+ */
 interface Timer {
   object: Watched;
   service: FunctionService;
@@ -97,7 +100,7 @@ export class Timers {
       watched.essence = essence;
     } else {
       watched.changedAt = now;
-      delete watched.essence;
+      watched.essence = undefined;
     }
     const keep = new Set(matching.map(handlerKey));
     for (const [key, timer] of watched.timers) {
@@ -114,7 +117,7 @@ export class Timers {
       } else if (timer.haltedAt !== undefined) {
         essence ??= serializeEssence(essenceOf(object, this.#options.annotationPrefix));
         if (essence !== timer.haltedAt) {
-          delete timer.haltedAt;
+          timer.haltedAt = undefined;
           this.#scheduler.schedule(timer, now); // halted, so not running
         }
       }
@@ -227,19 +230,19 @@ export class Timers {
       log.error(`timer ${spec.id} ${message}; stopped until the object changes`);
       effects.events.push({ type: 'Warning', reason: 'HandlerFailed', message: `${spec.id} ${message}` });
       timer.haltedAt = serializeEssence(essenceOf(object.latest, this.#options.annotationPrefix));
-      delete timer.failing;
+      timer.failing = undefined;
       return 'halt' as const;
     };
     switch (outcome.status) {
       case 'success':
-        delete timer.failing;
+        timer.failing = undefined;
         if (outcome.result !== undefined && outcome.result !== null) {
           effects.changes.status[spec.id] = outcome.result;
           effects.results.push(spec.id);
         }
         return 'interval';
       case 'skipped':
-        delete timer.failing;
+        timer.failing = undefined;
         return 'interval';
       case 'temporary': {
         const retries = failing.retry + 1;

@@ -183,7 +183,12 @@ export class Watcher {
   #deliver(type: WatchEventType, object: KubernetesObject): void {
     // The apiserver's bookkeeping of who set which field: often the larger part of an object, and read
     // by nothing in the gateway (handlers never get it either). controller-runtime drops it likewise.
-    delete object.metadata.managedFields;
+    // Left out of a new metadata, not deleted: V8 keeps an object a property was deleted from as a hash
+    // table, several times its size, and objects are kept by the thousand.
+    if (object.metadata.managedFields) {
+      const { managedFields: _managedFields, ...metadata } = object.metadata;
+      object.metadata = metadata;
+    }
     if (type === 'DELETED') this.#known.delete(object.metadata.uid);
     else this.#known.set(object.metadata.uid, remembered(object));
     this.#options.onEvent({ type, object });

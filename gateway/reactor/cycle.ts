@@ -132,7 +132,7 @@ export class ResourceReactor<S> {
       }
       if (cause.reason === 'delete' && folded.state === 'finished')
         remembered.finishedDeletion = folded.progress;
-      if (folded.state !== 'in progress') delete remembered.existedAtStart;
+      if (folded.state !== 'in progress') remembered.existedAtStart = undefined;
       const hasStoredProgress = Object.keys(stored.progress ?? {}).length > 0;
       const writes = planWrites(cause, folded, hasStoredProgress, served.storage);
       const written = await this.#writeBack(current, writes, log);

@@ -5,6 +5,7 @@
 import type { ProgressMap } from '../state/storage.ts';
 import type { Reconciled } from './reconcile.ts';
 
+/** One per object: fields are cleared with undefined, not deleted (V8 would keep it as a hash table). */
 export interface Remembered {
   /** What the handlers kept for the object (the memo of the protocol). */
   memo?: Record<string, unknown>;

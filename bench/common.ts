@@ -18,7 +18,7 @@ import {
 import { dirname, join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { build } from 'esbuild';
-import { bundleCli, IMAGE_NODE_FLAGS } from '../deploy/build.ts';
+import { bundleCli, IMAGE_ENV, IMAGE_NODE_FLAGS } from '../deploy/build.ts';
 import {
   type ControlPlane,
   cacheRoot,
@@ -201,13 +201,13 @@ export async function prepareContenders(nodeFlags = IMAGE_NODE_FLAGS): Promise<C
   const dir = mkdtempSync(join(tmpdir(), 'causeway-bench-'));
   const bundle = await bundleCli(dir);
   const operators = await bundleOperators(join(dir, 'operators'));
-  // As deployed: without the hooks this repository's scripts load (NODE_OPTIONS), nor Node's type
-  // stripper, which they bring in and which alone holds some 18 MiB.
+  // As deployed: the image's environment, without the hooks this repository's scripts load
+  // (NODE_OPTIONS), nor Node's type stripper, which they bring in and which alone holds some 18 MiB.
   const { NODE_OPTIONS: _hooks, ...env } = process.env;
   const cli = (args: string[]): Command => ({
     file: process.execPath,
     args: [...nodeFlags, bundle, ...args, '--quiet'],
-    env,
+    env: { ...env, ...IMAGE_ENV },
   });
   const kopf = ensureKopf(cacheRoot(), say);
   return {

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { IMAGE_NODE_FLAGS } from '../../deploy/build.ts';
+import { IMAGE_ENV, IMAGE_NODE_FLAGS } from '../../deploy/build.ts';
 import { init } from '../../gateway/cli/init.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { testNamespace } from '../support/cluster.ts';
@@ -19,6 +19,7 @@ import {
   type Deployment,
   find,
   flagValue,
+  imageOf,
   keptKeys,
   mountedFile,
   onlyContainer,
@@ -96,15 +97,15 @@ async function render(project: Project): Promise<Manifest[]> {
 }
 
 describe('causeway init: crd.yaml and deploy/', () => {
-  it("starts the CLI in its image with the Node flags of Causeway's own image", async (t) => {
+  it("starts the CLI in its image with the Node flags and environment of Causeway's own image", async (t) => {
     const project = await scaffold(t);
-    const dockerfile = await readFile(join(project.dir, 'deploy/Dockerfile'), 'utf8');
-    const entrypoint = /^ENTRYPOINT (.+)$/m.exec(dockerfile)?.[1] ?? '';
-    assert.deepEqual(JSON.parse(entrypoint), [
+    const image = imageOf(await readFile(join(project.dir, 'deploy/Dockerfile'), 'utf8'));
+    assert.deepEqual(image.entrypoint, [
       'node',
       ...IMAGE_NODE_FLAGS,
       'node_modules/causeway/dist/cli/causeway.mjs',
     ]);
+    assert.deepEqual(image.env, { NODE_ENV: 'production', ...IMAGE_ENV });
   });
 
   it('installs crd.yaml, whose schema takes example.yaml and refuses an Example without a greeting', async (t) => {

@@ -12,7 +12,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
-import { bundleCli, IMAGE_NODE_FLAGS } from '../../deploy/build.ts';
+import { bundleCli, IMAGE_ENV, IMAGE_NODE_FLAGS } from '../../deploy/build.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { testNamespace } from '../support/cluster.ts';
 import {
@@ -21,6 +21,7 @@ import {
   type Deployment,
   find,
   flagValue,
+  imageOf,
   installRbac,
   keptKeys,
   mountedFile,
@@ -350,9 +351,9 @@ describe('deploy/examples/01-minimal', () => {
     await installRbac(t, OVERLAY, namespace);
     const objects = await render(OVERLAY, namespace);
     // The image starts the bundled CLI with the container's args, as below.
-    const dockerfile = await readFile(join(REPO, 'deploy/Dockerfile'), 'utf8');
-    const entrypoint = /^ENTRYPOINT (.+)$/m.exec(dockerfile)?.[1] ?? '';
-    assert.deepEqual(JSON.parse(entrypoint), ['node', ...IMAGE_NODE_FLAGS, 'dist/cli/causeway.mjs']);
+    const image = imageOf(await readFile(join(REPO, 'deploy/Dockerfile'), 'utf8'));
+    assert.deepEqual(image.entrypoint, ['node', ...IMAGE_NODE_FLAGS, 'dist/cli/causeway.mjs']);
+    assert.deepEqual(image.env, { NODE_ENV: 'production', ...IMAGE_ENV });
 
     const dir = await mkdtemp(join(tmpdir(), 'causeway-deploy-'));
     t.after(() => rm(dir, { recursive: true, force: true }));

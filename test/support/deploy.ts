@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { IMAGE_NODE_FLAGS } from '../../deploy/build.ts';
+import { IMAGE_ENV, IMAGE_NODE_FLAGS } from '../../deploy/build.ts';
 import { applyRbac, CLUSTER_SCOPED, kubectlOk, type Manifest, parseYaml } from './kubectl.ts';
 import { eventually, kubeClient, readPublishedKeys } from './operator.ts';
 import { freePort } from './processes.ts';
@@ -198,6 +198,18 @@ export function mountedFile(
 export type BundledCli = ChildProcess & { output(): string };
 
 /** Starts `node <bundled CLI> <args>` — the image's entrypoint — in `cwd`, and stops it after `t`. */
+/** What a Dockerfile's last stage runs: its ENTRYPOINT, and the environment its ENV lines set. */
+export function imageOf(dockerfile: string): { entrypoint: string[]; env: Record<string, string> } {
+  const stage = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+  const entrypoint = JSON.parse(/^ENTRYPOINT (.+)$/m.exec(stage)?.[1] ?? '[]') as string[];
+  const env: Record<string, string> = {};
+  for (const [, line] of stage.matchAll(/^ENV (.+)$/gm)) {
+    for (const [, key, value] of (line as string).matchAll(/(\w+)=(\S+)/g))
+      env[key as string] = value as string;
+  }
+  return { entrypoint, env };
+}
+
 export function startBundledCli(
   t: TestContext,
   cli: string,
@@ -207,7 +219,7 @@ export function startBundledCli(
 ): BundledCli {
   const child = spawn(process.execPath, [...IMAGE_NODE_FLAGS, cli, ...args], {
     cwd,
-    env: { PATH: process.env.PATH, ...env },
+    env: { PATH: process.env.PATH, ...IMAGE_ENV, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -4,7 +4,7 @@
  * processes, backlogs of KopfExamples, polling, and plain-text tables.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import {
   cpus,
   version as kernelBuild,
@@ -65,6 +65,20 @@ export const say = (line: string): void => {
 };
 
 export const sleep = (ms: number): Promise<void> => new Promise((settle) => setTimeout(settle, ms));
+
+const scratchDirs = new Set<string>();
+
+/** A temporary directory, removed when the benchmark exits, however it ends. */
+export function scratchDir(prefix: string): string {
+  if (scratchDirs.size === 0) {
+    process.once('exit', () => {
+      for (const dir of scratchDirs) rmSync(dir, { recursive: true, force: true });
+    });
+  }
+  const dir = mkdtempSync(join(tmpdir(), `causeway-${prefix}-`));
+  scratchDirs.add(dir);
+  return dir;
+}
 
 /** An operator process (or, for the backlog's ceiling, a task) that handles objects once started. */
 export interface Running {
@@ -157,7 +171,7 @@ export async function startTogether(
     ],
     { fieldManager: 'causeway-bench', namespace: cluster.namespace },
   );
-  const jwks = join(mkdtempSync(join(tmpdir(), 'causeway-bench-keys-')), PUBLIC_KEYS_FILE);
+  const jwks = join(scratchDir('bench-keys'), PUBLIC_KEYS_FILE);
   writeFileSync(jwks, JSON.stringify(publicKeys([key])));
   const processes = [
     withArgs(gateway, ['--signing-keys', `${cluster.namespace}/${SIGNING_KEYS}`]),
@@ -198,7 +212,7 @@ export interface Contenders {
  * with `nodeFlags`, the image's unless given (`--node-flags` of the benchmarks that take it).
  */
 export async function prepareContenders(nodeFlags = IMAGE_NODE_FLAGS): Promise<Contenders> {
-  const dir = mkdtempSync(join(tmpdir(), 'causeway-bench-'));
+  const dir = scratchDir('bench');
   const bundle = await bundleCli(dir);
   const operators = await bundleOperators(join(dir, 'operators'));
   // As deployed: the image's environment, without the hooks this repository's scripts load

@@ -18,8 +18,7 @@
  * or that was not in flight at a kill, or repeats a call with a different idempotency key.
  */
 import { randomInt } from 'node:crypto';
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { KubeClient } from '../gateway/kube/client.ts';
@@ -35,6 +34,7 @@ import {
   prepareContenders,
   saveResults,
   say,
+  scratchDir,
   sleep,
   table,
   withCluster,
@@ -181,7 +181,7 @@ async function crashTest(contender: Contender, namespace: string, cluster: Bench
   const { client, controlPlane } = cluster;
   say(`\n${contender.name}: creating ${OBJECTS} KopfExamples in ${namespace} while it is down`);
   await createBacklog(client, namespace, OBJECTS);
-  const logPath = join(mkdtempSync(join(tmpdir(), 'causeway-crash-')), 'calls.log');
+  const logPath = join(scratchDir('crash'), 'calls.log');
   writeFileSync(logPath, '');
   const log = new CallLog(logPath);
   const random = mulberry32(SEED);

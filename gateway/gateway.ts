@@ -5,6 +5,7 @@
  */
 import { KubeConfig } from '@kubernetes/client-node';
 import { type HandlerSpec, isAdmissionKind } from '../protocol/index.ts';
+import { bindHandlers, type Group, resourceKey, serveGroups, type Unresolved } from './binding.ts';
 import { Components, component } from './components.ts';
 import type { FunctionService } from './dispatch/function-service.ts';
 import { type FunctionEndpoint, FunctionServices } from './dispatch/services.ts';
@@ -233,7 +234,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     if (items.length === 0) return; // reviewed only: nothing to watch
     const existing = served.get(key);
     if (existing) {
-      bind(existing.entry, items);
+      bindHandlers(existing.entry, items);
       holdAtCreation(key, existing.entry);
       await existing.watch.reselect(selectorOf(existing.entry));
       return;
@@ -247,7 +248,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       bindings: [],
       storage: new StateStorage(location, identity, settings.persistence.adoptKopf),
     };
-    bind(entry, items);
+    bindHandlers(entry, items);
     const api = kubeReactorApi(client, discovery, resource, identity.fieldManager);
     const memory = new ObjectMemory();
     const reactor = new ResourceReactor({
@@ -339,23 +340,17 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 
   /**
    * Serves every handler whose resource discovery knows now, and those by category on the resources
-   * of it not served yet; returns the others, and those by category (which more resources may join).
+   * of it not served yet. Returns the others, those by category (which more resources may join) and,
+   * when serving a resource failed, those it did not serve, with the error.
    */
-  async function resolve(pending: Unresolved[], announce: boolean): Promise<Unresolved[]> {
+  async function resolve(
+    pending: Unresolved[],
+    announce: boolean,
+  ): Promise<{ left: Unresolved[]; error?: unknown }> {
     const { groups, left } = await locate(pending, announce);
-    const unserved = [...groups];
-    try {
-      for (const [, { resource, items }] of groups) {
-        await serve(resource, items);
-        unserved.shift();
-      }
-    } catch (error) {
-      // Handlers by category are served on these at the caller's next try, with the rest of the batch.
-      for (const [key, { items }] of unserved) for (const item of items) item.servedOn?.delete(key);
-      throw error;
-    }
+    const { unserved, error } = await serveGroups(groups, ({ resource, items }) => serve(resource, items));
     if (groups.size > 0) await admission?.sync();
-    return left;
+    return { left: [...new Set([...left, ...unserved])], ...(error === undefined ? {} : { error }) };
   }
 
   /**
@@ -366,7 +361,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   async function locate(pending: Unresolved[], announce: boolean) {
     const current = await discovery.reload();
     const left: Unresolved[] = [];
-    const byResource = new Map<string, { resource: DiscoveredResource; items: Unresolved[] }>();
+    const byResource = new Map<string, Group>();
     const add = (resource: DiscoveredResource, item: Unresolved) => {
       const key = resourceKey(resource);
       const group = byResource.get(key) ?? { resource, items: [] };
@@ -434,15 +429,20 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
           await exclusively(async () => {
             const batch = pending;
             pending = [];
+            let resolved: Awaited<ReturnType<typeof resolve>>;
             try {
-              pending.push(...(await resolve(batch, false)));
+              resolved = await resolve(batch, false);
             } catch (error) {
-              pending.push(...batch);
+              pending.push(...batch); // discovery failed: nothing was served
               throw error;
             }
+            pending.push(...resolved.left);
+            if (resolved.error !== undefined) throw resolved.error;
           });
         } catch (error) {
-          logger.warning(`API discovery failed, retrying: ${error instanceof Error ? error.message : error}`);
+          logger.warning(
+            `serving handlers found later failed, retrying: ${error instanceof Error ? error.message : error}`,
+          );
         }
       }
     })().finally(() => {
@@ -476,7 +476,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       const group = groups.get(key);
       if (entry.bindings.length !== before || group) rebound.add(key);
       if (!group) continue;
-      bind(
+      bindHandlers(
         entry,
         group.items.filter(({ handler }) => !isAdmissionHandler(handler)),
       );
@@ -485,12 +485,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     }
     if (previous) admission?.retire(previous); // its webhooks answer until the next ones are configured
     pending = pending.filter((item) => item.service !== previous);
-    for (const { resource, items } of groups.values()) await serve(resource, items);
+    const { unserved, error } = await serveGroups(groups, ({ resource, items }) => serve(resource, items));
     await admission?.sync();
-    resolveLater(left);
+    // What could not be served now is looked for again, as handlers whose resource appears later are.
+    resolveLater([...new Set([...left, ...unserved])]);
     // Its objects are looked at again with the handlers they have now: one a removed service left
     // unhandled is handled by the one that comes (a cycle that finds nothing new writes nothing).
     for (const [key, { entry, watch }] of served) await watch.reselect(selectorOf(entry), rebound.has(key));
+    if (error !== undefined) throw error;
   }
 
   /** Changes to what is served happen one at a time. */
@@ -501,7 +503,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     return result;
   }
 
-  const unresolved = await resolve(handlersOf(services.current), true);
+  const { left: unresolved, error: unserved } = await resolve(handlersOf(services.current), true);
+  if (unserved !== undefined) throw unserved;
   if (admission) await components.add(admission);
   let refreshing: NodeJS.Timeout | undefined;
   await components.add(
@@ -593,28 +596,8 @@ function isAdmissionHandler(handler: HandlerSpec): boolean {
   return isAdmissionKind(handler.kind);
 }
 
-function bind(entry: ServedResource, items: Unresolved[]): void {
-  for (const { service, handler } of items) {
-    const binding = entry.bindings.find((candidate) => candidate.service === service);
-    if (binding) binding.handlers.push(handler);
-    else entry.bindings.push({ service, handlers: [handler] });
-  }
-}
-
 function selectorOf(entry: ServedResource): string | undefined {
   return sharedLabelSelector(entry.bindings.flatMap((binding) => binding.handlers));
-}
-
-interface Unresolved {
-  service: FunctionService;
-  handler: HandlerSpec;
-  /** A handler by category or `*`: the resources (by `resourceKey`) it is served on already. */
-  servedOn?: Set<string>;
-}
-
-/** How the gateway tells resources apart, as `serve` keys what serves each. */
-function resourceKey(resource: DiscoveredResource): string {
-  return `${resource.plural}.${resource.group}/${resource.version}`;
 }
 
 function defaultKubeConfig(): KubeConfig {

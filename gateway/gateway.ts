@@ -223,7 +223,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
    * handlers change which labels every handler requires.
    */
   async function serve(resource: DiscoveredResource, items: Unresolved[]): Promise<void> {
-    const key = `${resource.plural}.${resource.group}/${resource.version}`;
+    const key = resourceKey(resource);
     const reviewed = items.filter(({ handler }) => isAdmissionHandler(handler));
     for (const service of new Set(reviewed.map((item) => item.service))) {
       const handlers = reviewed.filter((item) => item.service === service).map((item) => item.handler);

@@ -20,10 +20,11 @@ export interface LogSink {
 export function createLogger(options: { level?: LogLevel; sink?: LogSink; scope?: string } = {}): Logger {
   const threshold = RANK[options.level ?? 'info'];
   const sink = options.sink ?? { write: (line: string) => process.stderr.write(line) };
-  const prefix = options.scope ? `[${options.scope}] ` : '';
+  const prefix = options.scope ? `[${escapeControls(options.scope)}] ` : '';
   const log = (level: LogLevel, message: string) => {
     if (RANK[level] < threshold) return;
-    sink.write(`${new Date().toISOString()} ${level.toUpperCase().padEnd(7)} ${prefix}${message}\n`);
+    const line = `${new Date().toISOString()} ${level.toUpperCase().padEnd(7)} ${prefix}${escapeControls(message)}`;
+    sink.write(`${line}\n`);
   };
   return {
     log,
@@ -34,4 +35,20 @@ export function createLogger(options: { level?: LogLevel; sink?: LogSink; scope?
     child: (scope) =>
       createLogger({ ...options, scope: options.scope ? `${options.scope}] [${scope}` : scope }),
   };
+}
+
+/**
+ * C0 and C1 controls, DEL, and the line and paragraph separators. Messages carry what services and
+ * clients sent (a service's log line, a webhook's path): a raw newline there would forge a log line of
+ * the gateway's, and an escape sequence would rewrite the terminal showing it.
+ */
+const CONTROLS = /[\p{Cc}\u2028\u2029]/gu;
+const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+/** `text` on one line, each control character written as its escape (`\n`, `\u001b`). */
+function escapeControls(text: string): string {
+  return text.replace(
+    CONTROLS,
+    (control) => NAMED[control] ?? `\\u${control.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }

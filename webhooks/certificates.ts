@@ -86,8 +86,8 @@ export function renewalDue(certificates: Certificates): Date {
   return new Date(to - (to - from) * RENEW_WITHIN);
 }
 
-async function authority(now: Date): Promise<CertificateAuthority> {
-  const generated = await generate([{ name: 'commonName', value: 'causeway webhooks CA' }], {
+async function authority(now: Date, commonName = 'causeway webhooks CA'): Promise<CertificateAuthority> {
+  const generated = await generate([{ name: 'commonName', value: commonName }], {
     keyType: 'ec',
     curve: 'P-256',
     algorithm: 'sha256',
@@ -167,4 +167,20 @@ export async function readCertificateFiles(files: CertificateFiles): Promise<Loa
     throw new Error(`${files.key} is not the key of the certificate in ${files.cert}`);
   }
   return { cert: cert as string, key: key as string, bundle: ca ?? (cert as string), stamp };
+}
+
+/**
+ * For the gateway's function services (gateway/engines/function-certificates.ts): a CA of their own,
+ * named `commonName`, and serving certificates it signs, made as the webhooks' are.
+ */
+export function newAuthority(commonName: string, now = new Date()): Promise<CertificateAuthority> {
+  return authority(now, commonName);
+}
+
+export function issueServingCertificate(
+  ca: CertificateAuthority,
+  hosts: readonly string[],
+  now = new Date(),
+): Promise<{ cert: string; key: string }> {
+  return servingCertificate(ca, hosts, now);
 }

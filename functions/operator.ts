@@ -13,6 +13,7 @@ import {
   PROTOCOL,
   ReplayGuard,
   type ReplayStore,
+  type ServiceScope,
 } from '../protocol/index.ts';
 import { type ActivityOn, activitySpecOf, createActivities, invokeActivities } from './activities.ts';
 import { RunningDaemons } from './daemons.ts';
@@ -35,6 +36,13 @@ export interface OperatorOptions {
   keys?: JSONWebKeySet | URL;
   /** A secret shared with the gateway instead (HS256): at least 32 bytes. */
   secret?: string | Uint8Array;
+  /**
+   * What the service needs the gateway to reach for it: the resources its handlers watch, those its
+   * admission handlers review, the kinds of children it applies. Published in its manifest, for the
+   * deployment's RBAC and the gateway's pin; a gateway refuses a service whose declared scope goes
+   * beyond what its operator granted. `causeway run` takes it as the pin.
+   */
+  scope?: ServiceScope;
   /**
    * Requests with a bigger body are refused (413) before it is read: 16 MiB unless given, room for
    * an object, its old and new states and their diff, each up to etcd's 1.5 MiB.
@@ -97,6 +105,7 @@ export function operator(options: OperatorOptions): Operator {
       name,
       handlers: [...handlers.values()].map(specOf),
       ...(activities.size > 0 ? { activities: [...activities.values()].map(activitySpecOf) } : {}),
+      ...(options.scope ? { scope: options.scope } : {}),
     };
   };
   const app = new Hono()

@@ -141,6 +141,23 @@ export interface ActivitySpec {
   options?: ActivityOptions;
 }
 
+/**
+ * What a function service may reach through the gateway, each resource as kubectl names it with its
+ * group (`kopfexamples.kopf.dev`, `deployments.apps`; `configmaps` for the core group). A service
+ * declares what it needs; the gateway's operator pins what it grants, and a service is never served
+ * beyond its pin.
+ */
+export interface ServiceScope {
+  /** What its handlers may watch, be sent and patch (`*`: every resource). */
+  resources: string[];
+  /** What its admission handlers may review; none when absent. */
+  admission?: string[];
+  /** The kinds its `apply` may create or update: children of the handled object, in its namespace. */
+  children?: string[];
+  /** Narrows the namespaces its handlers see (names, globs `team-*`, negations `!kube-*`). */
+  namespaces?: string[];
+}
+
 /** What a function service publishes at `PATHS.manifest`: everything the gateway needs to decide what to watch. */
 export interface Manifest {
   protocol: typeof PROTOCOL;
@@ -149,6 +166,8 @@ export interface Manifest {
   handlers: HandlerSpec[];
   /** Its activities (startup, cleanup, probe, login); absent when it has none. */
   activities?: ActivitySpec[];
+  /** What it needs (the deployment's RBAC and the gateway's pin are made from it); absent when undeclared. */
+  scope?: ServiceScope;
 }
 
 /** The unsigned health answer; it names the service so a gateway knows which audience to sign for. */

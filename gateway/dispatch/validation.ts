@@ -23,6 +23,7 @@ import {
   PROTOCOL,
 } from '../../protocol/index.ts';
 import { isObject } from '../../protocol/json.ts';
+import { parseScope } from './scope.ts';
 
 export class ProtocolError extends Error {
   override name = 'ProtocolError';
@@ -79,6 +80,7 @@ export function parseManifest(value: unknown): { manifest: Manifest; unknownKind
       name: value.name,
       handlers,
       ...(activities.length > 0 ? { activities } : {}),
+      ...(value.scope === undefined ? {} : { scope: parseScope(value.scope, 'manifest.scope') }),
     },
     unknownKinds,
   };

@@ -1,0 +1,268 @@
+/**
+ * A function service's scope: what the gateway's operator pinned for it (a FunctionService's
+ * `spec.scope`, `--function-scope`), which the service can narrow but never widen. Its handlers are
+ * served on the resources of the pin only; its admission handlers review those of `admission` only;
+ * what its answers ask (a patch, objects to apply, events) stays on the handled object and its
+ * children of the `children` kinds, in the object's namespace. A service compromised is then as
+ * dangerous as its pin, not as the gateway's own rights.
+ */
+import type {
+  KubernetesEvent,
+  KubernetesObject,
+  ObjectReference,
+  ObjectToApply,
+  Outcome,
+  ServiceScope,
+} from '../../protocol/index.ts';
+import { isObject } from '../../protocol/json.ts';
+import type { Identity } from '../identity.ts';
+import type { DiscoveredResource } from '../kube/discovery.ts';
+import { selectNamespaces } from '../watching/namespaces.ts';
+
+/** What a service asked beyond its scope: its call fails, or it is not served, with this reason. */
+export class ScopeError extends Error {
+  override name = 'ScopeError';
+}
+
+const FIELDS: ReadonlySet<string> = new Set(['resources', 'admission', 'children', 'namespaces']);
+/** `plural` or `plural.group`, as kubectl names a resource, or `*` for every one. */
+const RESOURCE_NAME = /^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)$/;
+/** A namespace, a glob of one, or either negated. */
+const NAMESPACE_PATTERN = /^!?[a-z0-9*]([-a-z0-9*]*[a-z0-9*])?$/;
+/** Room for any real operator's scope, and a bound on what a FunctionService may make the gateway hold. */
+const MAX_ENTRIES = 256;
+
+/** A scope as given (a file, an object's spec, a manifest), checked: own keys, known fields, well-formed names. */
+export function parseScope(value: unknown, where: string): ServiceScope {
+  if (!isObject(value)) throw new ScopeError(`${where} is not an object`);
+  for (const key of Object.keys(value)) {
+    if (!FIELDS.has(key)) {
+      throw new ScopeError(
+        `${where} has "${key}": a scope has resources, admission, children and namespaces`,
+      );
+    }
+  }
+  const list = (field: string, pattern: RegExp, what: string): string[] | undefined => {
+    const entries = value[field];
+    if (entries === undefined) return undefined;
+    if (!Array.isArray(entries) || entries.length > MAX_ENTRIES) {
+      throw new ScopeError(`${where}.${field} must be a list of at most ${MAX_ENTRIES} ${what}`);
+    }
+    for (const entry of entries) {
+      if (typeof entry !== 'string' || !pattern.test(entry)) {
+        throw new ScopeError(`${where}.${field} has ${JSON.stringify(entry)}, which is not ${what}`);
+      }
+    }
+    return entries as string[];
+  };
+  const resourceNames = 'resources as kubectl names them (plural.group, or * for all)';
+  const resources = list('resources', RESOURCE_NAME, resourceNames);
+  if (!resources) throw new ScopeError(`${where}.resources is missing: the resources its handlers may watch`);
+  const admission = list('admission', RESOURCE_NAME, resourceNames);
+  const children = list('children', RESOURCE_NAME, resourceNames);
+  const namespaces = list('namespaces', NAMESPACE_PATTERN, 'namespaces, globs or negations');
+  return {
+    resources,
+    ...(admission ? { admission } : {}),
+    ...(children ? { children } : {}),
+    ...(namespaces ? { namespaces } : {}),
+  };
+}
+
+/** How a scope names a resource: `plural.group`, or `plural` in the core group. */
+export function scopeName(resource: Pick<DiscoveredResource, 'plural' | 'group'>): string {
+  return resource.group ? `${resource.plural}.${resource.group}` : resource.plural;
+}
+
+/** Whether the list names the resource, or every one. */
+export function covers(list: readonly string[] | undefined, resource: DiscoveredResource): boolean {
+  return list !== undefined && (list.includes('*') || list.includes(scopeName(resource)));
+}
+
+/** Whether the scope lets its handlers see objects of this namespace (cluster-scoped ones: no narrowing). */
+export function seesNamespace(scope: ServiceScope | undefined, namespace: string | undefined): boolean {
+  if (!scope?.namespaces || namespace === undefined) return true;
+  return selectNamespaces(scope.namespaces).matches(namespace);
+}
+
+/** What `declared` asks beyond `pin`, one line each; empty when the pin grants all of it. */
+export function beyondPin(declared: ServiceScope, pin: ServiceScope): string[] {
+  const beyond: string[] = [];
+  for (const field of ['resources', 'admission', 'children'] as const) {
+    const granted = pin[field] ?? [];
+    for (const name of declared[field] ?? []) {
+      if (!granted.includes('*') && !granted.includes(name)) beyond.push(`${field}: ${name}`);
+    }
+  }
+  if (pin.namespaces) {
+    const wider = declared.namespaces
+      ? declared.namespaces.filter((pattern) => !pin.namespaces?.includes(pattern))
+      : ['every namespace'];
+    for (const pattern of wider) beyond.push(`namespaces: ${pattern}`);
+  }
+  return beyond;
+}
+
+/** The object a call was about, and how to learn which resource a kind is. */
+export interface CallTarget {
+  object: KubernetesObject;
+  /** The resource of an apiVersion and kind (discovery), for the objects a reply applies or names. */
+  resourceOf(apiVersion: string, kind: string): Promise<DiscoveredResource>;
+}
+
+/**
+ * Checks what an answer asks against the service's scope and the gateway's identity, and makes the
+ * objects it applies children of the handled object; throws a ScopeError naming the first thing out of
+ * bounds, so that nothing of the answer is applied. Without a pin (`--unscoped`), only the patch is
+ * held: no service may touch the finalizers, owners or the gateway's own state.
+ */
+export async function confineOutcomes(
+  outcomes: Record<string, Outcome>,
+  scope: ServiceScope | undefined,
+  identity: Identity,
+  target: CallTarget,
+): Promise<Record<string, Outcome>> {
+  const confined: Record<string, Outcome> = {};
+  for (const [id, outcome] of Object.entries(outcomes)) {
+    confined[id] = await confineOutcome(outcome, `handler "${id}"`, scope, identity, target);
+  }
+  return confined;
+}
+
+async function confineOutcome(
+  outcome: Outcome,
+  who: string,
+  scope: ServiceScope | undefined,
+  identity: Identity,
+  target: CallTarget,
+): Promise<Outcome> {
+  if (outcome.patch) checkPatch(outcome.patch, who, identity);
+  let confined = outcome;
+  if (scope && outcome.apply) {
+    const apply: ObjectToApply[] = [];
+    for (const [index, child] of outcome.apply.entries()) {
+      apply.push(await confineChild(child, `${who}: apply[${index}]`, scope, target));
+    }
+    confined = { ...confined, apply };
+  }
+  if (scope && outcome.events) {
+    for (const [index, event] of outcome.events.entries()) {
+      await checkAbout(event, `${who}: events[${index}]`, scope, target);
+    }
+  }
+  if (outcome.subhandlers) {
+    const subhandlers: Record<string, Outcome> = {};
+    for (const [id, sub] of Object.entries(outcome.subhandlers)) {
+      subhandlers[id] = await confineOutcome(sub, `${who}, sub-handler "${id}"`, scope, identity, target);
+    }
+    confined = { ...confined, subhandlers };
+  }
+  return confined;
+}
+
+/** Metadata that says who holds or owns the object, and the gateway's own record: never a handler's to patch. */
+const GUARDED_METADATA = ['finalizers', 'ownerReferences', 'managedFields'] as const;
+
+function checkPatch(patch: Record<string, unknown>, who: string, identity: Identity): void {
+  const refuse = (path: string, why: string) => {
+    throw new ScopeError(`${who}: its patch may not change ${path} (${why})`);
+  };
+  const { metadata, status } = patch;
+  if (isObject(metadata)) {
+    for (const field of GUARDED_METADATA) {
+      if (Object.hasOwn(metadata, field)) refuse(`metadata.${field}`, 'who holds and owns the object');
+    }
+    const prefix = `${identity.annotationPrefix}/`;
+    for (const key of isObject(metadata.annotations) ? Object.keys(metadata.annotations) : []) {
+      if (key.startsWith(prefix)) refuse(`the annotation ${key}`, "the gateway's own record");
+    }
+  }
+  if (isObject(status) && Object.hasOwn(status, identity.statusKey)) {
+    refuse(`status.${identity.statusKey}`, "the gateway's own record");
+  }
+}
+
+/** An owner reference to the handled object, as Kubernetes' garbage collector follows it. */
+function ownerReferenceTo(object: KubernetesObject) {
+  return {
+    apiVersion: object.apiVersion,
+    kind: object.kind,
+    name: object.metadata.name,
+    uid: object.metadata.uid,
+    controller: true,
+    blockOwnerDeletion: true,
+  };
+}
+
+/**
+ * An object to apply, as a child: of a kind of `children`, in the handled object's namespace, owned by
+ * it. One without owner references is given one; `ownerReferences: []` keeps it unowned (the handler
+ * asked so); one owned by anything else is refused.
+ */
+async function confineChild(
+  child: ObjectToApply,
+  who: string,
+  scope: ServiceScope,
+  target: CallTarget,
+): Promise<ObjectToApply> {
+  const { object } = target;
+  const describeChild = `${child.kind} ${child.metadata.name ?? child.metadata.generateName ?? ''}`;
+  const resource = await target.resourceOf(child.apiVersion, child.kind);
+  if (!covers(scope.children, resource)) {
+    throw new ScopeError(
+      `${who}: ${describeChild} is a ${scopeName(resource)}, not one of the kinds its scope lets it apply ` +
+        `(children: ${(scope.children ?? []).join(', ') || 'none'})`,
+    );
+  }
+  if (!resource.namespaced) {
+    throw new ScopeError(
+      `${who}: ${describeChild} is cluster-scoped: a service applies children in a namespace`,
+    );
+  }
+  const namespace = object.metadata.namespace;
+  if (namespace === undefined) {
+    throw new ScopeError(`${who}: ${describeChild} would have no namespace: the handled object has none`);
+  }
+  if (child.metadata.namespace !== undefined && child.metadata.namespace !== namespace) {
+    throw new ScopeError(
+      `${who}: ${describeChild} is in namespace ${child.metadata.namespace}: children go to the object's own, ${namespace}`,
+    );
+  }
+  const owners = (child.metadata as { ownerReferences?: unknown }).ownerReferences;
+  if (owners === undefined) {
+    return { ...child, metadata: { ...child.metadata, ownerReferences: [ownerReferenceTo(object)] } };
+  }
+  const foreign = Array.isArray(owners)
+    ? owners.filter((owner) => !(isObject(owner) && owner.uid === object.metadata.uid))
+    : [owners];
+  if (foreign.length > 0) {
+    throw new ScopeError(`${who}: ${describeChild} names an owner other than the handled object`);
+  }
+  return child;
+}
+
+/** An event is about the handled object, or an object of a child kind in its namespace. */
+async function checkAbout(
+  event: KubernetesEvent,
+  who: string,
+  scope: ServiceScope,
+  target: CallTarget,
+): Promise<void> {
+  const about: ObjectReference | undefined = event.about;
+  if (!about) return;
+  const { object } = target;
+  const same =
+    about.apiVersion === object.apiVersion &&
+    about.kind === object.kind &&
+    about.name === object.metadata.name &&
+    (about.namespace ?? object.metadata.namespace) === object.metadata.namespace;
+  if (same) return;
+  const resource = await target.resourceOf(about.apiVersion, about.kind);
+  const inNamespace = about.namespace === undefined || about.namespace === object.metadata.namespace;
+  if (!covers(scope.children, resource) || !resource.namespaced || !inNamespace) {
+    throw new ScopeError(
+      `${who}: an event about ${about.kind} ${about.namespace ? `${about.namespace}/` : ''}${about.name}, ` +
+        'which is neither the handled object nor one of its children',
+    );
+  }
+}

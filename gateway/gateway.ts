@@ -16,6 +16,7 @@ import { Admission } from './engines/admission.ts';
 import { Daemons } from './engines/daemons.ts';
 import { DevSessionRoutes, DevSessions } from './engines/dev-sessions.ts';
 import { EventHandlers } from './engines/event-handlers.ts';
+import { FunctionCertificates } from './engines/function-certificates.ts';
 import { FunctionServiceObjects } from './engines/function-service-objects.ts';
 import { Indexes } from './engines/indexes.ts';
 import { LivenessEndpoint } from './engines/liveness.ts';
@@ -134,6 +135,24 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     await components.add(component(keys.name, keys.leaderOnly, { stop: () => keys.stop() }));
     signer = keySigner(() => keys.current());
   }
+  let certificates: FunctionCertificates | undefined;
+  if (settings.calls.certificateAuthority) {
+    if (!early) {
+      throw new Error(
+        `the gateway cannot issue the function services' certificates before it logs in through "${options.loginFrom}"`,
+      );
+    }
+    // Loaded before any service is asked for its manifest: its certificate is issued first.
+    const issuer = new FunctionCertificates({
+      client: early,
+      authority: settings.calls.certificateAuthority,
+      checkMs: settings.calls.certificateCheckMs,
+      logger,
+    });
+    await stoppedOnFailure(components, () => issuer.start());
+    await components.add(component(issuer.name, issuer.leaderOnly, { stop: () => issuer.stop() }));
+    certificates = issuer;
+  }
   const indexes = new Indexes({
     batchSize: settings.calls.indexBatchSize,
     batchBytes: settings.calls.indexBatchBytes,
@@ -145,6 +164,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     signer,
     settings: settings.calls,
     indexes,
+    ...(certificates ? { certificates } : {}),
     logger,
     onChange: (previous, next) => exclusively(() => rebind(previous, next)),
   });

@@ -45,6 +45,19 @@ export interface Settings {
      * unsigned. In a cluster whose network is trusted (or a mesh with mTLS), turn it on.
      */
     plainHttp: boolean;
+    /**
+     * Whether a function service over HTTP may be served without a pinned scope. Off by default: what
+     * such a service answers is done with the gateway's rights, on any resource they reach.
+     */
+    unscoped: boolean;
+    /**
+     * The Secret that keeps the CA the gateway issues the certificates of function services in the
+     * cluster with (engines/function-certificates.ts): made at the first start, shared by replicas.
+     * Needed by the services given a certificate Secret (`FunctionEndpoint.certificate`).
+     */
+    certificateAuthority?: { namespace: string; name: string };
+    /** How often the issued certificates are looked at: each is issued anew a third of its 90 days before its end, or once gone. */
+    certificateCheckMs: number;
   };
   watching: {
     /** Objects per page when listing. */
@@ -137,6 +150,8 @@ export const DEFAULT_SETTINGS: Settings = {
     concurrencyPerService: 128,
     breakerThreshold: 5,
     plainHttp: false,
+    unscoped: false,
+    certificateCheckMs: 3600_000,
   },
   watching: { pageSize: 500, watchSeconds: 300, retryDelayMs: { first: 250, max: 30_000 } },
   admission: { reach: 'auto', listen: { host: '127.0.0.1', port: 0 }, filesCheckIntervalMs: 60_000 },

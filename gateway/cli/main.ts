@@ -79,8 +79,15 @@ Options for run and gateway:
                             the others wait their turn.
       --functions-ca <file>  (gateway) The CA to trust for https function services (default: the
                             system's roots).
-      --allow-plain-http    (gateway) Call function services over plain HTTP beyond this host (a
-                            network you trust, or a mesh that encrypts); refused otherwise.
+      --function-tls <name>=<ns/secret>  (gateway) Issue that service a serving certificate for
+                            the host of its https URL (<svc>.<ns>.svc, both forms) into this Secret,
+                            which its pod mounts for serve --tls-cert/--tls-key; renewed before its
+                            end. The service is then trusted with that CA's certificates only.
+      --function-certificates <ns/name>  (gateway) Keep the CA that issues those certificates in
+                            this Secret, made there at the first start, read by the gateway only.
+      --allow-plain-http    (gateway) Call function services over plain HTTP beyond this host: only
+                            where the network encrypts (a mesh); a warning names each such service.
+                            Refused otherwise.
       --state-in <where>    Where to record that an object was handled: auto (the status when the
                             resource's status keeps it, else annotations; the default) or annotations.
       --adopt-kopf-state <prefix>  Take over from a Kopf operator that kept its state under this
@@ -137,7 +144,9 @@ Identity (run, gateway, release), so that two deployments can serve the same obj
 Options for serve:
   -p, --port <port>         Port to listen on (default 8080).
       --host <address>      Address to listen on (default 0.0.0.0).
-      --tls-cert <file>     Serve HTTPS with this certificate (PEM), and --tls-key <file> its key.
+      --tls-cert <file>     Serve HTTPS with this certificate (PEM), and --tls-key <file> its key;
+                            both read again when they change (the Secret a gateway's
+                            --function-tls renews, mounted), looked at every 10 s.
       --jwks-file <file>    Verify calls with the gateway's public keys in this file (its ConfigMap's
                             jwks.json, mounted), followed as it changes; default $${JWKS_VARIABLE},
                             then $${JWKS_URL_VARIABLE}.
@@ -165,6 +174,8 @@ const OPTIONS = {
   'functions-ca': { type: 'string' },
   'function-concurrency': { type: 'string' },
   'allow-plain-http': { type: 'boolean' },
+  'function-tls': { type: 'string', multiple: true },
+  'function-certificates': { type: 'string' },
   'tls-cert': { type: 'string' },
   'tls-key': { type: 'string' },
   'state-in': { type: 'string' },
@@ -320,7 +331,8 @@ async function serveOnly(module: string, values: Values, logger: Logger): Promis
   const server = await serveFetch(await loadOperatorModule(module), {
     port: integer(values.port ?? '8080', '--port'),
     host: values.host ?? '0.0.0.0',
-    ...(cert && key ? { tls: { cert: readFileSync(cert, 'utf8'), key: readFileSync(key, 'utf8') } } : {}),
+    ...(cert && key ? { tls: { certFile: cert, keyFile: key } } : {}),
+    logger,
   });
   logger.info(`function service listening on ${server.url}`);
   if (process.send) {
@@ -353,6 +365,15 @@ async function gatewayOnly(functions: FunctionEndpoint[], values: Values, logger
     if (!functions.some((endpoint) => endpoint.name === name))
       throw new UsageError(`--function-secret names "${name}", which no --functions gives`);
   }
+  const certificates = new Map((values['function-tls'] ?? []).map(functionTls));
+  for (const name of certificates.keys()) {
+    if (!functions.some((endpoint) => endpoint.name === name))
+      throw new UsageError(`--function-tls names "${name}", which no --functions gives`);
+  }
+  if (certificates.size > 0 && !values['function-certificates'])
+    throw new UsageError(
+      '--function-tls needs --function-certificates <ns/name>, the Secret of the CA that issues them',
+    );
   const login = values['login-from'];
   if (login !== undefined && !functions.some((endpoint) => endpoint.name === login))
     throw new UsageError(`--login-from names "${login}", which no --functions gives`);
@@ -362,12 +383,24 @@ async function gatewayOnly(functions: FunctionEndpoint[], values: Values, logger
     ...gatewayOptions(values, logger),
     functions: functions.map((endpoint) => {
       const file = own.get(endpoint.name);
-      return file ? { ...endpoint, secret: readSecret(file) } : endpoint;
+      const certificate = certificates.get(endpoint.name);
+      return {
+        ...endpoint,
+        ...(file ? { secret: readSecret(file) } : {}),
+        ...(certificate ? { certificate } : {}),
+      };
     }),
     ...(secret ? { secret } : {}),
   });
   await untilSignal(logger);
   await gateway.stop();
+}
+
+/** `billing=billing/billing-functions-tls`. */
+function functionTls(value: string): [string, { namespace: string; name: string }] {
+  const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)=(.+)$/.exec(value);
+  if (!match) throw new UsageError(`--function-tls expects <name>=<namespace>/<secret>, got "${value}"`);
+  return [match[1] as string, namespacedName(match[3] as string, '--function-tls')];
 }
 
 /** `billing=/etc/causeway/billing-secret`. */
@@ -469,6 +502,14 @@ function gatewayOptions(values: Values, logger: Logger): Omit<GatewayOptions, 'f
           ? { concurrencyPerService: integer(values['function-concurrency'], '--function-concurrency') }
           : {}),
         ...(values['allow-plain-http'] ? { plainHttp: true } : {}),
+        ...(values['function-certificates']
+          ? {
+              certificateAuthority: namespacedName(
+                values['function-certificates'],
+                '--function-certificates',
+              ),
+            }
+          : {}),
       },
       admission: admissionSettings(values),
       signing: signingSettings(values),

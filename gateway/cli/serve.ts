@@ -1,8 +1,10 @@
 /** The Node server adapter for function services: the SDK itself stays free of Node built-ins. */
-import { createServer } from 'node:https';
+import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
+import { readCertificateFiles } from '../../webhooks/certificates.ts';
 import type { FetchHandler } from '../dispatch/transport.ts';
+import type { Logger } from '../logging.ts';
 
 export interface RunningServer {
   url: string;
@@ -12,27 +14,62 @@ export interface RunningServer {
 export interface ServeOptions {
   port: number;
   host: string;
-  /** PEM certificate and key: HTTPS when given, plain HTTP otherwise. */
-  tls?: { cert: string; key: string };
+  /**
+   * Files of a PEM certificate and its key: HTTPS when given, plain HTTP otherwise. Read again when
+   * they change (a mounted Secret the gateway renews), looked at every `checkIntervalMs` (10 s).
+   */
+  tls?: { certFile: string; keyFile: string; checkIntervalMs?: number };
+  /** Says when the certificate is read again, or could not be. */
+  logger?: Pick<Logger, 'info' | 'warning'>;
 }
 
 export async function serveFetch(handler: FetchHandler, options: ServeOptions): Promise<RunningServer> {
+  const files = options.tls && { cert: options.tls.certFile, key: options.tls.keyFile };
+  const loaded = files && (await readCertificateFiles(files));
   const server = serve({
     fetch: (request) => handler.fetch(request),
     port: options.port,
     hostname: options.host,
-    ...(options.tls ? { createServer, serverOptions: { cert: options.tls.cert, key: options.tls.key } } : {}),
+    ...(loaded ? { createServer, serverOptions: { cert: loaded.cert, key: loaded.key } } : {}),
   });
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);
   });
+  let watching: NodeJS.Timeout | undefined;
+  let closed = false;
+  if (files && loaded) {
+    // A renewal is served from the next connection on, without a restart.
+    let stamp = loaded.stamp;
+    const schedule = () => {
+      if (closed) return;
+      watching = setTimeout(look, options.tls?.checkIntervalMs ?? 10_000);
+      watching.unref();
+    };
+    const look = async () => {
+      try {
+        const read = await readCertificateFiles(files);
+        if (read.stamp !== stamp) {
+          (server as Server).setSecureContext({ cert: read.cert, key: read.key });
+          stamp = read.stamp;
+          options.logger?.info(`serving the certificate read again from ${files.cert}`);
+        }
+      } catch (error) {
+        // A renewal caught half-written: the next look finds it whole.
+        options.logger?.warning(`reading the certificate files failed: ${(error as Error).message}`);
+      }
+      schedule();
+    };
+    schedule();
+  }
   const { port } = server.address() as AddressInfo;
   const host = options.host === '0.0.0.0' || options.host === '::' ? '127.0.0.1' : options.host;
   return {
-    url: `${options.tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    url: `${loaded ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`,
     close: () =>
       new Promise<void>((resolve) => {
+        closed = true;
+        clearTimeout(watching);
         server.close(() => resolve());
         if ('closeAllConnections' in server) server.closeAllConnections();
       }),

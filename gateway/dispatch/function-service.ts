@@ -16,9 +16,11 @@ import {
   type Manifest,
   PATHS,
   PROTOCOL,
+  type ServiceScope,
 } from '../../protocol/index.ts';
 import { equal, isObject, jsonCopy } from '../../protocol/json.ts';
 import type { CircuitBreaker } from './breaker.ts';
+import { beyondPin, ScopeError } from './scope.ts';
 import type { Signer } from './signer.ts';
 import { aborted, type Exchange, type Reply, type Transport, withDeadline } from './transport.ts';
 import {
@@ -46,6 +48,12 @@ export interface FunctionServiceOptions {
   breaker?: CircuitBreaker;
   /** Where the indexes its handlers read come from (engines/indexes.ts). */
   indexes?: IndexSource;
+  /**
+   * What the service may reach (dispatch/scope.ts), pinned by the gateway's operator: a manifest
+   * that declares more is refused. `declared`: the manifest's own, for an operator in this process
+   * (one trust domain). Undefined: unscoped, as a gateway run with --unscoped allows.
+   */
+  scope?: ServiceScope | 'declared';
 }
 
 /** The gateway's indexes, as the calls of the handlers that read them need them. */
@@ -97,6 +105,8 @@ const encoder = new TextEncoder();
 export class FunctionService {
   readonly manifest: Manifest;
   readonly unknownKinds: string[];
+  /** What it may reach; undefined when unscoped. */
+  readonly scope: ServiceScope | undefined;
   readonly timeoutMs: number;
   readonly #transport: Transport;
   readonly #sign: Signer;
@@ -114,6 +124,7 @@ export class FunctionService {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.manifest = parsed.manifest;
     this.unknownKinds = parsed.unknownKinds;
+    this.scope = options.scope === 'declared' ? parsed.manifest.scope : options.scope;
   }
 
   get name(): string {
@@ -154,6 +165,16 @@ export class FunctionService {
       throw new ProtocolError(
         `${options.transport.url} calls itself "${health.name}" but its manifest says "${parsed.manifest.name}"`,
       );
+    }
+    const { scope } = options;
+    const declared = parsed.manifest.scope;
+    if (declared && scope && scope !== 'declared') {
+      const beyond = beyondPin(declared, scope);
+      if (beyond.length > 0) {
+        throw new ScopeError(
+          `"${health.name}" declares a scope beyond the one pinned for it: ${beyond.join('; ')}`,
+        );
+      }
     }
     return new FunctionService(transport, sign, options, parsed);
   }

@@ -4,11 +4,12 @@
  * told whenever the service that answers for a name changes: another manifest after a redeploy (found
  * by reading the manifests again), or another endpoint.
  */
-import { isLoopback } from '../../protocol/index.ts';
+import { isLoopback, type ServiceScope } from '../../protocol/index.ts';
 import type { Logger } from '../logging.ts';
 import type { Settings } from '../settings.ts';
 import { jitter, sleep } from '../timing.ts';
 import { CircuitBreaker } from './breaker.ts';
+import { ScopeError } from './scope.ts';
 import { FunctionService, type IndexSource, readHealth } from './function-service.ts';
 import { hmacSigner, type Signer } from './signer.ts';
 import { type FetchHandler, httpTransport, inProcessTransport, type Transport } from './transport.ts';
@@ -21,6 +22,16 @@ export interface FunctionEndpoint {
   secret?: Uint8Array;
   /** PEM of the CA to trust for this service (`settings.calls.ca` otherwise). */
   ca?: string;
+  /**
+   * What it may reach (dispatch/scope.ts), pinned by whoever deploys the gateway; required unless
+   * the gateway serves unscoped services (`settings.calls.unscoped`, --unscoped).
+   */
+  scope?: ServiceScope;
+  /**
+   * The Secret to issue this service's serving certificate into (its pod mounts it): the service is
+   * then trusted with a certificate from the gateway's CA of function services only.
+   */
+  certificate?: { namespace: string; name: string };
   /** How long one of its calls may take (`settings.calls.timeoutMs` otherwise). */
   timeoutMs?: number;
   /** Calls to it at once (`settings.calls.concurrencyPerService` otherwise). */
@@ -33,12 +44,22 @@ export interface FunctionServicesOptions {
   settings: Settings['calls'];
   /** Where the indexes its handlers read come from. */
   indexes?: IndexSource;
+  /** Issues the certificates of the services given a certificate Secret, and pins their CA. */
+  certificates?: CertificateIssuer;
   logger: Logger;
   /**
    * The service that answers for a name is now `next`: rebind its handlers (the calls under way
    * finish). `previous` is undefined for a service added, `next` for one removed.
    */
   onChange(previous: FunctionService | undefined, next: FunctionService | undefined): Promise<void>;
+}
+
+/** What engines/function-certificates.ts does for the services given a certificate Secret. */
+export interface CertificateIssuer {
+  /** The endpoint trusting only the gateway's CA, once its certificate is issued (or kept). */
+  pin(endpoint: FunctionEndpoint): Promise<FunctionEndpoint>;
+  /** Stops renewing the certificate of a service no longer served. */
+  release(name: string): void;
 }
 
 /** How a service is now, for whoever shows it (a FunctionService's status). */
@@ -104,7 +125,7 @@ export class FunctionServices {
           'url' in endpoint
             ? await this.#connectWithRetry(
                 endpoint.url,
-                async () => (await this.#connectOnce(endpoint, sign)).service,
+                async () => (await this.#connectOnce(await this.#pinned(endpoint), sign)).service,
                 signal,
               )
             : await this.#connectWithRetry(
@@ -113,6 +134,7 @@ export class FunctionServices {
                   FunctionService.connect({
                     transport: inProcessTransport(endpoint),
                     name: undefined,
+                    scope: 'declared',
                     sign,
                     timeoutMs,
                     indexes: this.#options.indexes,
@@ -127,7 +149,8 @@ export class FunctionServices {
 
   /** How calls to `endpoint` are signed, checked before any is made: its own secret, or the gateway's keys. */
   #signerFor(endpoint: FunctionEndpoint): Signer {
-    this.#checkScheme(endpoint.url);
+    this.#checkPinned(endpoint);
+    this.#checkScheme(endpoint.name, endpoint.url);
     if (endpoint.secret) return hmacSigner(endpoint.secret);
     if (this.#options.signer) return this.#options.signer;
     throw new Error(
@@ -182,7 +205,7 @@ export class FunctionServices {
       }
       if (slot.away?.url === to.url && slot.away.revision === to.revision) return true;
       try {
-        this.#checkScheme(to.url);
+        this.#checkScheme(name, to.url);
       } catch (error) {
         logger.warning(`a dev session for "${name}" is not redirected: ${describe(error)}`);
         return false;
@@ -212,7 +235,7 @@ export class FunctionServices {
   put(endpoint: FunctionEndpoint): Promise<FunctionService> {
     return this.#serially(async () => {
       const sign = this.#signerFor(endpoint);
-      const { service } = await this.#connectOnce(endpoint, sign);
+      const { service } = await this.#connectOnce(await this.#pinned(endpoint), sign);
       const slot = this.#slots.find((candidate) => candidate.home.name === endpoint.name);
       if (!slot) {
         this.#slots.push({ endpoint, sign, home: service, current: service });
@@ -234,6 +257,7 @@ export class FunctionServices {
       const slot = this.#slots[index];
       if (!slot) return;
       this.#slots.splice(index, 1);
+      this.#options.certificates?.release(name);
       await this.#options.onChange(slot.current, undefined);
       await slot.home.close();
       if (slot.away) await closeWay(slot.away);
@@ -278,6 +302,7 @@ export class FunctionServices {
         service: await FunctionService.connect({
           ...way,
           name: endpoint.name,
+          ...(endpoint.scope ? { scope: endpoint.scope } : {}),
           sign,
           timeoutMs,
           indexes: this.#options.indexes,
@@ -305,14 +330,52 @@ export class FunctionServices {
     return { transport, breaker };
   }
 
-  /** HTTPS, or plain HTTP on this host (no network crossed), or plain HTTP where it was allowed. */
-  #checkScheme(url: string): void {
+  /** Its certificate issued and its CA pinned, for a service given a certificate Secret. */
+  async #pinned(endpoint: FunctionEndpoint): Promise<FunctionEndpoint> {
+    if (!endpoint.certificate) return endpoint;
+    const { certificates } = this.#options;
+    if (!certificates) {
+      throw new Error(
+        `"${endpoint.name}" is to be given a certificate, but the gateway has no CA to issue it with ` +
+          '(--function-certificates, settings.calls.certificateAuthority)',
+      );
+    }
+    return certificates.pin(endpoint);
+  }
+
+  /**
+   * HTTPS, or plain HTTP on this host (no network crossed), or plain HTTP where it was allowed: then
+   * with a warning naming the service, whose objects and replies cross the network in the clear.
+   */
+  #checkScheme(name: string, url: string): void {
     const { protocol, hostname } = new URL(url);
-    if (protocol === 'https:' || this.#options.settings.plainHttp) return;
+    if (protocol === 'https:') return;
     if (protocol === 'http:' && isLoopback(hostname)) return;
+    if (protocol === 'http:' && this.#options.settings.plainHttp) {
+      this.#options.logger.warning(
+        `function service "${name}" is called over plain HTTP at ${url} (--allow-plain-http): its calls ` +
+          'and replies cross the network readable and unauthenticated, safe only where the network encrypts (a mesh)',
+      );
+      return;
+    }
     throw new Error(
       `${url}: function services are called over HTTPS, or plain HTTP on this host; to call one over ` +
         'plain HTTP across a network you trust, allow it (--allow-plain-http, settings.calls.plainHttp)',
+    );
+  }
+
+  /** A service over HTTP has a pinned scope, or the gateway was told to serve it unscoped, and says so. */
+  #checkPinned(endpoint: FunctionEndpoint): void {
+    if (endpoint.scope) return;
+    if (!this.#options.settings.unscoped) {
+      throw new ScopeError(
+        `function service "${endpoint.name}" has no scope: pin what it may reach (--function-scope, ` +
+          "a FunctionService's spec.scope), or serve it unscoped (--unscoped)",
+      );
+    }
+    this.#options.logger.warning(
+      `function service "${endpoint.name}" is served unscoped (--unscoped): what it answers is done with ` +
+        "the gateway's rights, on any resource they reach",
     );
   }
 

@@ -3,9 +3,15 @@
  * group at a time, and bound to what serves each resource. Pure, so that gateway.ts only decides
  * when; serving itself (watches, webhooks) is the caller's.
  */
-import type { HandlerSpec } from '../protocol/index.ts';
+import { type HandlerSpec, isAdmissionKind } from '../protocol/index.ts';
 import type { FunctionService } from './dispatch/function-service.ts';
-import type { DiscoveredResource } from './kube/discovery.ts';
+import { covers, scopeName } from './dispatch/scope.ts';
+import {
+  type DiscoveredResource,
+  type Discovery,
+  ResourceNotFound,
+  selectsSeveral,
+} from './kube/discovery.ts';
 import type { ServedResource } from './reactor/model.ts';
 
 /** A handler of a service, not served yet (or, by category or `*`, not on every resource of it). */
@@ -60,4 +66,48 @@ export function bindHandlers(entry: ServedResource, items: readonly Unresolved[]
     if (!binding) entry.bindings.push({ service, handlers: [handler] });
     else if (!binding.handlers.some((bound) => bound.id === handler.id)) binding.handlers.push(handler);
   }
+}
+
+/**
+ * Why a handler may not be served on a resource, by its service's scope: admission handlers review the
+ * resources of `admission`, the others those of `resources`. Undefined when it may (or is unscoped).
+ */
+export function outsideScope(
+  service: Pick<FunctionService, 'name' | 'scope'>,
+  handler: HandlerSpec,
+  resource: DiscoveredResource,
+): string | undefined {
+  const { scope } = service;
+  if (!scope) return undefined;
+  const field = isAdmissionKind(handler.kind) ? 'admission' : 'resources';
+  if (covers(scope[field], resource)) return undefined;
+  return (
+    `handler "${handler.id}" of "${service.name}" names ${scopeName(resource)}, outside the scope pinned ` +
+    `for it (${field}: ${(scope[field] ?? []).join(', ') || 'none'})`
+  );
+}
+
+/**
+ * The first of a service's handlers that names a resource outside its scope, as discovery knows the
+ * resources now: a service so refused is not served at all. Handlers whose resource is not there yet
+ * are looked at once it is; those by category or `*` are served on the members in scope only.
+ */
+export function firstOutsideScope(
+  service: Pick<FunctionService, 'name' | 'scope' | 'manifest'>,
+  discovery: Pick<Discovery, 'resolve'>,
+): string | undefined {
+  if (!service.scope) return undefined;
+  for (const handler of service.manifest.handlers) {
+    if (selectsSeveral(handler.resource)) continue;
+    let resource: DiscoveredResource;
+    try {
+      resource = discovery.resolve(handler.resource);
+    } catch (error) {
+      if (error instanceof ResourceNotFound) continue;
+      throw error;
+    }
+    const refused = outsideScope(service, handler, resource);
+    if (refused) return refused;
+  }
+  return undefined;
 }

@@ -5,9 +5,18 @@
  */
 import { KubeConfig } from '@kubernetes/client-node';
 import { type HandlerSpec, isAdmissionKind } from '../protocol/index.ts';
-import { bindHandlers, type Group, resourceKey, serveGroups, type Unresolved } from './binding.ts';
+import {
+  bindHandlers,
+  firstOutsideScope,
+  type Group,
+  outsideScope,
+  resourceKey,
+  serveGroups,
+  type Unresolved,
+} from './binding.ts';
 import { Components, component } from './components.ts';
 import type { FunctionService } from './dispatch/function-service.ts';
+import { ScopeError } from './dispatch/scope.ts';
 import { type FunctionEndpoint, FunctionServices } from './dispatch/services.ts';
 import { hmacSigner, keySigner, type Signer } from './dispatch/signer.ts';
 import type { FetchHandler } from './dispatch/transport.ts';
@@ -116,6 +125,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const early = options.loginFrom
     ? undefined
     : await KubeClient.fromConfig(options.kubeconfig ?? defaultKubeConfig());
+  const earlyDiscovery = early ? new DiscoveryCache(early) : undefined;
   let signer: Signer | undefined = options.secret ? hmacSigner(options.secret) : undefined;
   if (settings.signing.keys) {
     if (!early) {
@@ -167,6 +177,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     ...(certificates ? { certificates } : {}),
     logger,
     onChange: (previous, next) => exclusively(() => rebind(previous, next)),
+    // A service whose manifest names a resource beyond its scope is refused as a whole, before any of
+    // its handlers is served; one that logs in for the gateway is looked at handler by handler instead.
+    vet: async (service) => {
+      const refused = earlyDiscovery && firstOutsideScope(service, await earlyDiscovery.reload());
+      if (refused) throw new ScopeError(`${refused}: the service is not served`);
+    },
   });
   await services.connect(options.functions, stopping.signal);
   await components.add(component('function services', false, { stop: () => services.close() }));
@@ -202,7 +218,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       stop: () => activities.cleanup(settings.activities.cleanupTimeoutMs),
     }),
   );
-  const discovery = new DiscoveryCache(client);
+  const discovery = earlyDiscovery ?? new DiscoveryCache(client);
   const selection = options.namespaces ? selectNamespaces(options.namespaces) : undefined;
   const namespaceWatch =
     selection && !selection.names
@@ -397,14 +413,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         const joined = current
           .select(handler.resource)
           .filter((resource) => !servedOn.has(resourceKey(resource)));
-        for (const resource of joined) {
-          servedOn.add(resourceKey(resource));
-          add(resource, item);
-        }
-        if (joined.length > 0) {
+        for (const resource of joined) servedOn.add(resourceKey(resource));
+        // Of a category, only the members in the service's scope: the others are no concern of it.
+        const inScope = joined.filter((resource) => !outsideScope(service, handler, resource));
+        for (const resource of inScope) add(resource, item);
+        if (inScope.length > 0) {
           logger.info(
             `handler "${handler.id}" of "${service.name}" (${describe(handler.resource)}) is served on ` +
-              joined.map(resourceKey).join(', '),
+              inScope.map(resourceKey).join(', '),
           );
         } else if (announce && servedOn.size === 0) {
           logger.info(
@@ -415,7 +431,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         continue;
       }
       try {
-        add(current.resolve(handler.resource), item);
+        const resource = current.resolve(handler.resource);
+        const refused = outsideScope(service, handler, resource);
+        if (refused) logger.error(`${refused}: it is not served`);
+        else add(resource, item);
       } catch (error) {
         if (!(error instanceof ResourceNotFound)) throw error;
         left.push(item);

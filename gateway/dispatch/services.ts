@@ -52,6 +52,8 @@ export interface FunctionServicesOptions {
    * finish). `previous` is undefined for a service added, `next` for one removed.
    */
   onChange(previous: FunctionService | undefined, next: FunctionService | undefined): Promise<void>;
+  /** Throws why a service just connected may not be served (a handler beyond its scope). */
+  vet?(service: FunctionService): Promise<void>;
 }
 
 /** What engines/function-certificates.ts does for the services given a certificate Secret. */
@@ -130,15 +132,17 @@ export class FunctionServices {
               )
             : await this.#connectWithRetry(
                 'this process',
-                () =>
-                  FunctionService.connect({
-                    transport: inProcessTransport(endpoint),
-                    name: undefined,
-                    scope: 'declared',
-                    sign,
-                    timeoutMs,
-                    indexes: this.#options.indexes,
-                  }),
+                async () =>
+                  this.#vetted(
+                    await FunctionService.connect({
+                      transport: inProcessTransport(endpoint),
+                      name: undefined,
+                      scope: 'declared',
+                      sign,
+                      timeoutMs,
+                      indexes: this.#options.indexes,
+                    }),
+                  ),
                 signal,
               );
         return { ...('url' in endpoint ? { endpoint } : {}), sign, home: service, current: service };
@@ -299,14 +303,16 @@ export class FunctionServices {
     try {
       const timeoutMs = endpoint.timeoutMs ?? this.#options.settings.timeoutMs;
       return {
-        service: await FunctionService.connect({
-          ...way,
-          name: endpoint.name,
-          ...(endpoint.scope ? { scope: endpoint.scope } : {}),
-          sign,
-          timeoutMs,
-          indexes: this.#options.indexes,
-        }),
+        service: await this.#vetted(
+          await FunctionService.connect({
+            ...way,
+            name: endpoint.name,
+            ...(endpoint.scope ? { scope: endpoint.scope } : {}),
+            sign,
+            timeoutMs,
+            indexes: this.#options.indexes,
+          }),
+        ),
         way,
       };
     } catch (error) {
@@ -362,6 +368,12 @@ export class FunctionServices {
       `${url}: function services are called over HTTPS, or plain HTTP on this host; to call one over ` +
         'plain HTTP across a network you trust, allow it (--allow-plain-http, settings.calls.plainHttp)',
     );
+  }
+
+  /** The service, once the gateway found nothing in its manifest beyond its scope (the caller closes its way otherwise). */
+  async #vetted(service: FunctionService): Promise<FunctionService> {
+    await this.#options.vet?.(service);
+    return service;
   }
 
   /** A service over HTTP has a pinned scope, or the gateway was told to serve it unscoped, and says so. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { equal, isObject, jsonCopy, valueAt } from './json.ts';
+import { bareRecord, equal, isObject, jsonCopy, mergePatched, valueAt } from './json.ts';
 
 describe('JSON helpers', () => {
   it('tell objects from arrays and null', () => {
@@ -35,5 +35,17 @@ describe('jsonCopy', () => {
     assert.deepEqual(copy, { a: { b: [1, { c: 'd' }] } });
     assert.notEqual(copy.a, original.a);
     assert.notEqual(copy.a.b[1], original.a.b[1]);
+  });
+});
+
+describe('mergePatched', () => {
+  it('merges into objects with no prototype, where a hostile key stays a key', () => {
+    const patch = JSON.parse('{"spec":{"__proto__":{"polluted":true},"toString":1}}');
+    const merged = mergePatched({ spec: { kept: 1 } }, patch) as Record<string, Record<string, unknown>>;
+    assert.equal(Object.getPrototypeOf(merged.spec), null);
+    assert.equal(Object.hasOwn(merged.spec as object, '__proto__'), true);
+    assert.equal(merged.spec?.polluted, undefined);
+    assert.deepEqual(Object.keys(merged.spec as object), ['kept', '__proto__', 'toString']);
+    assert.equal(Object.getPrototypeOf(bareRecord(JSON.parse('{"__proto__":{"a":1}}'))), null);
   });
 });

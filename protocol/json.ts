@@ -34,11 +34,25 @@ export function valueAt(value: unknown, dotted: string): unknown {
   return current;
 }
 
-/** `target` with a JSON merge patch (RFC 7386) applied: objects merge key by key, `null` removes. */
+/**
+ * A record with no prototype holding `from`'s own keys: a key that came over the wire (`__proto__`,
+ * `constructor`) is only ever a key of it, and nothing of Object.prototype reads as one of its keys.
+ */
+export function bareRecord(from?: Record<string, unknown>): Record<string, unknown> {
+  const record: Record<string, unknown> = Object.create(null);
+  if (from) for (const key of Object.keys(from)) record[key] = from[key];
+  return record;
+}
+
+/**
+ * `target` with a JSON merge patch (RFC 7386) applied: objects merge key by key, `null` removes. The
+ * objects it makes are bare records: only own keys are copied, none is assigned to a prototype.
+ */
 export function mergePatched(target: unknown, patch: unknown): unknown {
   if (!isObject(patch)) return patch;
-  const result: Record<string, unknown> = isObject(target) ? { ...target } : {};
-  for (const [key, value] of Object.entries(patch)) {
+  const result = bareRecord(isObject(target) ? target : undefined);
+  for (const key of Object.keys(patch)) {
+    const value = patch[key];
     if (value === null) delete result[key];
     else result[key] = mergePatched(result[key], value);
   }

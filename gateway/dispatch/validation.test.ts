@@ -1,7 +1,21 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import { PROTOCOL } from '../../protocol/index.ts';
-import { ProtocolError, parseInvocationResponse } from './validation.ts';
+import { isObject, jsonCopy, mergePatched } from '../../protocol/json.ts';
+import { DEFAULT_IDENTITY } from '../identity.ts';
+import type { Cause } from '../reactor/model.ts';
+import { collectEffects, emptyEffects } from '../reactor/outcomes.ts';
+import { planWrites } from '../reactor/write-plan.ts';
+import { StateStorage } from '../state/storage.ts';
+import {
+  ProtocolError,
+  parseBatchResponse,
+  parseHealth,
+  parseInvocationResponse,
+  parseManifest,
+  REPLY_LIMITS,
+} from './validation.ts';
 
 /** The answer for one handler `h` with these events. */
 const answer = (events: unknown) => ({
@@ -90,5 +104,299 @@ describe('validating events', () => {
         JSON.stringify(about),
       );
     }
+  });
+});
+
+/** A reply as the gateway reads it off the wire: JSON.parse makes `__proto__` an own key, as a service sends it. */
+const received = (json: string): unknown => JSON.parse(json);
+
+describe('keys that reach a prototype', () => {
+  it('refuse a reply holding __proto__, constructor or prototype anywhere, saying which key and where', () => {
+    const cases: Array<[() => unknown, string]> = [
+      [
+        () =>
+          parseInvocationResponse(
+            received(
+              `{"protocol":"${PROTOCOL}","outcomes":{"create_fn":{"status":"success","patch":{"spec":{"__proto__":{"polluted":true}}}}}}`,
+            ),
+            ['create_fn'],
+          ),
+        'response.outcomes.create_fn.patch.spec.__proto__: a reply may not hold the key "__proto__", which reaches an object\'s prototype',
+      ],
+      [
+        () =>
+          parseInvocationResponse(
+            received(
+              `{"protocol":"${PROTOCOL}","outcomes":{"h":{"status":"success"}},"logs":[{"level":"info","message":"m","x":{"a b":{"constructor":{"prototype":{}}}}}]}`,
+            ),
+            ['h'],
+          ),
+        'response.logs[0].x["a b"].constructor: a reply may not hold the key "constructor", which reaches an object\'s prototype',
+      ],
+      [
+        () =>
+          parseBatchResponse(
+            received(
+              `{"protocol":"${PROTOCOL}","batch":[{"protocol":"${PROTOCOL}","outcomes":{"i":{"status":"success","result":[["k",{"prototype":1}]]}}}]}`,
+            ),
+            [['i']],
+          ),
+        'batch.batch[0].outcomes.i.result[0][1].prototype: a reply may not hold the key "prototype", which reaches an object\'s prototype',
+      ],
+      [
+        () => parseHealth(received(`{"protocol":"${PROTOCOL}","name":"s","__proto__":{"admin":true}}`)),
+        'health.__proto__: a reply may not hold the key "__proto__", which reaches an object\'s prototype',
+      ],
+      [
+        () =>
+          parseManifest(
+            received(
+              `{"protocol":"${PROTOCOL}","name":"s","handlers":[{"id":"h","kind":"create","resource":{"name":"pods"},"options":{"__proto__":{}}}]}`,
+            ),
+          ),
+        'manifest.handlers[0].options.__proto__: a reply may not hold the key "__proto__", which reaches an object\'s prototype',
+      ],
+    ];
+    for (const [parse, message] of cases) assert.throws(parse, new ProtocolError(message));
+    assert.equal(({} as Record<string, unknown>).polluted, undefined);
+  });
+
+  it('refuse a reply nested deeper than the merges go', () => {
+    const deep = `${'{"a":'.repeat(REPLY_LIMITS.depth)}1${'}'.repeat(REPLY_LIMITS.depth)}`;
+    const reply = `{"protocol":"${PROTOCOL}","outcomes":{"h":{"status":"success","result":${deep}}}}`;
+    assert.throws(
+      () => parseInvocationResponse(received(reply), ['h']),
+      (error: unknown) =>
+        error instanceof ProtocolError &&
+        /^response\.outcomes\.h\.result(\.a)+: a reply may not nest deeper than 100 levels$/.test(
+          error.message,
+        ),
+    );
+    const shallower = `${'{"a":'.repeat(50)}1${'}'.repeat(50)}`;
+    parseInvocationResponse(
+      received(`{"protocol":"${PROTOCOL}","outcomes":{"h":{"status":"success","result":${shallower}}}}`),
+      ['h'],
+    );
+  });
+});
+
+describe('what a response may hold', () => {
+  const event = { type: 'Normal', reason: 'R', message: 'm' };
+  const object = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' } };
+  const response = (outcomes: Record<string, unknown>, logs: unknown[] = []) => ({
+    protocol: PROTOCOL,
+    outcomes,
+    logs,
+  });
+  const times = <T>(n: number, item: T): T[] => Array.from({ length: n }, () => item);
+
+  it('takes up to the caps, its handlers and sub-handlers together', () => {
+    const half = (n: number) => Math.floor(n / 2);
+    const parsed = parseInvocationResponse(
+      response(
+        {
+          a: { status: 'success', events: times(half(REPLY_LIMITS.events), event) },
+          b: {
+            status: 'success',
+            apply: times(REPLY_LIMITS.applyObjects, object),
+            subhandlers: { s: { status: 'success', events: times(half(REPLY_LIMITS.events), event) } },
+          },
+        },
+        times(REPLY_LIMITS.logLines, { level: 'info', message: 'm' }),
+      ),
+      ['a', 'b'],
+    );
+    assert.equal(parsed.logs.length, 1000);
+  });
+
+  it('fails a response over a cap, saying which', () => {
+    const over: Array<[Record<string, unknown>, unknown[], boolean, RegExp]> = [
+      [
+        {
+          a: { status: 'success', events: times(60, event) },
+          b: { status: 'success', subhandlers: { s: { status: 'success', events: times(41, event) } } },
+        },
+        [],
+        false,
+        /^response\.outcomes\.b\.subhandlers\.s\.events: a response may hold 100 events at most, its handlers' together$/,
+      ],
+      [
+        { a: { status: 'success', apply: times(101, object) } },
+        [],
+        false,
+        /^response\.outcomes\.a\.apply: a response may hold 100 objects to apply at most/,
+      ],
+      [
+        { a: { status: 'success', warnings: times(51, 'w') } },
+        [],
+        true,
+        /^response\.outcomes\.a\.warnings: a response may hold 50 warnings at most/,
+      ],
+      [
+        { a: { status: 'success' } },
+        times(1001, { level: 'info', message: 'm' }),
+        false,
+        /^response\.logs holds 1001 lines, more than the 1000 a response may hold$/,
+      ],
+    ];
+    for (const [outcomes, logs, admission, message] of over) {
+      assert.throws(
+        () => parseInvocationResponse(response(outcomes, logs), Object.keys(outcomes), admission),
+        (error: unknown) => error instanceof ProtocolError && message.test(error.message),
+      );
+    }
+  });
+
+  it('cuts a long log message as it is logged, saying how much', () => {
+    const message = 'x'.repeat(REPLY_LIMITS.logMessageChars + 10);
+    const parsed = parseInvocationResponse(
+      response({ a: { status: 'success' } }, [{ level: 'info', message }]),
+      ['a'],
+    );
+    assert.equal(parsed.logs[0]?.message, `${'x'.repeat(4096)}… (10 more characters not logged)`);
+  });
+});
+
+/** JSON merge patch as RFC 7386 writes it in pseudo-code (a Map, so that no key is special). */
+function rfc7386(target: unknown, patch: unknown): unknown {
+  if (!isObject(patch)) return patch;
+  const result = new Map(isObject(target) ? Object.entries(target) : []);
+  for (const [name, value] of Object.entries(patch)) {
+    if (value === null) result.delete(name);
+    else result.set(name, rfc7386(result.get(name), value));
+  }
+  return Object.fromEntries(result);
+}
+
+const PROTOTYPE_KEYS = ['__proto__', 'constructor', 'prototype'];
+/** Any key but those three: fast-check's strings favour `toString`, `hasOwnProperty` and their like. */
+const benignKey = fc.string({ maxLength: 8 }).filter((key) => !PROTOTYPE_KEYS.includes(key));
+const { tree: benignTree } = fc.letrec<{ tree: Record<string, unknown>; value: unknown }>((tie) => ({
+  tree: fc.dictionary(benignKey, tie('value'), { maxKeys: 4, noNullPrototype: true }),
+  value: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    fc.oneof(fc.constant(null), fc.boolean(), fc.integer(), fc.string({ maxLength: 8 })),
+    fc.array(tie('value'), { maxLength: 3 }),
+    tie('tree'),
+  ),
+}));
+
+/** What a polluted prototype would show on every object. */
+const PROBE = 'causewayPolluted';
+/** Stands for the hostile key until the reply is JSON text: no generated string holds a control character. */
+const MARKER = '\u0001hostile';
+
+/**
+ * `tree` as the JSON text of a reply, with `key: {PROBE: true, ...}` added to the object that `choices`
+ * lead to (each picks one of the objects under the one before), parsed as the gateway parses a reply.
+ */
+function withHostileKey(tree: Record<string, unknown>, choices: readonly number[], key: string): unknown {
+  const copy = jsonCopy(tree);
+  let node = copy;
+  for (const choice of choices) {
+    const under = Object.values(node).flatMap((value) =>
+      Array.isArray(value) ? value.filter(isObject) : isObject(value) ? [value] : [],
+    );
+    if (under.length === 0) break;
+    node = under[choice % under.length] as Record<string, unknown>;
+  }
+  node[MARKER] = { [PROBE]: true, prototype: { [PROBE]: true } };
+  return JSON.parse(JSON.stringify(copy).replace(JSON.stringify(MARKER), JSON.stringify(key)));
+}
+
+const hostile = fc.record({
+  tree: benignTree,
+  choices: fc.array(fc.nat(), { maxLength: 6 }),
+  key: fc.constantFrom(...PROTOTYPE_KEYS),
+});
+
+/** Fails, and undoes it, if anything was added to Object.prototype. */
+function assertPrototypeUntouched(before: readonly string[]): void {
+  const added = Object.getOwnPropertyNames(Object.prototype).filter((name) => !before.includes(name));
+  for (const name of added) delete (Object.prototype as Record<string, unknown>)[name];
+  assert.deepEqual(added, [], 'Object.prototype got new properties');
+  assert.equal(({} as Record<string, unknown>)[PROBE], undefined);
+}
+
+const storage = new StateStorage('status', DEFAULT_IDENTITY);
+const cause: Cause = {
+  reason: 'update',
+  new: {},
+  diff: [],
+  essence: '{}',
+  firstSight: false,
+  existedAtStart: false,
+};
+
+/** The changes a cycle writes for these patches of its handlers, as one patch of the whole object. */
+function plannedPatch(patches: readonly Record<string, unknown>[]): Record<string, unknown> {
+  const effects = emptyEffects();
+  for (const [index, patch] of patches.entries())
+    collectEffects(effects, { status: 'success', patch }, `h${index}`);
+  const { changes } = planWrites(cause, { progress: {}, effects, state: 'untouched' }, false, storage);
+  return Object.keys(changes.status).length > 0
+    ? { ...changes.object, status: changes.status }
+    : changes.object;
+}
+
+describe('generated replies (property-based)', () => {
+  const before = Object.getOwnPropertyNames(Object.prototype);
+  const reply = (outcome: Record<string, unknown>) => ({
+    protocol: PROTOCOL,
+    outcomes: { h: outcome },
+    logs: [],
+  });
+
+  it('refuses a reply with a hostile key at any depth, naming it, and Object.prototype stays as it was', () => {
+    fc.assert(
+      fc.property(
+        hostile,
+        fc.constantFrom('patch', 'result', 'memo', 'outcome'),
+        ({ tree, choices, key }, where) => {
+          const text = JSON.stringify(
+            where === 'memo'
+              ? { ...reply({ status: 'success' }), memo: tree }
+              : reply(
+                  where === 'outcome' ? { ...tree, status: 'success' } : { status: 'success', [where]: tree },
+                ),
+          );
+          const sent = withHostileKey(JSON.parse(text), choices, key);
+          assert.throws(
+            () => parseInvocationResponse(sent, ['h']),
+            (error: unknown) =>
+              error instanceof ProtocolError &&
+              error.message.startsWith('response') &&
+              error.message.includes(`: a reply may not hold the key "${key}"`),
+          );
+          assertPrototypeUntouched(before);
+        },
+      ),
+    );
+  });
+
+  it('merges a hostile patch that reaches the write plan as data, into objects with no prototype', () => {
+    fc.assert(
+      fc.property(hostile, benignTree, ({ tree, choices, key }, other) => {
+        const patch = withHostileKey({ spec: tree }, choices, key) as Record<string, unknown>;
+        // Two patches, so that one is merged into what the other left: the path a recursion takes.
+        const planned = plannedPatch([{ spec: other }, patch]);
+        assertPrototypeUntouched(before);
+        assert.ok(JSON.stringify(planned).includes(JSON.stringify(key)), `"${key}" is kept as a key`);
+      }),
+    );
+  });
+
+  it('accepts a benign reply, and writes what RFC 7386 says its patch makes of the object', () => {
+    fc.assert(
+      fc.property(benignTree, benignTree, (object, patch) => {
+        const parsed = parseInvocationResponse(
+          received(JSON.stringify(reply({ status: 'success', patch }))),
+          ['h'],
+        );
+        const given = parsed.outcomes.h?.patch as Record<string, unknown>;
+        const written = mergePatched(object, plannedPatch([given]));
+        assert.deepEqual(jsonCopy(written), jsonCopy(rfc7386(object, patch)));
+      }),
+    );
   });
 });

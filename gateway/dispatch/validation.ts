@@ -29,6 +29,78 @@ export class ProtocolError extends Error {
   override name = 'ProtocolError';
 }
 
+/**
+ * What one reply may hold, beside its bytes (settings.calls.maxReplyBytes): far more than an honest
+ * handler needs, and little enough that one service cannot flood the gateway's log, the API, or the
+ * memory and CPU that the other services' calls need. Over a cap, the call fails.
+ */
+export const REPLY_LIMITS = {
+  /** Log lines in one response: each one is a line of the gateway's log. */
+  logLines: 1000,
+  /** Characters of a log line's message that the gateway logs; the rest is cut. */
+  logMessageChars: 4096,
+  /** Events in one response, its handlers' together: each one is a write to the API. */
+  events: 100,
+  /** Objects to apply in one response, its handlers' together: each one is a write to the API. */
+  applyObjects: 100,
+  /** Admission warnings in one response: the apiserver hands every one to the client. */
+  warnings: 50,
+  /** Levels of objects and arrays in a reply: deeper than any Kubernetes object; merges recurse this deep. */
+  depth: 100,
+} as const;
+
+/** Keys that reach a prototype when assigned to an object: a reply holding one anywhere is refused. */
+const PROTOTYPE_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+
+/**
+ * Refuses a whole reply, before any part of it is read, when it holds a key that reaches a prototype or
+ * nests too deep, naming where (`response.outcomes.create_fn.patch.__proto__`). Every reply passes
+ * here once: the parse functions below check what they are given with it.
+ */
+function checkReply(value: unknown, root: string): void {
+  const found = unsafePart(value, 0);
+  if (!found) return;
+  const where = found.path.reduceRight<string>((path, key) => `${path}${pathStep(key)}`, root);
+  throw new ProtocolError(
+    found.problem === 'key'
+      ? `${where}: a reply may not hold the key ${JSON.stringify(found.path[0])}, which reaches an object's prototype`
+      : `${where}: a reply may not nest deeper than ${REPLY_LIMITS.depth} levels`,
+  );
+}
+
+/** The first unsafe part of `value`, its path from the innermost key out (built only when found). */
+function unsafePart(
+  value: unknown,
+  depth: number,
+): { problem: 'key' | 'depth'; path: (string | number)[] } | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  if (depth >= REPLY_LIMITS.depth) return { problem: 'depth', path: [] };
+  if (Array.isArray(value)) {
+    for (let index = 0; index < value.length; index++) {
+      const found = unsafePart(value[index], depth + 1);
+      if (found) {
+        found.path.push(index);
+        return found;
+      }
+    }
+    return undefined;
+  }
+  for (const key of Object.keys(value)) {
+    if (PROTOTYPE_KEYS.has(key)) return { problem: 'key', path: [key] };
+    const found = unsafePart((value as Record<string, unknown>)[key], depth + 1);
+    if (found) {
+      found.path.push(key);
+      return found;
+    }
+  }
+  return undefined;
+}
+
+function pathStep(key: string | number): string {
+  if (typeof key === 'number') return `[${key}]`;
+  return /^[A-Za-z_$][\w$-]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
+}
+
 const LOG_LEVELS: ReadonlySet<LogLevel> = new Set(['debug', 'info', 'warning', 'error']);
 
 function checkProtocol(value: Record<string, unknown>, what: string): void {
@@ -40,6 +112,7 @@ function checkProtocol(value: Record<string, unknown>, what: string): void {
 }
 
 export function parseHealth(value: unknown): Health {
+  checkReply(value, 'health');
   if (!isObject(value)) throw new ProtocolError('health answer is not a JSON object');
   checkProtocol(value, 'health answer');
   if (typeof value.name !== 'string' || !value.name)
@@ -49,6 +122,7 @@ export function parseHealth(value: unknown): Health {
 
 /** Returns the manifest with the handlers this gateway understands, and the kinds it skipped. */
 export function parseManifest(value: unknown): { manifest: Manifest; unknownKinds: string[] } {
+  checkReply(value, 'manifest');
   if (!isObject(value)) throw new ProtocolError('manifest is not a JSON object');
   checkProtocol(value, 'manifest');
   if (typeof value.name !== 'string' || !value.name) throw new ProtocolError('manifest has no service name');
@@ -137,23 +211,41 @@ export function parseInvocationResponse(
   handlerIds: readonly string[],
   admission = false,
 ): InvocationResponse {
+  checkReply(value, 'response');
+  return invocationResponse(value, handlerIds, admission);
+}
+
+/** Effects counted over a whole response, against REPLY_LIMITS. */
+type EffectCounts = Record<'events' | 'applyObjects' | 'warnings', number>;
+
+function invocationResponse(
+  value: unknown,
+  handlerIds: readonly string[],
+  admission = false,
+): InvocationResponse {
   if (!isObject(value)) throw new ProtocolError('response is not a JSON object');
   checkProtocol(value, 'response');
   if (!isObject(value.outcomes)) throw new ProtocolError('response.outcomes is not an object');
   const outcomes: Record<string, Outcome> = {};
+  const counts: EffectCounts = { events: 0, applyObjects: 0, warnings: 0 };
   for (const id of handlerIds) {
-    const outcome = value.outcomes[id];
+    const outcome = Object.hasOwn(value.outcomes, id) ? value.outcomes[id] : undefined;
     if (outcome === undefined) throw new ProtocolError(`response has no outcome for handler "${id}"`);
-    outcomes[id] = parseOutcome(outcome, `response.outcomes.${id}`, admission);
+    outcomes[id] = parseOutcome(outcome, `response.outcomes.${id}`, admission, counts);
   }
   const logs: LogLine[] = [];
   if (value.logs !== undefined) {
     if (!Array.isArray(value.logs)) throw new ProtocolError('response.logs is not an array');
+    if (value.logs.length > REPLY_LIMITS.logLines) {
+      throw new ProtocolError(
+        `response.logs holds ${value.logs.length} lines, more than the ${REPLY_LIMITS.logLines} a response may hold`,
+      );
+    }
     for (const line of value.logs) {
       if (!isObject(line) || typeof line.message !== 'string' || !LOG_LEVELS.has(line.level as LogLevel)) {
         throw new ProtocolError(`response.logs has a malformed line: ${JSON.stringify(line).slice(0, 200)}`);
       }
-      logs.push(line as unknown as LogLine);
+      logs.push({ ...(line as unknown as LogLine), message: cutLogMessage(line.message) });
     }
   }
   if (value.memo !== undefined && !isObject(value.memo))
@@ -161,12 +253,37 @@ export function parseInvocationResponse(
   return { protocol: PROTOCOL, outcomes, logs, ...(isObject(value.memo) ? { memo: value.memo } : {}) };
 }
 
+/** A service's log message as the gateway logs it: cut at REPLY_LIMITS.logMessageChars, saying so. */
+function cutLogMessage(message: string): string {
+  const limit = REPLY_LIMITS.logMessageChars;
+  return message.length <= limit
+    ? message
+    : `${message.slice(0, limit)}… (${message.length - limit} more characters not logged)`;
+}
+
+/** Counts `found` more of an effect, failing the response past its cap. */
+function count(counts: EffectCounts, effect: keyof EffectCounts, found: number, where: string): void {
+  counts[effect] += found;
+  if (counts[effect] > REPLY_LIMITS[effect]) {
+    throw new ProtocolError(
+      `${where}: a response may hold ${REPLY_LIMITS[effect]} ${EFFECT_NAMES[effect]} at most, its handlers' together`,
+    );
+  }
+}
+
+const EFFECT_NAMES: Record<keyof EffectCounts, string> = {
+  events: 'events',
+  applyObjects: 'objects to apply',
+  warnings: 'warnings',
+};
+
 /** A batch's answer: one response per call, in order, each with an outcome for each of its handlers. */
 export function parseBatchResponse(
   value: unknown,
   handlerIds: readonly (readonly string[])[],
 ): BatchResponse {
   if (!isObject(value)) throw new ProtocolError('batch response is not a JSON object');
+  checkReply(value, 'batch');
   checkProtocol(value, 'batch response');
   if (!Array.isArray(value.batch) || value.batch.length !== handlerIds.length) {
     throw new ProtocolError(
@@ -178,7 +295,7 @@ export function parseBatchResponse(
     protocol: PROTOCOL,
     batch: handlerIds.map((ids, position) => {
       try {
-        return parseInvocationResponse(answers[position], ids);
+        return invocationResponse(answers[position], ids);
       } catch (error) {
         throw new ProtocolError(`batch response ${position}: ${(error as Error).message}`);
       }
@@ -224,9 +341,9 @@ export function parseActivityResponse(value: unknown, handlerIds: readonly strin
 /** What an outcome holds besides effects. */
 const OUTCOME_FIELDS: ReadonlySet<string> = new Set(['status', 'result', 'message', 'delay']);
 
-function parseOutcome(value: unknown, where: string, admission: boolean): Outcome {
+function parseOutcome(value: unknown, where: string, admission: boolean, counts: EffectCounts): Outcome {
   if (!isObject(value)) throw new ProtocolError(`${where} is not an object`);
-  const effects = parseEffects(value, where, admission);
+  const effects = parseEffects(value, where, admission, counts);
   switch (value.status) {
     case 'success':
       return value.result === undefined
@@ -278,7 +395,12 @@ function parseReference(value: unknown, where: string): ObjectReference {
   };
 }
 
-function parseEffects(value: Record<string, unknown>, where: string, admission: boolean): Effects {
+function parseEffects(
+  value: Record<string, unknown>,
+  where: string,
+  admission: boolean,
+  counts: EffectCounts,
+): Effects {
   const effects: Effects = {};
   if (value.patch !== undefined) {
     if (!isObject(value.patch))
@@ -293,6 +415,7 @@ function parseEffects(value: Record<string, unknown>, where: string, admission: 
   }
   if (value.events !== undefined) {
     if (!Array.isArray(value.events)) throw new ProtocolError(`${where}.events must be an array`);
+    count(counts, 'events', value.events.length, `${where}.events`);
     effects.events = value.events.map((event, index) => {
       if (
         !isObject(event) ||
@@ -312,6 +435,7 @@ function parseEffects(value: Record<string, unknown>, where: string, admission: 
   }
   if (value.apply !== undefined) {
     if (!Array.isArray(value.apply)) throw new ProtocolError(`${where}.apply must be an array of objects`);
+    count(counts, 'applyObjects', value.apply.length, `${where}.apply`);
     effects.apply = value.apply.map((object, index) => {
       const metadata = isObject(object) ? object.metadata : undefined;
       if (
@@ -333,7 +457,7 @@ function parseEffects(value: Record<string, unknown>, where: string, admission: 
     effects.subhandlers = Object.fromEntries(
       Object.entries(value.subhandlers).map(([id, outcome]) => [
         id,
-        parseOutcome(outcome, `${where}.subhandlers.${id}`, admission),
+        parseOutcome(outcome, `${where}.subhandlers.${id}`, admission, counts),
       ]),
     );
   }
@@ -353,6 +477,7 @@ function parseEffects(value: Record<string, unknown>, where: string, admission: 
     if (!Array.isArray(value.warnings) || !value.warnings.every((warning) => typeof warning === 'string')) {
       throw new ProtocolError(`${where}.warnings must be a list of strings`);
     }
+    count(counts, 'warnings', value.warnings.length, `${where}.warnings`);
     effects.warnings = value.warnings;
   }
   return effects;

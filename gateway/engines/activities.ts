@@ -15,6 +15,7 @@ import { callActivity, type RetryDelays } from '../dispatch/calls.ts';
 import type { FunctionService } from '../dispatch/function-service.ts';
 import { aborted } from '../dispatch/transport.ts';
 import type { Logger } from '../logging.ts';
+import { updatedMemo } from '../reactor/memory.ts';
 import { exhaustion } from '../reactor/plan.ts';
 import { sleep } from '../timing.ts';
 
@@ -273,13 +274,7 @@ export class Activities {
 
   /** Applies a call's memo updates: `null` removes a key. */
   #remember(service: FunctionService, updates: Record<string, unknown> | undefined): void {
-    if (!updates) return;
-    const memo = { ...this.#memo(service) };
-    for (const [key, value] of Object.entries(updates)) {
-      if (value === null) delete memo[key];
-      else memo[key] = value;
-    }
-    this.#memos.set(service.name, memo);
+    if (updates) this.#memos.set(service.name, updatedMemo(this.#memo(service), updates));
   }
 }
 

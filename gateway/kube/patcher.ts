@@ -5,7 +5,7 @@
  * call, never lose a result.
  */
 import type { KubernetesObject } from '../../protocol/index.ts';
-import { isObject } from '../../protocol/json.ts';
+import { bareRecord, isObject } from '../../protocol/json.ts';
 import type { KubeClient } from './client.ts';
 import { type DiscoveredResource, objectPath } from './discovery.ts';
 
@@ -20,15 +20,28 @@ export interface ObjectChanges {
 }
 
 export function emptyChanges(): ObjectChanges {
-  return { status: {}, object: {} };
+  return { status: bareRecord(), object: bareRecord() };
 }
 
-/** Merges merge patch `patch` into merge patch `into`: later values win, `null` (removal) is kept. */
+/**
+ * Merges merge patch `patch` into merge patch `into`: later values win, `null` (removal) is kept. Only
+ * own keys are read, and objects are copied as bare records, so that no key of a reply (`__proto__`)
+ * reaches a prototype and no later merge changes the patch it came from.
+ */
 function mergePatches(into: Record<string, unknown>, patch: Record<string, unknown>): void {
-  for (const [key, value] of Object.entries(patch)) {
-    const existing = into[key];
-    if (isObject(value) && isObject(existing)) mergePatches(existing, value);
-    else into[key] = isObject(value) ? structuredClone(value) : value;
+  for (const key of Object.keys(patch)) {
+    const value = patch[key];
+    if (!isObject(value)) {
+      into[key] = value;
+      continue;
+    }
+    const existing = Object.hasOwn(into, key) ? into[key] : undefined;
+    if (isObject(existing)) mergePatches(existing, value);
+    else {
+      const copy = bareRecord();
+      mergePatches(copy, value);
+      into[key] = copy;
+    }
   }
 }
 
@@ -37,6 +50,14 @@ export function addObjectPatch(changes: ObjectChanges, patch: Record<string, unk
   const { status, ...rest } = patch;
   if (isObject(status)) mergePatches(changes.status, status);
   mergePatches(changes.object, rest);
+}
+
+/** A copy of the changes, to add to while these stay as they are. */
+export function copiedChanges(changes: ObjectChanges): ObjectChanges {
+  const copy = emptyChanges();
+  mergePatches(copy.status, changes.status);
+  mergePatches(copy.object, changes.object);
+  return copy;
 }
 
 /** Returns the object as the API answered the last write, or undefined when nothing was written. */

@@ -2,6 +2,7 @@
  * What the reactor remembers of each object between its cycles, in this process only: one entry per
  * object, dropped with one `forget` when the object is gone.
  */
+import { bareRecord } from '../../protocol/json.ts';
 import type { ProgressMap } from '../state/storage.ts';
 import type { Reconciled } from './reconcile.ts';
 
@@ -52,13 +53,14 @@ export class ObjectMemory {
   }
 }
 
-/** Applies a service's memo updates: `null` removes a key. */
+/** Applies a service's memo updates: `null` removes a key. A bare record: its keys reach no prototype. */
 export function updatedMemo(
   memo: Record<string, unknown> | undefined,
   updates: Record<string, unknown>,
 ): Record<string, unknown> {
-  const updated = { ...memo };
-  for (const [key, value] of Object.entries(updates)) {
+  const updated = bareRecord(memo);
+  for (const key of Object.keys(updates)) {
+    const value = updates[key];
     if (value === null) delete updated[key];
     else updated[key] = value;
   }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { jsonCopy } from '../../protocol/json.ts';
 import { DEFAULT_IDENTITY } from '../identity.ts';
 import { StateStorage } from '../state/storage.ts';
 import type { Cause } from './model.ts';
@@ -26,17 +27,18 @@ function folded(state: Folded['state'], result?: unknown): Folded {
   return { progress, effects, state };
 }
 
+// The changes are bare records (no prototype): compared as the JSON they are written as.
 describe('the write plan', () => {
   it('writes the progress while a cause is in progress, and no record', () => {
     const plan = planWrites(cause('create'), folded('in progress'), false, inStatus);
-    assert.deepEqual(plan.changes.status, { causeway: { progress } });
+    assert.deepEqual(jsonCopy(plan.changes.status), { causeway: { progress } });
     assert.equal(plan.recorded, undefined);
     assert.equal(plan.releaseFinalizer, false);
   });
 
   it('writes result and record together once the cause is handled, purging stored progress', () => {
     const plan = planWrites(cause('update'), folded('finished', { ok: true }), true, inStatus);
-    assert.deepEqual(plan.changes.status, {
+    assert.deepEqual(jsonCopy(plan.changes.status), {
       create_fn: { ok: true },
       causeway: { essence: '{"spec":{"a":1}}', progress: null },
     });
@@ -45,18 +47,18 @@ describe('the write plan', () => {
 
   it('writes no record for a handled deletion: the finalizer comes off instead', () => {
     const plan = planWrites(cause('delete'), folded('finished'), true, inStatus);
-    assert.deepEqual(plan.changes, { status: {}, object: {} });
+    assert.deepEqual(jsonCopy(plan.changes), { status: {}, object: {} });
     assert.equal(plan.releaseFinalizer, true);
   });
 
   it('writes nothing for an untouched object', () => {
     const plan = planWrites(cause('create'), folded('untouched'), false, inStatus);
-    assert.deepEqual([plan.changes, plan.releaseFinalizer], [{ status: {}, object: {} }, false]);
+    assert.deepEqual([jsonCopy(plan.changes), plan.releaseFinalizer], [{ status: {}, object: {} }, false]);
   });
 
   it('leaves the effects it was given as they were', () => {
     const given = folded('finished', { ok: true });
     planWrites(cause('create'), given, false, inStatus);
-    assert.deepEqual(given.effects.changes.status, { create_fn: { ok: true } });
+    assert.deepEqual(jsonCopy(given.effects.changes.status), { create_fn: { ok: true } });
   });
 });

@@ -4,7 +4,7 @@
  * and the events. Pure: tested without a cluster.
  */
 import type { KubernetesEvent } from '../../protocol/index.ts';
-import { addObjectPatch, type ObjectChanges } from '../kube/patcher.ts';
+import { addObjectPatch, copiedChanges, type ObjectChanges } from '../kube/patcher.ts';
 import type { StateStorage, StateUpdate } from '../state/storage.ts';
 import type { Cause } from './model.ts';
 import type { Folded, NamedObject } from './outcomes.ts';
@@ -44,7 +44,7 @@ export function planWrites(
   else if (finished && !deleting) {
     update = { essence: cause.essence, ...(storedProgress ? { progress: null } : {}) };
   }
-  const changes = structuredClone(folded.effects.changes);
+  const changes = copiedChanges(folded.effects.changes);
   const state = storage.write(update);
   if (state.status) addObjectPatch(changes, { status: state.status });
   if (state.object) addObjectPatch(changes, state.object);

@@ -37,6 +37,11 @@ export interface Settings {
     concurrencyPerService: number;
     /** Calls in a row that find a service unreachable before it is taken as down: its calls then wait for its health check to answer. */
     breakerThreshold: number;
+    /**
+     * The longest reply of a function service the gateway reads, in bytes: it stops reading a longer
+     * one and the call fails, so that one service cannot run the gateway out of memory.
+     */
+    maxReplyBytes: number;
     /** PEM of the CA that signed the function services' certificates (https URLs); the system's roots otherwise. */
     ca?: string;
     /**
@@ -149,6 +154,7 @@ export const DEFAULT_SETTINGS: Settings = {
     manifestRefreshMs: 30_000,
     concurrencyPerService: 128,
     breakerThreshold: 5,
+    maxReplyBytes: 16 * 1024 * 1024,
     plainHttp: false,
     unscoped: false,
     certificateCheckMs: 3600_000,

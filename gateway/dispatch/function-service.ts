@@ -22,7 +22,14 @@ import { equal, isObject, jsonCopy } from '../../protocol/json.ts';
 import type { CircuitBreaker } from './breaker.ts';
 import { beyondPin, ScopeError } from './scope.ts';
 import type { Signer } from './signer.ts';
-import { aborted, type Exchange, type Reply, type Transport, withDeadline } from './transport.ts';
+import {
+  aborted,
+  type Exchange,
+  type Reply,
+  ReplyTooLarge,
+  type Transport,
+  withDeadline,
+} from './transport.ts';
 import {
   ProtocolError,
   parseActivityResponse,
@@ -326,6 +333,13 @@ async function send(
   } catch (error) {
     // Cut off by the gateway itself (a daemon that did not stop in time): no sign of the service's health.
     if (call.cut?.aborted) throw new ServiceError(`${where}: cut off (${call.cut.reason})`);
+    // It answered: no sign of its health either.
+    if (error instanceof ReplyTooLarge) {
+      const service = signer ? `service "${signer.audience}"` : transport.url;
+      throw new ServiceError(
+        `${where}: the reply of ${service} is ${error.message}, the most the gateway reads (calls.maxReplyBytes); the rest was not read`,
+      );
+    }
     const timedOut = error instanceof Error && error.name === 'TimeoutError';
     throw new ServiceError(`${where}: ${timedOut ? `no answer within ${timeoutMs} ms` : describe(error)}`, {
       unreachable: true,

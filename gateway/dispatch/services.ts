@@ -135,7 +135,7 @@ export class FunctionServices {
                 async () =>
                   this.#vetted(
                     await FunctionService.connect({
-                      transport: inProcessTransport(endpoint),
+                      transport: inProcessTransport(endpoint, this.#options.settings.maxReplyBytes),
                       name: undefined,
                       scope: 'declared',
                       sign,
@@ -323,8 +323,14 @@ export class FunctionServices {
 
   #way(endpoint: FunctionEndpoint): Way {
     const { url, name } = endpoint;
-    const { ca, concurrencyPerService, breakerThreshold, serviceRetryDelaysS } = this.#options.settings;
-    const transport = httpTransport(url, endpoint.ca ?? ca, endpoint.concurrency ?? concurrencyPerService);
+    const { ca, concurrencyPerService, breakerThreshold, serviceRetryDelaysS, maxReplyBytes } =
+      this.#options.settings;
+    const transport = httpTransport(
+      url,
+      endpoint.ca ?? ca,
+      endpoint.concurrency ?? concurrencyPerService,
+      maxReplyBytes,
+    );
     const breaker = new CircuitBreaker({
       service: `"${name}" at ${url}`,
       threshold: breakerThreshold,

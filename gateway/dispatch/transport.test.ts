@@ -9,7 +9,7 @@ import { createLogger } from '../logging.ts';
 import { callServices } from './calls.ts';
 import { FunctionService, retryAfterMs } from './function-service.ts';
 import { hmacSigner } from './signer.ts';
-import { httpTransport, inProcessTransport } from './transport.ts';
+import { httpTransport, inProcessTransport, ReplyTooLarge } from './transport.ts';
 
 const exchange = (timeoutMs: number) =>
   ({ method: 'POST', path: '/invoke', headers: {}, body: new Uint8Array(), timeoutMs }) as const;
@@ -71,6 +71,94 @@ describe('transports', () => {
       name: 'TimeoutError',
       message: 'no answer within 50 ms',
     });
+  });
+});
+
+describe('the longest reply read', () => {
+  const MiB = 1024 * 1024;
+  const chunk = new Uint8Array(64 * 1024).fill(0x20);
+
+  /** A server whose `/endless` never stops sending; `closed` resolves when the gateway hangs up on it. */
+  async function endlessServer(t: { after(fn: () => unknown): void }) {
+    let hungUp: () => void = () => {};
+    const closed = new Promise<void>((resolve) => {
+      hungUp = resolve;
+    });
+    const server = createServer((request, response) => {
+      response.on('close', hungUp);
+      if (request.url === '/declared') {
+        response.writeHead(200, { 'content-length': String(2 * MiB) });
+        response.write(chunk);
+        return; // the rest never comes: only the declared length can tell
+      }
+      if (request.url === '/fits') return void response.end(new Uint8Array(MiB).fill(0x20));
+      const more = () => {
+        while (response.write(chunk));
+      };
+      response.on('drain', more);
+      more();
+    });
+    await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+    const transport = httpTransport(
+      `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      undefined,
+      2,
+      MiB,
+    );
+    t.after(async () => {
+      server.closeAllConnections();
+      await transport.close();
+      await new Promise((done) => server.close(done));
+    });
+    return { transport, closed };
+  }
+
+  it('over HTTP: stops reading a reply once it is over the cap, and hangs up', async (t) => {
+    const { transport, closed } = await endlessServer(t);
+    assert.equal((await transport.send({ ...exchange(30_000), path: '/fits' })).text.length, MiB);
+    await assert.rejects(
+      transport.send({ ...exchange(30_000), path: '/endless' }),
+      (error: unknown) => error instanceof ReplyTooLarge && error.message === 'over 1 MiB',
+    );
+    await closed;
+  });
+
+  it('over HTTP: refuses a reply whose declared length is over the cap, before reading it', async (t) => {
+    const { transport, closed } = await endlessServer(t);
+    await assert.rejects(
+      transport.send({ ...exchange(30_000), path: '/declared' }),
+      (error: unknown) => error instanceof ReplyTooLarge,
+    );
+    await closed;
+  });
+
+  it('in-process: stops reading a stream once it is over the cap, and cancels it', async () => {
+    let cancelled: () => void = () => {};
+    const cancel = new Promise<void>((resolve) => {
+      cancelled = resolve;
+    });
+    let pulled = 0;
+    const transport = inProcessTransport(
+      {
+        fetch: () =>
+          new Response(
+            new ReadableStream<Uint8Array>({
+              pull: (controller) => {
+                pulled += chunk.byteLength;
+                controller.enqueue(chunk);
+              },
+              cancel: () => cancelled(),
+            }),
+          ),
+      },
+      MiB,
+    );
+    await assert.rejects(
+      transport.send(exchange(30_000)),
+      (error: unknown) => error instanceof ReplyTooLarge,
+    );
+    await cancel;
+    assert.ok(pulled <= 2 * MiB, `read ${pulled} bytes of a 1-MiB cap`);
   });
 });
 

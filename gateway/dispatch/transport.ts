@@ -6,6 +6,7 @@
  */
 import { Agent, request } from 'undici';
 import { IN_PROCESS, type InProcessCalls } from '../../protocol/index.ts';
+import { DEFAULT_SETTINGS } from '../settings.ts';
 
 export interface Exchange {
   method: 'GET' | 'POST';
@@ -44,11 +45,68 @@ export interface FetchHandler {
   readonly [IN_PROCESS]?: InProcessCalls;
 }
 
+/** A reply longer than the gateway reads (settings.calls.maxReplyBytes): the rest of it was not read. */
+export class ReplyTooLarge extends Error {
+  override name = 'ReplyTooLarge';
+  readonly limit: number;
+
+  constructor(limit: number) {
+    super(`over ${bytes(limit)}`);
+    this.limit = limit;
+  }
+}
+
+function bytes(count: number): string {
+  const mebibytes = count / (1024 * 1024);
+  return Number.isInteger(mebibytes) ? `${mebibytes} MiB` : `${count} bytes`;
+}
+
+const decoder = new TextDecoder();
+
+/**
+ * A reply's body as text, read up to `maxBytes`: a longer one (its declared length, or what arrives)
+ * is dropped as soon as it is known to be, and the stream cancelled, so that one service cannot fill the
+ * gateway's memory, which every other service's calls need too.
+ */
+async function readCapped(
+  body: (AsyncIterable<Uint8Array> & { destroy(): unknown }) | ReadableStream<Uint8Array> | null,
+  declaredLength: string | null | undefined,
+  maxBytes: number,
+): Promise<string> {
+  if (body === null) return '';
+  if (declaredLength && Number(declaredLength) > maxBytes) {
+    if ('destroy' in body) body.destroy();
+    else body.cancel().catch(() => {});
+    throw new ReplyTooLarge(maxBytes);
+  }
+  const chunks = body[Symbol.asyncIterator]();
+  const received: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for (let next = await chunks.next(); !next.done; next = await chunks.next()) {
+      size += next.value.byteLength;
+      if (size > maxBytes) throw new ReplyTooLarge(maxBytes);
+      received.push(next.value);
+    }
+  } catch (error) {
+    // Cancels the stream (undici destroys the connection); not awaited: a hostile stream may never end.
+    chunks.return?.().catch(() => {});
+    throw error;
+  }
+  return decoder.decode(Buffer.concat(received, size));
+}
+
 /**
  * `ca`: PEM of what to trust for an https URL, instead of the system's roots. `connections`: at most
  * this many requests at once to the service, one per connection; the rest wait their turn.
+ * `maxReplyBytes`: the longest reply it reads.
  */
-export function httpTransport(url: string, ca?: string, connections = 128): Transport {
+export function httpTransport(
+  url: string,
+  ca?: string,
+  connections = 128,
+  maxReplyBytes = DEFAULT_SETTINGS.calls.maxReplyBytes,
+): Transport {
   const base = url.replace(/\/+$/, '');
   const dispatcher = new Agent({
     keepAliveTimeout: 30_000,
@@ -67,7 +125,7 @@ export function httpTransport(url: string, ca?: string, connections = 128): Tran
         const retryAfter = response.headers['retry-after'];
         return {
           status: response.statusCode,
-          text: await response.body.text(),
+          text: await readCapped(response.body, response.headers['content-length'] as string, maxReplyBytes),
           ...(typeof retryAfter === 'string' ? { retryAfter } : {}),
         };
       }),
@@ -77,7 +135,10 @@ export function httpTransport(url: string, ca?: string, connections = 128): Tran
   };
 }
 
-export function inProcessTransport(handler: FetchHandler): Transport {
+export function inProcessTransport(
+  handler: FetchHandler,
+  maxReplyBytes = DEFAULT_SETTINGS.calls.maxReplyBytes,
+): Transport {
   const base = 'http://in-process';
   return {
     url: base,
@@ -88,9 +149,11 @@ export function inProcessTransport(handler: FetchHandler): Transport {
         );
         const response = await Promise.race([answer, aborted(signal)]);
         const retryAfter = response.headers.get('retry-after');
+        // Raced with the deadline: a stream of this process's fetch handler is not cut off by it.
+        const text = readCapped(response.body, response.headers.get('content-length'), maxReplyBytes);
         return {
           status: response.status,
-          text: await response.text(),
+          text: await Promise.race([text, aborted(signal)]),
           ...(retryAfter ? { retryAfter } : {}),
         };
       }),

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
+import { once } from 'node:events';
 import { describe, it, type TestContext } from 'node:test';
-import { connect } from 'node:tls';
+import { connect, type TLSSocket } from 'node:tls';
 import { Agent, fetch } from 'undici';
 import { renewCertificates } from './certificates.ts';
 import type { ReviewRequest } from './review.ts';
@@ -33,6 +34,37 @@ async function serve(t: TestContext, decide: Decide, options: Partial<WebhookSer
       dispatcher,
     });
   return { server, post };
+}
+
+/** A TLS connection to the server, speaking HTTP by hand; what it received is kept for `received`. */
+async function rawConnection(t: TestContext, port: number): Promise<TLSSocket> {
+  const socket = connect({ host: '127.0.0.1', port, ca: certificates.ca.cert });
+  t.after(() => socket.destroy());
+  const chunks: Buffer[] = [];
+  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+  socket.on('error', () => {}); // a reset while writing, once the server closes
+  receivedBy.set(socket, chunks);
+  await once(socket, 'secureConnect');
+  return socket;
+}
+
+/** The socket's end, however it comes: a reset while writing is an end too. */
+const closing = (socket: TLSSocket) => new Promise<void>((resolve) => socket.once('close', () => resolve()));
+
+const receivedBy = new WeakMap<TLSSocket, Buffer[]>();
+const received = (socket: TLSSocket) => Buffer.concat(receivedBy.get(socket) ?? []).toString();
+
+/** `what` done, or a failure that says what did not happen in `ms`. */
+async function within<T>(ms: number, what: Promise<T>, description: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${description}`)), ms);
+  });
+  try {
+    return await Promise.race([what, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function review(operation = 'CREATE', object: Record<string, unknown> = {}): string {
@@ -128,28 +160,71 @@ describe('the webhook server', () => {
     assert.equal(answer.status, 413);
   });
 
-  it('refuses a chunked review (no length said) once it grows over the limit, and the connection serves on', async (t) => {
-    const decided: string[] = [];
-    const decide = async (request: { uid: string }) => {
-      decided.push(request.uid);
-      return { allowed: true };
-    };
-    const { post } = await serve(t, decide, {
-      bodyLimitBytes: 1024,
+  for (const [said, head] of [
+    ['a review said to be over the limit', 'Content-Length: 10485760'],
+    ['a chunked review (no length said) once it grows over the limit', 'Transfer-Encoding: chunked'],
+  ] as const) {
+    it(`answers ${said} with 413 and closes the connection while the client keeps sending`, async (t) => {
+      const decided: string[] = [];
+      const { server, post } = await serve(
+        t,
+        async (request) => {
+          decided.push(request.uid);
+          return { allowed: true };
+        },
+        { bodyLimitBytes: 1024 },
+      );
+      const socket = await rawConnection(t, server.port);
+      socket.write(
+        `POST /v HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n${head}\r\n\r\n`,
+      );
+      const chunk = 'x'.repeat(512);
+      const framed = head.startsWith('Transfer') ? `${chunk.length.toString(16)}\r\n${chunk}\r\n` : chunk;
+      const closed = closing(socket);
+      // A client that never stops: up to 10 MiB, as fast as the socket takes it.
+      void (async () => {
+        for (let sent = 0; sent < 10 * 1024 * 1024 && socket.writable; sent += chunk.length) {
+          if (!socket.write(framed)) await Promise.race([once(socket, 'drain'), closed]);
+        }
+      })().catch(() => {}); // the server closing mid-write is what is expected
+      try {
+        await within(5000, closed, 'the connection to be closed');
+      } finally {
+        socket.destroy();
+      }
+      const answered = received(socket);
+      assert.match(answered, /^HTTP\/1\.1 413 /);
+      assert.match(answered, /\r\nconnection: close\r\n/i);
+      assert.match(answered, /\{"error":"the review is larger than 1024 bytes"\}/);
+      assert.equal((await post('/v', review())).status, 200, 'the next connection is served');
+      assert.deepEqual(decided, ['review-1'], 'only the review within the limit was decided');
     });
-    const big = review('CREATE', { spec: { blob: 'x'.repeat(64 * 1024) } });
-    const chunked = new ReadableStream<Uint8Array>({
-      start(controller) {
-        for (let at = 0; at < big.length; at += 512)
-          controller.enqueue(new TextEncoder().encode(big.slice(at, at + 512)));
-        controller.close();
-      },
-    });
-    const refused = await post('/v', chunked);
-    assert.equal(refused.status, 413);
-    assert.deepEqual(await refused.json(), { error: 'the review is larger than 1024 bytes' });
-    assert.equal((await post('/v', review())).status, 200);
-    assert.deepEqual(decided, ['review-1'], 'only the review within the limit was decided');
+  }
+
+  it('cuts off a client that sends its request too slowly (a slow loris), headers or body', async (t) => {
+    const { server, post } = await serve(t, async () => ({ allowed: true }), { requestTimeoutMs: 500 });
+    const body = review();
+    const requests = [
+      // Headers that never end.
+      'POST /v HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ',
+      // Whole headers, and a body that never comes whole.
+      `POST /v HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`,
+    ];
+    for (const request of requests) {
+      const socket = await rawConnection(t, server.port);
+      const closed = closing(socket);
+      socket.write(request);
+      // A byte now and then keeps a socket-idle timeout from ever firing: only the request's own does.
+      const trickle = setInterval(() => socket.writable && socket.write('x'), 100);
+      try {
+        await within(5000, closed, 'the slow client to be cut off');
+      } finally {
+        clearInterval(trickle);
+        socket.destroy();
+      }
+      assert.match(received(socket), /^HTTP\/1\.1 408 /, request);
+    }
+    assert.equal((await post('/v', review())).status, 200, 'a prompt client is served');
   });
 
   it('answers 500 when no decision comes before the deadline, so the failure policy applies', async (t) => {

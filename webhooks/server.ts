@@ -1,8 +1,9 @@
 /**
  * The admission webhook server: HTTPS only (Node's https with Hono), one path per webhook. It parses
  * the AdmissionReview, asks a decision callback for the verdict and answers the review; it knows
- * nothing of handlers or gateways, so it runs alone in its tests. A body limit, a deadline below the
- * webhook's own timeout, and a 400 with the reason for a malformed review: never a crash.
+ * nothing of handlers or gateways, so it runs alone in its tests. A body limit (the connection is
+ * closed past it), 30 s to send a request, a deadline below the webhook's own timeout, and a 400 with the
+ * reason for a malformed review: never a crash.
  */
 
 import type { IncomingMessage } from 'node:http';
@@ -38,6 +39,8 @@ export interface WebhookServerOptions {
   bodyLimitBytes?: number;
   /** PEM of a CA: only clients with a certificate it signed (the apiserver's) are answered. */
   clientCa?: string;
+  /** How long a client may take to send a whole request, headers and body (a slow client holds a socket). */
+  requestTimeoutMs?: number;
 }
 
 export interface WebhookServer {
@@ -50,6 +53,10 @@ export interface WebhookServer {
 }
 
 const DEFAULT_BODY_LIMIT = 4 * 1024 * 1024;
+/** The apiserver sends a review at once; Node's default (300 s) lets a slow client hold sockets for long. */
+const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+/** A TLS handshake not done by then is dropped (Node's default is 120 s). */
+const HANDSHAKE_TIMEOUT_MS = 10_000;
 
 function webhookApp(
   options: Pick<WebhookServerOptions, 'decide' | 'deadlineMs' | 'logger' | 'bodyLimitBytes'>,
@@ -59,7 +66,10 @@ function webhookApp(
   const app = new Hono<{ Bindings: HttpBindings }>();
   app.post('*', async (c) => {
     const body = await readBody(c.env.incoming, limit);
-    if (body === undefined) return c.json({ error: `the review is larger than ${limit} bytes` }, 413);
+    if (body === undefined) {
+      // Closed once answered: Node would otherwise read whatever the client keeps sending, to reuse the connection.
+      return c.json({ error: `the review is larger than ${limit} bytes` }, 413, { connection: 'close' });
+    }
     // Decoded: the apiserver may send an encoded slash of a handler id (`fn%2Fspec.field`) as `/`.
     let webhook: string;
     try {
@@ -104,10 +114,16 @@ function webhookApp(
 
 export async function startWebhookServer(options: WebhookServerOptions): Promise<WebhookServer> {
   const app = webhookApp(options);
+  const requestTimeout = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const server: Server = createServer(
     {
       key: options.key,
       cert: options.cert,
+      requestTimeout,
+      headersTimeout: requestTimeout,
+      // Node looks for requests over their time this often (30 s by default, which would double it).
+      connectionsCheckingInterval: Math.min(1000, requestTimeout / 4),
+      handshakeTimeout: Math.min(HANDSHAKE_TIMEOUT_MS, requestTimeout),
       ...(options.clientCa ? { ca: options.clientCa, requestCert: true, rejectUnauthorized: true } : {}),
     },
     getRequestListener(app.fetch),
@@ -146,9 +162,8 @@ function readBody(incoming: IncomingMessage, limit: number): Promise<string | un
     const onData = (chunk: Buffer) => {
       size += chunk.byteLength;
       if (size <= limit) return void chunks.push(chunk);
-      // Answered at once; the rest is drained, not kept, and the connection lives on.
+      // Answered at once, and the connection closed: the rest is not read.
       incoming.off('data', onData);
-      incoming.resume();
       resolve(undefined);
     };
     incoming.on('data', onData);

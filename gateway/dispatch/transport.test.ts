@@ -6,8 +6,9 @@ import { operator } from '../../functions/index.ts';
 import { invocation, KOPF_EXAMPLES, SECRET } from '../../functions/test-helpers.ts';
 import { PATHS, PROTOCOL } from '../../protocol/index.ts';
 import { createLogger } from '../logging.ts';
+import { CircuitBreaker } from './breaker.ts';
 import { callServices } from './calls.ts';
-import { FunctionService, retryAfterMs } from './function-service.ts';
+import { FunctionService, retryAfterMs, ServiceError } from './function-service.ts';
 import { hmacSigner } from './signer.ts';
 import { httpTransport, inProcessTransport, ReplyTooLarge } from './transport.ts';
 
@@ -159,6 +160,42 @@ describe('the longest reply read', () => {
     );
     await cancel;
     assert.ok(pulled <= 2 * MiB, `read ${pulled} bytes of a 1-MiB cap`);
+  });
+});
+
+describe('a reply over the cap', () => {
+  it('fails the call saying so, and does not count the service as unreachable', async (t) => {
+    const op = operator({ name: 'verbose', secret: SECRET });
+    op.on.create('kopfexamples', function create_fn() {});
+    const handler = {
+      fetch: (request: Request) =>
+        new URL(request.url).pathname === PATHS.invoke
+          ? new Response(`{"protocol":"${PROTOCOL}","padding":"${'x'.repeat(2 * 1024 * 1024)}"}`)
+          : op.fetch(request),
+    };
+    const breaker = new CircuitBreaker({
+      service: 'verbose',
+      threshold: 1,
+      probeDelaysS: [60],
+      probe: async () => {},
+      logger: createLogger({ level: 'error' }),
+    });
+    t.after(() => breaker.close());
+    const service = await FunctionService.connect({
+      transport: inProcessTransport(handler, 1024 * 1024),
+      name: 'verbose',
+      sign: hmacSigner(new TextEncoder().encode(SECRET)),
+      breaker,
+    });
+    await assert.rejects(
+      service.invoke(invocation(['create_fn'])),
+      (error: unknown) =>
+        error instanceof ServiceError &&
+        !error.unreachable &&
+        error.message ===
+          `POST http://in-process${PATHS.invoke}: the reply of service "verbose" is over 1 MiB, the most the gateway reads (calls.maxReplyBytes); the rest was not read`,
+    );
+    assert.equal(service.down, undefined);
   });
 });
 

@@ -35,7 +35,15 @@ const RENEW_WITHIN = 1 / 3;
 
 /** What the apiserver must trust: the CA, and the next one once there is one. */
 export function caBundle(certificates: Certificates): string {
-  return [certificates.ca.cert, certificates.nextCa?.cert].filter(Boolean).join('');
+  return [certificates.ca.cert, certificates.nextCa?.cert]
+    .filter((pem) => pem !== undefined)
+    .map(endingLine)
+    .join('');
+}
+
+/** A PEM that ends its last line: concatenated, PEMs made without one run two lines into one. */
+function endingLine(pem: string): string {
+  return pem.endsWith('\n') ? pem : `${pem}\n`;
 }
 
 /** The hosts the serving certificate names: DNS names and IP addresses. */
@@ -78,6 +86,57 @@ export async function renewCertificates(
   return { certificates: { ca, ...(nextCa ? { nextCa } : {}), ...serving }, changed: true };
 }
 
+/**
+ * The files of the two Secrets that keep certificates: the serving pair (what a server needs, with the
+ * CA's certificate) and, apart, the CA's keys, so that what reads or mounts the one does not get the other.
+ */
+export interface KeptFiles {
+  serving: Record<string, string>;
+  authority: Record<string, string>;
+}
+
+export function keptFiles(certificates: Certificates): KeptFiles {
+  const { ca, nextCa } = certificates;
+  return {
+    serving: { 'tls.crt': certificates.cert, 'tls.key': certificates.key, 'ca.crt': ca.cert },
+    authority: {
+      'ca.crt': ca.cert,
+      'ca.key': ca.key,
+      ...(nextCa ? { 'next-ca.crt': nextCa.cert, 'next-ca.key': nextCa.key } : {}),
+    },
+  };
+}
+
+/**
+ * The certificates the Secrets keep, undefined when a half is missing. `outdated` when the serving
+ * Secret holds a CA's key too (as before the CA had a Secret of its own): it is used, and is to be
+ * written again as two.
+ */
+export function keptCertificates(
+  serving: Record<string, string> | undefined,
+  authority: Record<string, string> | undefined,
+): { certificates: Certificates | undefined; outdated: boolean } {
+  const outdated = Boolean(serving?.['ca.key'] || serving?.['next-ca.key']);
+  const files = authority?.['ca.key'] ? authority : outdated ? serving : undefined;
+  const [caCert, caKey, cert, key] = [
+    files?.['ca.crt'],
+    files?.['ca.key'],
+    serving?.['tls.crt'],
+    serving?.['tls.key'],
+  ];
+  if (!files || !caCert || !caKey || !cert || !key) return { certificates: undefined, outdated };
+  const [nextCert, nextKey] = [files['next-ca.crt'], files['next-ca.key']];
+  return {
+    certificates: {
+      ca: { cert: caCert, key: caKey },
+      ...(nextCert && nextKey ? { nextCa: { cert: nextCert, key: nextKey } } : {}),
+      cert,
+      key,
+    },
+    outdated,
+  };
+}
+
 /** When the serving certificate is to be renewed (a third of its life before its end). */
 export function renewalDue(certificates: Certificates): Date {
   const certificate = new X509Certificate(certificates.cert);
@@ -94,11 +153,12 @@ async function authority(now: Date, commonName = 'causeway webhooks CA'): Promis
     notBeforeDate: new Date(now.getTime() - 5 * 60_000), // clocks differ a little
     notAfterDate: new Date(now.getTime() + CA_DAYS * DAY_MS),
     extensions: [
-      { name: 'basicConstraints', cA: true, critical: true },
+      // Signs serving certificates only: no intermediate CA it signed is valid, should its key leak.
+      { name: 'basicConstraints', cA: true, pathLenConstraint: 0, critical: true },
       { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
     ],
   });
-  return { cert: generated.cert, key: generated.private };
+  return { cert: endingLine(generated.cert), key: endingLine(generated.private) };
 }
 
 async function servingCertificate(ca: CertificateAuthority, hosts: readonly string[], now: Date) {
@@ -122,7 +182,7 @@ async function servingCertificate(ca: CertificateAuthority, hosts: readonly stri
       },
     ],
   });
-  return { cert: generated.cert, key: generated.private };
+  return { cert: endingLine(generated.cert), key: endingLine(generated.private) };
 }
 
 function expired(pem: string, now: Date): boolean {

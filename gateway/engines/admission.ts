@@ -10,6 +10,8 @@ import {
   type CertificateFiles,
   type Certificates,
   caBundle,
+  keptCertificates,
+  keptFiles,
   readCertificateFiles,
   renewalDue,
   renewCertificates,
@@ -78,6 +80,15 @@ type SecretName = NonNullable<Settings['admission']['certificates']>;
 const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
 const secretPath = ({ namespace, name }: SecretName) => `/api/v1/namespaces/${namespace}/secrets/${name}`;
+
+/** A Secret's files, decoded, and the version they are of. */
+interface SecretRead {
+  data: Record<string, string>;
+  resourceVersion: string;
+}
+
+/** The Secret of the webhook CA's keys, beside the serving Secret `secret`. */
+const authorityName = (secret: SecretName) => `${secret.name}-ca`;
 
 /** The apiserver gives up at the webhook's timeout: answer well before it. */
 const DECISION_MARGIN_MS = 1000;
@@ -352,22 +363,29 @@ export class Admission implements Component {
   }
 
   /**
-   * The certificates as kept (in the Secret, when there is one), renewed when due: other hosts to
-   * name, or their end near. Replicas race to keep theirs: the first write wins, the others take it.
+   * The certificates as kept (in the Secrets, when named), renewed when due: other hosts to name, or
+   * their end near. Replicas race to keep theirs: the first write wins, the others take it. Certificates
+   * kept the old way (the CA's key in the serving Secret) are kept on, moved to two Secrets.
    */
   async #renewCertificates(): Promise<Certificates> {
     const hosts = this.#hosts();
     const secret = this.#options.settings.certificates;
     for (let attempt = 0; ; attempt++) {
-      const kept = secret ? await this.#readSecret(secret) : undefined;
+      const kept = secret ? await this.#readSecrets(secret) : undefined;
       const { certificates, changed } = await renewCertificates(
         kept?.certificates ?? this.#certificates,
         hosts,
       );
-      if (!changed) return certificates;
+      if (!changed && !kept?.outdated) return certificates;
       try {
-        if (secret) await this.#writeSecret(secret, certificates, kept?.resourceVersion);
-        this.#options.logger.info(`admission webhook certificate made for ${hosts.join(', ')}`);
+        if (secret && kept) await this.#writeSecrets(secret, certificates, kept);
+        const { logger } = this.#options;
+        if (changed) logger.info(`admission webhook certificate made for ${hosts.join(', ')}`);
+        else if (secret) {
+          logger.info(
+            `the webhook CA's key moved from the Secret ${secret.namespace}/${secret.name} to ${secret.namespace}/${authorityName(secret)}`,
+          );
+        }
         return certificates;
       } catch (error) {
         if (!(error instanceof ApiError && error.status === 409) || attempt > 2) throw error;
@@ -375,9 +393,16 @@ export class Admission implements Component {
     }
   }
 
-  async #readSecret(
-    secret: SecretName,
-  ): Promise<{ certificates: Certificates; resourceVersion: string } | undefined> {
+  /** Both Secrets as read: the serving pair and the CA's (see keptFiles). */
+  async #readSecrets(secret: SecretName) {
+    const [serving, authority] = await Promise.all([
+      this.#readSecret(secret),
+      this.#readSecret({ ...secret, name: authorityName(secret) }),
+    ]);
+    return { ...keptCertificates(serving?.data, authority?.data), serving, authority };
+  }
+
+  async #readSecret(secret: SecretName): Promise<SecretRead | undefined> {
     try {
       const read = await this.#options.client.get<{
         data?: Record<string, string>;
@@ -386,35 +411,39 @@ export class Admission implements Component {
       const data = Object.fromEntries(
         Object.entries(read.data ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64').toString()]),
       );
-      if (!data['ca.crt'] || !data['ca.key'] || !data['tls.crt'] || !data['tls.key']) return undefined;
-      return {
-        resourceVersion: read.metadata.resourceVersion,
-        certificates: {
-          ca: { cert: data['ca.crt'], key: data['ca.key'] },
-          ...(data['next-ca.crt'] && data['next-ca.key']
-            ? { nextCa: { cert: data['next-ca.crt'], key: data['next-ca.key'] } }
-            : {}),
-          cert: data['tls.crt'],
-          key: data['tls.key'],
-        },
-      };
+      return { data, resourceVersion: read.metadata.resourceVersion };
     } catch (error) {
       if (isNotFound(error)) return undefined;
       throw error;
     }
   }
 
-  /** Creates the Secret, or replaces the version read: a 409 means another replica wrote first. */
-  async #writeSecret(secret: SecretName, certificates: Certificates, resourceVersion: string | undefined) {
-    const files: Record<string, string> = {
-      'ca.crt': certificates.ca.cert,
-      'ca.key': certificates.ca.key,
-      'tls.crt': certificates.cert,
-      'tls.key': certificates.key,
-      ...(certificates.nextCa
-        ? { 'next-ca.crt': certificates.nextCa.cert, 'next-ca.key': certificates.nextCa.key }
-        : {}),
-    };
+  /**
+   * The CA's Secret first (when it changed), then the serving one: a move from the old layout never
+   * leaves the CA's key nowhere. Each replaces the version read; a 409 means another replica wrote first.
+   */
+  async #writeSecrets(
+    secret: SecretName,
+    certificates: Certificates,
+    kept: { serving?: SecretRead; authority?: SecretRead },
+  ): Promise<void> {
+    const files = keptFiles(certificates);
+    const sameAuthority =
+      kept.authority &&
+      Object.keys(files.authority).length === Object.keys(kept.authority.data).length &&
+      Object.entries(files.authority).every(([key, value]) => kept.authority?.data[key] === value);
+    if (!sameAuthority) {
+      await this.#writeSecret(
+        { ...secret, name: authorityName(secret) },
+        files.authority,
+        kept.authority?.resourceVersion,
+      );
+    }
+    await this.#writeSecret(secret, files.serving, kept.serving?.resourceVersion);
+  }
+
+  /** Creates the Secret, or replaces the version read. */
+  async #writeSecret(secret: SecretName, files: Record<string, string>, resourceVersion: string | undefined) {
     const body = {
       apiVersion: 'v1',
       kind: 'Secret',

@@ -145,11 +145,11 @@ describe('deploy/examples/17-admission', () => {
       `delete admissionregistration.k8s.io/mutatingwebhookconfigurations/${prefix}`,
       `delete admissionregistration.k8s.io/validatingwebhookconfigurations/${prefix}`,
       `get /configmaps/${KEYS}`,
-      `get /secrets/${CERTIFICATES},${KEYS}`,
+      `get /secrets/${CERTIFICATES},${CERTIFICATES}-ca,${KEYS}`,
       `patch admissionregistration.k8s.io/mutatingwebhookconfigurations/${prefix}`,
       `patch admissionregistration.k8s.io/validatingwebhookconfigurations/${prefix}`,
       `update /configmaps/${KEYS}`,
-      `update /secrets/${CERTIFICATES},${KEYS}`,
+      `update /secrets/${CERTIFICATES},${CERTIFICATES}-ca,${KEYS}`,
     ]);
     assert.deepEqual(await grantedBeyondBaseline(functionsAccount, namespace), []);
     assert.deepEqual(
@@ -228,7 +228,11 @@ describe('deploy/examples/17-admission', () => {
     const kept = await client.get<{ data: Record<string, string> }>(
       `/api/v1/namespaces/${namespace}/secrets/${CERTIFICATES}`,
     );
-    assert.deepEqual(Object.keys(kept.data).sort(), ['ca.crt', 'ca.key', 'tls.crt', 'tls.key']);
+    assert.deepEqual(Object.keys(kept.data).sort(), ['ca.crt', 'tls.crt', 'tls.key']);
+    const authority = await client.get<{ data: Record<string, string> }>(
+      `/api/v1/namespaces/${namespace}/secrets/${CERTIFICATES}-ca`,
+    );
+    assert.deepEqual(Object.keys(authority.data).sort(), ['ca.crt', 'ca.key']);
 
     gateway.kill('SIGTERM');
     assert.equal((await new Promise((resolve) => gateway.once('exit', resolve))) ?? 0, 0, gateway.output());

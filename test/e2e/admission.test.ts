@@ -252,9 +252,14 @@ describe('admission webhooks through the real apiserver', () => {
     const kept = await client.get<{ data: Record<string, string> }>(
       `/api/v1/namespaces/${namespace}/secrets/causeway-webhooks`,
     );
-    assert.deepEqual(Object.keys(kept.data).sort(), ['ca.crt', 'ca.key', 'tls.crt', 'tls.key']);
+    assert.deepEqual(Object.keys(kept.data).sort(), ['ca.crt', 'tls.crt', 'tls.key'], 'no CA key');
+    const authority = await client.get<{ data: Record<string, string> }>(
+      `/api/v1/namespaces/${namespace}/secrets/causeway-webhooks-ca`,
+    );
+    assert.deepEqual(Object.keys(authority.data).sort(), ['ca.crt', 'ca.key'], 'the CA key apart');
     const bundle = await caBundleOf();
     assert.equal(bundle, kept.data['ca.crt'], 'the apiserver trusts the kept CA');
+    assert.equal(authority.data['ca.crt'], bundle);
     await first.stop();
 
     const second = await runOperator(admissionOperator().op, {
@@ -263,6 +268,70 @@ describe('admission webhooks through the real apiserver', () => {
     });
     t.after(() => second.stop());
     assert.equal(await caBundleOf(), bundle, 'the same CA after the restart');
+    const refused = await kubectl(['create', '-f', '-'], kex(namespace, 'bad', { field: 'forbidden' }));
+    assert.match(refused.stderr, /denied the request: spec\.field must not be "forbidden"/);
+  });
+
+  it('keeps on with certificates kept in one Secret with the CA key, as before, and moves that key to a Secret of its own', async (t) => {
+    const namespace = await testNamespace(t);
+    const { certificates } = await renewCertificates(undefined, ['127.0.0.1', 'localhost']);
+    const files = {
+      'ca.crt': certificates.ca.cert,
+      'ca.key': certificates.ca.key,
+      'tls.crt': certificates.cert,
+      'tls.key': certificates.key,
+    };
+    await client.request(`/api/v1/namespaces/${namespace}/secrets`, {
+      method: 'POST',
+      body: {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: 'causeway-webhooks' },
+        data: Object.fromEntries(
+          Object.entries(files).map(([key, value]) => [key, Buffer.from(value).toString('base64')]),
+        ),
+      },
+    });
+    const logger = memoryLogger();
+    const running = await runOperator(admissionOperator().op, {
+      namespaces: [namespace],
+      logger,
+      settings: { admission: { certificates: { namespace, name: 'causeway-webhooks' } } },
+    });
+    t.after(() => running.stop());
+    const decoded = async (name: string) => {
+      const read = await client.get<{ data: Record<string, string> }>(
+        `/api/v1/namespaces/${namespace}/secrets/${name}`,
+      );
+      return Object.fromEntries(
+        Object.entries(read.data).map(([key, value]) => [key, Buffer.from(value, 'base64').toString()]),
+      );
+    };
+    assert.deepEqual(await decoded('causeway-webhooks-ca'), {
+      'ca.crt': certificates.ca.cert,
+      'ca.key': certificates.ca.key,
+    });
+    assert.deepEqual(await decoded('causeway-webhooks'), {
+      'ca.crt': certificates.ca.cert,
+      'tls.crt': certificates.cert,
+      'tls.key': certificates.key,
+    });
+    assert.ok(
+      logger.lines.some((line) =>
+        line.includes(
+          `the webhook CA's key moved from the Secret ${namespace}/causeway-webhooks to ${namespace}/causeway-webhooks-ca`,
+        ),
+      ),
+      logger.lines.join(''),
+    );
+    const configuration = await client.get<{ webhooks: Array<{ clientConfig: { caBundle: string } }> }>(
+      '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/causeway.dev',
+    );
+    assert.equal(
+      Buffer.from(configuration.webhooks[0]?.clientConfig.caBundle ?? '', 'base64').toString(),
+      certificates.ca.cert,
+      'the same CA trusted',
+    );
     const refused = await kubectl(['create', '-f', '-'], kex(namespace, 'bad', { field: 'forbidden' }));
     assert.match(refused.stderr, /denied the request: spec\.field must not be "forbidden"/);
   });

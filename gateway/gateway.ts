@@ -38,6 +38,7 @@ import {
   type DiscoveredResource,
   DiscoveryCache,
   describe,
+  kindSelector,
   ResourceNotFound,
   selectsSeveral,
 } from './kube/discovery.ts';
@@ -182,6 +183,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     vet: async (service) => {
       const refused = earlyDiscovery && firstOutsideScope(service, await earlyDiscovery.reload());
       if (refused) throw new ScopeError(`${refused}: the service is not served`);
+    },
+    guard: {
+      identity,
+      // Asked only about objects, which come once the watches (and so `discovery`) are up.
+      resourceOf: (apiVersion, kind) => discovery.resolve(kindSelector(apiVersion, kind)),
     },
   });
   await services.connect(options.functions, stopping.signal);

@@ -20,7 +20,7 @@ import {
 } from '../../protocol/index.ts';
 import { equal, isObject, jsonCopy } from '../../protocol/json.ts';
 import type { CircuitBreaker } from './breaker.ts';
-import { beyondPin, ScopeError } from './scope.ts';
+import { type AnswerGuard, beyondPin, confineOutcomes, ScopeError } from './scope.ts';
 import type { Signer } from './signer.ts';
 import {
   aborted,
@@ -61,6 +61,8 @@ export interface FunctionServiceOptions {
    * (one trust domain). Undefined: unscoped, as a gateway run with --unscoped allows.
    */
   scope?: ServiceScope | 'declared';
+  /** Holds what its answers ask to its scope and off the gateway's own state (dispatch/scope.ts). */
+  guard?: AnswerGuard;
 }
 
 /** The gateway's indexes, as the calls of the handlers that read them need them. */
@@ -201,9 +203,12 @@ export class FunctionService {
     const answer = await this.#exchange(invocation, invocation.traceparent, timeoutMs, call, (direct, copy) =>
       direct.invoke(copy),
     );
-    return isActivityInvocation(invocation)
-      ? parseActivityResponse(answer, ids)
-      : parseInvocationResponse(answer, ids, admission);
+    if (isActivityInvocation(invocation)) return parseActivityResponse(answer, ids);
+    const response = parseInvocationResponse(answer, ids, admission);
+    const { guard } = this.#options;
+    return guard
+      ? { ...response, outcomes: await confineOutcomes(response.outcomes, this.scope, guard, invocation.body) }
+      : response;
   }
 
   /** Sends several calls in one request (an index's objects), answered in order. */

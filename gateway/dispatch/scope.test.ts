@@ -4,8 +4,8 @@ import type { KubernetesObject, Outcome, ServiceScope } from '../../protocol/ind
 import { DEFAULT_IDENTITY } from '../identity.ts';
 import type { DiscoveredResource } from '../kube/discovery.ts';
 import {
+  type AnswerGuard,
   beyondPin,
-  type CallTarget,
   confineOutcomes,
   covers,
   parseScope,
@@ -40,8 +40,8 @@ const handled: KubernetesObject = {
   metadata: { name: 'example', namespace: 'team-a', uid: 'uid-1' },
 };
 
-const target: CallTarget = {
-  object: handled,
+const guard: AnswerGuard = {
+  identity: DEFAULT_IDENTITY,
   resourceOf: async (apiVersion, kind) => {
     const found = KINDS[`${apiVersion}/${kind}`];
     if (!found) throw new Error(`no ${kind}`);
@@ -52,7 +52,7 @@ const target: CallTarget = {
 const scope: ServiceScope = { resources: ['kopfexamples.kopf.dev'], children: ['configmaps'] };
 /** `null`: no pin (a gateway run with --unscoped). */
 const confine = (outcome: Outcome, pin: ServiceScope | null = scope) =>
-  confineOutcomes({ handler: outcome }, pin ?? undefined, DEFAULT_IDENTITY, target);
+  confineOutcomes({ handler: outcome }, pin ?? undefined, guard, handled);
 const configMap = (metadata: Record<string, unknown> = {}) => ({
   apiVersion: 'v1',
   kind: 'ConfigMap',

@@ -103,11 +103,16 @@ export function beyondPin(declared: ServiceScope, pin: ServiceScope): string[] {
   return beyond;
 }
 
-/** The object a call was about, and how to learn which resource a kind is. */
-export interface CallTarget {
-  object: KubernetesObject;
-  /** The resource of an apiVersion and kind (discovery), for the objects a reply applies or names. */
+/** What the gateway holds answers to: its own identity, and how to learn which resource a kind is. */
+export interface AnswerGuard {
+  identity: Identity;
+  /** The resource of an apiVersion and kind (discovery), for the objects an answer applies or names. */
   resourceOf(apiVersion: string, kind: string): Promise<DiscoveredResource>;
+}
+
+/** A call's guard and the object it was about. */
+interface CallTarget extends AnswerGuard {
+  object: KubernetesObject;
 }
 
 /**
@@ -119,12 +124,13 @@ export interface CallTarget {
 export async function confineOutcomes(
   outcomes: Record<string, Outcome>,
   scope: ServiceScope | undefined,
-  identity: Identity,
-  target: CallTarget,
+  guard: AnswerGuard,
+  object: KubernetesObject,
 ): Promise<Record<string, Outcome>> {
+  const target = { ...guard, object };
   const confined: Record<string, Outcome> = {};
   for (const [id, outcome] of Object.entries(outcomes)) {
-    confined[id] = await confineOutcome(outcome, `handler "${id}"`, scope, identity, target);
+    confined[id] = await confineOutcome(outcome, `handler "${id}"`, scope, target);
   }
   return confined;
 }
@@ -133,10 +139,9 @@ async function confineOutcome(
   outcome: Outcome,
   who: string,
   scope: ServiceScope | undefined,
-  identity: Identity,
   target: CallTarget,
 ): Promise<Outcome> {
-  if (outcome.patch) checkPatch(outcome.patch, who, identity);
+  if (outcome.patch) checkPatch(outcome.patch, who, target.identity);
   let confined = outcome;
   if (scope && outcome.apply) {
     const apply: ObjectToApply[] = [];
@@ -153,7 +158,7 @@ async function confineOutcome(
   if (outcome.subhandlers) {
     const subhandlers: Record<string, Outcome> = {};
     for (const [id, sub] of Object.entries(outcome.subhandlers)) {
-      subhandlers[id] = await confineOutcome(sub, `${who}, sub-handler "${id}"`, scope, identity, target);
+      subhandlers[id] = await confineOutcome(sub, `${who}, sub-handler "${id}"`, scope, target);
     }
     confined = { ...confined, subhandlers };
   }

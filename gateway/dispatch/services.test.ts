@@ -5,14 +5,17 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { operator } from '../../functions/index.ts';
+import type { ServiceScope } from '../../protocol/index.ts';
 import { type RunningServer, serveFetch } from '../cli/serve.ts';
 import { createLogger } from '../logging.ts';
 import { DEFAULT_SETTINGS } from '../settings.ts';
 import type { FunctionService } from './function-service.ts';
-import { FunctionServices } from './services.ts';
+import { type FunctionEndpoint, FunctionServices } from './services.ts';
 import { hmacSigner } from './signer.ts';
 
 const SECRET = 'a secret of at least thirty-two bytes, for the test';
+/** Most tests here are about other things than scopes: their services are served unscoped. */
+const UNSCOPED = { ...DEFAULT_SETTINGS.calls, unscoped: true };
 
 function greeter(name: string) {
   const op = operator({ name, secret: SECRET });
@@ -33,7 +36,7 @@ describe('the function services of a gateway', () => {
     const changes: Array<{ previous: FunctionService | undefined; next: FunctionService | undefined }> = [];
     const services = new FunctionServices({
       signer: hmacSigner(new TextEncoder().encode(SECRET)),
-      settings: DEFAULT_SETTINGS.calls,
+      settings: UNSCOPED,
       logger: createLogger({ level: 'error' }),
       onChange: async (previous, next) => void changes.push({ previous, next }),
     });
@@ -113,7 +116,7 @@ describe('function services given while the gateway runs', () => {
     const changes: string[] = [];
     const services = new FunctionServices({
       signer: hmacSigner(new TextEncoder().encode(SECRET)),
-      settings: DEFAULT_SETTINGS.calls,
+      settings: UNSCOPED,
       logger: createLogger({ level: 'error' }),
       onChange: async (previous, next) => void changes.push(`${previous?.url ?? '-'} → ${next?.url ?? '-'}`),
     });
@@ -158,7 +161,10 @@ describe('a function service named in the configuration', () => {
       onChange: async () => {},
     });
     const stop = new AbortController();
-    const connecting = services.connect([{ name: 'shipping', url: server.url }], stop.signal);
+    const connecting = services.connect(
+      [{ name: 'shipping', url: server.url, scope: { resources: ['*'] } }],
+      stop.signal,
+    );
     // It keeps trying, as for a service not up yet, and says why each time.
     while (warnings.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
     stop.abort();
@@ -175,7 +181,7 @@ describe('the way to a function service', () => {
   const directory = (plainHttp: boolean) =>
     new FunctionServices({
       signer: hmacSigner(new TextEncoder().encode(SECRET)),
-      settings: { ...DEFAULT_SETTINGS.calls, plainHttp },
+      settings: { ...UNSCOPED, plainHttp },
       logger: createLogger({ level: 'error' }),
       onChange: async () => {},
     });
@@ -196,5 +202,92 @@ describe('the way to a function service', () => {
       ),
       (error: Error) => !/called over HTTPS/.test(error.message),
     );
+  });
+});
+
+describe('the scope of a function service', () => {
+  const KOPFEXAMPLES = { resources: ['kopfexamples.kopf.dev'] };
+
+  async function tried(
+    endpoint: Partial<FunctionEndpoint>,
+    options: {
+      unscoped?: boolean;
+      declared?: ServiceScope;
+      vet?: (service: FunctionService) => Promise<void>;
+    } = {},
+  ) {
+    const op = operator({
+      name: 'billing',
+      secret: SECRET,
+      ...(options.declared ? { scope: options.declared } : {}),
+    });
+    op.on.create('kopfexamples', function create_fn() {});
+    const server = await serveFetch(op, { port: 0, host: '127.0.0.1' });
+    const warnings: string[] = [];
+    const services = new FunctionServices({
+      signer: hmacSigner(new TextEncoder().encode(SECRET)),
+      settings: { ...DEFAULT_SETTINGS.calls, unscoped: options.unscoped ?? false },
+      logger: createLogger({ level: 'warning', sink: { write: (line) => warnings.push(line) } }),
+      onChange: async () => {},
+      ...(options.vet ? { vet: options.vet } : {}),
+    });
+    try {
+      const service = await services.put({ name: 'billing', url: server.url, ...endpoint });
+      return { service, warnings };
+    } finally {
+      await services.close();
+      await server.close();
+    }
+  }
+
+  it('is pinned for a service over HTTP, or the gateway says it serves it unscoped', async () => {
+    await assert.rejects(
+      tried({}),
+      /function service "billing" has no scope: pin what it may reach \(--function-scope, a FunctionService's spec\.scope\), or serve it unscoped \(--unscoped\)/,
+    );
+    const { service, warnings } = await tried({}, { unscoped: true });
+    assert.equal(service.scope, undefined);
+    assert.match(warnings.join(''), /"billing" is served unscoped \(--unscoped\)/);
+    assert.deepEqual((await tried({ scope: KOPFEXAMPLES })).service.scope, KOPFEXAMPLES);
+  });
+
+  it('refuses a service that declares more than its pin, naming what is beyond it', async () => {
+    const declared = { resources: ['kopfexamples.kopf.dev', 'secrets'], children: ['configmaps'] };
+    await assert.rejects(
+      tried({ scope: KOPFEXAMPLES }, { declared }),
+      /"billing" declares a scope beyond the one pinned for it: resources: secrets; children: configmaps/,
+    );
+    const within = { resources: ['kopfexamples.kopf.dev'] };
+    assert.deepEqual((await tried({ scope: { resources: ['*'] } }, { declared: within })).service.scope, {
+      resources: ['*'],
+    });
+  });
+
+  it('refuses a service the gateway finds beyond its scope when it connects', async () => {
+    await assert.rejects(
+      tried(
+        { scope: KOPFEXAMPLES },
+        {
+          vet: async () => {
+            throw new Error('handler "create_fn" names secrets');
+          },
+        },
+      ),
+      /handler "create_fn" names secrets/,
+    );
+  });
+
+  it('is the declared one for an operator in this process, one trust domain with the gateway', async () => {
+    const op = operator({ name: 'inside', secret: SECRET, scope: KOPFEXAMPLES });
+    op.on.create('kopfexamples', function create_fn() {});
+    const services = new FunctionServices({
+      signer: undefined,
+      settings: DEFAULT_SETTINGS.calls,
+      logger: createLogger({ level: 'error' }),
+      onChange: async () => {},
+    });
+    await services.connect([op], AbortSignal.timeout(5000));
+    assert.deepEqual(services.current[0]?.scope, KOPFEXAMPLES);
+    await services.close();
   });
 });

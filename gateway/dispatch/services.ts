@@ -9,7 +9,7 @@ import type { Logger } from '../logging.ts';
 import type { Settings } from '../settings.ts';
 import { jitter, sleep } from '../timing.ts';
 import { CircuitBreaker } from './breaker.ts';
-import { ScopeError } from './scope.ts';
+import { type AnswerGuard, ScopeError } from './scope.ts';
 import { FunctionService, type IndexSource, readHealth } from './function-service.ts';
 import { hmacSigner, type Signer } from './signer.ts';
 import { type FetchHandler, httpTransport, inProcessTransport, type Transport } from './transport.ts';
@@ -54,6 +54,8 @@ export interface FunctionServicesOptions {
   onChange(previous: FunctionService | undefined, next: FunctionService | undefined): Promise<void>;
   /** Throws why a service just connected may not be served (a handler beyond its scope). */
   vet?(service: FunctionService): Promise<void>;
+  /** Holds what the services' answers ask to their scopes. */
+  guard?: AnswerGuard;
 }
 
 /** What engines/function-certificates.ts does for the services given a certificate Secret. */
@@ -141,6 +143,7 @@ export class FunctionServices {
                       sign,
                       timeoutMs,
                       indexes: this.#options.indexes,
+                      guard: this.#options.guard,
                     }),
                   ),
                 signal,
@@ -311,6 +314,7 @@ export class FunctionServices {
             sign,
             timeoutMs,
             indexes: this.#options.indexes,
+            guard: this.#options.guard,
           }),
         ),
         way,

@@ -6,7 +6,14 @@ import { parseAllDocuments } from 'yaml';
 import type { KubernetesObject, ObjectToApply, ResourceSelector } from '../../protocol/index.ts';
 import { sleep } from '../timing.ts';
 import type { KubeClient } from './client.ts';
-import { type DiscoveredResource, Discovery, describe, objectPath, ResourceNotFound } from './discovery.ts';
+import {
+  type DiscoveredResource,
+  Discovery,
+  describe,
+  kindSelector,
+  objectPath,
+  ResourceNotFound,
+} from './discovery.ts';
 
 export function parseManifests(text: string): KubernetesObject[] {
   return parseAllDocuments(text)
@@ -37,10 +44,7 @@ export async function applyManifests(
   };
   const applied: KubernetesObject[] = [];
   for (const object of objects) {
-    const [group, version] = object.apiVersion.includes('/')
-      ? object.apiVersion.split('/')
-      : ['', object.apiVersion];
-    const resource = await served({ group: group as string, version: version as string, name: object.kind });
+    const resource = await served(kindSelector(object.apiVersion, object.kind));
     const namespace = resource.namespaced
       ? (object.metadata.namespace ?? options.namespace ?? 'default')
       : undefined;
@@ -55,7 +59,7 @@ export async function applyManifests(
       },
     );
     applied.push(result);
-    if (object.kind === 'CustomResourceDefinition' && group === 'apiextensions.k8s.io') {
+    if (object.kind === 'CustomResourceDefinition' && object.apiVersion.startsWith('apiextensions.k8s.io/')) {
       // Like `kubectl wait --for=condition=established`: its objects can be applied and watched on return.
       const spec = (object as unknown as { spec: { group: string; names: { plural: string } } }).spec;
       await served({ group: spec.group, name: spec.names.plural });
@@ -64,7 +68,11 @@ export async function applyManifests(
   return applied;
 }
 
-/** Server-side apply of one object; a namespaced one without a namespace goes to `defaultNamespace`. */
+/**
+ * Server-side apply of one object a handler asked for; a namespaced one without a namespace goes to
+ * `defaultNamespace`. Not forced: fields another manager owns stay theirs (the apply fails with a
+ * conflict that names them), and the gateway's own it updates as it pleases.
+ */
 export function applyObject(
   client: KubeClient,
   resource: DiscoveredResource,
@@ -81,10 +89,7 @@ export function applyObject(
     objectPath(resource, object.metadata.name, namespace),
     'apply',
     body,
-    {
-      fieldManager,
-      force: true,
-    },
+    { fieldManager },
   );
 }
 

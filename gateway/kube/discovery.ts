@@ -190,15 +190,26 @@ export function describe(selector: ResourceSelector): string {
   return `category ${selector.category}${narrowed.length > 0 ? ` of ${narrowed.join('/')}` : ''}`;
 }
 
-/** The REST path of a resource's collection, in one namespace or across all of them. */
+/**
+ * The REST path of a resource's collection, in one namespace or across all of them. Names come from
+ * objects and replies: escaped, so that none (`../secrets/x`) can lead a request to another path.
+ */
 export function collectionPath(resource: ResolvedResource, namespace?: string): string {
   const base =
     resource.group === '' ? `/api/${resource.version}` : `/apis/${resource.group}/${resource.version}`;
   return namespace && resource.namespaced
-    ? `${base}/namespaces/${namespace}/${resource.plural}`
+    ? `${base}/namespaces/${encodeURIComponent(namespace)}/${resource.plural}`
     : `${base}/${resource.plural}`;
 }
 
 export function objectPath(resource: ResolvedResource, name: string, namespace?: string): string {
-  return `${collectionPath(resource, namespace)}/${name}`;
+  return `${collectionPath(resource, namespace)}/${encodeURIComponent(name)}`;
+}
+
+/** What names the resource of an object's apiVersion and kind (`apps/v1`, `Deployment`). */
+export function kindSelector(apiVersion: string, kind: string): ResourceSelector {
+  const slash = apiVersion.indexOf('/');
+  return slash < 0
+    ? { group: '', version: apiVersion, name: kind }
+    : { group: apiVersion.slice(0, slash), version: apiVersion.slice(slash + 1), name: kind };
 }

@@ -5,7 +5,7 @@
 import type { KubernetesEvent, KubernetesObject } from '../../protocol/index.ts';
 import { applyObject } from '../kube/apply.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { type DiscoveredResource, type DiscoveryCache, objectPath } from '../kube/discovery.ts';
+import { type DiscoveredResource, type DiscoveryCache, kindSelector, objectPath } from '../kube/discovery.ts';
 import { ignoreNotFound } from '../kube/errors.ts';
 import { postEvents } from '../kube/events.ts';
 import { applyChanges, applyJsonPatch, type JsonPatch, type ObjectChanges } from '../kube/patcher.ts';
@@ -43,14 +43,7 @@ export function kubeReactorApi(
     jsonPatch: (object, patch) => applyJsonPatch(client, resource, object, patch, fieldManager),
     applyChanges: (object, changes) => applyChanges(client, resource, object, changes, fieldManager),
     async applyObject(object, namespace) {
-      const [group, version] = object.apiVersion.includes('/')
-        ? object.apiVersion.split('/')
-        : ['', object.apiVersion];
-      const kind = await discovery.resolve({
-        group: group as string,
-        version: version as string,
-        name: object.kind,
-      });
+      const kind = await discovery.resolve(kindSelector(object.apiVersion, object.kind));
       return applyObject(client, kind, object, fieldManager, namespace);
     },
     postEvents: (object, events, log, applied) => postEvents(client, object, events, log, applied),

@@ -12,7 +12,7 @@ import { applyManifests, parseManifests } from '../../gateway/kube/apply.ts';
 import { KubeClient } from '../../gateway/kube/client.ts';
 import { ignoreNotFound } from '../../gateway/kube/errors.ts';
 import { createLogger, type Logger } from '../../gateway/logging.ts';
-import type { KubernetesObject } from '../../protocol/index.ts';
+import { IN_PROCESS, type KubernetesObject, type ServiceScope } from '../../protocol/index.ts';
 import { testCluster } from './cluster.ts';
 
 export const TEST_SECRET = 'test-secret-that-is-at-least-32-bytes-long';
@@ -69,30 +69,42 @@ export type NamedHandler = FetchHandler & { readonly name: string };
  * Starts a gateway for `service` (or several services) on the test control plane. Over HTTP by
  * default, each service on a port of its own, the way separate deployments talk; in-process the way
  * `causeway run` does. `namespaces: 'all'` serves every namespace, as a gateway given none does.
+ * Over HTTP, a service is pinned to the scope `scopes` gives it, or the one its operator declares;
+ * the gateway serves those with neither unscoped (--unscoped).
  */
 export async function runOperator(
   service: NamedHandler | readonly NamedHandler[],
   options: Omit<Partial<GatewayOptions>, 'namespaces'> & {
     namespaces: readonly string[] | 'all';
     transport?: 'http' | 'in-process';
+    scopes?: Record<string, ServiceScope>;
   },
 ): Promise<RunningOperator> {
-  const { transport = 'http', namespaces, ...gatewayOptions } = options;
+  const { transport = 'http', namespaces, scopes = {}, ...gatewayOptions } = options;
   const services: readonly NamedHandler[] = Array.isArray(service) ? service : [service as NamedHandler];
   const servers =
     transport === 'http'
       ? await Promise.all(services.map((each) => serveFetch(each, { port: 0, host: '127.0.0.1' })))
       : [];
+  const pins = services.map(
+    (each) => scopes[each.name] ?? (each as FetchHandler)[IN_PROCESS]?.manifest().scope,
+  );
+  const unscoped = transport === 'http' && pins.some((pin) => pin === undefined);
   const gateway = await startGateway({
     functions:
       transport === 'http'
-        ? servers.map((server, index) => ({ name: (services[index] as NamedHandler).name, url: server.url }))
+        ? servers.map((server, index) => ({
+            name: (services[index] as NamedHandler).name,
+            url: server.url,
+            ...(pins[index] ? { scope: pins[index] } : {}),
+          }))
         : services,
     secret: new TextEncoder().encode(TEST_SECRET),
     kubeconfig: await kubeConfig(),
     logger: memoryLogger(),
     ...(namespaces === 'all' ? {} : { namespaces }),
     ...gatewayOptions,
+    settings: { ...gatewayOptions.settings, calls: { unscoped, ...gatewayOptions.settings?.calls } },
   }).catch(async (error) => {
     // A start that fails (a startup handler's, say) leaves no server to keep the test process alive.
     await Promise.all(servers.map((server) => server.close()));

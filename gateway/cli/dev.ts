@@ -71,7 +71,8 @@ export async function dev(options: DevOptions): Promise<void> {
     } else {
       const gateway = await startGateway({
         ...options.gateway,
-        functions: [{ name, url: service.url }],
+        // The module and this gateway run on one machine for one developer: its declared scope is the pin.
+        functions: [{ name, url: service.url, scope: 'declared' }],
         secret: encodeSecret(secret as string),
       });
       logger.info(`dev: serving "${name}" from ${module}, reloaded on save`);

@@ -4,11 +4,18 @@ import { readFileSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
-import { stringify } from 'yaml';
+import { parse as parseYaml, stringify } from 'yaml';
 import packageJson from '../../package.json' with { type: 'json' };
-import { JWKS_URL_VARIABLE, JWKS_VARIABLE, type LogLevel, SECRET_VARIABLE } from '../../protocol/index.ts';
+import {
+  JWKS_URL_VARIABLE,
+  JWKS_VARIABLE,
+  type LogLevel,
+  SECRET_VARIABLE,
+  type ServiceScope,
+} from '../../protocol/index.ts';
 import { chooseMode, localReach, ngrokReach, type ReachMode } from '../../webhooks/reach.ts';
 import { type ConformanceTarget, runConformance } from '../conformance/checks.ts';
+import { parseScope } from '../dispatch/scope.ts';
 import type { FunctionEndpoint } from '../dispatch/services.ts';
 import { functionServiceDefinition } from '../engines/function-service-objects.ts';
 import { livenessAddress } from '../engines/liveness.ts';
@@ -79,6 +86,13 @@ Options for run and gateway:
                             the others wait their turn.
       --functions-ca <file>  (gateway) The CA to trust for https function services (default: the
                             system's roots).
+      --function-scope <name>=<file>  (gateway) What that service may reach, pinned: a YAML file
+                            of resources (what its handlers watch, are sent and patch), admission
+                            (what its webhooks review), children (the kinds its apply may create, in
+                            the handled object's namespace) and namespaces (narrowing). Each
+                            --functions service needs one, unless --unscoped. See docs/security.md.
+      --unscoped            (gateway) Serve --functions services given no --function-scope: what
+                            they answer is done with the gateway's rights (a warning names each).
       --function-tls <name>=<ns/secret>  (gateway) Issue that service a serving certificate for
                             the host of its https URL (<svc>.<ns>.svc, both forms) into this Secret,
                             which its pod mounts for serve --tls-cert/--tls-key; renewed before its
@@ -175,6 +189,8 @@ const OPTIONS = {
   'function-concurrency': { type: 'string' },
   'allow-plain-http': { type: 'boolean' },
   'function-tls': { type: 'string', multiple: true },
+  'function-scope': { type: 'string', multiple: true },
+  unscoped: { type: 'boolean' },
   'function-certificates': { type: 'string' },
   'tls-cert': { type: 'string' },
   'tls-key': { type: 'string' },
@@ -374,6 +390,7 @@ async function gatewayOnly(functions: FunctionEndpoint[], values: Values, logger
     throw new UsageError(
       '--function-tls needs --function-certificates <ns/name>, the Secret of the CA that issues them',
     );
+  const scopes = perService(values['function-scope'], '--function-scope', functions, functionScope);
   const login = values['login-from'];
   if (login !== undefined && !functions.some((endpoint) => endpoint.name === login))
     throw new UsageError(`--login-from names "${login}", which no --functions gives`);
@@ -384,10 +401,12 @@ async function gatewayOnly(functions: FunctionEndpoint[], values: Values, logger
     functions: functions.map((endpoint) => {
       const file = own.get(endpoint.name);
       const certificate = certificates.get(endpoint.name);
+      const scope = scopes.get(endpoint.name);
       return {
         ...endpoint,
         ...(file ? { secret: readSecret(file) } : {}),
         ...(certificate ? { certificate } : {}),
+        ...(scope ? { scope } : {}),
       };
     }),
     ...(secret ? { secret } : {}),
@@ -401,6 +420,33 @@ function functionTls(value: string): [string, { namespace: string; name: string 
   const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)=(.+)$/.exec(value);
   if (!match) throw new UsageError(`--function-tls expects <name>=<namespace>/<secret>, got "${value}"`);
   return [match[1] as string, namespacedName(match[3] as string, '--function-tls')];
+}
+
+/** A per-service flag's values (`<name>=…`), by service name: each must name a --functions service. */
+function perService<T>(
+  given: readonly string[] | undefined,
+  flag: string,
+  functions: readonly FunctionEndpoint[],
+  parse: (value: string) => [string, T],
+): Map<string, T> {
+  const values = new Map((given ?? []).map(parse));
+  for (const name of values.keys()) {
+    if (!functions.some((endpoint) => endpoint.name === name))
+      throw new UsageError(`${flag} names "${name}", which no --functions gives`);
+  }
+  return values;
+}
+
+/** `billing=/etc/causeway/billing-scope.yaml`: the scope pinned for the service, read and checked. */
+function functionScope(value: string): [string, ServiceScope] {
+  const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)=(.+)$/.exec(value);
+  if (!match) throw new UsageError(`--function-scope expects <name>=<file>, got "${value}"`);
+  const [, name, , file] = match as unknown as [string, string, string, string];
+  try {
+    return [name, parseScope(parseYaml(readFileSync(file, 'utf8')), `the scope of "${name}" in ${file}`)];
+  } catch (error) {
+    throw new UsageError(`--function-scope ${name}: ${error instanceof Error ? error.message : error}`);
+  }
 }
 
 /** `billing=/etc/causeway/billing-secret`. */
@@ -502,6 +548,7 @@ function gatewayOptions(values: Values, logger: Logger): Omit<GatewayOptions, 'f
           ? { concurrencyPerService: integer(values['function-concurrency'], '--function-concurrency') }
           : {}),
         ...(values['allow-plain-http'] ? { plainHttp: true } : {}),
+        ...(values.unscoped ? { unscoped: true } : {}),
         ...(values['function-certificates']
           ? {
               certificateAuthority: namespacedName(

@@ -24,9 +24,10 @@ export interface FunctionEndpoint {
   ca?: string;
   /**
    * What it may reach (dispatch/scope.ts), pinned by whoever deploys the gateway; required unless
-   * the gateway serves unscoped services (`settings.calls.unscoped`, --unscoped).
+   * the gateway serves unscoped services (`settings.calls.unscoped`, --unscoped). `declared`: the
+   * manifest's own, for a service on this machine, one trust domain with the gateway (`causeway dev`).
    */
-  scope?: ServiceScope;
+  scope?: ServiceScope | 'declared';
   /**
    * The Secret to issue this service's serving certificate into (its pod mounts it): the service is
    * then trusted with a certificate from the gateway's CA of function services only.

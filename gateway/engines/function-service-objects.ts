@@ -9,6 +9,7 @@
 import { encodeSecret, type KubernetesObject } from '../../protocol/index.ts';
 import { isObject } from '../../protocol/json.ts';
 import type { Component } from '../components.ts';
+import { parseScope } from '../dispatch/scope.ts';
 import type { FunctionEndpoint, FunctionServices, ServiceState } from '../dispatch/services.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { ignoreNotFound } from '../kube/errors.ts';
@@ -104,6 +105,34 @@ export function functionServiceDefinition(): KubernetesObject {
                     concurrency: positive(
                       "Calls to it at once (default: the gateway's --function-concurrency).",
                     ),
+                    scope: {
+                      type: 'object',
+                      required: ['resources'],
+                      properties: Object.fromEntries(
+                        (
+                          [
+                            [
+                              'resources',
+                              'What its handlers may watch, be sent and patch (plural.group; * for all).',
+                            ],
+                            ['admission', 'What its admission handlers may review; none unless given.'],
+                            [
+                              'children',
+                              "The kinds its apply may create or update, in the handled object's namespace.",
+                            ],
+                            [
+                              'namespaces',
+                              'Narrows the namespaces its handlers see: names, globs, negations.',
+                            ],
+                          ] as const
+                        ).map(([field, description]) => [
+                          field,
+                          { type: 'array', items: { type: 'string' }, maxItems: 256, description },
+                        ]),
+                      ),
+                      description:
+                        'What the service may reach through the gateway, pinned: a manifest declaring more is refused, and its answers are held to it. Required unless the gateway runs with --unscoped.',
+                    },
                     devSession: {
                       type: 'object',
                       required: ['url', 'durationSeconds'],
@@ -293,6 +322,7 @@ export class FunctionServiceObjects implements Component {
       caBundle?: string;
       timeoutSeconds?: number;
       concurrency?: number;
+      scope?: unknown;
     };
     let secret: Uint8Array | undefined;
     if (spec.secretRef) {
@@ -312,6 +342,7 @@ export class FunctionServiceObjects implements Component {
       ...(spec.caBundle ? { ca: spec.caBundle } : {}),
       ...(spec.timeoutSeconds ? { timeoutMs: spec.timeoutSeconds * 1000 } : {}),
       ...(spec.concurrency ? { concurrency: spec.concurrency } : {}),
+      ...(spec.scope === undefined ? {} : { scope: parseScope(spec.scope, 'spec.scope') }),
     };
   }
 

@@ -23,7 +23,7 @@ import type { FetchHandler } from './dispatch/transport.ts';
 import { Activities } from './engines/activities.ts';
 import { Admission } from './engines/admission.ts';
 import { Daemons } from './engines/daemons.ts';
-import { DevSessionRoutes, DevSessions } from './engines/dev-sessions.ts';
+import { DEFAULT_DEV_SESSION_SECONDS, DevSessionRoutes, DevSessions } from './engines/dev-sessions.ts';
 import { EventHandlers } from './engines/event-handlers.ts';
 import { FunctionCertificates } from './engines/function-certificates.ts';
 import { FunctionServiceObjects } from './engines/function-service-objects.ts';
@@ -80,13 +80,15 @@ export interface GatewayOptions {
   settings?: SettingsPatch;
   /**
    * Let `causeway dev` sessions send a service's calls to a laptop: the namespace whose Leases name
-   * them (see engines/dev-sessions.ts). Whoever may write Leases there may see the objects' calls.
+   * them (see engines/dev-sessions.ts). Only for a service that allows them (its FunctionService's
+   * `spec.devSessions`, or `FunctionEndpoint.devSessions`), to a URL it allows.
    */
   devSessions?: string;
   /**
    * Also serve the function services that FunctionService objects (causeway.dev/v1alpha1) in this
    * namespace name, as they are added, changed and removed, and follow the dev sessions their
-   * `devSession` fields hold (whoever may change a FunctionService may already send its calls anywhere).
+   * `devSession` fields hold where their `spec.devSessions` allows. Their URLs may not name a
+   * loopback or link-local host unless `settings.calls.allowLoopback`.
    */
   functionServices?: string;
   /**
@@ -567,20 +569,32 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       },
     }),
   );
-  // Dev sessions, held by Leases or by FunctionServices' fields, route calls through one table.
-  const routes = new DevSessionRoutes((name, to) => services.redirect(name, to));
+  // Dev sessions, held by Leases or by FunctionServices' fields, route calls through one table, for
+  // the services that allow them: by their FunctionService's spec, or as given (--function-dev-sessions).
+  let objects: FunctionServiceObjects | undefined;
+  const routes = new DevSessionRoutes({
+    redirect: (name, to) => services.redirect(name, to),
+    allowedFor: (name) => {
+      const given = options.functions.find((endpoint) => 'url' in endpoint && endpoint.name === name);
+      const allowed = given && 'url' in given ? given.devSessions : undefined;
+      return (
+        objects?.devSessionsAllowed(name) ??
+        (allowed && { urls: allowed.urls, maxSeconds: allowed.maxSeconds ?? DEFAULT_DEV_SESSION_SECONDS })
+      );
+    },
+    logger,
+  });
   if (options.functionServices || options.devSessions) await components.add(routes);
   if (options.functionServices) {
-    await components.add(
-      new FunctionServiceObjects({
-        client,
-        namespace: options.functionServices,
-        services,
-        routes,
-        settings,
-        logger,
-      }),
-    );
+    objects = new FunctionServiceObjects({
+      client,
+      namespace: options.functionServices,
+      services,
+      routes,
+      settings,
+      logger,
+    });
+    await components.add(objects);
   }
   if (options.devSessions) {
     await components.add(

@@ -51,6 +51,12 @@ export interface Settings {
      */
     plainHttp: boolean;
     /**
+     * Whether FunctionService objects may name a loopback or link-local host (the gateway's own, the
+     * cloud metadata service's). Off by default: whoever may edit a FunctionService would reach them
+     * through the gateway. On for a gateway on a developer's machine, or tests.
+     */
+    allowLoopback: boolean;
+    /**
      * Whether a function service over HTTP may be served without a pinned scope. Off by default: what
      * such a service answers is done with the gateway's rights, on any resource they reach.
      */
@@ -156,6 +162,7 @@ export const DEFAULT_SETTINGS: Settings = {
     breakerThreshold: 5,
     maxReplyBytes: 16 * 1024 * 1024,
     plainHttp: false,
+    allowLoopback: false,
     unscoped: false,
     certificateCheckMs: 3600_000,
   },

@@ -80,7 +80,10 @@ Options for run and gateway:
       --function-secret <name>=<file>  (gateway) A secret shared with that service alone.
       --function-services <ns>  (gateway) Also serve the function services named by FunctionService
                             objects in this namespace, as they come, change and go; their status
-                            says what the gateway found (see \`causeway crd\`).
+                            says what the gateway found (see \`causeway crd\`). Their URLs may not
+                            name a loopback or link-local host (the cloud metadata service).
+      --allow-loopback-functions  (gateway) Let FunctionService objects name loopback and link-local
+                            hosts: for a gateway on a developer's machine.
       --function-timeout <s>  Seconds one function call may take (default 30).
       --function-concurrency <n>  (gateway) Calls at once to one function service (default 128);
                             the others wait their turn.
@@ -139,10 +142,18 @@ Admission webhooks (run, gateway), for operators with validate or mutate handler
 
 Dev sessions (gateway, dev):
       --dev-sessions <namespace>  gateway: let dev sessions, Leases in this namespace, send a
-                                  service's calls to a laptop while they are renewed. dev: hold such a
-                                  Lease for the module's service there, verifying calls with the
-                                  gateway's public keys (--signing-keys <ns/name>, read from their
-                                  ConfigMap) or its secret (--secret-file).
+                                  service's calls to a laptop while they are renewed, for a service
+                                  that allows them (below, or its FunctionService's spec.devSessions);
+                                  others are ignored with a warning. dev: hold such a Lease for the
+                                  module's service there (or its FunctionService's devSession field),
+                                  verifying calls with the gateway's public keys (--signing-keys
+                                  <ns/name>, read from their ConfigMap) or its secret (--secret-file).
+      --function-dev-sessions <name>=<url-glob>[,<url-glob>...]
+                                  gateway: let dev sessions send that --functions service's calls to a
+                                  URL matching one of these globs (* stands for characters other than
+                                  / and :), e.g. billing=https://*.ngrok.app; repeat for several.
+      --dev-session-max-seconds <n>  gateway: the longest such a session lasts without renewal,
+                                  whatever it asks (default 3600).
       --session-seconds <n>       dev: the Lease's duration: after a crash, calls go back to the
                                   deployed service this long after the last renewal (default 15).
       --dev-reach <how>           dev: how the deployed gateway reaches this machine: local (it runs
@@ -188,6 +199,9 @@ const OPTIONS = {
   'functions-ca': { type: 'string' },
   'function-concurrency': { type: 'string' },
   'allow-plain-http': { type: 'boolean' },
+  'allow-loopback-functions': { type: 'boolean' },
+  'function-dev-sessions': { type: 'string', multiple: true },
+  'dev-session-max-seconds': { type: 'string' },
   'function-tls': { type: 'string', multiple: true },
   'function-scope': { type: 'string', multiple: true },
   unscoped: { type: 'boolean' },
@@ -390,6 +404,16 @@ async function gatewayOnly(functions: FunctionEndpoint[], values: Values, logger
     throw new UsageError(
       '--function-tls needs --function-certificates <ns/name>, the Secret of the CA that issues them',
     );
+  const devSessions = new Map((values['function-dev-sessions'] ?? []).map(functionDevSessions));
+  for (const name of devSessions.keys()) {
+    if (!functions.some((endpoint) => endpoint.name === name))
+      throw new UsageError(`--function-dev-sessions names "${name}", which no --functions gives`);
+  }
+  const maxSeconds = values['dev-session-max-seconds'];
+  const sessionSeconds =
+    maxSeconds === undefined ? undefined : integer(maxSeconds, '--dev-session-max-seconds');
+  if (sessionSeconds !== undefined && sessionSeconds < 1)
+    throw new UsageError('--dev-session-max-seconds expects at least 1');
   const scopes = perService(values['function-scope'], '--function-scope', functions, functionScope);
   const login = values['login-from'];
   if (login !== undefined && !functions.some((endpoint) => endpoint.name === login))
@@ -402,11 +426,13 @@ async function gatewayOnly(functions: FunctionEndpoint[], values: Values, logger
       const file = own.get(endpoint.name);
       const certificate = certificates.get(endpoint.name);
       const scope = scopes.get(endpoint.name);
+      const urls = devSessions.get(endpoint.name);
       return {
         ...endpoint,
         ...(file ? { secret: readSecret(file) } : {}),
         ...(certificate ? { certificate } : {}),
         ...(scope ? { scope } : {}),
+        ...(urls ? { devSessions: { urls, ...(sessionSeconds ? { maxSeconds: sessionSeconds } : {}) } } : {}),
       };
     }),
     ...(secret ? { secret } : {}),
@@ -420,6 +446,18 @@ function functionTls(value: string): [string, { namespace: string; name: string 
   const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)=(.+)$/.exec(value);
   if (!match) throw new UsageError(`--function-tls expects <name>=<namespace>/<secret>, got "${value}"`);
   return [match[1] as string, namespacedName(match[3] as string, '--function-tls')];
+}
+
+/** `billing=https://*.ngrok.app,http://127.0.0.1:*`: the URLs its dev sessions may send its calls to. */
+function functionDevSessions(value: string): [string, string[]] {
+  const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)=(.+)$/.exec(value);
+  const urls = match?.[3]?.split(',') ?? [];
+  if (!match || !urls.every((glob) => /^https?:\/\/[^?#@\s]+$/.test(glob))) {
+    throw new UsageError(
+      `--function-dev-sessions expects <name>=<url-glob>[,<url-glob>...], e.g. billing=https://*.ngrok.app, got "${value}"`,
+    );
+  }
+  return [match[1] as string, urls];
 }
 
 /** A per-service flag's values (`<name>=…`), by service name: each must name a --functions service. */
@@ -549,6 +587,7 @@ function gatewayOptions(values: Values, logger: Logger): Omit<GatewayOptions, 'f
           : {}),
         ...(values['allow-plain-http'] ? { plainHttp: true } : {}),
         ...(values.unscoped ? { unscoped: true } : {}),
+        ...(values['allow-loopback-functions'] ? { allowLoopback: true } : {}),
         ...(values['function-certificates']
           ? {
               certificateAuthority: namespacedName(

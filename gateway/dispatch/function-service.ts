@@ -80,11 +80,20 @@ export class ServiceError extends Error {
   readonly retryAfterMs: number | undefined;
   /** Not reached at all, or its proxy said it was not there (502, 503, 504): what the breaker counts. */
   readonly unreachable: boolean;
+  /**
+   * What went wrong in the gateway's words alone, without what the service said: for a status that
+   * whoever may set the service's URL reads (the URL might reach what they may not read).
+   */
+  readonly reason: string;
 
-  constructor(message: string, options: { retryAfterMs?: number | undefined; unreachable?: boolean } = {}) {
+  constructor(
+    message: string,
+    options: { retryAfterMs?: number | undefined; unreachable?: boolean; reason?: string } = {},
+  ) {
     super(message);
     this.retryAfterMs = options.retryAfterMs;
     this.unreachable = options.unreachable ?? false;
+    this.reason = options.reason ?? message;
   }
 }
 
@@ -281,7 +290,7 @@ export class FunctionService {
         { ...(cut ? { cut } : {}), ...(long ? { long } : {}) },
       );
     } catch (error) {
-      if (error instanceof ServiceError && error.unreachable) breaker?.unreachable(error.message);
+      if (error instanceof ServiceError && error.unreachable) breaker?.unreachable(error.reason);
       else breaker?.succeeded();
       throw error;
     }
@@ -352,11 +361,13 @@ async function send(
   }
   // A proxy's or load balancer's word that nothing is there, whatever its body.
   const unreachable = answer.status === 502 || answer.status === 503 || answer.status === 504;
+  // The body is never quoted but as the protocol's own error message: the URL may reach anything.
+  const bytes = `${Buffer.byteLength(answer.text)} bytes`;
   let parsed: unknown;
   try {
     parsed = JSON.parse(answer.text);
   } catch {
-    throw new ServiceError(`${where}: ${answer.status}, not JSON: ${answer.text.slice(0, 200)}`, {
+    throw new ServiceError(`${where}: answered ${answer.status} with a body that is not JSON (${bytes})`, {
       unreachable,
     });
   }
@@ -364,9 +375,11 @@ async function send(
     const message = (parsed as { error?: unknown })?.error;
     const later =
       answer.status === 429 || answer.status === 503 ? retryAfterMs(answer.retryAfter) : undefined;
+    const said = typeof message === 'string' ? ", its error message in the gateway's log" : '';
+    const reason = `${where}: answered ${answer.status} (${bytes}${said})`;
     throw new ServiceError(
-      `${where}: ${answer.status} ${typeof message === 'string' ? message : answer.text.slice(0, 200)}`,
-      { retryAfterMs: later, unreachable },
+      typeof message === 'string' ? `${where}: ${answer.status} ${message.slice(0, 200)}` : reason,
+      { retryAfterMs: later, unreachable, reason },
     );
   }
   return parsed;

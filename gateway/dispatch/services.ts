@@ -9,8 +9,8 @@ import type { Logger } from '../logging.ts';
 import type { Settings } from '../settings.ts';
 import { jitter, sleep } from '../timing.ts';
 import { CircuitBreaker } from './breaker.ts';
-import { type AnswerGuard, ScopeError } from './scope.ts';
 import { FunctionService, type IndexSource, readHealth } from './function-service.ts';
+import { type AnswerGuard, ScopeError } from './scope.ts';
 import { hmacSigner, type Signer } from './signer.ts';
 import { type FetchHandler, httpTransport, inProcessTransport, type Transport } from './transport.ts';
 
@@ -37,6 +37,11 @@ export interface FunctionEndpoint {
   timeoutMs?: number;
   /** Calls to it at once (`settings.calls.concurrencyPerService` otherwise). */
   concurrency?: number;
+  /**
+   * Let dev sessions (engines/dev-sessions.ts) send its calls to URLs matching one of `urls` (globs),
+   * each lasting `maxSeconds` (default 3600) at most unrenewed; without it, its sessions are ignored.
+   */
+  devSessions?: { urls: readonly string[]; maxSeconds?: number };
 }
 
 export interface FunctionServicesOptions {

@@ -1,16 +1,21 @@
 /**
  * The Lease of a dev session: what `causeway dev` writes is what the gateway reads, and a bad one says
- * why; and the routes that follow whichever sessions are held.
+ * why; and the routes that follow whichever sessions are held, where their service allows them, for
+ * no longer than it allows, with no timer beyond what Node keeps.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from '../../protocol/index.ts';
+import { createLogger } from '../logging.ts';
 import {
   type DevSession,
   DevSessionRoutes,
+  type DevSessionsAllowed,
   devSessionLease,
   devSessionLeaseName,
   devSessionOf,
+  devSessionRefusal,
+  MAX_TIMER_MS,
 } from './dev-sessions.ts';
 
 const session: DevSession = {
@@ -61,14 +66,25 @@ describe('dev session Leases', () => {
 });
 
 describe('dev session routes', () => {
-  /** Routes whose redirects are recorded; `next()` resolves with the next one. */
-  function recordedRoutes() {
+  const anyHttps: DevSessionsAllowed = { urls: ['https://*'], maxSeconds: 3600 };
+
+  /** Routes whose redirects and warnings are recorded; `count(n)` resolves once there are n redirects. */
+  function recordedRoutes(allowed: DevSessionsAllowed | undefined) {
     const redirects: Array<string | undefined> = [];
+    const warnings: string[] = [];
     let waiting: PromiseWithResolvers<void> | undefined;
-    const routes = new DevSessionRoutes(async (service, to) => {
-      redirects.push(to ? `${service} → ${to.url} ${to.revision}` : `${service} → home`);
-      waiting?.resolve();
-      return true;
+    const logger = createLogger({
+      level: 'warning',
+      sink: { write: (line) => warnings.push(line) },
+    });
+    const routes = new DevSessionRoutes({
+      redirect: async (service, to) => {
+        redirects.push(to ? `${service} → ${to.url} ${to.revision}` : `${service} → home`);
+        waiting?.resolve();
+        return true;
+      },
+      allowedFor: () => allowed,
+      logger,
     });
     const count = async (n: number) => {
       while (redirects.length < n) {
@@ -77,7 +93,7 @@ describe('dev session routes', () => {
       }
       return redirects;
     };
-    return { routes, count };
+    return { routes, count, redirects, warnings };
   }
   const at = (url: string, revision: string, durationSeconds: number): DevSession => ({
     ...session,
@@ -87,7 +103,7 @@ describe('dev session routes', () => {
   });
 
   it('send the calls to the session that lasts longest, to another when it ends, and home when none is left', async () => {
-    const { routes, count } = recordedRoutes();
+    const { routes, count } = recordedRoutes(anyHttps);
     routes.hold('Lease a', at('https://a', '1', 60), 't1');
     routes.hold('FunctionService b', at('https://b', '1', 120), 't1');
     routes.hold('Lease a', at('https://a', '1', 60), 't1'); // the same again: no redirect
@@ -102,7 +118,7 @@ describe('dev session routes', () => {
   });
 
   it('send the calls home when a session is not renewed within its duration, and a new revision reads it anew', async () => {
-    const { routes, count } = recordedRoutes();
+    const { routes, count } = recordedRoutes(anyHttps);
     routes.hold('Lease a', at('https://a', '1', 0.05), 't1');
     routes.hold('Lease a', at('https://a', '2', 0.05), 't1');
     assert.deepEqual(await count(3), [
@@ -111,5 +127,55 @@ describe('dev session routes', () => {
       'Billing_Operator → home',
     ]);
     await routes.stop();
+  });
+
+  it('ignore a session its service does not allow, or at a URL it does not allow, saying so once, not at each renewal', async (t) => {
+    const refused = recordedRoutes(undefined);
+    t.after(() => refused.routes.stop());
+    refused.routes.hold('Lease ns/a', at('https://a', '1', 60), 't1');
+    refused.routes.hold('Lease ns/a', at('https://a', '1', 60), 't2');
+    assert.equal(refused.warnings.length, 1);
+    assert.match(
+      refused.warnings[0] ?? '',
+      /the dev session of Lease ns\/a for "Billing_Operator" is ignored: "Billing_Operator" does not allow dev sessions/,
+    );
+
+    const { routes, count, warnings } = recordedRoutes({ urls: ['https://*.ngrok.app'], maxSeconds: 60 });
+    t.after(() => routes.stop());
+    routes.hold('Lease ns/a', at('https://evil.example', '1', 60), 't1');
+    routes.hold('Lease ns/a', at('https://evil.example', '1', 60), 't2');
+    routes.hold('Lease ns/b', at('https://ada.ngrok.app', '1', 60), 't1');
+    assert.deepEqual(await count(1), ['Billing_Operator → https://ada.ngrok.app 1']);
+    assert.equal(warnings.length, 1);
+    assert.match(
+      warnings[0] ?? '',
+      /its URL https:\/\/evil\.example matches none that "Billing_Operator" allows \(https:\/\/\*\.ngrok\.app\)/,
+    );
+    assert.equal(refused.redirects.length, 0, 'no redirect for the service that allows none');
+  });
+
+  it('end a session after what its service allows, whatever duration it asks', async (t) => {
+    const { routes, count } = recordedRoutes({ urls: ['https://*'], maxSeconds: 0.05 });
+    t.after(() => routes.stop());
+    routes.hold('Lease a', at('https://a', '1', 2 ** 31), 't1');
+    assert.deepEqual(await count(2), ['Billing_Operator → https://a 1', 'Billing_Operator → home']);
+  });
+
+  it('never set a timer Node would run after 1 ms: a long session is looked at again within its limit', async (t) => {
+    const timeout = t.mock.method(globalThis, 'setTimeout');
+    const { routes, count } = recordedRoutes({ urls: ['https://*'], maxSeconds: 10 ** 9 });
+    t.after(() => routes.stop());
+    routes.hold('Lease a', at('https://a', '1', 10 ** 9), 't1');
+    await count(1);
+    const delays = timeout.mock.calls.map((call) => Number(call.arguments[1]));
+    assert.ok(delays.length > 0 && delays.every((delay) => delay <= MAX_TIMER_MS), `${delays}`);
+  });
+
+  it('say why a session is refused', () => {
+    const allowed = { urls: ['https://*.ngrok.app'], maxSeconds: 60 };
+    assert.equal(devSessionRefusal(at('https://x.ngrok.app', '1', 1), allowed), undefined);
+    assert.match(devSessionRefusal(at('https://x.ngrok.app?a', '1', 1), allowed) ?? '', /query/);
+    assert.match(devSessionRefusal(at('https://u@x.ngrok.app', '1', 1), allowed) ?? '', /userinfo/);
+    assert.match(devSessionRefusal(at('https://x.ngrok.app', '1', 1), undefined) ?? '', /does not allow/);
   });
 });

@@ -6,6 +6,10 @@
  * object, in its `devSession` field (engines/function-service-objects.ts), or, for a service given
  * otherwise, by a Lease in a namespace the gateway was told to look in (`--dev-sessions`). Either is
  * the whole protocol, so a session heals by itself, shows in `kubectl get`, and needs no restart.
+ *
+ * Whoever may write such a Lease or field is not trusted with the service's calls: a session is
+ * followed only for a service that allows dev sessions (its FunctionService's `spec.devSessions`, or
+ * `--function-dev-sessions`), to a URL its globs allow, for at most its `maxSeconds` unrenewed.
  */
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { isObject } from '../../protocol/json.ts';
@@ -15,6 +19,7 @@ import type { KubeClient } from '../kube/client.ts';
 import { Watcher } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
 import type { Settings } from '../settings.ts';
+import { matchesUrlGlob, urlProblem } from './function-service-urls.ts';
 
 /** What one dev session asks: calls of `service` go to `url` while it lasts. */
 export interface DevSession {
@@ -87,31 +92,69 @@ export type Redirect = (
   to: { url: string; revision: string } | undefined,
 ) => Promise<boolean>;
 
+/** What a service allows of dev sessions: URLs matching one of `urls` (globs), each lasting `maxSeconds` at most unrenewed. */
+export interface DevSessionsAllowed {
+  urls: readonly string[];
+  maxSeconds: number;
+}
+
+/** How long a session may last unrenewed when its service does not say: an hour. */
+export const DEFAULT_DEV_SESSION_SECONDS = 3600;
+
+/** Node runs a timer set for longer than this (some 24.8 days) after 1 ms: a route would look again without end. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Why `session` is not followed under `allowed` (its service's word), or undefined. */
+export function devSessionRefusal(
+  session: DevSession,
+  allowed: DevSessionsAllowed | undefined,
+): string | undefined {
+  if (!allowed) {
+    return `"${session.service}" does not allow dev sessions (spec.devSessions on its FunctionService, or --function-dev-sessions)`;
+  }
+  const problem = urlProblem(session.url);
+  if (problem) return `its URL ${session.url} is refused: ${problem}`;
+  if (!allowed.urls.some((glob) => matchesUrlGlob(session.url, glob))) {
+    return `its URL ${session.url} matches none that "${session.service}" allows (${allowed.urls.join(', ') || 'none'})`;
+  }
+  return undefined;
+}
+
+export interface DevSessionRoutesOptions {
+  redirect: Redirect;
+  /** What the service named allows of dev sessions, now; undefined: none. */
+  allowedFor(service: string): DevSessionsAllowed | undefined;
+  logger: Logger;
+}
+
 interface Held {
   session: DevSession;
   renewal: unknown;
   /** By this process's clock, from when it saw the renewal: the laptop's clock may be off. */
-  expiresAt: number;
+  renewedAt: number;
 }
 
 /**
  * Where each service's calls go, from the dev sessions held now, whoever holds them (a Lease, a
  * FunctionService's field): to the URL of the live session that lasts longest, or home when none
- * is live. A session not renewed within its duration expires here, by this process's clock.
+ * is live. A session not renewed within its duration (capped by what its service allows) expires
+ * here, by this process's clock; one its service does not allow is ignored, and said so once.
  */
 export class DevSessionRoutes implements Component {
   readonly name = 'dev session routes';
   readonly leaderOnly = false; // every replica calls the services
-  readonly #redirect: Redirect;
-  /** By holder: `Lease <name>`, `FunctionService <name>`. */
+  readonly #options: DevSessionRoutesOptions;
+  /** By holder: `Lease <namespace>/<name>`, `FunctionService <namespace>/<name>`. */
   readonly #held = new Map<string, Held>();
   /** Where each service's calls go now: `url revision`. */
   readonly #routed = new Map<string, string>();
+  /** By holder, the refusal last logged: a renewal of a refused session is not logged again. */
+  readonly #refused = new Map<string, string>();
   #expiry: NodeJS.Timeout | undefined;
   #routing: Promise<void> = Promise.resolve();
 
-  constructor(redirect: Redirect) {
-    this.#redirect = redirect;
+  constructor(options: DevSessionRoutesOptions) {
+    this.#options = options;
   }
 
   start(): void {}
@@ -125,24 +168,31 @@ export class DevSessionRoutes implements Component {
   hold(holder: string, session: DevSession, renewal: unknown): void {
     const known = this.#held.get(holder);
     const renewed = !known || known.renewal !== renewal;
-    const expiresAt = renewed ? Date.now() + session.durationSeconds * 1000 : (known?.expiresAt ?? 0);
-    this.#held.set(holder, { session, renewal, expiresAt });
+    const renewedAt = renewed ? Date.now() : (known?.renewedAt ?? 0);
+    this.#held.set(holder, { session, renewal, renewedAt });
     this.#route();
   }
 
+  /** `holder` holds no session; every other is looked at again, as what its service allows may have changed. */
   release(holder: string): void {
-    if (this.#held.delete(holder)) this.#route();
+    this.#refused.delete(holder);
+    this.#held.delete(holder);
+    this.#route();
   }
 
   /** Sends each service's calls where its live session says, or home; looks again at the next expiry. */
   #route(): void {
     clearTimeout(this.#expiry);
     const now = Date.now();
-    const live = new Map<string, Held>();
-    for (const held of this.#held.values()) {
-      if (held.expiresAt <= now) continue;
+    const live = new Map<string, Held & { expiresAt: number }>();
+    for (const [holder, held] of this.#held) {
+      const allowed = this.#allowedFor(holder, held.session);
+      if (!allowed) continue;
+      const seconds = Math.min(held.session.durationSeconds, allowed.maxSeconds);
+      const expiresAt = held.renewedAt + seconds * 1000;
+      if (expiresAt <= now) continue;
       const other = live.get(held.session.service);
-      if (!other || held.expiresAt > other.expiresAt) live.set(held.session.service, held);
+      if (!other || expiresAt > other.expiresAt) live.set(held.session.service, { ...held, expiresAt });
     }
     const services = new Set([...this.#routed.keys(), ...live.keys()]);
     for (const service of services) {
@@ -154,13 +204,32 @@ export class DevSessionRoutes implements Component {
       const to = session ? { url: session.url, revision: session.revision } : undefined;
       this.#routing = this.#routing.then(async () => {
         // Not there (yet): forgotten, so the session's next renewal tries again.
-        if (!(await this.#redirect(service, to)) && this.#routed.get(service) === target) {
+        if (!(await this.#options.redirect(service, to)) && this.#routed.get(service) === target) {
           this.#routed.delete(service);
         }
       });
     }
     const next = Math.min(...[...live.values()].map((held) => held.expiresAt));
-    if (Number.isFinite(next)) this.#expiry = setTimeout(() => this.#route(), next - now + 10);
+    if (Number.isFinite(next)) {
+      this.#expiry = setTimeout(() => this.#route(), Math.min(next - now + 10, MAX_TIMER_MS));
+    }
+  }
+
+  /** What its service allows, when the session is followed; a refusal is logged once, not at each renewal. */
+  #allowedFor(holder: string, session: DevSession): DevSessionsAllowed | undefined {
+    const allowed = this.#options.allowedFor(session.service);
+    const refusal = devSessionRefusal(session, allowed);
+    if (!refusal) {
+      this.#refused.delete(holder);
+      return allowed;
+    }
+    if (this.#refused.get(holder) !== refusal) {
+      this.#refused.set(holder, refusal);
+      this.#options.logger.warning(
+        `the dev session of ${holder} for "${session.service}" is ignored: ${refusal}`,
+      );
+    }
+    return undefined;
   }
 }
 
@@ -207,7 +276,8 @@ export class DevSessions implements Component {
     if (typeof session === 'string') {
       logger.warning(`Lease ${namespace}/${name} is no dev session: ${session}`);
     }
-    if (!session || typeof session === 'string') routes.release(`Lease ${name}`);
-    else routes.hold(`Lease ${name}`, session, isObject(lease?.spec) ? lease.spec.renewTime : undefined);
+    const holder = `Lease ${namespace}/${name}`;
+    if (!session || typeof session === 'string') routes.release(holder);
+    else routes.hold(holder, session, isObject(lease?.spec) ? lease.spec.renewTime : undefined);
   }
 }

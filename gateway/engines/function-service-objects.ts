@@ -5,18 +5,31 @@
  * says what the gateway found (the protocol and handlers, or the last error), whether the service is
  * down now, and where its calls go while a dev session, held in its `devSession` field, sends them to
  * a laptop. Services given with `--functions` are served beside them.
+ *
+ * Whoever may edit a FunctionService is not trusted as the gateway is: its `url` may not reach the
+ * gateway's own host or the cloud metadata service (engines/function-service-urls.ts), its dev sessions
+ * are followed only as its `spec.devSessions` allows, and it cannot take over a `serviceName` another
+ * FunctionService already has: the older object keeps it.
  */
 import { encodeSecret, type KubernetesObject } from '../../protocol/index.ts';
 import { isObject } from '../../protocol/json.ts';
 import type { Component } from '../components.ts';
+import { ServiceError } from '../dispatch/function-service.ts';
 import { parseScope } from '../dispatch/scope.ts';
 import type { FunctionEndpoint, FunctionServices, ServiceState } from '../dispatch/services.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { ignoreNotFound } from '../kube/errors.ts';
+import { postEvents } from '../kube/events.ts';
 import { Watcher } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
 import { delayFor, type Settings } from '../settings.ts';
-import type { DevSession, DevSessionRoutes } from './dev-sessions.ts';
+import {
+  DEFAULT_DEV_SESSION_SECONDS,
+  type DevSession,
+  type DevSessionRoutes,
+  type DevSessionsAllowed,
+} from './dev-sessions.ts';
+import { functionServiceUrlProblem } from './function-service-urls.ts';
 
 export const FUNCTION_SERVICE = { group: 'causeway.dev', version: 'v1alpha1', plural: 'functionservices' };
 
@@ -29,13 +42,31 @@ export const DEV_SESSION_RENEWED = `${FUNCTION_SERVICE.group}/dev-session-renewe
 /** The API path of the FunctionService objects in `namespace`. */
 export function functionServicesPath(namespace: string): string {
   const { group, version, plural } = FUNCTION_SERVICE;
-  return `/apis/${group}/${version}/namespaces/${namespace}/${plural}`;
+  return `/apis/${group}/${version}/namespaces/${encodeURIComponent(namespace)}/${plural}`;
 }
 
 /** The name a FunctionService's service answers to: its `spec.serviceName`, or the object's name. */
 export function serviceNameOf(object: KubernetesObject): string {
   const spec = isObject(object.spec) ? object.spec : {};
   return typeof spec.serviceName === 'string' ? spec.serviceName : object.metadata.name;
+}
+
+/** What a FunctionService's `spec.devSessions` allows, or undefined when it allows none. */
+export function devSessionsAllowedBy(object: KubernetesObject): DevSessionsAllowed | undefined {
+  const devSessions = isObject(object.spec) ? object.spec.devSessions : undefined;
+  if (!isObject(devSessions) || devSessions.allowed !== true || !Array.isArray(devSessions.urls))
+    return undefined;
+  const maxSeconds = devSessions.maxSeconds;
+  return {
+    urls: devSessions.urls.filter((url): url is string => typeof url === 'string'),
+    maxSeconds: typeof maxSeconds === 'number' && maxSeconds > 0 ? maxSeconds : DEFAULT_DEV_SESSION_SECONDS,
+  };
+}
+
+/** The older of two FunctionServices naming the same service keeps it: by creationTimestamp, then name. */
+function older(a: KubernetesObject, b: KubernetesObject): boolean {
+  const [at, bt] = [String(a.metadata.creationTimestamp ?? ''), String(b.metadata.creationTimestamp ?? '')];
+  return at !== bt ? at < bt : a.metadata.name < b.metadata.name;
 }
 
 /** The CustomResourceDefinition, as `causeway crd` prints it for `kubectl apply -f -`. */
@@ -79,7 +110,8 @@ export function functionServiceDefinition(): KubernetesObject {
                     url: {
                       type: 'string',
                       pattern: '^https?://',
-                      description: 'The base URL of the service.',
+                      description:
+                        'The base URL of the service: no user, query or fragment; no loopback or link-local host unless the gateway allows them (--allow-loopback-functions).',
                     },
                     serviceName: {
                       type: 'string',
@@ -133,6 +165,25 @@ export function functionServiceDefinition(): KubernetesObject {
                       description:
                         'What the service may reach through the gateway, pinned: a manifest declaring more is refused, and its answers are held to it. Required unless the gateway runs with --unscoped.',
                     },
+                    devSessions: {
+                      type: 'object',
+                      required: ['allowed', 'urls'],
+                      properties: {
+                        allowed: { type: 'boolean' },
+                        urls: {
+                          type: 'array',
+                          items: { type: 'string', pattern: '^https?://' },
+                          description:
+                            'Globs a session URL must match, e.g. https://*.ngrok.app; * stands for characters other than / and :.',
+                        },
+                        maxSeconds: positive(
+                          `The longest a session lasts without renewal (default ${DEFAULT_DEV_SESSION_SECONDS}).`,
+                          86_400,
+                        ),
+                      },
+                      description:
+                        'Whether dev sessions (causeway dev) may send its calls elsewhere, and where to: none unless allowed.',
+                    },
                     devSession: {
                       type: 'object',
                       required: ['url', 'durationSeconds'],
@@ -149,7 +200,7 @@ export function functionServiceDefinition(): KubernetesObject {
                 status: {
                   type: 'object',
                   properties: {
-                    phase: { type: 'string', enum: ['Ready', 'Unreachable'] },
+                    phase: { type: 'string', enum: ['Ready', 'Unreachable', 'Refused'] },
                     protocol: { type: 'string' },
                     handlers: { type: 'array', items: { type: 'string' } },
                     lastError: { type: 'string' },
@@ -190,9 +241,13 @@ interface Known {
   served?: { protocol: string; handlers: string[] };
   /** Why the newest spec is not served. */
   error?: string;
+  /** Why the gateway will not serve it as it is (its URL, a serviceName another object has): not retried. */
+  refusal?: string;
   /** The next attempt, while the service could not be served. */
   retry?: NodeJS.Timeout;
   failures: number;
+  /** Where a dev session sent its calls, as last told in an Event. */
+  away?: string;
 }
 
 export class FunctionServiceObjects implements Component {
@@ -224,9 +279,8 @@ export class FunctionServiceObjects implements Component {
   start(): void {
     // A service going down or coming back, or sent to a laptop, shows in its object's status.
     this.#unlisten = this.#options.services.onStateChange((serviceName) => {
-      for (const known of this.#known.values()) {
-        if (known.serviceName === serviceName) this.#serially(() => this.#writeStatus(known));
-      }
+      const known = this.#holderOf(serviceName);
+      if (known) this.#serially(() => this.#stateChanged(known));
     });
     this.#watcher.start();
   }
@@ -239,6 +293,22 @@ export class FunctionServiceObjects implements Component {
     await this.#changing;
   }
 
+  /** What the FunctionService that has the service named `serviceName` allows of dev sessions. */
+  devSessionsAllowed(serviceName: string): DevSessionsAllowed | undefined {
+    const known = this.#holderOf(serviceName);
+    return known && devSessionsAllowedBy(known.object);
+  }
+
+  /** The FunctionService that has the service named `serviceName`: the oldest that names it. */
+  #holderOf(serviceName: string): Known | undefined {
+    let holder: Known | undefined;
+    for (const known of this.#known.values()) {
+      if (known.serviceName === serviceName && (!holder || older(known.object, holder.object)))
+        holder = known;
+    }
+    return holder;
+  }
+
   #serially(change: () => Promise<void>): void {
     this.#changing = this.#changing.then(change).catch((error) => {
       this.#options.logger.error(`function services: ${error instanceof Error ? error.message : error}`);
@@ -248,36 +318,82 @@ export class FunctionServiceObjects implements Component {
   /** A new or changed endpoint is served anew, a dev session's field is followed, and the status tells. */
   async #observe(object: KubernetesObject, again = false): Promise<void> {
     const { name } = object.metadata;
-    const { devSession, ...endpointSpec } = isObject(object.spec) ? object.spec : {};
+    const { devSession, devSessions: _, ...endpointSpec } = isObject(object.spec) ? object.spec : {};
     const serviceName = serviceNameOf(object);
     const endpoint = JSON.stringify(endpointSpec);
     let known = this.#known.get(name);
     if (known) known.object = object;
     if (!known || known.endpoint !== endpoint || again) {
-      if (known && known.serviceName !== serviceName) {
-        this.#options.routes.release(holderOf(name));
-        await this.#options.services.remove(known.serviceName);
-      }
-      clearTimeout(known?.retry);
-      const failures = known && known.endpoint === endpoint ? known.failures : 0;
-      known = { object, serviceName, endpoint, failures };
+      const previous = known;
+      clearTimeout(previous?.retry);
+      const failures = previous && previous.endpoint === endpoint ? previous.failures : 0;
+      known = { object, serviceName, endpoint, failures, away: previous?.away };
       this.#known.set(name, known);
-      await this.#serve(known);
+      if (previous?.served && previous.serviceName !== serviceName) await this.#handOver(previous);
+      await this.#claim(known);
     }
     if (isObject(devSession) && known.served) {
       this.#options.routes.hold(
-        holderOf(name),
+        holderOf(this.#options.namespace, name),
         { ...(devSession as Omit<DevSession, 'service'>), service: serviceName },
         object.metadata.annotations?.[DEV_SESSION_RENEWED],
       );
     } else {
-      this.#options.routes.release(holderOf(name));
+      this.#options.routes.release(holderOf(this.#options.namespace, name));
     }
     await this.#writeStatus(known);
   }
 
+  /**
+   * Serves `known` when it is the oldest FunctionService naming its service, taking the service from
+   * a newer one that had it; refused otherwise, saying which object has it.
+   */
+  async #claim(known: Known): Promise<void> {
+    const { namespace, logger, services, routes } = this.#options;
+    const { name } = known.object.metadata;
+    const holder = this.#holderOf(known.serviceName);
+    if (holder && holder !== known) {
+      known.refusal =
+        `serviceName "${known.serviceName}" is already that of FunctionService ${namespace}/${holder.object.metadata.name}, ` +
+        'which is older: one service has one FunctionService';
+      logger.warning(`FunctionService ${namespace}/${name} is not served: ${known.refusal}`);
+      return;
+    }
+    const displaced = [...this.#known.values()].find(
+      (other) => other !== known && other.serviceName === known.serviceName && other.served,
+    );
+    if (displaced) {
+      displaced.served = undefined;
+      routes.release(holderOf(namespace, displaced.object.metadata.name));
+      await services.remove(known.serviceName);
+      await this.#claim(displaced); // refused now, saying why
+      await this.#writeStatus(displaced);
+    }
+    await this.#serve(known);
+  }
+
+  /** Its service is served for the next FunctionService naming it, if any is left. */
+  async #handOver(previous: Known): Promise<void> {
+    this.#options.routes.release(holderOf(this.#options.namespace, previous.object.metadata.name));
+    await this.#options.services.remove(previous.serviceName);
+    const next = this.#holderOf(previous.serviceName);
+    if (next && next !== previous) {
+      next.refusal = undefined;
+      await this.#observe(next.object, true);
+    }
+  }
+
   async #serve(known: Known): Promise<void> {
     const { name } = known.object.metadata;
+    const { namespace, settings, logger } = this.#options;
+    known.refusal = await functionServiceUrlProblem(
+      String(known.object.spec?.url),
+      settings.calls.allowLoopback,
+    );
+    if (known.refusal) {
+      logger.warning(`FunctionService ${namespace}/${name} is not served: ${known.refusal}`);
+      return;
+    }
     try {
       const service = await this.#options.services.put(await this.#endpointOf(known));
       known.served = {
@@ -287,10 +403,12 @@ export class FunctionServiceObjects implements Component {
       known.error = undefined;
       known.failures = 0;
     } catch (error) {
-      known.error = error instanceof Error ? error.message : String(error);
-      const delayS = delayFor(this.#options.settings.calls.serviceRetryDelaysS, known.failures++);
-      this.#options.logger.warning(
-        `FunctionService ${this.#options.namespace}/${name} is not served yet: ${known.error}; trying again in ${delayS}s`,
+      const message = error instanceof Error ? error.message : String(error);
+      // The status in the gateway's words; what the service said, in its log only.
+      known.error = error instanceof ServiceError ? error.reason : message;
+      const delayS = delayFor(settings.calls.serviceRetryDelaysS, known.failures++);
+      logger.warning(
+        `FunctionService ${namespace}/${name} is not served yet: ${message}; trying again in ${delayS}s`,
       );
       if (!this.#stopped) {
         known.retry = setTimeout(() => this.#serially(() => this.#retry(name)), delayS * 1000);
@@ -299,7 +417,9 @@ export class FunctionServiceObjects implements Component {
   }
 
   async #retry(name: string): Promise<void> {
-    const object = await ignoreNotFound(this.#options.client.get<KubernetesObject>(`${this.#path}/${name}`));
+    const object = await ignoreNotFound(
+      this.#options.client.get<KubernetesObject>(`${this.#path}/${encodeURIComponent(name)}`),
+    );
     if (object && this.#known.has(name)) await this.#observe(object, true);
   }
 
@@ -308,11 +428,33 @@ export class FunctionServiceObjects implements Component {
     if (!known) return;
     clearTimeout(known.retry);
     this.#known.delete(object.metadata.name);
-    this.#options.routes.release(holderOf(object.metadata.name));
-    await this.#options.services.remove(known.serviceName);
+    if (!known.served) return;
+    await this.#handOver(known);
     this.#options.logger.info(
       `function service "${known.serviceName}" is no longer served: its FunctionService is gone`,
     );
+  }
+
+  /** Its status written anew, and an Event when a dev session took its calls away or gave them back. */
+  async #stateChanged(known: Known): Promise<void> {
+    const away = known.served ? this.#options.services.state(known.serviceName)?.away : undefined;
+    if (away !== known.away) {
+      const { serviceName } = known;
+      const [reason, message] = away
+        ? [
+            'DevSessionStarted',
+            `the calls of "${serviceName}" go to ${away}, a dev session's URL, while it is renewed`,
+          ]
+        : ['DevSessionEnded', `the calls of "${serviceName}" go to ${String(known.object.spec?.url)} again`];
+      known.away = away;
+      await postEvents(
+        this.#options.client,
+        known.object,
+        [{ type: 'Normal', reason, message }],
+        this.#options.logger,
+      );
+    }
+    await this.#writeStatus(known);
   }
 
   async #endpointOf(known: Known): Promise<FunctionEndpoint> {
@@ -328,9 +470,9 @@ export class FunctionServiceObjects implements Component {
     if (spec.secretRef) {
       const { name, key = 'secret' } = spec.secretRef;
       const read = await this.#options.client.get<{ data?: Record<string, string> }>(
-        `/api/v1/namespaces/${this.#options.namespace}/secrets/${name}`,
+        `/api/v1/namespaces/${encodeURIComponent(this.#options.namespace)}/secrets/${encodeURIComponent(name)}`,
       );
-      const value = read.data?.[key];
+      const value = Object.hasOwn(read.data ?? {}, key) ? read.data?.[key] : undefined;
       if (!value) throw new Error(`the Secret ${name} has no key "${key}"`);
       // As text, as a service reads it from its environment; checked for length.
       secret = encodeSecret(Buffer.from(value, 'base64').toString().trim());
@@ -349,7 +491,8 @@ export class FunctionServiceObjects implements Component {
   /** Writes the status when it says something new: the gateway's writes stay few. */
   async #writeStatus(known: Known): Promise<void> {
     if (this.#known.get(known.object.metadata.name) !== known) return; // replaced or forgotten meanwhile
-    const next = statusOf(known, this.#options.services.state(known.serviceName));
+    const state = known.served ? this.#options.services.state(known.serviceName) : undefined;
+    const next = statusOf(known, state);
     const current = isObject(known.object.status) ? known.object.status : {};
     const unchanged = Object.entries(next).every(
       ([key, value]) => JSON.stringify(current[key] ?? null) === JSON.stringify(value ?? null),
@@ -358,7 +501,7 @@ export class FunctionServiceObjects implements Component {
     const { name } = known.object.metadata;
     try {
       known.object = await this.#options.client.patch<KubernetesObject>(
-        `${this.#path}/${name}/status`,
+        `${this.#path}/${encodeURIComponent(name)}/status`,
         'merge',
         { status: next },
       );
@@ -371,19 +514,20 @@ export class FunctionServiceObjects implements Component {
 }
 
 /** Who holds a dev session in the object's field, for the routes. */
-function holderOf(name: string): string {
-  return `FunctionService ${name}`;
+function holderOf(namespace: string, name: string): string {
+  return `FunctionService ${namespace}/${name}`;
 }
 
 /** What a FunctionService's status says: served or not and why, whether its calls are made now, and where. */
 function statusOf(known: Known, state: ServiceState | undefined): Record<string, unknown> {
-  const down = known.error ?? (known.served ? state?.down : undefined);
+  const down = known.refusal ?? known.error ?? (known.served ? state?.down : undefined);
   const devSession = isObject(known.object.spec) ? known.object.spec.devSession : undefined;
   const holder = isObject(devSession) && devSession.url === state?.away ? devSession.holder : undefined;
+  const found = known.served && !known.error && !known.refusal;
   return {
-    phase: known.served && !down ? 'Ready' : 'Unreachable',
-    protocol: known.error ? null : (known.served?.protocol ?? null),
-    handlers: known.error ? null : (known.served?.handlers ?? null),
+    phase: known.refusal ? 'Refused' : known.served && !down ? 'Ready' : 'Unreachable',
+    protocol: found ? known.served?.protocol : null,
+    handlers: found ? known.served?.handlers : null,
     lastError: down ?? null,
     observedGeneration: known.object.metadata.generation,
     devSession: state?.away ? { url: state.away, ...(holder ? { holder } : {}) } : null,

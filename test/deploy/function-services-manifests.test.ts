@@ -242,7 +242,10 @@ describe(DIRECTORY, () => {
     const { args: containerArgs } = await withFreeLiveness(
       onlyContainer(find<Deployment>(objects, 'Deployment', GATEWAY)).args ?? [],
     );
-    const gatewayArgs = containerArgs.map((arg) => arg.replaceAll('$(POD_NAMESPACE)', namespace));
+    // A loopback URL, which a gateway refuses unless told otherwise.
+    const gatewayArgs = containerArgs
+      .map((arg) => arg.replaceAll('$(POD_NAMESPACE)', namespace))
+      .concat('--allow-loopback-functions');
     const functionsArgs = withFlag(
       onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [],
       '--port',

@@ -271,9 +271,9 @@ describe('causeway gateway --function-services', () => {
       },
     });
 
-    // No --functions: the FunctionService object is the only service the gateway knows of.
+    // No --functions: the FunctionService object is the only service the gateway knows of (on loopback here).
     const gateway = causeway(
-      ['gateway', '--function-services', namespace, '--namespace', namespace],
+      ['gateway', '--function-services', namespace, '--allow-loopback-functions', '--namespace', namespace],
       withoutSecret,
     );
     t.after(() => gateway.stop());

@@ -161,6 +161,9 @@ describe('causeway dev', () => {
       namespace,
       '--dev-sessions',
       namespace,
+      // The service allows dev sessions to this host's ports, where `causeway dev --dev-reach local` listens.
+      '--function-dev-sessions',
+      'dev-e2e=http://127.0.0.1:*',
     ]);
     // kubelet's part: the deployed service's mounted copy of the public keys.
     const jwks = join(mkdtempSync(join(tmpdir(), 'causeway-keys-')), 'jwks.json');
@@ -229,11 +232,24 @@ describe('causeway dev', () => {
         apiVersion: `${FUNCTION_SERVICE.group}/${FUNCTION_SERVICE.version}`,
         kind: 'FunctionService',
         metadata: { name: 'dev-e2e' },
-        spec: { url: `http://127.0.0.1:${port}` },
+        spec: {
+          url: `http://127.0.0.1:${port}`,
+          devSessions: { allowed: true, urls: ['http://127.0.0.1:*'], maxSeconds: 60 },
+        },
       },
     });
-    // No --dev-sessions: a FunctionService's field is followed wherever the gateway serves them.
-    start(['gateway', '--function-services', namespace, '--signing-keys', keys, '-n', namespace]);
+    // No --dev-sessions: a FunctionService's field is followed wherever the gateway serves them (as its
+    // spec.devSessions allows); its url is on this host, which a gateway refuses unless told otherwise.
+    start([
+      'gateway',
+      '--function-services',
+      namespace,
+      '--allow-loopback-functions',
+      '--signing-keys',
+      keys,
+      '-n',
+      namespace,
+    ]);
     const jwks = join(mkdtempSync(join(tmpdir(), 'causeway-keys-')), 'jwks.json');
     writeFileSync(
       jwks,

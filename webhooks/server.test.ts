@@ -3,8 +3,9 @@ import { X509Certificate } from 'node:crypto';
 import { once } from 'node:events';
 import { describe, it, type TestContext } from 'node:test';
 import { connect, type TLSSocket } from 'node:tls';
+import { generate } from 'selfsigned';
 import { Agent, fetch } from 'undici';
-import { renewCertificates } from './certificates.ts';
+import { type CertificateAuthority, renewCertificates } from './certificates.ts';
 import type { ReviewRequest } from './review.ts';
 import { type Decide, startWebhookServer, type WebhookServerOptions } from './server.ts';
 
@@ -65,6 +66,21 @@ async function within<T>(ms: number, what: Promise<T>, description: string): Pro
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** A client certificate `ca` signs, as a cluster admin gives the apiserver one. */
+async function clientCertificate(ca: CertificateAuthority): Promise<{ cert: string; key: string }> {
+  const generated = await generate([{ name: 'commonName', value: 'kube-apiserver' }], {
+    keyType: 'ec',
+    curve: 'P-256',
+    algorithm: 'sha256',
+    ca,
+    extensions: [
+      { name: 'keyUsage', digitalSignature: true, critical: true },
+      { name: 'extKeyUsage', clientAuth: true },
+    ],
+  });
+  return { cert: generated.cert, key: generated.private };
 }
 
 function review(operation = 'CREATE', object: Record<string, unknown> = {}): string {
@@ -295,8 +311,40 @@ describe('the webhook server', () => {
     assert.deepEqual(new Set(answers), new Set([200]));
   });
 
-  it('answers only clients with a certificate from the given CA, when given one', async (t) => {
-    const { post } = await serve(t, async () => ({ allowed: true }), { clientCa: certificates.ca.cert });
-    await assert.rejects(post('/v', review()), /fetch failed/);
+  it('answers only clients with a certificate from the given CA, when given one, and logs each one refused', async (t) => {
+    const warnings: string[] = [];
+    const clientCa = (await renewCertificates(undefined, ['unused'])).certificates.ca;
+    const otherCa = (await renewCertificates(undefined, ['unused'])).certificates.ca;
+    let decided = 0;
+    const decide = async () => {
+      decided++;
+      return { allowed: true };
+    };
+    const { server } = await serve(t, decide, {
+      clientCa: clientCa.cert,
+      logger: { warning: (message) => warnings.push(message), error: () => {} },
+    });
+    const postAs = async (client?: { cert: string; key: string }) => {
+      const dispatcher = new Agent({ connect: { ca: certificates.ca.cert, ...client } });
+      try {
+        const answer = await fetch(`${server.url}/v`, { method: 'POST', body: review(), dispatcher });
+        return answer.status;
+      } catch {
+        return 'refused';
+      } finally {
+        await dispatcher.close();
+      }
+    };
+    assert.equal(await postAs(await clientCertificate(clientCa)), 200, 'the apiserver, say');
+    assert.equal(await postAs(), 'refused', 'no certificate');
+    assert.equal(await postAs(await clientCertificate(otherCa)), 'refused', "another CA's");
+    assert.equal(decided, 1, 'only the review of the client with the right certificate was decided');
+    assert.deepEqual(
+      warnings.map((warning) => warning.replace(/ from 127\.0\.0\.1/, '')),
+      [
+        'webhook server: refused a TLS connection: peer did not return a certificate',
+        'webhook server: refused a TLS connection: provider signature failure', // its CA's name is the same
+      ],
+    );
   });
 });

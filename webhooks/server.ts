@@ -128,6 +128,15 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     },
     getRequestListener(app.fetch),
   );
+  // A client refused (no certificate, or one the client CA did not sign), or a handshake cut short:
+  // what is left to see of someone other than the apiserver knocking. OpenSSL's reason, not its
+  // message of library, function and source line.
+  server.on('tlsClientError', (error: Error & { reason?: string }, socket) => {
+    const from = socket.remoteAddress ? ` from ${socket.remoteAddress}` : '';
+    options.logger.warning(
+      `webhook server: refused a TLS connection${from}: ${error.reason ?? error.message}`,
+    );
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => {

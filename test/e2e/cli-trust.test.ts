@@ -33,6 +33,7 @@ import { type CliProcess, causeway } from '../support/processes.ts';
 
 const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
 const EXAMPLE = 'examples/01-minimal/operator.ts';
+const SCOPE = 'test/fixtures/kopfexample-scope.yaml';
 const SECRET = 'a-secret-of-the-kopfexample-service-alone-0123456789';
 const DAY_MS = 24 * 3600_000;
 
@@ -82,6 +83,8 @@ describe('causeway gateway --function-secret', () => {
         'gateway',
         '--functions',
         `kopfexample=${url}`,
+        '--function-scope',
+        `kopfexample=${SCOPE}`,
         '--function-secret',
         `kopfexample=${secretFile}`,
         '--namespace',
@@ -137,6 +140,8 @@ describe('causeway gateway --signing-keys', () => {
         'gateway',
         '--functions',
         `kopfexample=${url}`,
+        '--function-scope',
+        `kopfexample=${SCOPE}`,
         '--signing-keys',
         `${namespace}/${keys.name}`,
         '--key-rotation-days',
@@ -267,7 +272,11 @@ describe('causeway gateway --function-services', () => {
         apiVersion: `${FUNCTION_SERVICE.group}/${FUNCTION_SERVICE.version}`,
         kind: 'FunctionService',
         metadata: { name: 'kopfexample' },
-        spec: { url, secretRef: { name: 'kopfexample-secret' } },
+        spec: {
+          url,
+          secretRef: { name: 'kopfexample-secret' },
+          scope: { resources: ['kopfexamples.kopf.dev'] },
+        },
       },
     });
 

@@ -24,6 +24,7 @@ import { type CliProcess, causeway } from '../support/processes.ts';
 const SECRET = 'the-shared-secret-of-the-cli-tests-0123456789';
 const encoder = new TextEncoder();
 const EXAMPLE = 'examples/01-minimal/operator.ts';
+const SCOPE = 'test/fixtures/kopfexample-scope.yaml';
 
 describe('causeway serve + causeway gateway', () => {
   let functions: CliProcess;
@@ -126,7 +127,17 @@ describe('causeway serve + causeway gateway', () => {
     await applyFile(new URL('../../examples/01-minimal/crd.yaml', import.meta.url));
     const namespace = await testNamespace(t);
     const gateway = causeway(
-      ['gateway', '--functions', `kopfexample=${url}`, '--namespace', namespace, '--secret-file', secretFile],
+      [
+        'gateway',
+        '--functions',
+        `kopfexample=${url}`,
+        '--function-scope',
+        `kopfexample=${SCOPE}`,
+        '--namespace',
+        namespace,
+        '--secret-file',
+        secretFile,
+      ],
       withoutSecret,
     );
     t.after(() => gateway.stop());
@@ -145,7 +156,7 @@ describe('causeway serve + causeway gateway', () => {
   it('refuses to start a gateway or a function service with nothing to sign or verify with, saying how to give it', async () => {
     for (const [args, said] of [
       [
-        ['gateway', '--functions', `kopfexample=${url}`],
+        ['gateway', '--functions', `kopfexample=${url}`, '--function-scope', `kopfexample=${SCOPE}`],
         /no way to sign the calls to "kopfexample": give the gateway signing keys \(--signing-keys, settings.signing.keys\) or a secret shared with the service \(--secret-file\)/,
       ],
       [
@@ -183,7 +194,18 @@ describe('causeway serve over HTTPS, and a gateway that trusts its CA', () => {
 
     await applyFile(new URL('../../examples/01-minimal/crd.yaml', import.meta.url));
     const namespace = await testNamespace(t);
-    const untrusting = causeway(['gateway', '--functions', `kopfexample=${url}`, '-n', namespace], env);
+    const untrusting = causeway(
+      [
+        'gateway',
+        '--functions',
+        `kopfexample=${url}`,
+        '--function-scope',
+        `kopfexample=${SCOPE}`,
+        '-n',
+        namespace,
+      ],
+      env,
+    );
     t.after(() => untrusting.stop());
     await untrusting.waitFor(
       /function service https:\/\/127\.0\.0\.1:\d+ is not reachable yet: .+: its certificate is not one this gateway trusts \(give the CA that signed it: --functions-ca/,
@@ -191,7 +213,17 @@ describe('causeway serve over HTTPS, and a gateway that trusts its CA', () => {
     await untrusting.stop();
 
     const gateway = causeway(
-      ['gateway', '--functions', `kopfexample=${url}`, '--functions-ca', ca, '-n', namespace],
+      [
+        'gateway',
+        '--functions',
+        `kopfexample=${url}`,
+        '--function-scope',
+        `kopfexample=${SCOPE}`,
+        '--functions-ca',
+        ca,
+        '-n',
+        namespace,
+      ],
       env,
     );
     t.after(() => gateway.stop());

@@ -155,6 +155,8 @@ describe('causeway dev', () => {
       'gateway',
       '--functions',
       `dev-e2e=http://127.0.0.1:${port}`,
+      '--function-scope',
+      'dev-e2e=test/fixtures/kopfexample-scope.yaml',
       '--signing-keys',
       keys,
       '-n',

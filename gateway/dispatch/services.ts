@@ -284,13 +284,17 @@ export class FunctionServices {
         try {
           const next = await slot.current.reread();
           if (next !== slot.current) {
+            await this.#vetted(next);
             this.#options.logger.info(`function service "${next.name}" at ${next.url} changed its handlers`);
             if (!slot.away) slot.home = next;
             await this.#change(slot, next);
           }
         } catch (error) {
-          // Unreachable for now: its calls fail and are retried; the next refresh looks again.
-          this.#options.logger.debug(`re-reading "${slot.current.name}" failed: ${describe(error)}`);
+          // Unreachable for now: its calls fail and are retried; the next refresh looks again. Beyond
+          // its scope: it keeps its handlers as they were, and someone must hear of it.
+          const said = `re-reading "${slot.current.name}" failed: ${describe(error)}`;
+          if (error instanceof ScopeError) this.#options.logger.error(said);
+          else this.#options.logger.debug(said);
         }
       }
     });
@@ -443,7 +447,8 @@ export class FunctionServices {
         }
         return service;
       } catch (error) {
-        if (signal.aborted) throw error;
+        // Beyond its pin is how it is deployed, not an outage: waiting would not mend it.
+        if (signal.aborted || error instanceof ScopeError) throw error;
         logger.warning(`function service ${where} is not reachable yet: ${describe(error)}`);
         await sleep(jitter(delay), signal);
       }

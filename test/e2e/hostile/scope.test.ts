@@ -1,0 +1,192 @@
+/**
+ * A compromised function service against a gateway that pinned its scope: whatever it answers, the
+ * gateway does nothing outside that scope with its own rights. Each attack is refused with a reason in
+ * the log and on the object, nothing it asked for exists, and an honest service's objects are handled
+ * meanwhile.
+ */
+import assert from 'node:assert/strict';
+import { before, describe, it } from 'node:test';
+import { operator } from '../../../functions/index.ts';
+import type { KubeClient } from '../../../gateway/kube/client.ts';
+import { ApiError } from '../../../gateway/kube/errors.ts';
+import type { KubernetesObject, ServiceScope } from '../../../protocol/index.ts';
+import { testNamespace } from '../../support/cluster.ts';
+import { hostileService } from '../../support/hostile-service.ts';
+import {
+  applyFile,
+  createKopfExample,
+  eventually,
+  kubeClient,
+  memoryLogger,
+  runOperator,
+  statusOnceThere,
+  TEST_SECRET,
+} from '../../support/operator.ts';
+
+const CRD = new URL('../../../examples/01-minimal/crd.yaml', import.meta.url);
+const PIN: ServiceScope = { resources: ['kopfexamples.kopf.dev'], children: ['configmaps'] };
+const FOREIGN_FINALIZER = 'example.com/another-controller';
+
+/** What the hostile service's create handler asks, by the name of the object it handles. */
+function attacks(namespace: string, elsewhere: string): Record<string, Record<string, unknown>> {
+  return {
+    'cluster-admin': {
+      apply: [
+        {
+          apiVersion: 'rbac.authorization.k8s.io/v1',
+          kind: 'ClusterRoleBinding',
+          metadata: { name: `hostile-${namespace}` },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+          subjects: [{ kind: 'ServiceAccount', name: 'default', namespace }],
+        },
+      ],
+    },
+    'other-namespace': {
+      apply: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'planted', namespace: elsewhere } }],
+    },
+    'a-secret': {
+      apply: [
+        { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'planted' }, stringData: { token: 'x' } },
+      ],
+    },
+    'stolen-finalizer': { patch: { metadata: { finalizers: null } } },
+    'event-elsewhere': {
+      events: [
+        {
+          type: 'Warning',
+          reason: 'Forged',
+          message: 'about an object of another namespace',
+          about: { apiVersion: 'v1', kind: 'ConfigMap', name: 'victim', namespace: elsewhere },
+        },
+      ],
+    },
+    'a-child': {
+      apply: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'child' }, data: { a: 'b' } }],
+    },
+  };
+}
+
+describe('a hostile function service within its pinned scope', () => {
+  let client: KubeClient;
+  before(async () => {
+    client = await kubeClient();
+    await applyFile(CRD);
+  });
+
+  it('refuses every answer that reaches beyond the scope, and keeps serving the others', async (t) => {
+    const namespace = await testNamespace(t);
+    const elsewhere = await testNamespace(t);
+    const asked = attacks(namespace, elsewhere);
+
+    const inner = operator({ name: 'hostile', secret: TEST_SECRET });
+    inner.on.create('kopfexamples', function create_fn() {
+      return { done: true };
+    });
+    const hostile = hostileService(inner, {
+      answer: ({ request, answer }) => {
+        const name = (request.body as KubernetesObject).metadata.name;
+        const effects = asked[name];
+        if (!effects) return undefined;
+        const outcomes = answer.outcomes as Record<string, Record<string, unknown>>;
+        return { ...answer, outcomes: { create_fn: { ...outcomes.create_fn, ...effects } } };
+      },
+    });
+    // An honest service of another resource's objects, beside it: it sees none of this.
+    const honest = operator({ name: 'honest', secret: TEST_SECRET });
+    honest.on.create('configmaps', { labels: { handled: 'yes' } }, function note() {});
+
+    const logger = memoryLogger();
+    const running = await runOperator([hostile, honest], {
+      namespaces: [namespace],
+      logger,
+      scopes: { hostile: PIN, honest: { resources: ['configmaps'] } },
+    });
+    t.after(() => running.stop());
+
+    const finalizers = { finalizers: [FOREIGN_FINALIZER] };
+    for (const name of Object.keys(asked)) {
+      await createKopfExample(namespace, name, {}, name === 'stolen-finalizer' ? finalizers : {});
+    }
+    t.after(() =>
+      client
+        .patch(`/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/stolen-finalizer`, 'json', [
+          { op: 'remove', path: '/metadata/finalizers' },
+        ])
+        .catch(() => {}),
+    );
+
+    const refusals: Record<string, RegExp> = {
+      'cluster-admin':
+        /ClusterRoleBinding hostile-\S+ is a clusterrolebindings\.rbac\.authorization\.k8s\.io, not one of the kinds its scope lets it apply \(children: configmaps\)/,
+      'other-namespace': new RegExp(
+        `ConfigMap planted is in namespace ${elsewhere}: children go to the object's own, ${namespace}`,
+      ),
+      'a-secret': /Secret planted is a secrets, not one of the kinds its scope lets it apply/,
+      'stolen-finalizer': /its patch may not change metadata\.finalizers \(who holds and owns the object\)/,
+      'event-elsewhere': new RegExp(
+        `an event about ConfigMap ${elsewhere}/victim, which is neither the handled object nor one of its children`,
+      ),
+    };
+    for (const [name, reason] of Object.entries(refusals)) {
+      // What the user sees on the object: the handler failed, for that reason, and will be tried again.
+      const progress = await eventually(`the refusal on ${name}`, async () => {
+        const object = await client.get<KubernetesObject>(
+          `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/${name}`,
+        );
+        const record = (object.status?.causeway as { progress?: Record<string, { message?: string }> })
+          ?.progress;
+        return record?.create_fn?.message ? { object, message: record.create_fn.message } : undefined;
+      });
+      assert.match(progress.message, reason, name);
+      assert.equal(progress.object.status?.create_fn, undefined, `${name}: no result recorded`);
+      assert.match(logger.lines.join(''), reason, `${name}: the log says why`);
+    }
+
+    // Nothing it asked for exists, and the finalizer it tried to take off is still on.
+    const missing = async (path: string) =>
+      client.get(path).then(
+        () => false,
+        (error: unknown) => error instanceof ApiError && error.status === 404,
+      );
+    assert.ok(await missing(`/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/hostile-${namespace}`));
+    assert.ok(await missing(`/api/v1/namespaces/${elsewhere}/configmaps/planted`));
+    assert.ok(await missing(`/api/v1/namespaces/${namespace}/secrets/planted`));
+    const held = await client.get<KubernetesObject>(
+      `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/stolen-finalizer`,
+    );
+    assert.deepEqual(held.metadata.finalizers, [FOREIGN_FINALIZER]);
+    const forged = await client.get<{ items: unknown[] }>(
+      `/api/v1/namespaces/${elsewhere}/events?fieldSelector=reason%3DForged`,
+    );
+    assert.deepEqual(forged.items, []);
+
+    // What is in scope is done, as a child of the handled object.
+    assert.deepEqual(
+      await statusOnceThere(`/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/a-child`, 'create_fn'),
+      { done: true },
+    );
+    const parent = await client.get<KubernetesObject>(
+      `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/a-child`,
+    );
+    const child = await client.get<KubernetesObject>(`/api/v1/namespaces/${namespace}/configmaps/child`);
+    assert.deepEqual((child.metadata as { ownerReferences?: unknown }).ownerReferences, [
+      {
+        apiVersion: 'kopf.dev/v1',
+        kind: 'KopfExample',
+        name: 'a-child',
+        uid: parent.metadata.uid,
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ]);
+
+    // The honest service is served all along.
+    await client.request(`/api/v1/namespaces/${namespace}/configmaps`, {
+      method: 'POST',
+      body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'noted', labels: { handled: 'yes' } } },
+    });
+    await eventually('the honest service’s call', async () =>
+      logger.lines.some((line) => /noted\].*handler note succeeded/.test(line)) ? true : undefined,
+    );
+  });
+});

@@ -20,6 +20,7 @@ export async function globalSetup(): Promise<void> {
   controlPlane = started;
   process.env.KUBECONFIG = controlPlane.kubeconfigPath;
   process.env.CAUSEWAY_TEST_KUBECONFIG = controlPlane.kubeconfigPath;
+  process.env.CAUSEWAY_TEST_WEBHOOK_CLIENT_CA = controlPlane.webhookClientCaPath;
   process.env.CAUSEWAY_TEST_TARBALL = tarball;
 }
 

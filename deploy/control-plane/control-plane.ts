@@ -22,6 +22,11 @@ export interface ControlPlane {
   readonly token: string;
   /** The CA that verifies the apiserver's serving cert. */
   readonly caPem: string;
+  /**
+   * The CA that signed the client certificate the apiserver presents to admission webhooks: what a
+   * webhook server is to trust (`--webhook-client-ca`).
+   */
+  readonly webhookClientCaPath: string;
   /** Temporary directory with the components' logs; removed by stop(). */
   readonly dir: string;
   /** The apiserver's Prometheus metrics, read as admin. */

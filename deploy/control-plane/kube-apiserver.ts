@@ -5,6 +5,7 @@ import { serviceAccountKeyPair, tokenAuthLine } from './credentials.ts';
 import { type ApiTarget, apiRequest } from './https.ts';
 import { type OnSpawn, supervise } from './processes.ts';
 import { untilReady } from './readiness.ts';
+import { webhookClientCertificate } from './webhook-clients.ts';
 
 export interface KubeApiserverOptions {
   dir: string;
@@ -18,7 +19,7 @@ export interface KubeApiserverOptions {
 export async function startKubeApiserver(
   binary: string,
   { dir, etcdUrl, port, token, auditLogPath, onSpawn }: KubeApiserverOptions,
-): Promise<ApiTarget> {
+): Promise<ApiTarget & { webhookClientCaPath: string }> {
   const certDir = join(dir, 'certs');
   await mkdir(certDir);
   const tokensPath = join(dir, 'tokens.csv');
@@ -28,6 +29,7 @@ export async function startKubeApiserver(
   const privateKeyPath = join(dir, 'service-account.key');
   await writeFile(publicKeyPath, keys.publicPem);
   await writeFile(privateKeyPath, keys.privatePem, { mode: 0o600 });
+  const webhookClients = await webhookClientCertificate(dir);
 
   const apiserver = await supervise(
     'kube-apiserver',
@@ -49,6 +51,7 @@ export async function startKubeApiserver(
       '--endpoint-reconciler-type=none',
       '--disable-admission-plugins=ServiceAccount',
       '--service-cluster-ip-range=10.0.0.0/24',
+      webhookClients.flag,
       ...(auditLogPath ? await auditFlags(dir, auditLogPath) : []),
     ],
     { logPath: join(dir, 'kube-apiserver.log') },
@@ -74,7 +77,7 @@ export async function startKubeApiserver(
     },
     () => last,
   );
-  return api;
+  return { ...api, webhookClientCaPath: webhookClients.caPath };
 }
 
 /**

@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import type { TestContext } from 'node:test';
 import { type ApiTarget, apiRequest } from '../../deploy/control-plane/https.ts';
 import { readKubeconfig } from '../../deploy/control-plane/kubeconfig.ts';
@@ -20,6 +21,17 @@ export function testCluster(): Promise<TestCluster> {
     return { kubeconfigPath, ...(await readKubeconfig(kubeconfigPath)) };
   })();
   return cluster;
+}
+
+/** The CA that signed the client certificate the test apiserver presents to admission webhooks (PEM). */
+export async function webhookClientCa(): Promise<string> {
+  const path = process.env.CAUSEWAY_TEST_WEBHOOK_CLIENT_CA;
+  if (!path) {
+    throw new Error(
+      'CAUSEWAY_TEST_WEBHOOK_CLIENT_CA is not set: run node --test with --test-global-setup=test/setup.ts',
+    );
+  }
+  return readFile(path, 'utf8');
 }
 
 /** A fresh namespace, deleted after `t` (without waiting for it to terminate). */

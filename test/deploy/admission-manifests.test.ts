@@ -55,6 +55,14 @@ const CERTIFICATES = 'causeway-gateway-webhooks-tls';
 /** The Secret (private) and the ConfigMap (public) of the gateway's signing keys. */
 const KEYS = 'causeway-signing-keys';
 
+interface NetworkPolicy extends Manifest {
+  spec: {
+    podSelector: { matchLabels: Record<string, string> };
+    policyTypes: string[];
+    ingress: Array<{ ports: Array<{ port: string | number; protocol: string }> }>;
+  };
+}
+
 /**
  * The webhook configurations are named by the gateway's annotation prefix, cluster-wide: each test
  * gives its gateway a prefix of its own, and the ClusterRole's resourceNames follow it.
@@ -82,6 +90,7 @@ describe('deploy/examples/17-admission', () => {
         'ClusterRoleBinding/causeway-gateway-admission',
         `Deployment/${FUNCTIONS}`,
         `Deployment/${GATEWAY}`,
+        `NetworkPolicy/${WEBHOOKS}`,
         `Role/${GATEWAY}`,
         `RoleBinding/${GATEWAY}`,
         `Service/${WEBHOOKS}`,
@@ -103,6 +112,16 @@ describe('deploy/examples/17-admission', () => {
     for (const [label, value] of Object.entries(service.spec.selector)) {
       assert.equal(gateway.spec.template.metadata.labels[label], value, `pod label ${label}`);
     }
+    // The gateway pod admits connections to its webhook port only (the kubelet's probes come from its node).
+    const policy = find<NetworkPolicy>(objects, 'NetworkPolicy', WEBHOOKS);
+    for (const [label, value] of Object.entries(policy.spec.podSelector.matchLabels)) {
+      assert.equal(gateway.spec.template.metadata.labels[label], value, `pod label ${label}`);
+    }
+    assert.deepEqual(policy.spec.policyTypes, ['Ingress']);
+    assert.deepEqual(
+      policy.spec.ingress.map((rule) => rule.ports),
+      [[{ port: port?.targetPort, protocol: 'TCP' }]],
+    );
     const functions = find<Deployment>(objects, 'Deployment', FUNCTIONS);
     const functionsArgs = onlyContainer(functions).args ?? [];
     assert.equal(functionsArgs[1], 'examples/17-admission/operator.ts');

@@ -255,6 +255,20 @@ describe('what a response may hold', () => {
     );
     assert.equal(parsed.logs[0]?.message, `${'x'.repeat(4096)}… (10 more characters not logged)`);
   });
+
+  it('keeps of a log line what is logged, and refuses a handler that is not a string', () => {
+    const line = { level: 'info', message: 'm', handler: 'h', extra: 'x'.repeat(10_000) };
+    const parsed = parseInvocationResponse(response({ a: { status: 'success' } }, [line]), ['a']);
+    assert.deepEqual(parsed.logs, [{ level: 'info', message: 'm', handler: 'h' }]);
+    assert.throws(
+      () =>
+        parseInvocationResponse(
+          response({ a: { status: 'success' } }, [{ level: 'info', message: 'm', handler: { h: 1 } }]),
+          ['a'],
+        ),
+      /^ProtocolError: response\.logs has a malformed line/,
+    );
+  });
 });
 
 /** JSON merge patch as RFC 7386 writes it in pseudo-code (a Map, so that no key is special). */

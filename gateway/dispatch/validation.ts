@@ -242,10 +242,21 @@ function invocationResponse(
       );
     }
     for (const line of value.logs) {
-      if (!isObject(line) || typeof line.message !== 'string' || !LOG_LEVELS.has(line.level as LogLevel)) {
+      if (
+        !isObject(line) ||
+        typeof line.message !== 'string' ||
+        !LOG_LEVELS.has(line.level as LogLevel) ||
+        !(line.handler === undefined || typeof line.handler === 'string')
+      ) {
         throw new ProtocolError(`response.logs has a malformed line: ${JSON.stringify(line).slice(0, 200)}`);
       }
-      logs.push({ ...(line as unknown as LogLine), message: cutLogMessage(line.message) });
+      // What is logged, and no more: its level, its message, and the handler that wrote it.
+      const { level, message, handler } = line as unknown as LogLine;
+      logs.push({
+        level,
+        message: cutLogMessage(message),
+        ...(handler === undefined ? {} : { handler: cutLogMessage(handler) }),
+      });
     }
   }
   if (value.memo !== undefined && !isObject(value.memo))
@@ -253,7 +264,7 @@ function invocationResponse(
   return { protocol: PROTOCOL, outcomes, logs, ...(isObject(value.memo) ? { memo: value.memo } : {}) };
 }
 
-/** A service's log message as the gateway logs it: cut at REPLY_LIMITS.logMessageChars, saying so. */
+/** A service's log message (or handler) as the gateway logs it: cut at REPLY_LIMITS.logMessageChars, saying so. */
 function cutLogMessage(message: string): string {
   const limit = REPLY_LIMITS.logMessageChars;
   return message.length <= limit

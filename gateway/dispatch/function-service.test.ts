@@ -9,6 +9,7 @@ import { FunctionService } from './function-service.ts';
 import { invocationRequest } from './invocation.ts';
 import { hmacSigner } from './signer.ts';
 import { inProcessTransport } from './transport.ts';
+import { ProtocolError } from './validation.ts';
 
 const SECRET = new TextEncoder().encode('a secret of at least thirty-two bytes, for the test');
 const resource = KOPF_EXAMPLES;
@@ -80,6 +81,26 @@ describe('a function service in the same process', () => {
     await assert.rejects(
       service.invoke(invocationRequest('create', resource, object, [due('missing')], 5000)),
       /no handler "missing" here/,
+    );
+  });
+});
+
+describe('a reply holding a key that reaches a prototype', () => {
+  it('is refused from a service in this process too, asked directly', async () => {
+    const op = operator({ name: 'direct', secret: SECRET });
+    op.on.create('kopfexamples', function create_fn({ patch }) {
+      Object.assign(patch, JSON.parse('{"spec":{"__proto__":{"polluted":true}}}'));
+    });
+    const service = await FunctionService.connect({
+      transport: inProcessTransport(op),
+      name: undefined,
+      sign: hmacSigner(SECRET),
+    });
+    await assert.rejects(
+      service.invoke(invocationRequest('create', resource, object, [due('create_fn')], 5000)),
+      new ProtocolError(
+        `response.outcomes.create_fn.patch.spec.__proto__: a reply may not hold the key "__proto__", which reaches an object's prototype`,
+      ),
     );
   });
 });

@@ -161,6 +161,32 @@ describe('keys that reach a prototype', () => {
     assert.equal(({} as Record<string, unknown>).polluted, undefined);
   });
 
+  it('refuse a handler or activity whose id is one, as the id keys its result and progress', () => {
+    assert.throws(
+      () =>
+        parseManifest({
+          protocol: PROTOCOL,
+          name: 's',
+          handlers: [{ id: '__proto__', kind: 'create', resource: { name: 'pods' } }],
+        }),
+      new ProtocolError(
+        `manifest.handlers[0].id "__proto__" may not be a key that reaches an object's prototype`,
+      ),
+    );
+    assert.throws(
+      () =>
+        parseManifest({
+          protocol: PROTOCOL,
+          name: 's',
+          handlers: [],
+          activities: [{ id: 'constructor', kind: 'startup' }],
+        }),
+      new ProtocolError(
+        `manifest.activities[0].id "constructor" may not be a key that reaches an object's prototype`,
+      ),
+    );
+  });
+
   it('refuse a reply nested deeper than the merges go', () => {
     const deep = `${'{"a":'.repeat(REPLY_LIMITS.depth)}1${'}'.repeat(REPLY_LIMITS.depth)}`;
     const reply = `{"protocol":"${PROTOCOL}","outcomes":{"h":{"status":"success","result":${deep}}}}`;

@@ -135,6 +135,7 @@ export function parseManifest(value: unknown): { manifest: Manifest; unknownKind
     if (!isObject(handler)) throw new ProtocolError(`${where} is not an object`);
     if (typeof handler.id !== 'string' || !handler.id) throw new ProtocolError(`${where}.id is missing`);
     if (ids.has(handler.id)) throw new ProtocolError(`${where}.id "${handler.id}" is declared twice`);
+    checkId(handler.id, where);
     ids.add(handler.id);
     checkResource(handler.resource, `${where}.resource`);
     if (!isHandlerKind(handler.kind)) {
@@ -158,6 +159,13 @@ export function parseManifest(value: unknown): { manifest: Manifest; unknownKind
     },
     unknownKinds,
   };
+}
+
+/** An id is a key of the object's status and progress: one that reaches a prototype is refused. */
+function checkId(id: string, where: string): void {
+  if (PROTOTYPE_KEYS.has(id)) {
+    throw new ProtocolError(`${where}.id "${id}" may not be a key that reaches an object's prototype`);
+  }
 }
 
 /** A handler's resources: by name (`*` for every one) or by category, exactly one of them. */
@@ -192,6 +200,7 @@ function parseActivities(value: unknown, unknownKinds: string[]): ActivitySpec[]
     if (!isObject(activity)) throw new ProtocolError(`${where} is not an object`);
     if (typeof activity.id !== 'string' || !activity.id) throw new ProtocolError(`${where}.id is missing`);
     if (ids.has(activity.id)) throw new ProtocolError(`${where}.id "${activity.id}" is declared twice`);
+    checkId(activity.id, where);
     ids.add(activity.id);
     if (activity.options !== undefined && !isObject(activity.options)) {
       throw new ProtocolError(`${where}.options is not an object`);

@@ -10,9 +10,15 @@ import { dirname, join, resolve } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { encodeSecret, type KubernetesObject, PATHS } from '../../protocol/index.ts';
 import type { Reach } from '../../webhooks/reach.ts';
-import { type DevSession, devSessionLease, devSessionLeaseName } from '../engines/dev-sessions.ts';
+import {
+  type DevSession,
+  devSessionLease,
+  devSessionLeaseName,
+  devSessionRefusal,
+} from '../engines/dev-sessions.ts';
 import {
   DEV_SESSION_RENEWED,
+  devSessionsAllowedBy,
   functionServicesPath,
   serviceNameOf,
 } from '../engines/function-service-objects.ts';
@@ -157,6 +163,8 @@ async function asSession(service: DevService, name: string, session: SessionOpti
       durationSeconds: session.durationSeconds,
     });
     let revision = String(Date.now());
+    const refusal = holder.refusal?.(describe(revision));
+    if (refusal) logger.warning(`dev: the gateway will ignore this session: ${refusal}`);
     await holder.renew(describe(revision));
     logger.info(
       `dev: the calls of "${name}" come to ${url} from the gateway watching ${session.namespace} ` +
@@ -189,6 +197,8 @@ async function asSession(service: DevService, name: string, session: SessionOpti
 /** Where a session is held: the field of the service's FunctionService in the namespace, or else a Lease there. */
 interface SessionHolder {
   where: string;
+  /** Why the gateway will not follow the session, where the holder says what its service allows. */
+  refusal?(session: DevSession): string | undefined;
   renew(session: DevSession): Promise<unknown>;
   end(): Promise<unknown>;
 }
@@ -212,6 +222,7 @@ async function sessionHolder(
       });
     return {
       where: `FunctionService ${session.namespace}/${object.metadata.name}`,
+      refusal: (devSession) => devSessionRefusal(devSession, devSessionsAllowedBy(object)),
       renew: ({ service: _, ...devSession }) => write(devSession, new Date().toISOString()),
       end: () => write(null, null),
     };

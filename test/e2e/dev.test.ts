@@ -234,15 +234,12 @@ describe('causeway dev', () => {
         apiVersion: `${FUNCTION_SERVICE.group}/${FUNCTION_SERVICE.version}`,
         kind: 'FunctionService',
         metadata: { name: 'dev-e2e' },
-        spec: {
-          url: `http://127.0.0.1:${port}`,
-          devSessions: { allowed: true, urls: ['http://127.0.0.1:*'], maxSeconds: 60 },
-        },
+        spec: { url: `http://127.0.0.1:${port}` },
       },
     });
     // No --dev-sessions: a FunctionService's field is followed wherever the gateway serves them (as its
     // spec.devSessions allows); its url is on this host, which a gateway refuses unless told otherwise.
-    start([
+    const gateway = start([
       'gateway',
       '--function-services',
       namespace,
@@ -271,6 +268,19 @@ describe('causeway dev', () => {
 
     const laptop = moduleIn(mkdtempSync(join(tmpdir(), 'causeway-laptop-')), operatorSource('laptop'));
     const session = ['dev', laptop, '--dev-sessions', namespace, '--signing-keys', keys];
+    // Not allowed by the object yet: the laptop is told so, and the gateway ignores it.
+    const refused = start([...session, '--session-seconds', '3', '--dev-reach', 'local']);
+    await refused.waitFor(/dev: the gateway will ignore this session: "dev-e2e" does not allow dev sessions/);
+    await gateway.waitFor(
+      new RegExp(`the dev session of FunctionService ${namespace}/dev-e2e for "dev-e2e" is ignored`),
+    );
+    await createKopfExample(namespace, 'refused');
+    assert.equal(await handledBy(namespace, 'refused'), 'deployed');
+    assert.equal(await refused.stop('SIGINT'), 0);
+    await client.patch(object, 'merge', {
+      spec: { devSessions: { allowed: true, urls: ['http://127.0.0.1:*'], maxSeconds: 60 } },
+    });
+
     const dev = start([...session, '--session-seconds', '3', '--dev-reach', 'local']);
     await dev.waitFor(new RegExp(`\\(FunctionService ${namespace}/dev-e2e\\)`));
     const away = await statusWhen('the session in the status', (status) => isObject(status.devSession));
@@ -295,6 +305,6 @@ describe('causeway dev', () => {
     await createKopfExample(namespace, 'vanished');
     assert.equal(await handledBy(namespace, 'vanished'), 'deployed');
 
-    assert.deepEqual(calls(), ['after', 'before', 'during', 'vanished']);
+    assert.deepEqual(calls(), ['after', 'before', 'during', 'refused', 'vanished']);
   });
 });

@@ -189,4 +189,57 @@ describe('a hostile function service within its pinned scope', () => {
       logger.lines.some((line) => /noted\].*handler note succeeded/.test(line)) ? true : undefined,
     );
   });
+
+  it('does not serve a service whose manifest reaches beyond its pin, saying which handler and resource', async (t) => {
+    const namespace = await testNamespace(t);
+    const greedy = (declare?: ServiceScope) => {
+      const op = operator({ name: 'greedy', secret: TEST_SECRET, ...(declare ? { scope: declare } : {}) });
+      op.on.create('kopfexamples', function create_fn() {});
+      return op;
+    };
+    const refusedWith = async (service: ReturnType<typeof greedy>, reason: RegExp) => {
+      const logger = memoryLogger();
+      await assert.rejects(
+        runOperator(service, { namespaces: [namespace], logger, scopes: { greedy: PIN } }),
+        reason,
+      );
+    };
+
+    // Whole objects of Secrets sent to a service that only asked for them.
+    const secrets = greedy();
+    secrets.on.event('secrets', function steal() {});
+    await refusedWith(
+      secrets,
+      /handler "steal" of "greedy" names secrets, outside the scope pinned for it \(resources: kopfexamples\.kopf\.dev\): the service is not served/,
+    );
+    // A webhook on objects its pin lets it watch, but not review.
+    const reviewing = greedy();
+    reviewing.on.mutate('kopfexamples', function sneak() {});
+    await refusedWith(
+      reviewing,
+      /handler "sneak" of "greedy" names kopfexamples\.kopf\.dev, outside the scope pinned for it \(admission: none\)/,
+    );
+    // A declared scope wider than the pin, though no handler uses it yet.
+    await refusedWith(
+      greedy({
+        resources: ['kopfexamples.kopf.dev', 'secrets'],
+        children: ['clusterrolebindings.rbac.authorization.k8s.io'],
+      }),
+      /"greedy" declares a scope beyond the one pinned for it: resources: secrets; children: clusterrolebindings\.rbac\.authorization\.k8s\.io/,
+    );
+  });
+
+  it('serves a handler for every resource (*) on those of its scope only', async (t) => {
+    const namespace = await testNamespace(t);
+    const op = operator({ name: 'everything', secret: TEST_SECRET });
+    op.on.event('*', function watch_all() {});
+    const logger = memoryLogger();
+    const running = await runOperator(op, { namespaces: [namespace], logger, scopes: { everything: PIN } });
+    t.after(() => running.stop());
+    const served = logger.lines.filter((line) =>
+      /handler "watch_all" of "everything" \(\*\) is served on/.test(line),
+    );
+    assert.equal(served.length, 1, logger.lines.join(''));
+    assert.match(served[0] as string, /is served on kopfexamples\.kopf\.dev\/v1\n$/);
+  });
 });

@@ -17,7 +17,8 @@ export interface KindRule {
    * first cycles the gateway runs for it (Kopf mixes resume handlers into their create/update cycles).
    */
   reasonsAtStart?: readonly Reason[];
-  filters: readonly (keyof HandlerFilters)[];
+  /** What a handler of the kind may declare (not `namespaces`: the gateway's, from the service's scope). */
+  filters: readonly Exclude<keyof HandlerFilters, 'namespaces'>[];
   options: readonly (keyof HandlerOptions)[];
   /** Takes the field as an argument of its own before the options, as Kopf's `on.field`. */
   argument?: 'field';

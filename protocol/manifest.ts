@@ -51,6 +51,11 @@ export interface HandlerFilters {
   new?: ValueMatch;
   /** The service also decides in code (a `when` callback) and may answer `skipped`. */
   when?: boolean;
+  /**
+   * The namespaces the object must be in (names, globs, negations): set by the gateway from the
+   * service's scope, whatever the service declared.
+   */
+  namespaces?: string[];
 }
 
 export interface HandlerOptions {

@@ -20,7 +20,7 @@ import {
 } from '../../protocol/index.ts';
 import { equal, isObject, jsonCopy } from '../../protocol/json.ts';
 import type { CircuitBreaker } from './breaker.ts';
-import { type AnswerGuard, beyondPin, confineOutcomes, ScopeError } from './scope.ts';
+import { type AnswerGuard, beyondPin, confineOutcomes, narrowedToScope, ScopeError } from './scope.ts';
 import type { Signer } from './signer.ts';
 import {
   aborted,
@@ -140,9 +140,9 @@ export class FunctionService {
     this.#sign = sign;
     this.#options = options;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    this.manifest = parsed.manifest;
-    this.unknownKinds = parsed.unknownKinds;
     this.scope = options.scope === 'declared' ? parsed.manifest.scope : options.scope;
+    this.manifest = { ...parsed.manifest, handlers: narrowedToScope(parsed.manifest.handlers, this.scope) };
+    this.unknownKinds = parsed.unknownKinds;
   }
 
   get name(): string {
@@ -216,7 +216,10 @@ export class FunctionService {
     const response = parseInvocationResponse(answer, ids, admission);
     const { guard } = this.#options;
     return guard
-      ? { ...response, outcomes: await confineOutcomes(response.outcomes, this.scope, guard, invocation.body) }
+      ? {
+          ...response,
+          outcomes: await confineOutcomes(response.outcomes, this.scope, guard, invocation.body),
+        }
       : response;
   }
 

@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { KubernetesObject, Outcome, ServiceScope } from '../../protocol/index.ts';
+import type {
+  HandlerFilters,
+  HandlerSpec,
+  KubernetesObject,
+  Outcome,
+  ServiceScope,
+} from '../../protocol/index.ts';
 import { DEFAULT_IDENTITY } from '../identity.ts';
 import type { DiscoveredResource } from '../kube/discovery.ts';
 import {
@@ -8,6 +14,7 @@ import {
   beyondPin,
   confineOutcomes,
   covers,
+  narrowedToScope,
   parseScope,
   ScopeError,
   seesNamespace,
@@ -214,5 +221,30 @@ describe('confineOutcomes', () => {
     assert.ok(
       (await confine({ status: 'success', events: [event({ kind: 'Secret', name: 's' })] }, null)).handler,
     );
+  });
+});
+
+describe('narrowedToScope', () => {
+  const handler = (filters?: HandlerFilters): HandlerSpec => ({
+    id: 'h',
+    kind: 'create',
+    resource: { name: 'kopfexamples' },
+    ...(filters ? { filters } : {}),
+  });
+
+  it('gives each handler the pin’s namespaces, whatever the service declared', () => {
+    const pin = { resources: ['*'], namespaces: ['team-*'] };
+    assert.deepEqual(narrowedToScope([handler(), handler({ labels: { a: 'b' }, namespaces: ['*'] })], pin), [
+      handler({ namespaces: ['team-*'] }),
+      handler({ labels: { a: 'b' }, namespaces: ['team-*'] }),
+    ]);
+  });
+
+  it('leaves a service without a namespace narrowing no namespaces of its own', () => {
+    assert.deepEqual(narrowedToScope([handler({ namespaces: ['x'] }), handler()], { resources: ['*'] }), [
+      handler({}),
+      handler(),
+    ]);
+    assert.deepEqual(narrowedToScope([handler({ namespaces: ['x'] })], undefined), [handler({})]);
   });
 });

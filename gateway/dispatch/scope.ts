@@ -7,6 +7,7 @@
  * dangerous as its pin, not as the gateway's own rights.
  */
 import type {
+  HandlerSpec,
   KubernetesEvent,
   KubernetesObject,
   ObjectReference,
@@ -270,4 +271,19 @@ async function checkAbout(
         'which is neither the handled object nor one of its children',
     );
   }
+}
+
+/**
+ * The handlers with the namespaces they may see set from the scope: the pin's narrowing, or none. A
+ * service does not choose its own (the gateway's filters check them, with no call to correct them).
+ */
+export function narrowedToScope(
+  handlers: readonly HandlerSpec[],
+  scope: ServiceScope | undefined,
+): HandlerSpec[] {
+  return handlers.map((handler) => {
+    const { namespaces: _declared, ...filters } = handler.filters ?? {};
+    const narrowed = scope?.namespaces ? { ...filters, namespaces: scope.namespaces } : filters;
+    return Object.keys(narrowed).length > 0 || handler.filters ? { ...handler, filters: narrowed } : handler;
+  });
 }

@@ -22,6 +22,14 @@ describe('handler filters', () => {
     assert.equal(objectMatches(object, { annotations: { owner: { absent: true } } }), false);
   });
 
+  it("match the namespaces of a service's scope: names, globs, negations; any for a cluster-scoped object", () => {
+    const inTeam = { ...object, metadata: { ...object.metadata, namespace: 'team-a' } };
+    assert.equal(objectMatches(inTeam, { namespaces: ['team-*'] }), true);
+    assert.equal(objectMatches(inTeam, { namespaces: ['team-*', '!team-a'] }), false);
+    assert.equal(objectMatches(inTeam, { namespaces: ['default'] }), false);
+    assert.equal(objectMatches(object, { namespaces: ['default'] }), true, 'cluster-scoped');
+  });
+
   it('match a field by value, presence and absence', () => {
     assert.equal(objectMatches(object, { field: 'spec.replicas', value: { equals: 3 } }), true);
     assert.equal(objectMatches(object, { field: 'spec.replicas', value: { equals: 4 } }), false);

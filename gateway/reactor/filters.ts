@@ -5,6 +5,7 @@
  */
 import type { HandlerFilters, KubernetesObject, MetaMatch, ValueMatch } from '../../protocol/index.ts';
 import { equal, valueAt } from '../../protocol/json.ts';
+import { type NamespaceSelection, selectNamespaces } from '../watching/namespaces.ts';
 
 function metaMatches(
   values: Record<string, string> | undefined,
@@ -30,6 +31,19 @@ function valueMatches(value: unknown, match: ValueMatch | undefined): boolean {
   return value === undefined;
 }
 
+const selections = new WeakMap<readonly string[], NamespaceSelection>();
+
+/** A cluster-scoped object is in no namespace to narrow by. */
+function inNamespaces(namespace: string | undefined, patterns: readonly string[] | undefined): boolean {
+  if (!patterns || namespace === undefined) return true;
+  let selection = selections.get(patterns);
+  if (!selection) {
+    selection = selectNamespaces(patterns);
+    selections.set(patterns, selection);
+  }
+  return selection.matches(namespace);
+}
+
 /**
  * Everything but old/new: what a handler asks of the object as it is now. For an update, given the
  * object's essence `before` it, a field's `value` matches the old value or the new one, as in Kopf:
@@ -43,6 +57,7 @@ export function objectMatches(
   if (!filters) return true;
   const { field, value } = filters;
   return (
+    inNamespaces(object.metadata.namespace, filters.namespaces) &&
     metaMatches(object.metadata.labels, filters.labels) &&
     metaMatches(object.metadata.annotations, filters.annotations) &&
     (field === undefined ||

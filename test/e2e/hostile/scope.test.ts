@@ -242,4 +242,31 @@ describe('a hostile function service within its pinned scope', () => {
     assert.equal(served.length, 1, logger.lines.join(''));
     assert.match(served[0] as string, /is served on kopfexamples\.kopf\.dev\/v1\n$/);
   });
+
+  it('narrows the namespaces a service sees to those of its pin', async (t) => {
+    const inside = await testNamespace(t);
+    const outside = await testNamespace(t);
+    const narrow = operator({ name: 'narrow', secret: TEST_SECRET });
+    narrow.on.create('kopfexamples', function narrow_fn() {
+      return 'seen';
+    });
+    const wide = operator({ name: 'wide', secret: TEST_SECRET });
+    wide.on.create('kopfexamples', function wide_fn() {
+      return 'seen';
+    });
+    const running = await runOperator([narrow, wide], {
+      namespaces: [inside, outside],
+      scopes: { narrow: { ...PIN, namespaces: [inside] }, wide: PIN },
+    });
+    t.after(() => running.stop());
+
+    const there = await createKopfExample(inside, 'there');
+    const away = await createKopfExample(outside, 'away');
+    assert.equal(await statusOnceThere(there, 'narrow_fn'), 'seen');
+    assert.equal(await statusOnceThere(there, 'wide_fn'), 'seen');
+    // The services' handlers of one object are called in one cycle: once the wide one's result is
+    // there, the narrow one was not due.
+    assert.equal(await statusOnceThere(away, 'wide_fn'), 'seen');
+    assert.equal((await client.get<KubernetesObject>(away)).status?.narrow_fn, undefined);
+  });
 });

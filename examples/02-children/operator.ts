@@ -5,7 +5,10 @@
  */
 import { adopt, operator } from 'causeway/functions';
 
-const op = operator({ name: 'children' });
+const op = operator({
+  name: 'children',
+  scope: { resources: ['kopfexamples.kopf.dev'], children: ['pods'] },
+});
 
 op.on.create('kopfexamples', async function create_fn({ body, spec, name, apply, logger }) {
   const pod = {

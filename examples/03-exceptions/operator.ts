@@ -5,7 +5,7 @@
  */
 import { operator, PermanentError, TemporaryError } from 'causeway/functions';
 
-const op = operator({ name: 'exceptions' });
+const op = operator({ name: 'exceptions', scope: { resources: ['kopfexamples.kopf.dev'] } });
 
 // Not ready on the first two attempts: each asks to be called again a second later.
 op.on.create('kopfexamples', async function flaky_fn({ retry, runtime, logger }) {

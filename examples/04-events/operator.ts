@@ -5,7 +5,7 @@
  */
 import { operator } from 'causeway/functions';
 
-const op = operator({ name: 'events' });
+const op = operator({ name: 'events', scope: { resources: ['kopfexamples.kopf.dev'] } });
 
 interface Spec {
   duration?: string;

@@ -4,7 +4,7 @@
  */
 import { operator } from 'causeway/functions';
 
-const op = operator({ name: 'handlers' });
+const op = operator({ name: 'handlers', scope: { resources: ['kopfexamples.kopf.dev'] } });
 
 // The object is seen for the first time: `new` is its essence (spec, labels, annotations), no `old`.
 op.on.create('kopfexamples', async function create_fn({ name, spec, logger }) {

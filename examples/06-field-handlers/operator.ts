@@ -5,7 +5,7 @@
  */
 import { ABSENT, operator, PRESENT } from 'causeway/functions';
 
-const op = operator({ name: 'field-handlers' });
+const op = operator({ name: 'field-handlers', scope: { resources: ['kopfexamples.kopf.dev'] } });
 
 // Every change, for contrast: old/new/diff are about the whole essence.
 op.on.update('kopfexamples', async function update_fn({ diff }) {

@@ -5,7 +5,7 @@
  */
 import { operator, TemporaryError } from 'causeway/functions';
 
-const op = operator({ name: 'subhandlers' });
+const op = operator({ name: 'subhandlers', scope: { resources: ['kopfexamples.kopf.dev'] } });
 
 op.on.create('kopfexamples', async function create_fn({ spec, execute, logger }) {
   const items = Array.isArray(spec.items) ? spec.items.map(String) : [];

@@ -6,7 +6,7 @@
  */
 import { operator } from 'causeway/functions';
 
-const op = operator({ name: 'builtins' });
+const op = operator({ name: 'builtins', scope: { resources: ['configmaps', 'pods'] } });
 
 const SUMMARY = 'example.causeway.dev/summary';
 

@@ -6,7 +6,7 @@
  */
 import { ABSENT, operator, PRESENT } from 'causeway/functions';
 
-const op = operator({ name: 'filtering-handlers' });
+const op = operator({ name: 'filtering-handlers', scope: { resources: ['kopfexamples.kopf.dev'] } });
 
 op.on.create('kopfexamples', { labels: { somelabel: 'somevalue' } }, async function label_exact() {
   return { matched: 'somelabel=somevalue' };

@@ -8,7 +8,7 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { operator, TemporaryError } from 'causeway/functions';
 
-const op = operator({ name: 'hooks' });
+const op = operator({ name: 'hooks', scope: { resources: ['pods'] } });
 
 /** A pod's task: how often it has served so far, and how to stop it. */
 interface Task {

@@ -11,7 +11,7 @@
  */
 import { operator, TemporaryError } from 'causeway/functions';
 
-const op = operator({ name: 'daemons' });
+const op = operator({ name: 'daemons', scope: { resources: ['kopfexamples.kopf.dev'] } });
 
 /** Seconds between pings. */
 const PING_S = 1;

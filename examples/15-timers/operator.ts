@@ -6,7 +6,7 @@
  */
 import { operator } from 'causeway/functions';
 
-const op = operator({ name: 'timers' });
+const op = operator({ name: 'timers', scope: { resources: ['kopfexamples.kopf.dev'] } });
 
 // A plain function: it answers before its call returns. (Kopf runs such a timer in a thread; here
 // there is no thread, so it must not block: a slow one would hold up the whole function service.)

@@ -7,7 +7,7 @@
  */
 import { type Index, operator } from 'causeway/functions';
 
-const op = operator({ name: 'indexing' });
+const op = operator({ name: 'indexing', scope: { resources: ['pods', 'kopfexamples.kopf.dev'] } });
 
 // Kopf keys this index by a (namespace, name) tuple; object keys are strings, so they are joined.
 op.index('pods', function is_running({ namespace, name, status }) {

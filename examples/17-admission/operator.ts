@@ -4,7 +4,7 @@
  */
 import { AdmissionError, operator } from 'causeway/functions';
 
-const op = operator({ name: 'admission' });
+const op = operator({ name: 'admission', scope: { resources: [], admission: ['kopfexamples.kopf.dev'] } });
 
 op.on.validate('kopfexamples', function authhook({ userInfo, warnings }) {
   warnings.push(`Accessing as user: ${userInfo?.username ?? '(unidentified)'}`);

@@ -16,7 +16,9 @@ interface ExampleStatus {
   create_fn?: Greeting;
 }
 
-const op = operator({ name: 'my-operator' });
+// Its scope: what it needs the gateway to reach for it (here, Examples only). The deployed gateway
+// pins what it grants in deploy/ and refuses a service that asks for more.
+const op = operator({ name: 'my-operator', scope: { resources: ['examples.my-operator.example.com'] } });
 
 // The function's name is the handler's id: its result is stored in status.create_fn.
 op.on.create<ExampleSpec, ExampleStatus>(

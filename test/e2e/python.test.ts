@@ -41,7 +41,8 @@ describe('a function service in Python', () => {
     await applyFile(CRD);
     const namespace = await testNamespace(t);
     const gateway = await startGateway({
-      functions: [{ name: 'py-greeter', url, secret }], // a secret shared with this service alone
+      // A secret shared with this service alone, and what it may reach: KopfExamples.
+      functions: [{ name: 'py-greeter', url, secret, scope: { resources: ['kopfexamples.kopf.dev'] } }],
       kubeconfig: await kubeConfig(),
       namespaces: [namespace],
       logger: memoryLogger(),

@@ -329,8 +329,13 @@ export class FunctionServiceObjects implements Component {
       const failures = previous && previous.endpoint === endpoint ? previous.failures : 0;
       known = { object, serviceName, endpoint, failures, away: previous?.away };
       this.#known.set(name, known);
-      if (previous?.served && previous.serviceName !== serviceName) await this.#handOver(previous);
+      if (previous && previous.serviceName !== serviceName) await this.#handOver(previous);
       await this.#claim(known);
+      if (previous?.served && previous.serviceName === serviceName && known.refusal) {
+        // Refused as it is now: what was served of it before is not served either.
+        this.#options.routes.release(holderOf(this.#options.namespace, name));
+        await this.#options.services.remove(serviceName);
+      }
     }
     if (isObject(devSession) && known.served) {
       this.#options.routes.hold(
@@ -372,15 +377,14 @@ export class FunctionServiceObjects implements Component {
     await this.#serve(known);
   }
 
-  /** Its service is served for the next FunctionService naming it, if any is left. */
+  /** `previous` no longer names its service: the next FunctionService naming it, if any, is served. */
   async #handOver(previous: Known): Promise<void> {
-    this.#options.routes.release(holderOf(this.#options.namespace, previous.object.metadata.name));
-    await this.#options.services.remove(previous.serviceName);
-    const next = this.#holderOf(previous.serviceName);
-    if (next && next !== previous) {
-      next.refusal = undefined;
-      await this.#observe(next.object, true);
+    if (previous.served) {
+      this.#options.routes.release(holderOf(this.#options.namespace, previous.object.metadata.name));
+      await this.#options.services.remove(previous.serviceName);
     }
+    const next = this.#holderOf(previous.serviceName);
+    if (next && !next.served) await this.#observe(next.object, true);
   }
 
   async #serve(known: Known): Promise<void> {
@@ -428,11 +432,12 @@ export class FunctionServiceObjects implements Component {
     if (!known) return;
     clearTimeout(known.retry);
     this.#known.delete(object.metadata.name);
-    if (!known.served) return;
+    if (known.served) {
+      this.#options.logger.info(
+        `function service "${known.serviceName}" is no longer served: its FunctionService is gone`,
+      );
+    }
     await this.#handOver(known);
-    this.#options.logger.info(
-      `function service "${known.serviceName}" is no longer served: its FunctionService is gone`,
-    );
   }
 
   /** Its status written anew, and an Event when a dev session took its calls away or gave them back. */

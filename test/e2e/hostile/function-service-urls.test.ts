@@ -76,14 +76,14 @@ async function environment(t: TestContext, settings: SettingsPatch = {}) {
   });
   t.after(() => gateway.stop());
   const collection = functionServicesPath(namespace);
-  const create = (name: string, url: string) =>
+  const create = (name: string, url: string, serviceName?: string) =>
     client.request(collection, {
       method: 'POST',
       body: {
         apiVersion: `${FUNCTION_SERVICE.group}/${FUNCTION_SERVICE.version}`,
         kind: 'FunctionService',
         metadata: { name },
-        spec: { url },
+        spec: { url, ...(serviceName ? { serviceName } : {}) },
       },
     });
   const statusWhen = (name: string, test: (status: Record<string, unknown>) => boolean) =>
@@ -91,7 +91,7 @@ async function environment(t: TestContext, settings: SettingsPatch = {}) {
       const { status } = await client.get<KubernetesObject>(`${collection}/${name}`);
       return status && test(status) ? status : undefined;
     });
-  return { namespace, logger, create, statusWhen };
+  return { client, namespace, collection, logger, create, statusWhen };
 }
 
 describe('FunctionService URLs, from a hostile FunctionService', () => {
@@ -164,6 +164,51 @@ describe('FunctionService URLs, from a hostile FunctionService', () => {
     await create('billing', local.url);
     const status = await statusWhen('billing', (status) => status.phase === 'Ready');
     assert.deepEqual(status.handlers, ['create_fn']);
+  });
+
+  it('no longer serve a FunctionService whose url becomes refused, and serve the next one naming its service once it is gone', async (t) => {
+    const { client, namespace, collection, create, statusWhen } = await environment(t, {
+      calls: { allowLoopback: true },
+    });
+    const op = operator({ name: 'billing', secret: TEST_SECRET });
+    op.on.create('kopfexamples', function bill() {
+      return { by: 'billing' };
+    });
+    let calls = 0;
+    const billing = await serveFetch(
+      {
+        fetch: (request: Request) => {
+          if (new URL(request.url).pathname.endsWith('/invoke')) calls++;
+          return op.fetch(request);
+        },
+      },
+      { port: 0, host: '127.0.0.1' },
+    );
+    t.after(() => billing.close());
+    await create('a-billing', billing.url, 'billing');
+    await statusWhen('a-billing', (status) => status.phase === 'Ready');
+    assert.deepEqual(await statusOnceThere(await createKopfExample(namespace, 'before'), 'bill'), {
+      by: 'billing',
+    });
+
+    // Its url changed to pick another path: refused, and no longer called.
+    await client.patch(`${collection}/a-billing`, 'merge', { spec: { url: `${billing.url}/?path=` } });
+    await statusWhen('a-billing', (status) => status.phase === 'Refused');
+    const calledBefore = calls;
+    const after = await createKopfExample(namespace, 'after');
+    assert.deepEqual(await statusOnceThere(after, 'create_fn'), { handled: 'after' }, 'the other service is');
+    assert.equal((await client.get<KubernetesObject>(after)).status?.bill, undefined);
+    assert.equal(calls, calledBefore);
+
+    // A newer object naming the service waits for the older, refused as it is, to go.
+    await create('b-billing', billing.url, 'billing');
+    const waiting = await statusWhen('b-billing', (status) => status.phase === 'Refused');
+    assert.match(String(waiting.lastError), /already that of FunctionService \S+\/a-billing, which is older/);
+    await client.request(`${collection}/a-billing`, { method: 'DELETE' });
+    await statusWhen('b-billing', (status) => status.phase === 'Ready');
+    assert.deepEqual(await statusOnceThere(await createKopfExample(namespace, 'last'), 'bill'), {
+      by: 'billing',
+    });
   });
 
   it('put in status.lastError what the gateway says, never what the service answered', async (t) => {

@@ -213,7 +213,7 @@ async function sessionHolder(
   const listed = await ignoreNotFound(client.get<{ items: KubernetesObject[] }>(objects));
   const object = listed?.items.find((candidate) => serviceNameOf(candidate) === service);
   if (object) {
-    const path = `${objects}/${object.metadata.name}`;
+    const path = `${objects}/${encodeURIComponent(object.metadata.name)}`;
     // The same spec again changes no generation: only the annotation tells a renewal.
     const write = (devSession: Omit<DevSession, 'service'> | null, renewed: string | null) =>
       client.patch(path, 'merge', {

@@ -34,6 +34,7 @@ import {
   statusOnceThere,
   TEST_SECRET,
 } from '../../support/operator.ts';
+import { causeway } from '../../support/processes.ts';
 
 const CRD = new URL('../../../examples/01-minimal/crd.yaml', import.meta.url);
 const SCOPE = { resources: ['kopfexamples.kopf.dev'] };
@@ -254,5 +255,22 @@ describe('dev sessions, from a hostile Lease or FunctionService', () => {
     await client.request(`${collection}/z-billing`, { method: 'DELETE' });
     await status('a-billing', 'Ready');
     assert.equal(await handledBy('after-the-older'), 'laptop');
+  });
+
+  it('are allowed on the command line only as URL globs, for a service --functions gives', async () => {
+    const refusals: Array<[string, string]> = [
+      ['billing=https://*.ngrok.app?x', 'expects <name>=<url-glob>[,<url-glob>...]'],
+      ['billing=https://mallory@*.ngrok.app', 'expects <name>=<url-glob>[,<url-glob>...]'],
+      ['billing=file:///tmp/*', 'expects <name>=<url-glob>[,<url-glob>...]'],
+      ['payroll=https://*.ngrok.app', 'names "payroll", which no --functions gives'],
+    ];
+    for (const [value, why] of refusals) {
+      const gateway = causeway(
+        ['gateway', '--functions', 'billing=http://127.0.0.1:8080', '--function-dev-sessions', value],
+        process.env,
+      );
+      assert.equal(await gateway.exited(), 2, value);
+      assert.ok(gateway.output().startsWith(`causeway: --function-dev-sessions ${why}`), gateway.output());
+    }
   });
 });

@@ -6,12 +6,15 @@
  * `causeway serve` over HTTP). A last row shows the ceiling: the apiserver taking the same status
  * writes sent straight to it.
  *
- *   npm run bench -- [--objects 1000] [--only kopf|causeway|apiserver] [--node-flags="…"]
+ * `--compare <ref>` adds the two apart at another commit, bundled as this one is: an A/B in one run.
+ *
+ *   npm run bench -- [--objects 1000] [--only kopf|causeway|apiserver] [--node-flags="…"] [--compare <ref>]
  */
 import { parseArgs } from 'node:util';
 import { freePorts } from '../deploy/control-plane/ports.ts';
 import type { KubeClient } from '../gateway/kube/client.ts';
 import {
+  type Contenders,
   createBacklog,
   forEachName,
   KOPF_NAME,
@@ -63,12 +66,13 @@ const { values } = parseArgs({
     objects: { type: 'string', default: '1000' },
     only: { type: 'string' },
     'node-flags': { type: 'string' },
+    compare: { type: 'string' },
   },
 });
 const OBJECTS = Number(values.objects);
 
 async function main(): Promise<void> {
-  const commands = await prepareContenders(nodeFlagsOption(values['node-flags']));
+  const commands = await prepareContenders(nodeFlagsOption(values['node-flags']), values.compare);
   const [port] = await freePorts(1);
   const all: Contender[] = [
     {
@@ -93,6 +97,7 @@ async function main(): Promise<void> {
           { client, kubeconfig, namespace },
         ),
     },
+    ...(commands.baseline ? [apartAt(commands.baseline, port as number)] : []),
     { name: 'apiserver alone', start: (namespace, client) => directWrites(namespace, client) },
   ];
   const contenders = all.filter((contender) => !values.only || contender.name.startsWith(values.only));
@@ -108,6 +113,21 @@ async function main(): Promise<void> {
     report(results);
     await saveResults('backlog', results);
   });
+}
+
+/** The gateway and the function service apart, at the commit `--compare` names. */
+function apartAt(baseline: NonNullable<Contenders['baseline']>, port: number): Contender {
+  return {
+    name: `causeway@${baseline.ref}, functions apart`,
+    start: (namespace, client, kubeconfig) =>
+      startTogether(
+        [
+          baseline.causewayGateway(`http://127.0.0.1:${port}`, namespace),
+          baseline.causewayServe('causeway-operator.ts', port),
+        ],
+        { client, kubeconfig, namespace },
+      ),
+  };
 }
 
 /** The ceiling: the same status writes, sent straight to the apiserver by this process. */

@@ -4,7 +4,15 @@
  * processes, backlogs of KopfExamples, polling, and plain-text tables.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import {
   cpus,
   version as kernelBuild,
@@ -205,24 +213,73 @@ export interface Contenders {
   /** The two deployed apart: `causeway serve` on a port, and `causeway gateway` calling it there. */
   causewayServe(operator: string, port: number): Command;
   causewayGateway(functions: string, namespace: string): Command;
+  /** The same two at another commit (`--compare <ref>`), for an A/B in one run; absent unless asked. */
+  baseline?: {
+    ref: string;
+    causewayServe: Contenders['causewayServe'];
+    causewayGateway: Contenders['causewayGateway'];
+  };
+}
+
+/** The scope the benchmarks' gateways pin for their operators: KopfExamples, watched and reviewed. */
+const BENCH_SCOPE = join(ROOT, 'bench/operators/scope.yaml');
+
+/**
+ * The CLI at `ref`, bundled as this commit's is: a worktree of it (sharing this checkout's
+ * node_modules) in `dir`, removed with the scratch directories (`dir` is one: made after the first).
+ */
+async function bundleCliAt(ref: string, dir: string): Promise<string> {
+  const checkout = join(dir, 'checkout');
+  execFileSync('git', ['worktree', 'add', '--detach', checkout, ref], { cwd: ROOT, stdio: 'ignore' });
+  // After the scratch directories are removed (their listener came first): forgets the worktree.
+  process.on('exit', () => execFileSync('git', ['worktree', 'prune'], { cwd: ROOT, stdio: 'ignore' }));
+  symlinkSync(join(ROOT, 'node_modules'), join(checkout, 'node_modules'));
+  return bundleCli(join(dir, 'cli'), checkout);
 }
 
 /**
  * Bundles the Causeway CLI (deploy/build.ts) and installs Kopf into its cached virtualenv. The CLI runs
  * with `nodeFlags`, the image's unless given (`--node-flags` of the benchmarks that take it).
  */
-export async function prepareContenders(nodeFlags = IMAGE_NODE_FLAGS): Promise<Contenders> {
+export async function prepareContenders(nodeFlags = IMAGE_NODE_FLAGS, compare?: string): Promise<Contenders> {
   const dir = scratchDir('bench');
   const bundle = await bundleCli(dir);
   const operators = await bundleOperators(join(dir, 'operators'));
   // As deployed: the image's environment, without the hooks this repository's scripts load
   // (NODE_OPTIONS), nor Node's type stripper, which they bring in and which alone holds some 18 MiB.
   const { NODE_OPTIONS: _hooks, ...env } = process.env;
-  const cli = (args: string[]): Command => ({
-    file: process.execPath,
-    args: [...nodeFlags, bundle, ...args, '--quiet'],
-    env: { ...env, ...IMAGE_ENV },
-  });
+  const cliOf =
+    (entry: string) =>
+    (args: string[]): Command => ({
+      file: process.execPath,
+      args: [...nodeFlags, entry, ...args, '--quiet'],
+      env: { ...env, ...IMAGE_ENV },
+    });
+  const cli = cliOf(bundle);
+  /** `causeway gateway` calling `bench`, its scope pinned where that CLI knows of scopes. */
+  const gatewayWith =
+    (run: (args: string[]) => Command, scoped: boolean) => (functions: string, namespace: string) =>
+      run([
+        'gateway',
+        '--functions',
+        `bench=${functions}`,
+        ...(scoped ? ['--function-scope', `bench=${BENCH_SCOPE}`] : []),
+        '--namespace',
+        namespace,
+      ]);
+  const serveWith = (run: (args: string[]) => Command) => (operator: string, port: number) =>
+    run(['serve', operators(operator), '--host', '127.0.0.1', '--port', String(port)]);
+  let baseline: Contenders['baseline'];
+  if (compare) {
+    const entry = await bundleCliAt(compare, scratchDir('bench-baseline'));
+    const help = execFileSync(process.execPath, [entry, '--help'], { env, encoding: 'utf8' });
+    const run = cliOf(entry);
+    baseline = {
+      ref: compare,
+      causewayServe: serveWith(run),
+      causewayGateway: gatewayWith(run, help.includes('--function-scope')),
+    };
+  }
   const kopf = ensureKopf(cacheRoot(), say);
   return {
     kopf: (operator, namespace) => ({
@@ -237,10 +294,9 @@ export async function prepareContenders(nodeFlags = IMAGE_NODE_FLAGS): Promise<C
       ],
     }),
     causeway: (operator, namespace) => cli(['run', operators(operator), '--namespace', namespace]),
-    causewayServe: (operator, port) =>
-      cli(['serve', operators(operator), '--host', '127.0.0.1', '--port', String(port)]),
-    causewayGateway: (functions, namespace) =>
-      cli(['gateway', '--functions', `bench=${functions}`, '--namespace', namespace]),
+    causewayServe: serveWith(cli),
+    causewayGateway: gatewayWith(cli, true),
+    ...(baseline ? { baseline } : {}),
   };
 }
 

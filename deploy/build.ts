@@ -33,11 +33,14 @@ export async function buildLibrary(): Promise<void> {
   await promisify(execFile)(tsc, ['-p', join(ROOT, 'tsconfig.build.json')], { cwd: ROOT });
 }
 
-/** Bundles the CLI into `outdir`; returns the path of its entry point, the one to run. */
-export async function bundleCli(outdir = join(DIST, 'cli')): Promise<string> {
+/**
+ * Bundles the CLI into `outdir`; returns the path of its entry point, the one to run. `root`: a
+ * checkout of another commit instead of this one (a benchmark's baseline).
+ */
+export async function bundleCli(outdir = join(DIST, 'cli'), root = ROOT): Promise<string> {
   await build({
     // The launcher checks the Node version first; the rest is a chunk it imports once that passed.
-    entryPoints: { causeway: join(ROOT, 'gateway/cli/launch.ts') },
+    entryPoints: { causeway: join(root, 'gateway/cli/launch.ts') },
     outdir,
     outExtension: { '.js': '.mjs' },
     bundle: true,

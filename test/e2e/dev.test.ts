@@ -234,7 +234,7 @@ describe('causeway dev', () => {
         apiVersion: `${FUNCTION_SERVICE.group}/${FUNCTION_SERVICE.version}`,
         kind: 'FunctionService',
         metadata: { name: 'dev-e2e' },
-        spec: { url: `http://127.0.0.1:${port}` },
+        spec: { url: `http://127.0.0.1:${port}`, scope: { resources: ['kopfexamples.kopf.dev'] } },
       },
     });
     // No --dev-sessions: a FunctionService's field is followed wherever the gateway serves them (as its

@@ -64,9 +64,8 @@ async function environment(t: TestContext, settings?: SettingsPatch) {
     kubeconfig: await kubeConfig(),
     namespaces: [namespace],
     logger,
-    // The services run on this host: a gateway refuses loopback URLs unless told otherwise. Their
-    // objects pin no scope.
-    settings: { ...settings, calls: { ...settings?.calls, allowLoopback: true, unscoped: true } },
+    // The services run on this host: a gateway refuses loopback URLs unless told otherwise.
+    settings: { ...settings, calls: { ...settings?.calls, allowLoopback: true } },
   });
   t.after(() => gateway.stop());
   const statusWhen = (what: string, test: (status: Record<string, unknown>) => boolean) =>
@@ -81,7 +80,11 @@ async function environment(t: TestContext, settings?: SettingsPatch) {
         apiVersion: `${FUNCTION_SERVICE.group}/${FUNCTION_SERVICE.version}`,
         kind: 'FunctionService',
         metadata: { name: 'billing' },
-        spec: { secretRef: { name: 'billing-secret' }, ...spec },
+        spec: {
+          secretRef: { name: 'billing-secret' },
+          scope: { resources: ['kopfexamples.kopf.dev'] },
+          ...spec,
+        },
       },
     });
   return { client, namespace, collection, logger, statusWhen, create };

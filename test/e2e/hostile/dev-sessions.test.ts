@@ -170,12 +170,13 @@ describe('dev sessions, from a hostile Lease or FunctionService', () => {
         metadata: { name: 'billing' },
         spec: {
           url: deployed.url,
+          scope: SCOPE,
           devSessions: { allowed: true, urls: ['http://127.0.0.1:*'], maxSeconds: 2 },
         },
       },
     });
-    // Its objects pin no scope; its URL is on this host.
-    await start({ functionServices: true, settings: { calls: { allowLoopback: true, unscoped: true } } });
+    // Its URL is on this host.
+    await start({ functionServices: true, settings: { calls: { allowLoopback: true } } });
     const status = (what: string, test: (status: Record<string, unknown>) => boolean) =>
       eventually(what, async () => {
         const { status } = await client.get<KubernetesObject>(`${collection}/billing`);
@@ -224,7 +225,7 @@ describe('dev sessions, from a hostile Lease or FunctionService', () => {
           apiVersion: `${FUNCTION_SERVICE.group}/${FUNCTION_SERVICE.version}`,
           kind: 'FunctionService',
           metadata: { name },
-          spec: { url, serviceName: 'billing' },
+          spec: { url, serviceName: 'billing', scope: SCOPE },
         },
       });
     // The older is listed last (by name), so the newer is the first the gateway sees.
@@ -234,7 +235,7 @@ describe('dev sessions, from a hostile Lease or FunctionService', () => {
       new Date().toISOString().slice(0, 19) > createdAt ? true : undefined,
     );
     await create('a-billing', laptop.url);
-    await start({ functionServices: true, settings: { calls: { allowLoopback: true, unscoped: true } } });
+    await start({ functionServices: true, settings: { calls: { allowLoopback: true } } });
 
     const status = (name: string, phase: string) =>
       eventually(`${name} ${phase}`, async () => {

@@ -71,8 +71,7 @@ async function environment(t: TestContext, settings: SettingsPatch = {}) {
     kubeconfig: await kubeConfig(),
     namespaces: [namespace],
     logger,
-    // FunctionServices pin no scope.
-    settings: { ...settings, calls: { ...settings.calls, unscoped: true } },
+    settings,
   });
   t.after(() => gateway.stop());
   const collection = functionServicesPath(namespace);
@@ -83,7 +82,7 @@ async function environment(t: TestContext, settings: SettingsPatch = {}) {
         apiVersion: `${FUNCTION_SERVICE.group}/${FUNCTION_SERVICE.version}`,
         kind: 'FunctionService',
         metadata: { name },
-        spec: { url, ...(serviceName ? { serviceName } : {}) },
+        spec: { url, scope: SCOPE, ...(serviceName ? { serviceName } : {}) },
       },
     });
   const statusWhen = (name: string, test: (status: Record<string, unknown>) => boolean) =>

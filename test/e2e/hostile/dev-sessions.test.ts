@@ -171,7 +171,7 @@ describe('dev sessions, from a hostile Lease or FunctionService', () => {
         spec: {
           url: deployed.url,
           scope: SCOPE,
-          devSessions: { allowed: true, urls: ['http://127.0.0.1:*'], maxSeconds: 2 },
+          devSessions: { allowed: true, urls: ['http://127.0.0.1:*'], maxSeconds: 5 },
         },
       },
     });
@@ -198,7 +198,7 @@ describe('dev sessions, from a hostile Lease or FunctionService', () => {
     });
     await status('the session in the status', (status) => status.devSession !== undefined);
     assert.equal(await handledBy('during-the-session'), 'laptop');
-    // Not renewed: it ends after the 2 s the service allows, and the calls come home.
+    // Not renewed: it ends after the 5 s the service allows, and the calls come home.
     await status('the session ended', (status) => status.devSession === undefined);
     assert.equal(await handledBy('after-the-session'), 'deployed');
 

@@ -19,7 +19,7 @@ import type { KubeClient } from '../kube/client.ts';
 import { Watcher } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
 import type { Settings } from '../settings.ts';
-import { matchesUrlGlob, urlProblem } from './function-service-urls.ts';
+import { matchesUrlGlob, shownUrl, urlProblem } from './function-service-urls.ts';
 
 /** What one dev session asks: calls of `service` go to `url` while it lasts. */
 export interface DevSession {
@@ -113,7 +113,7 @@ export function devSessionRefusal(
     return `"${session.service}" does not allow dev sessions (spec.devSessions on its FunctionService, or --function-dev-sessions)`;
   }
   const problem = urlProblem(session.url);
-  if (problem) return `its URL ${session.url} is refused: ${problem}`;
+  if (problem) return `its URL ${shownUrl(session.url)} is refused: ${problem}`;
   if (!allowed.urls.some((glob) => matchesUrlGlob(session.url, glob))) {
     return `its URL ${session.url} matches none that "${session.service}" allows (${allowed.urls.join(', ') || 'none'})`;
   }

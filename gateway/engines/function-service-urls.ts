@@ -39,6 +39,11 @@ export function urlProblem(url: string): string | undefined {
   return undefined;
 }
 
+/** `url` as messages show it: a user name or password in it is left out (`…@`), not logged. */
+export function shownUrl(url: string): string {
+  return url.replace(/^(https?:\/\/)[^/]*@/, '$1…@');
+}
+
 /** Why a host (name or address) is local to the gateway, or undefined. */
 export function localHostProblem(hostname: string): string | undefined {
   const host = hostname
@@ -62,7 +67,7 @@ export async function functionServiceUrlProblem(
   resolve: (hostname: string) => Promise<string[]> = resolveAll,
 ): Promise<string | undefined> {
   const problem = urlProblem(url);
-  if (problem) return `url ${url} is refused: ${problem}`;
+  if (problem) return `url ${shownUrl(url)} is refused: ${problem}`;
   if (allowLocal) return undefined;
   const { hostname } = new URL(url);
   const local =

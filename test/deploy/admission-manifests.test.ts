@@ -29,6 +29,7 @@ import {
   uniqueClusterNames,
   withFlag,
   withFreeLiveness,
+  withMountedScopes,
 } from '../support/deploy.ts';
 import {
   applyRbac,
@@ -40,6 +41,7 @@ import {
   type PolicyRule,
   serviceAccount,
   toYaml,
+  withoutContentHash,
   writeServiceAccountKubeconfig,
   wrongPermissions,
 } from '../support/kubectl.ts';
@@ -84,10 +86,11 @@ describe('deploy/examples/17-admission', () => {
   it('renders the webhook Service for the gateway, and the gateway names it, its port, its Secret and its signing keys', async () => {
     const objects = await render(OVERLAY);
     assert.deepEqual(
-      objects.map((object) => `${object.kind}/${object.metadata.name}`).sort(),
+      objects.map((object) => `${object.kind}/${withoutContentHash(object.metadata.name)}`).sort(),
       [
         'ClusterRole/causeway-gateway-admission',
         'ClusterRoleBinding/causeway-gateway-admission',
+        'ConfigMap/causeway-function-scopes', // the scope pinned for each function service
         `Deployment/${FUNCTIONS}`,
         `Deployment/${GATEWAY}`,
         `NetworkPolicy/${WEBHOOKS}`,
@@ -193,8 +196,10 @@ describe('deploy/examples/17-admission', () => {
     const kubeconfig = join(dir, 'kubeconfig');
     await writeServiceAccountKubeconfig(kubeconfig, namespace, GATEWAY);
     const port = await freePort();
-    const container = onlyContainer(find<Deployment>(objects, 'Deployment', GATEWAY));
-    const { args: containerArgs } = await withFreeLiveness(container.args ?? []);
+    const deployment = find<Deployment>(objects, 'Deployment', GATEWAY);
+    const { args: containerArgs } = await withFreeLiveness(
+      await withMountedScopes(onlyContainer(deployment).args ?? [], deployment, objects, dir),
+    );
     const args = withFlag(
       withFlag(containerArgs, '--functions', `admission=http://127.0.0.1:${port}`),
       '--webhook-listen',

@@ -40,8 +40,10 @@ import {
   grantedBeyondBaseline,
   kubectl,
   kubectlOk,
+  type Manifest,
   serviceAccount,
   toYaml,
+  withoutContentHash,
   writeServiceAccountKubeconfig,
   wrongPermissions,
 } from '../support/kubectl.ts';
@@ -83,10 +85,11 @@ describe(DIRECTORY, () => {
   it('renders the FunctionService naming the Service of the function service, and the gateway told to serve the FunctionServices of its namespace', async () => {
     const objects = await render(OVERLAY);
     assert.deepEqual(
-      objects.map((object) => `${object.kind}/${object.metadata.name}`).sort(),
+      objects.map((object) => `${object.kind}/${withoutContentHash(object.metadata.name)}`).sort(),
       [
         `ClusterRole/${CLUSTER_RBAC}`,
         `ClusterRoleBinding/${CLUSTER_RBAC}`,
+        'ConfigMap/causeway-function-scopes', // the scope pinned for each function service
         `Deployment/${FUNCTIONS}`,
         `Deployment/${GATEWAY}`,
         `FunctionService/${SERVICE}`,
@@ -155,6 +158,7 @@ describe(DIRECTORY, () => {
         `deployment.apps/${GATEWAY}`,
         `deployment.apps/${FUNCTIONS}`,
         `service/${FUNCTIONS}`,
+        'configmap/causeway-function-scopes',
         `functionservice.causeway.dev/${SERVICE}`,
       ].sort(),
     );
@@ -234,10 +238,14 @@ describe(DIRECTORY, () => {
     // The function service on a free loopback port instead of 0.0.0.0:8080, and the FunctionService
     // naming it there, applied with the rest, before the gateway starts.
     const port = await freePort();
-    const functionService = find(objects, 'FunctionService', SERVICE);
+    const functionService = find<Manifest & { spec: Record<string, unknown> }>(
+      objects,
+      'FunctionService',
+      SERVICE,
+    );
     await kubectlOk(
       ['apply', '-f', '-'],
-      toYaml([{ ...functionService, spec: { url: `http://127.0.0.1:${port}` } }]),
+      toYaml([{ ...functionService, spec: { ...functionService.spec, url: `http://127.0.0.1:${port}` } }]),
     );
     const { args: containerArgs } = await withFreeLiveness(
       onlyContainer(find<Deployment>(objects, 'Deployment', GATEWAY)).args ?? [],

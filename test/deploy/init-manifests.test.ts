@@ -27,6 +27,7 @@ import {
   startGatewayThenFunctions,
   withFlag,
   withFreeLiveness,
+  withMountedScopes,
 } from '../support/deploy.ts';
 import {
   applyRbac,
@@ -143,6 +144,7 @@ describe('causeway init: crd.yaml and deploy/', () => {
       [
         `clusterrole.rbac.authorization.k8s.io/${project.gateway}`,
         `clusterrolebinding.rbac.authorization.k8s.io/${project.gateway}`,
+        `configmap/${project.name}-function-scopes`, // the function service's scope, pinned
         `deployment.apps/${project.functions}`,
         `deployment.apps/${project.gateway}`,
         `role.rbac.authorization.k8s.io/${project.gateway}`,
@@ -263,7 +265,10 @@ describe('causeway init: crd.yaml and deploy/', () => {
       assert.equal(probe?.httpGet?.path, declared.pathname);
       assert.ok([livenessPort.name, livenessPort.containerPort].includes(probe?.httpGet?.port));
     }
-    const { args: containerArgs, liveness } = await withFreeLiveness(gatewayContainer.args ?? []);
+    const gatewayDeployment = find<Deployment>(objects, 'Deployment', project.gateway);
+    const { args: containerArgs, liveness } = await withFreeLiveness(
+      await withMountedScopes(gatewayContainer.args ?? [], gatewayDeployment, objects, project.dir),
+    );
     const gatewayArgs = withFlag(
       containerArgs,
       '--functions',

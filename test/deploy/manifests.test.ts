@@ -35,6 +35,7 @@ import {
   startGatewayThenFunctions,
   withFlag,
   withFreeLiveness,
+  withMountedScopes,
 } from '../support/deploy.ts';
 import {
   dryRunObjects,
@@ -44,6 +45,7 @@ import {
   type PolicyRule,
   serviceAccount,
   toYaml,
+  withoutContentHash,
   writeServiceAccountKubeconfig,
   wrongPermissions,
 } from '../support/kubectl.ts';
@@ -78,6 +80,7 @@ const EXPECTED = [
   `deployment.apps/${GATEWAY}`,
   `deployment.apps/${FUNCTIONS}`,
   `service/${FUNCTIONS}`,
+  'configmap/causeway-function-scopes',
 ].sort();
 
 describe('deploy/examples/01-minimal', () => {
@@ -89,10 +92,11 @@ describe('deploy/examples/01-minimal', () => {
   it('renders with kubectl kustomize: every object, in the overlay namespace, bound to its service account', async () => {
     const objects = await render(OVERLAY);
     assert.deepEqual(
-      objects.map((object) => `${object.kind}/${object.metadata.name}`).sort(),
+      objects.map((object) => `${object.kind}/${withoutContentHash(object.metadata.name)}`).sort(),
       [
         `ClusterRole/${CLUSTER_RBAC}`,
         `ClusterRoleBinding/${CLUSTER_RBAC}`,
+        'ConfigMap/causeway-function-scopes', // the scope pinned for each function service
         `Deployment/${FUNCTIONS}`,
         `Deployment/${GATEWAY}`,
         `Role/${GATEWAY}`,
@@ -365,8 +369,9 @@ describe('deploy/examples/01-minimal', () => {
     // The containers' arguments, expanded as the kubelet would; the function service on a free loopback
     // port instead of 0.0.0.0:8080, and the gateway calling it there.
     const port = await freePort();
+    const deployment = find<Deployment>(objects, 'Deployment', GATEWAY);
     const { args: containerArgs, liveness } = await withFreeLiveness(
-      onlyContainer(find<Deployment>(objects, 'Deployment', GATEWAY)).args ?? [],
+      await withMountedScopes(onlyContainer(deployment).args ?? [], deployment, objects, dir),
     );
     const gatewayArgs = withFlag(containerArgs, '--functions', `kopfexample=http://127.0.0.1:${port}`).map(
       (arg) => arg.replaceAll('$(POD_NAMESPACE)', namespace),

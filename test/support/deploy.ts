@@ -195,6 +195,32 @@ export function mountedFile(
   };
 }
 
+/**
+ * The gateway's arguments with each scope its --function-scope reads from a mounted ConfigMap written
+ * to `dir`, as the kubelet would mount it there, and the argument pointing at that copy.
+ */
+export async function withMountedScopes(
+  args: string[],
+  deployment: Deployment,
+  objects: readonly Manifest[],
+  dir: string,
+): Promise<string[]> {
+  const copies = args.map(async (arg, index) => {
+    if (args[index - 1] !== '--function-scope') return arg;
+    const [name, path] = arg.split('=') as [string, string];
+    const { configMap, key } = mountedFile(deployment, path);
+    const source = objects.find(
+      (object) => object.kind === 'ConfigMap' && object.metadata.name === configMap?.name,
+    );
+    const data = (source as { data?: Record<string, string> } | undefined)?.data?.[key];
+    assert.ok(data !== undefined, `${path}: the ConfigMap ${configMap?.name} has no ${key}`);
+    const copy = join(dir, `${name}-scope-${key}`);
+    await writeFile(copy, data);
+    return `${name}=${copy}`;
+  });
+  return Promise.all(copies);
+}
+
 export type BundledCli = ChildProcess & { output(): string };
 
 /** Starts `node <bundled CLI> <args>` — the image's entrypoint — in `cwd`, and stops it after `t`. */

@@ -83,9 +83,14 @@ export function dryRunObjects(stdout: string): string[] {
     .map((line) => {
       const match = /^(\S+) (?:created|configured|unchanged) \(server dry run\)$/.exec(line);
       assert.ok(match?.[1], `unexpected line from kubectl apply: ${line}`);
-      return match[1];
+      return withoutContentHash(match[1]);
     })
     .sort();
+}
+
+/** A generated ConfigMap's name as its kustomization gives it, without the hash of its content kustomize appends. */
+export function withoutContentHash(name: string): string {
+  return name.replace(/-[bcdfghjklmnpqrstvwxz2456789]{10}$/, '');
 }
 
 /** Applies the service accounts and RBAC among `objects` for real; deletes the cluster-scoped ones after `t`. */

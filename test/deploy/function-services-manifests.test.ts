@@ -102,7 +102,8 @@ describe(DIRECTORY, () => {
     );
     assertPlacedAndBound(objects, EXAMPLE_NAMESPACE, GATEWAY);
 
-    // The base's --functions gives way to --function-services; the rest of its arguments stay.
+    // The base's --functions gives way to --function-services, and its --function-scope to the
+    // FunctionService's spec.scope; the rest of its arguments stay.
     const args = onlyContainer(find<Deployment>(objects, 'Deployment', GATEWAY)).args ?? [];
     assert.deepEqual(args, [
       'gateway',
@@ -118,11 +119,13 @@ describe(DIRECTORY, () => {
     ]);
 
     // The FunctionService's URL names the Service, on a port of it that leads to the functions' serving
-    // port; no secretRef: the calls are signed with the gateway's keys.
+    // port; no secretRef: the calls are signed with the gateway's keys. Its scope is pinned there: the
+    // KopfExamples the example's handler watches, nothing more.
     const { spec } = find(objects, 'FunctionService', SERVICE) as KubernetesObject & {
       spec: Record<string, unknown>;
     };
-    assert.deepEqual(Object.keys(spec), ['url']);
+    assert.deepEqual(Object.keys(spec).sort(), ['scope', 'url']);
+    assert.deepEqual(spec.scope, { resources: ['kopfexamples.kopf.dev'] });
     const url = new URL(String(spec.url));
     const service = find<Service>(objects, 'Service', url.hostname);
     const servicePort = service.spec.ports.find((port) => port.port === Number(url.port));

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { bundleCli, IMAGE_ENV, IMAGE_NODE_FLAGS } from '../../deploy/build.ts';
-import type { KubernetesObject } from '../../protocol/index.ts';
+import { IN_PROCESS, type KubernetesObject } from '../../protocol/index.ts';
 import { testNamespace } from '../support/cluster.ts';
 import {
   assertPlacedAndBound,
@@ -42,7 +42,9 @@ import {
   grantedBeyondBaseline,
   kubectl,
   kubectlOk,
+  type Manifest,
   type PolicyRule,
+  parseYaml,
   serviceAccount,
   toYaml,
   withoutContentHash,
@@ -329,6 +331,20 @@ describe('deploy/examples/01-minimal', () => {
       assert.equal(probe?.httpGet?.path, '/healthz');
       assert.ok([containerPort.name, containerPort.containerPort].includes(probe?.httpGet?.port));
     }
+
+    // The service's scope is pinned from a mounted ConfigMap, and grants what the example declares.
+    const [pinned, scopeFile] = (flagValue(args, '--function-scope') ?? '').split('=');
+    assert.equal(pinned, 'kopfexample');
+    const gatewayDeployment = find<Deployment>(objects, 'Deployment', GATEWAY);
+    const { configMap, key, readOnly } = mountedFile(gatewayDeployment, scopeFile ?? '');
+    assert.ok(readOnly);
+    const scopes = find<Manifest & { data: Record<string, string> }>(
+      objects,
+      'ConfigMap',
+      configMap?.name ?? '',
+    );
+    const example = (await import(join(REPO, 'examples/01-minimal/operator.ts'))).default;
+    assert.deepEqual(parseYaml(scopes.data[key] ?? '')[0], example[IN_PROCESS].manifest().scope);
 
     // The gateway keeps its keys in its own namespace, the function service's too; the service verifies
     // with the public keys the gateway publishes there, mounted read-only as the ConfigMap's jwks.json.

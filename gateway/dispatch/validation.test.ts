@@ -344,6 +344,12 @@ function withHostileKey(tree: Record<string, unknown>, choices: readonly number[
   return JSON.parse(JSON.stringify(copy).replace(JSON.stringify(MARKER), JSON.stringify(key)));
 }
 
+/**
+ * A patch of the object outside its status: the gateway writes `status` apart (a subresource), and
+ * none at all when it is empty, where RFC 7386 would make an empty one.
+ */
+const objectPatch = benignTree.filter((patch) => !Object.hasOwn(patch, 'status'));
+
 const hostile = fc.record({
   tree: benignTree,
   choices: fc.array(fc.nat(), { maxLength: 6 }),
@@ -428,7 +434,7 @@ describe('generated replies (property-based)', () => {
 
   it('accepts a benign reply, and writes what RFC 7386 says its patch makes of the object', () => {
     fc.assert(
-      fc.property(benignTree, benignTree, (object, patch) => {
+      fc.property(benignTree, objectPatch, (object, patch) => {
         const parsed = parseInvocationResponse(
           received(JSON.stringify(reply({ status: 'success', patch }))),
           ['h'],

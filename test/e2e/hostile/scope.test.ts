@@ -7,6 +7,14 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { operator } from '../../../functions/index.ts';
+import { serveFetch } from '../../../gateway/cli/serve.ts';
+import {
+  FUNCTION_SERVICE,
+  functionServiceDefinition,
+  functionServicesPath,
+} from '../../../gateway/engines/function-service-objects.ts';
+import { startGateway } from '../../../gateway/gateway.ts';
+import { applyManifests } from '../../../gateway/kube/apply.ts';
 import type { KubeClient } from '../../../gateway/kube/client.ts';
 import { ApiError } from '../../../gateway/kube/errors.ts';
 import type { KubernetesObject, ServiceScope } from '../../../protocol/index.ts';
@@ -17,6 +25,7 @@ import {
   createKopfExample,
   eventually,
   kubeClient,
+  kubeConfig,
   memoryLogger,
   runOperator,
   statusOnceThere,
@@ -268,5 +277,55 @@ describe('a hostile function service within its pinned scope', () => {
     // there, the narrow one was not due.
     assert.equal(await statusOnceThere(away, 'wide_fn'), 'seen');
     assert.equal((await client.get<KubernetesObject>(away)).status?.narrow_fn, undefined);
+  });
+
+  it('shows a FunctionService whose manifest reaches beyond its spec.scope as not served, and serves the others', async (t) => {
+    const namespace = await testNamespace(t);
+    await applyManifests(client, [functionServiceDefinition()], { fieldManager: 'causeway-tests' });
+    const greedy = operator({ name: 'greedy', secret: TEST_SECRET });
+    greedy.on.event('secrets', function steal() {});
+    const honest = operator({ name: 'honest', secret: TEST_SECRET });
+    honest.on.create('kopfexamples', function create_fn() {
+      return 'handled';
+    });
+    const servers = await Promise.all(
+      [greedy, honest].map((op) => serveFetch(op, { port: 0, host: '127.0.0.1' })),
+    );
+    t.after(() => Promise.all(servers.map((server) => server.close())));
+    const collection = functionServicesPath(namespace);
+    for (const [index, name] of ['greedy', 'honest'].entries()) {
+      await client.request(collection, {
+        method: 'POST',
+        body: {
+          apiVersion: `${FUNCTION_SERVICE.group}/${FUNCTION_SERVICE.version}`,
+          kind: 'FunctionService',
+          metadata: { name },
+          spec: { url: servers[index]?.url, scope: PIN },
+        },
+      });
+    }
+    const logger = memoryLogger();
+    const gateway = await startGateway({
+      functions: [],
+      secret: new TextEncoder().encode(TEST_SECRET),
+      functionServices: namespace,
+      kubeconfig: await kubeConfig(),
+      namespaces: [namespace],
+      logger,
+      settings: { calls: { allowLoopback: true } }, // the services are on this host
+    });
+    t.after(() => gateway.stop());
+
+    const refused = await eventually('the greedy FunctionService’s status', async () => {
+      const status = (await client.get<KubernetesObject>(`${collection}/greedy`)).status;
+      return typeof status?.lastError === 'string' ? status : undefined;
+    });
+    assert.notEqual(refused.phase, 'Ready');
+    assert.match(
+      String(refused.lastError),
+      /handler "steal" of "greedy" names secrets, outside the scope pinned for it \(resources: kopfexamples\.kopf\.dev\)/,
+    );
+    const path = await createKopfExample(namespace, 'served');
+    assert.equal(await statusOnceThere(path, 'create_fn'), 'handled');
   });
 });

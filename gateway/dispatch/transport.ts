@@ -48,11 +48,9 @@ export interface FetchHandler {
 /** A reply longer than the gateway reads (settings.calls.maxReplyBytes): the rest of it was not read. */
 export class ReplyTooLarge extends Error {
   override name = 'ReplyTooLarge';
-  readonly limit: number;
 
   constructor(limit: number) {
     super(`over ${bytes(limit)}`);
-    this.limit = limit;
   }
 }
 

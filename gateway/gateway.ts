@@ -593,6 +593,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       routes,
       settings,
       logger,
+      given: new Set(services.current.map((service) => service.name)),
     });
     await components.add(objects);
   }

@@ -229,6 +229,8 @@ export interface FunctionServiceObjectsOptions {
   routes: DevSessionRoutes;
   settings: Settings;
   logger: Logger;
+  /** The services the gateway was given otherwise (--functions, in its process): no FunctionService takes their names. */
+  given: ReadonlySet<string>;
 }
 
 interface Known {
@@ -299,8 +301,9 @@ export class FunctionServiceObjects implements Component {
     return known && devSessionsAllowedBy(known.object);
   }
 
-  /** The FunctionService that has the service named `serviceName`: the oldest that names it. */
+  /** The FunctionService that has the service named `serviceName`: the oldest naming it; none for one given otherwise. */
   #holderOf(serviceName: string): Known | undefined {
+    if (this.#options.given.has(serviceName)) return undefined;
     let holder: Known | undefined;
     for (const known of this.#known.values()) {
       if (known.serviceName === serviceName && (!holder || older(known.object, holder.object)))
@@ -325,17 +328,13 @@ export class FunctionServiceObjects implements Component {
     if (known) known.object = object;
     if (!known || known.endpoint !== endpoint || again) {
       const previous = known;
+      const heldBefore = previous !== undefined && this.#holderOf(previous.serviceName) === previous;
       clearTimeout(previous?.retry);
       const failures = previous && previous.endpoint === endpoint ? previous.failures : 0;
       known = { object, serviceName, endpoint, failures, away: previous?.away };
       this.#known.set(name, known);
-      if (previous && previous.serviceName !== serviceName) await this.#handOver(previous);
+      if (previous && heldBefore && previous.serviceName !== serviceName) await this.#handOver(previous);
       await this.#claim(known);
-      if (previous?.served && previous.serviceName === serviceName && known.refusal) {
-        // Refused as it is now: what was served of it before is not served either.
-        this.#options.routes.release(holderOf(this.#options.namespace, name));
-        await this.#options.services.remove(serviceName);
-      }
     }
     if (isObject(devSession) && known.served) {
       this.#options.routes.hold(
@@ -356,6 +355,11 @@ export class FunctionServiceObjects implements Component {
   async #claim(known: Known): Promise<void> {
     const { namespace, logger, services, routes } = this.#options;
     const { name } = known.object.metadata;
+    if (this.#options.given.has(known.serviceName)) {
+      known.refusal = `serviceName "${known.serviceName}" is that of a function service the gateway was given otherwise (--functions)`;
+      logger.warning(`FunctionService ${namespace}/${name} is not served: ${known.refusal}`);
+      return;
+    }
     const holder = this.#holderOf(known.serviceName);
     if (holder && holder !== known) {
       known.refusal =
@@ -377,12 +381,10 @@ export class FunctionServiceObjects implements Component {
     await this.#serve(known);
   }
 
-  /** `previous` no longer names its service: the next FunctionService naming it, if any, is served. */
+  /** `previous`, which had its service, no longer names it: the next FunctionService naming it, if any, has it. */
   async #handOver(previous: Known): Promise<void> {
-    if (previous.served) {
-      this.#options.routes.release(holderOf(this.#options.namespace, previous.object.metadata.name));
-      await this.#options.services.remove(previous.serviceName);
-    }
+    this.#options.routes.release(holderOf(this.#options.namespace, previous.object.metadata.name));
+    await this.#options.services.remove(previous.serviceName);
     const next = this.#holderOf(previous.serviceName);
     if (next && !next.served) await this.#observe(next.object, true);
   }
@@ -396,6 +398,9 @@ export class FunctionServiceObjects implements Component {
     );
     if (known.refusal) {
       logger.warning(`FunctionService ${namespace}/${name} is not served: ${known.refusal}`);
+      // Nor is what was served of it before, at the url it had.
+      this.#options.routes.release(holderOf(namespace, name));
+      await this.#options.services.remove(known.serviceName);
       return;
     }
     try {
@@ -431,13 +436,14 @@ export class FunctionServiceObjects implements Component {
     const known = this.#known.get(object.metadata.name);
     if (!known) return;
     clearTimeout(known.retry);
+    const heldBefore = this.#holderOf(known.serviceName) === known;
     this.#known.delete(object.metadata.name);
     if (known.served) {
       this.#options.logger.info(
         `function service "${known.serviceName}" is no longer served: its FunctionService is gone`,
       );
     }
-    await this.#handOver(known);
+    if (heldBefore) await this.#handOver(known);
   }
 
   /** Its status written anew, and an Event when a dev session took its calls away or gave them back. */

@@ -11,6 +11,7 @@ import { createServer, type Server } from 'node:http';
 import { describe, it, type TestContext } from 'node:test';
 import { operator } from '../../../functions/index.ts';
 import { serveFetch } from '../../../gateway/cli/serve.ts';
+import { devSessionLease } from '../../../gateway/engines/dev-sessions.ts';
 import {
   FUNCTION_SERVICE,
   functionServiceDefinition,
@@ -68,6 +69,7 @@ async function environment(t: TestContext, settings: SettingsPatch = {}) {
     functions: [{ name: 'other', url: otherServer.url, scope: SCOPE }],
     secret: new TextEncoder().encode(TEST_SECRET),
     functionServices: namespace,
+    devSessions: namespace,
     kubeconfig: await kubeConfig(),
     namespaces: [namespace],
     logger,
@@ -210,6 +212,63 @@ describe('FunctionService URLs, from a hostile FunctionService', () => {
     assert.deepEqual(await statusOnceThere(await createKopfExample(namespace, 'last'), 'bill'), {
       by: 'billing',
     });
+  });
+
+  it('cannot take the name of a service the gateway was given with --functions, nor its dev sessions', async (t) => {
+    const { client, namespace, collection, logger, create, statusWhen } = await environment(t, {
+      calls: { allowLoopback: true },
+    });
+    // Answers as "other" does, signed calls and all: served in its place, it would get its objects.
+    const impostor = operator({ name: 'other', secret: TEST_SECRET });
+    impostor.on.create('kopfexamples', function create_fn() {
+      return { handled: 'by the impostor' };
+    });
+    let calls = 0;
+    const server = await serveFetch(
+      {
+        fetch: (request: Request) => {
+          if (new URL(request.url).pathname.endsWith('/invoke')) calls++;
+          return impostor.fetch(request);
+        },
+      },
+      { port: 0, host: '127.0.0.1' },
+    );
+    t.after(() => server.close());
+    await create('takeover', server.url, 'other');
+    await client.patch(`${collection}/takeover`, 'merge', {
+      spec: { devSessions: { allowed: true, urls: ['http://*'] } },
+    });
+    const refused = await statusWhen('takeover', (status) => status.phase === 'Refused');
+    assert.equal(
+      refused.lastError,
+      'serviceName "other" is that of a function service the gateway was given otherwise (--functions)',
+    );
+    // Its spec.devSessions allows nothing for "other", which allows no dev sessions.
+    await client.request(`/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`, {
+      method: 'POST',
+      body: devSessionLease(
+        { service: 'other', url: server.url, revision: '1', holder: 'mallory@laptop', durationSeconds: 60 },
+        'causeway.dev',
+        new Date(),
+      ),
+    });
+    await eventually('the session ignored', async () =>
+      logger.lines.find((line) =>
+        line.includes('for "other" is ignored: "other" does not allow dev sessions'),
+      ),
+    );
+    assert.deepEqual(await statusOnceThere(await createKopfExample(namespace, 'meanwhile'), 'create_fn'), {
+      handled: 'meanwhile',
+    });
+
+    // Gone, it takes nothing with it: the gateway has seen it go once it has seen the next object.
+    await client.request(`${collection}/takeover`, { method: 'DELETE' });
+    await create('marker', 'http://billing.invalid/?after-the-delete');
+    await statusWhen('marker', (status) => status.phase === 'Refused');
+    assert.deepEqual(await statusOnceThere(await createKopfExample(namespace, 'after'), 'create_fn'), {
+      handled: 'after',
+    });
+    assert.equal(calls, 0, 'the impostor was never called');
   });
 
   it('put in status.lastError what the gateway says, never what the service answered', async (t) => {

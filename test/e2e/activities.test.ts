@@ -18,6 +18,7 @@ import {
   applyFile,
   createKopfExample,
   eventually,
+  KOPFEXAMPLES_SCOPE,
   kubeClient,
   kubeConfig,
   memoryLogger,
@@ -107,7 +108,7 @@ describe('activities', () => {
     const server = await serveFetch(op, { port: 0, host: '127.0.0.1' });
     t.after(() => server.close());
     const gateway = await startGateway({
-      functions: [{ name: 'hooks', url: server.url }],
+      functions: [{ name: 'hooks', url: server.url, scope: KOPFEXAMPLES_SCOPE }],
       secret: new TextEncoder().encode(TEST_SECRET),
       kubeconfig: await kubeConfig(),
       namespaces: [namespace],
@@ -144,7 +145,7 @@ describe('activities', () => {
 
     // Another gateway for the same service, which then goes away: its breaker opens, and the endpoint says so.
     const again = await startGateway({
-      functions: [{ name: 'hooks', url: server.url }],
+      functions: [{ name: 'hooks', url: server.url, scope: KOPFEXAMPLES_SCOPE }],
       secret: new TextEncoder().encode(TEST_SECRET),
       kubeconfig: await kubeConfig(),
       namespaces: [namespace],

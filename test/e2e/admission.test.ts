@@ -20,6 +20,7 @@ import { kubectl } from '../support/kubectl.ts';
 import {
   applyFile,
   eventually,
+  KOPFEXAMPLES_SCOPE,
   kubeClient,
   kubeConfig,
   memoryLogger,
@@ -213,7 +214,7 @@ describe('admission webhooks through the real apiserver', () => {
     );
     const server = await serveFetch(op, { port: 0, host: '127.0.0.1' });
     const gateway = await startGateway({
-      functions: [{ name: op.name, url: server.url }],
+      functions: [{ name: op.name, url: server.url, scope: KOPFEXAMPLES_SCOPE }],
       secret: new TextEncoder().encode(TEST_SECRET),
       kubeconfig: await kubeConfig(),
       logger: memoryLogger(),

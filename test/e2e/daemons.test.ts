@@ -15,6 +15,7 @@ import {
   applyFile,
   createKopfExample,
   eventually,
+  KOPFEXAMPLES_SCOPE,
   kubeClient,
   kubeConfig,
   memoryLogger,
@@ -181,7 +182,7 @@ describe('daemons', () => {
       );
     const logger = memoryLogger();
     const gateway = await startGateway({
-      functions: [{ name: 'daemons', url }],
+      functions: [{ name: 'daemons', url, scope: KOPFEXAMPLES_SCOPE }],
       secret: new TextEncoder().encode(TEST_SECRET),
       kubeconfig: await kubeConfig(),
       namespaces: [namespace],

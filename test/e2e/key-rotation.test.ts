@@ -17,6 +17,7 @@ import {
   applyFile,
   createKopfExample,
   eventually,
+  KOPFEXAMPLES_SCOPE,
   kubeConfig,
   memoryLogger,
   readPublishedKeys,
@@ -39,7 +40,7 @@ describe("the gateway's signing keys", () => {
     const port = await freePort();
     const logger = memoryLogger();
     const starting = startGateway({
-      functions: [{ name: 'lifecycle', url: `http://127.0.0.1:${port}` }],
+      functions: [{ name: 'lifecycle', url: `http://127.0.0.1:${port}`, scope: KOPFEXAMPLES_SCOPE }],
       kubeconfig: await kubeConfig(),
       namespaces: [namespace],
       logger,

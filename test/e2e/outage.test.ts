@@ -14,6 +14,7 @@ import {
   applyFile,
   createKopfExample,
   eventually,
+  KOPFEXAMPLES_SCOPE,
   kubeClient,
   kubeConfig,
   memoryLogger,
@@ -37,7 +38,7 @@ describe('a function service that goes down', () => {
     let server = await serveFetch(op, { port, host: '127.0.0.1' });
     const logger = memoryLogger();
     const gateway = await startGateway({
-      functions: [{ name: 'outage', url: server.url }],
+      functions: [{ name: 'outage', url: server.url, scope: KOPFEXAMPLES_SCOPE }],
       secret: new TextEncoder().encode(TEST_SECRET),
       kubeconfig: await kubeConfig(),
       namespaces: [namespace],

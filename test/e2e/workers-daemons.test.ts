@@ -18,6 +18,7 @@ import {
   applyFile,
   createKopfExample,
   eventually,
+  KOPFEXAMPLES_SCOPE,
   kubeClient,
   kubeConfig,
   memoryLogger,
@@ -58,7 +59,7 @@ describe('a daemon on workerd', () => {
     t.after(() => worker.close());
     const logger = memoryLogger();
     const gateway = await startGateway({
-      functions: [{ name: 'daemons', url: worker.url }],
+      functions: [{ name: 'daemons', url: worker.url, scope: KOPFEXAMPLES_SCOPE }],
       secret: new TextEncoder().encode(TEST_SECRET),
       kubeconfig: await kubeConfig(),
       namespaces: [namespace],
@@ -131,7 +132,7 @@ describe('a daemon on workerd', () => {
       );
     const logger = memoryLogger();
     const gateway = await startGateway({
-      functions: [{ name: 'daemons', url: worker.url }],
+      functions: [{ name: 'daemons', url: worker.url, scope: KOPFEXAMPLES_SCOPE }],
       secret: new TextEncoder().encode(TEST_SECRET),
       kubeconfig: await kubeConfig(),
       namespaces: [namespace],

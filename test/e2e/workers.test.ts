@@ -20,6 +20,7 @@ import {
   applyFile,
   createKopfExample,
   eventually,
+  KOPFEXAMPLES_SCOPE,
   kubeClient,
   kubeConfig,
   memoryLogger,
@@ -43,7 +44,7 @@ describe('a function service on workerd', () => {
     const url = `http://127.0.0.1:${port}`;
     const logger = memoryLogger();
     const starting = startGateway({
-      functions: [{ name: 'lifecycle', url }],
+      functions: [{ name: 'lifecycle', url, scope: KOPFEXAMPLES_SCOPE }],
       kubeconfig: await kubeConfig(),
       namespaces: [namespace],
       logger,

@@ -17,6 +17,12 @@ import { testCluster } from './cluster.ts';
 
 export const TEST_SECRET = 'test-secret-that-is-at-least-32-bytes-long';
 
+/** The scope tests pin for a service of KopfExamples over HTTP: watched and reviewed. */
+export const KOPFEXAMPLES_SCOPE: ServiceScope = {
+  resources: ['kopfexamples.kopf.dev'],
+  admission: ['kopfexamples.kopf.dev'],
+};
+
 export async function kubeConfig(): Promise<KubeConfig> {
   const config = new KubeConfig();
   config.loadFromFile((await testCluster()).kubeconfigPath);

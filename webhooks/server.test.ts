@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { once } from 'node:events';
+import { connect as netConnect } from 'node:net';
 import { describe, it, type TestContext } from 'node:test';
 import { connect, type TLSSocket } from 'node:tls';
 import { generate } from 'selfsigned';
@@ -217,7 +218,7 @@ describe('the webhook server', () => {
     });
   }
 
-  it('cuts off a client that sends its request too slowly (a slow loris), headers or body', async (t) => {
+  it('cuts off a client that sends its request too slowly (a slow loris), headers or body, or never shakes hands', async (t) => {
     const { server, post } = await serve(t, async () => ({ allowed: true }), { requestTimeoutMs: 500 });
     const body = review();
     const requests = [
@@ -239,6 +240,15 @@ describe('the webhook server', () => {
         socket.destroy();
       }
       assert.match(received(socket), /^HTTP\/1\.1 408 /, request);
+    }
+    // And one that never starts its TLS handshake.
+    const silent = netConnect({ host: '127.0.0.1', port: server.port });
+    silent.on('error', () => {});
+    const silentClosed = new Promise<void>((resolve) => silent.once('close', () => resolve()));
+    try {
+      await within(5000, silentClosed, 'a client without a handshake to be cut off');
+    } finally {
+      silent.destroy();
     }
     assert.equal((await post('/v', review())).status, 200, 'a prompt client is served');
   });

@@ -15,7 +15,7 @@ import type { KubeClient } from '../../gateway/kube/client.ts';
 import { ApiError } from '../../gateway/kube/errors.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { renewCertificates } from '../../webhooks/certificates.ts';
-import { testNamespace } from '../support/cluster.ts';
+import { testNamespace, webhookClientCa } from '../support/cluster.ts';
 import { kubectl } from '../support/kubectl.ts';
 import {
   applyFile,
@@ -337,7 +337,7 @@ describe('admission webhooks through the real apiserver', () => {
     assert.match(refused.stderr, /denied the request: spec\.field must not be "forbidden"/);
   });
 
-  it('is set up from the CLI: causeway run with --webhook-listen and --webhook-certificates', async (t) => {
+  it('is set up from the CLI: causeway run with --webhook-listen, --webhook-certificates and --webhook-client-ca', async (t) => {
     const namespace = await testNamespace(t);
     const run = causeway(
       [
@@ -349,6 +349,9 @@ describe('admission webhooks through the real apiserver', () => {
         '127.0.0.1:0',
         '--webhook-certificates',
         `${namespace}/webhook-certificates`,
+        // The test apiserver presents a certificate this CA signed: its reviews are answered.
+        '--webhook-client-ca',
+        (await webhookClientCa()).path,
       ],
       process.env,
     );

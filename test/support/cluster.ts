@@ -23,15 +23,18 @@ export function testCluster(): Promise<TestCluster> {
   return cluster;
 }
 
-/** The CA that signed the client certificate the test apiserver presents to admission webhooks (PEM). */
-export async function webhookClientCa(): Promise<string> {
+/**
+ * The CA that signed the client certificate the test apiserver presents to admission webhooks: its
+ * file (for `--webhook-client-ca`) and its PEM.
+ */
+export async function webhookClientCa(): Promise<{ path: string; pem: string }> {
   const path = process.env.CAUSEWAY_TEST_WEBHOOK_CLIENT_CA;
   if (!path) {
     throw new Error(
       'CAUSEWAY_TEST_WEBHOOK_CLIENT_CA is not set: run node --test with --test-global-setup=test/setup.ts',
     );
   }
-  return readFile(path, 'utf8');
+  return { path, pem: await readFile(path, 'utf8') };
 }
 
 /** A fresh namespace, deleted after `t` (without waiting for it to terminate). */

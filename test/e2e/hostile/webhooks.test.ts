@@ -49,7 +49,7 @@ describe('hostile clients of the webhook server, and hostile log lines', () => {
       namespaces: [namespace],
       logger,
       identity: { annotationPrefix: prefix },
-      settings: { admission: { clientCa: await webhookClientCa() } },
+      settings: { admission: { clientCa: (await webhookClientCa()).pem } },
     });
     t.after(() => running.stop());
 

@@ -21,6 +21,7 @@ const FILES = [
   'deploy/gateway.yaml',
   'deploy/kustomization.yaml',
   'deploy/rbac.yaml',
+  'deploy/scope.yaml',
   'example.yaml',
   'operator.test.ts',
   'operator.ts',

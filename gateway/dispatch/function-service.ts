@@ -394,7 +394,10 @@ function describe(error: unknown): string {
   const said = cause?.code ?? cause?.message ?? error.message;
   if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|certificate/i.test(`${said} ${(error as { code?: string }).code}`)) {
     // Node's own hint (--use-system-ca) is about a CA installed on this machine: not the likely case.
-    return `${said.split(';')[0]}: its certificate is not one this gateway trusts (give the CA that signed it: --functions-ca, settings.calls.ca)`;
+    return (
+      `${said.split(';')[0]}: its certificate is not one this gateway trusts for it (give the CA that signed ` +
+      "it: --functions-ca, settings.calls.ca; a service given a certificate Secret is trusted with the gateway's own only)"
+    );
   }
   return said;
 }

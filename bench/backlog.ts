@@ -6,9 +6,12 @@
  * `causeway serve` over HTTP). A last row shows the ceiling: the apiserver taking the same status
  * writes sent straight to it.
  *
- * `--compare <ref>` adds the two apart at another commit, bundled as this one is: an A/B in one run.
+ * `--compare <ref>` adds the two apart at another commit, bundled as this one is: an A/B in one run,
+ * the baseline after this commit's, or before it with `--baseline-first` (alternate runs to cancel out
+ * what the order does).
  *
- *   npm run bench -- [--objects 1000] [--only kopf|causeway|apiserver] [--node-flags="…"] [--compare <ref>]
+ *   npm run bench -- [--objects 1000] [--only kopf|causeway|apiserver] [--node-flags="…"]
+ *     [--compare <ref> [--baseline-first]]
  */
 import { parseArgs } from 'node:util';
 import { freePorts } from '../deploy/control-plane/ports.ts';
@@ -67,6 +70,7 @@ const { values } = parseArgs({
     only: { type: 'string' },
     'node-flags': { type: 'string' },
     compare: { type: 'string' },
+    'baseline-first': { type: 'boolean' },
   },
 });
 const OBJECTS = Number(values.objects);
@@ -74,6 +78,8 @@ const OBJECTS = Number(values.objects);
 async function main(): Promise<void> {
   const commands = await prepareContenders(nodeFlagsOption(values['node-flags']), values.compare);
   const [port] = await freePorts(1);
+  const baseline = commands.baseline ? [apartAt(commands.baseline, port as number)] : [];
+  const first = values['baseline-first'] ? baseline : [];
   const all: Contender[] = [
     {
       name: KOPF_NAME,
@@ -85,6 +91,7 @@ async function main(): Promise<void> {
       start: (namespace, _client, kubeconfig) =>
         operatorProcess(commands.causeway('causeway-operator.ts', namespace), kubeconfig),
     },
+    ...first,
     {
       // As deployed: the gateway calls the function service over HTTP.
       name: 'causeway, functions apart',
@@ -97,7 +104,7 @@ async function main(): Promise<void> {
           { client, kubeconfig, namespace },
         ),
     },
-    ...(commands.baseline ? [apartAt(commands.baseline, port as number)] : []),
+    ...(first.length > 0 ? [] : baseline),
     { name: 'apiserver alone', start: (namespace, client) => directWrites(namespace, client) },
   ];
   const contenders = all.filter((contender) => !values.only || contender.name.startsWith(values.only));

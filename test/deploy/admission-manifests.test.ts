@@ -29,6 +29,7 @@ import {
   uniqueClusterNames,
   withFlag,
   withFreeLiveness,
+  withMountedCertificate,
   withMountedScopes,
 } from '../support/deploy.ts';
 import {
@@ -56,6 +57,9 @@ const WEBHOOKS = 'causeway-gateway-webhooks';
 const CERTIFICATES = 'causeway-gateway-webhooks-tls';
 /** The Secret (private) and the ConfigMap (public) of the gateway's signing keys. */
 const KEYS = 'causeway-signing-keys';
+/** The Secrets of the function service's TLS: the gateway's CA, and the certificate it issues the service. */
+const FUNCTION_CA = 'causeway-function-ca';
+const FUNCTION_TLS = 'kopfexample-functions-tls';
 
 interface NetworkPolicy extends Manifest {
   spec: {
@@ -167,11 +171,11 @@ describe('deploy/examples/17-admission', () => {
       `delete admissionregistration.k8s.io/mutatingwebhookconfigurations/${prefix}`,
       `delete admissionregistration.k8s.io/validatingwebhookconfigurations/${prefix}`,
       `get /configmaps/${KEYS}`,
-      `get /secrets/${CERTIFICATES},${CERTIFICATES}-ca,${KEYS}`,
+      `get /secrets/${CERTIFICATES},${CERTIFICATES}-ca,${KEYS},${FUNCTION_CA},${FUNCTION_TLS}`,
       `patch admissionregistration.k8s.io/mutatingwebhookconfigurations/${prefix}`,
       `patch admissionregistration.k8s.io/validatingwebhookconfigurations/${prefix}`,
       `update /configmaps/${KEYS}`,
-      `update /secrets/${CERTIFICATES},${CERTIFICATES}-ca,${KEYS}`,
+      `update /secrets/${CERTIFICATES},${CERTIFICATES}-ca,${KEYS},${FUNCTION_CA},${FUNCTION_TLS}`,
     ]);
     assert.deepEqual(await grantedBeyondBaseline(functionsAccount, namespace), []);
     assert.deepEqual(
@@ -186,6 +190,12 @@ describe('deploy/examples/17-admission', () => {
         [account, namespace, ['list', 'configmaps'], false],
         [functionsAccount, namespace, ['get', `secrets/${KEYS}`], false],
         [functionsAccount, namespace, ['get', `configmaps/${KEYS}`], false],
+        // The function service's certificate comes mounted; its CA's Secret is the gateway's alone.
+        [account, namespace, ['get', `secrets/${FUNCTION_TLS}`], true],
+        [account, namespace, ['update', `secrets/${FUNCTION_TLS}`], true],
+        [account, namespace, ['delete', `secrets/${FUNCTION_TLS}`], false],
+        [functionsAccount, namespace, ['get', `secrets/${FUNCTION_TLS}`], false],
+        [functionsAccount, namespace, ['get', `secrets/${FUNCTION_CA}`], false],
       ]),
       [],
     );
@@ -201,20 +211,27 @@ describe('deploy/examples/17-admission', () => {
       await withMountedScopes(onlyContainer(deployment).args ?? [], deployment, objects, dir),
     );
     const args = withFlag(
-      withFlag(containerArgs, '--functions', `admission=http://127.0.0.1:${port}`),
+      withFlag(containerArgs, '--functions', `admission=https://127.0.0.1:${port}`),
       '--webhook-listen',
       '127.0.0.1:0',
     )
       .map((arg) => arg.replaceAll('$(POD_NAMESPACE)', namespace))
       .concat(['--webhook-reach', 'local', '--annotation-prefix', prefix]);
     const functionsArgs = onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [];
+    const mounted = await withMountedCertificate(
+      [...withFlag(functionsArgs, '--port', String(port)), '--host', '127.0.0.1'],
+      { namespace, name: FUNCTION_TLS },
+      dir,
+    );
     // The gateway first, then the service, once this test has played kubelet's part: mounting the
-    // ConfigMap the gateway made as the file its --jwks-file names.
+    // ConfigMap the gateway made as the file its --jwks-file names, and the Secret of the certificate
+    // it issued the service as the files of --tls-cert and --tls-key.
     const { gateway, functions, published } = await startGatewayThenFunctions(t, {
       cli,
       gateway: { args, env: { KUBECONFIG: kubeconfig } },
-      functions: { args: [...withFlag(functionsArgs, '--port', String(port)), '--host', '127.0.0.1'] },
+      functions: { args: mounted.args },
       dir,
+      beforeFunctions: mounted.mount,
     });
     await eventually(
       'the webhooks configured',

@@ -27,6 +27,7 @@ import {
   startGatewayThenFunctions,
   withFlag,
   withFreeLiveness,
+  withMountedCertificate,
   withMountedScopes,
 } from '../support/deploy.ts';
 import {
@@ -47,6 +48,8 @@ import { freePort } from '../support/processes.ts';
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 /** The Secret (private) and the ConfigMap (public) of the gateway's signing keys. */
 const KEYS = 'causeway-signing-keys';
+/** The Secret of the CA the gateway issues the function service's certificate with. */
+const FUNCTION_CA = 'causeway-function-ca';
 
 interface Project {
   dir: string;
@@ -223,6 +226,12 @@ describe('causeway init: crd.yaml and deploy/', () => {
         [functions, namespace, ['create', 'events'], false],
         [functions, namespace, ['get', `secrets/${KEYS}`], false],
         [functions, namespace, ['get', `configmaps/${KEYS}`], false],
+        // The function service's TLS: the CA's Secret and the certificate's, the gateway's to keep.
+        [gateway, namespace, ['get', `secrets/${FUNCTION_CA}`], true],
+        [gateway, namespace, ['update', `secrets/${project.functions}-tls`], true],
+        [gateway, namespace, ['delete', `secrets/${project.functions}-tls`], false],
+        [functions, namespace, ['get', `secrets/${project.functions}-tls`], false],
+        [functions, namespace, ['get', `secrets/${FUNCTION_CA}`], false],
       ]),
       [],
     );
@@ -232,14 +241,14 @@ describe('causeway init: crd.yaml and deploy/', () => {
       'create /events',
       'create /secrets',
       `get /configmaps/${KEYS}`,
-      `get /secrets/${KEYS}`,
+      `get /secrets/${KEYS},${FUNCTION_CA},${project.functions}-tls`,
       `get apiextensions.k8s.io/customresourcedefinitions/${resource}`,
       `get ${group}/examples`,
       `list ${group}/examples`,
       `patch ${group}/examples`,
       `patch ${group}/examples/status`,
       `update /configmaps/${KEYS}`,
-      `update /secrets/${KEYS}`,
+      `update /secrets/${KEYS},${FUNCTION_CA},${project.functions}-tls`,
       `watch ${group}/examples`,
     ]);
     assert.deepEqual(await grantedBeyondBaseline(functions, namespace), []);
@@ -272,24 +281,26 @@ describe('causeway init: crd.yaml and deploy/', () => {
     const gatewayArgs = withFlag(
       containerArgs,
       '--functions',
-      `${project.name}=http://127.0.0.1:${port}`,
+      `${project.name}=https://127.0.0.1:${port}`,
     ).map((arg) => arg.replaceAll('$(POD_NAMESPACE)', project.name));
     const served = onlyContainer(find<Deployment>(objects, 'Deployment', project.functions)).args ?? [];
     // The image serves the build of operator.ts (npm run build): Node runs the source as it is.
     assert.equal(served[1], 'dist/operator.js');
-    const functionsArgs = [
-      ...withFlag(served.with(1, 'operator.ts'), '--port', String(port)),
-      '--host',
-      '127.0.0.1',
-    ];
+    const mounted = await withMountedCertificate(
+      [...withFlag(served.with(1, 'operator.ts'), '--port', String(port)), '--host', '127.0.0.1'],
+      { namespace: project.name, name: `${project.functions}-tls` },
+      project.dir,
+    );
     // The gateway first, then the service, once this test has played kubelet's part: mounting the
-    // ConfigMap the gateway made as the file its --jwks-file names.
+    // ConfigMap the gateway made as the file its --jwks-file names, and the Secret of the certificate
+    // it issued the service (over which it calls it) as the files of --tls-cert and --tls-key.
     const { gateway, functions, published } = await startGatewayThenFunctions(t, {
       cli,
       cwd: project.dir,
       gateway: { args: gatewayArgs, env: { KUBECONFIG: kubeconfig } },
-      functions: { args: functionsArgs },
+      functions: { args: mounted.args },
       dir: project.dir,
+      beforeFunctions: mounted.mount,
     });
     await kubectlOk(['apply', '-n', project.name, '-f', join(project.dir, 'example.yaml')]);
 

@@ -35,6 +35,7 @@ import {
   startGatewayThenFunctions,
   withFlag,
   withFreeLiveness,
+  withMountedCertificate,
   withMountedScopes,
 } from '../support/deploy.ts';
 import {
@@ -70,6 +71,9 @@ const FUNCTIONS = 'kopfexample-functions';
 const CLUSTER_RBAC = 'causeway-gateway-kopfexample';
 /** The Secret (private) and the ConfigMap (public) of the gateway's signing keys. */
 const KEYS = 'causeway-signing-keys';
+/** The Secrets of the function service's TLS: the gateway's CA, and the certificate it issues the service. */
+const FUNCTION_CA = 'causeway-function-ca';
+const FUNCTION_TLS = 'kopfexample-functions-tls';
 
 /** Every object the overlay renders, as `kubectl apply` names them. */
 const EXPECTED = [
@@ -170,7 +174,16 @@ describe('deploy/examples/01-minimal', () => {
       [gateway, namespace, ['update', `configmaps/${KEYS}`], true],
       [gateway, namespace, ['create', 'secrets'], true],
       [gateway, namespace, ['create', 'configmaps'], true],
+      // The function service's TLS (gateway/engines/function-certificates.ts): its CA's Secret and the
+      // Secret of the service's certificate, by name, made at its first start, renewed.
+      [gateway, namespace, ['get', `secrets/${FUNCTION_CA}`], true],
+      [gateway, namespace, ['update', `secrets/${FUNCTION_CA}`], true],
+      [gateway, namespace, ['get', `secrets/${FUNCTION_TLS}`], true],
+      [gateway, namespace, ['update', `secrets/${FUNCTION_TLS}`], true],
       // Never more than that.
+      [gateway, namespace, ['delete', `secrets/${FUNCTION_TLS}`], false],
+      [gateway, namespace, ['get', `configmaps/${FUNCTION_CA}`], false],
+      [gateway, elsewhere, ['get', `secrets/${FUNCTION_CA}`], false],
       [gateway, namespace, ['create', kex], false],
       [gateway, namespace, ['update', kex], false],
       [gateway, namespace, ['delete', kex], false],
@@ -209,6 +222,9 @@ describe('deploy/examples/01-minimal', () => {
       [functions, namespace, ['get', 'pods'], false],
       [functions, namespace, ['get', 'secrets'], false],
       [functions, namespace, ['get', `secrets/${KEYS}`], false],
+      // Its certificate comes mounted; the CA's Secret is the gateway's alone.
+      [functions, namespace, ['get', `secrets/${FUNCTION_TLS}`], false],
+      [functions, namespace, ['get', `secrets/${FUNCTION_CA}`], false],
       // It reads the gateway's public keys from its mounted volume, not from the API.
       [functions, namespace, ['get', `configmaps/${KEYS}`], false],
       [functions, namespace, ['get', `customresourcedefinitions.apiextensions.k8s.io/${kex}`], false],
@@ -221,14 +237,14 @@ describe('deploy/examples/01-minimal', () => {
       'create /events',
       'create /secrets',
       `get /configmaps/${KEYS}`,
-      `get /secrets/${KEYS}`,
+      `get /secrets/${KEYS},${FUNCTION_CA},${FUNCTION_TLS}`,
       'get apiextensions.k8s.io/customresourcedefinitions/kopfexamples.kopf.dev',
       'get kopf.dev/kopfexamples',
       'list kopf.dev/kopfexamples',
       'patch kopf.dev/kopfexamples',
       'patch kopf.dev/kopfexamples/status',
       `update /configmaps/${KEYS}`,
-      `update /secrets/${KEYS}`,
+      `update /secrets/${KEYS},${FUNCTION_CA},${FUNCTION_TLS}`,
       'watch kopf.dev/kopfexamples',
     ]);
     assert.deepEqual(await grantedBeyondBaseline(functions, namespace), []);
@@ -258,7 +274,12 @@ describe('deploy/examples/01-minimal', () => {
         [],
         `${where}: env from a Secret`,
       );
-      assert.deepEqual(pod.volumes?.filter((volume) => volume.secret) ?? [], [], `${where}: Secret volumes`);
+      // The only Secret mounted is the functions' certificate, which the gateway issues (--function-tls).
+      assert.deepEqual(
+        pod.volumes?.filter((volume) => volume.secret).map((volume) => volume.secret?.secretName) ?? [],
+        name === FUNCTIONS ? [FUNCTION_TLS] : [],
+        `${where}: Secret volumes`,
+      );
     }
 
     const functionsPod = find<Deployment>(objects, 'Deployment', FUNCTIONS).spec.template.spec;
@@ -294,7 +315,7 @@ describe('deploy/examples/01-minimal', () => {
       'patch kopfexamples',
       'patch kopfexamples/status',
       `update configmaps ${KEYS}`,
-      `update secrets ${KEYS}`,
+      `update secrets ${KEYS} ${FUNCTION_CA} ${FUNCTION_TLS}`,
     ]);
   });
 
@@ -309,12 +330,15 @@ describe('deploy/examples/01-minimal', () => {
       fieldRef: { fieldPath: 'metadata.namespace' },
     });
 
-    // --functions pins the example's name, and names the Service, on a port of it that leads to the
-    // functions' serving port.
+    // --functions pins the example's name, and names the Service by its DNS name in the gateway's
+    // namespace, over HTTPS, on a port of it that leads to the functions' serving port.
     const [name, target] = (flagValue(args, '--functions') ?? '').split('=');
     assert.equal(name, 'kopfexample');
     const url = new URL(target ?? '');
-    const service = find<Service>(objects, 'Service', url.hostname);
+    assert.equal(url.protocol, 'https:');
+    assert.equal(url.hostname, `${FUNCTIONS}.$(pod_namespace).svc`, 'URL hostnames are lowercased');
+    assert.equal(args.includes('--allow-plain-http'), false);
+    const service = find<Service>(objects, 'Service', FUNCTIONS);
     const servicePort = service.spec.ports.find((port) => port.port === Number(url.port));
     assert.ok(servicePort, `Service ${url.hostname} has no port ${url.port}`);
     const deployment = find<Deployment>(objects, 'Deployment', FUNCTIONS);
@@ -329,6 +353,7 @@ describe('deploy/examples/01-minimal', () => {
     assert.equal(flagValue(functions.args ?? [], '--port'), String(containerPort.containerPort));
     for (const probe of [functions.readinessProbe, functions.livenessProbe]) {
       assert.equal(probe?.httpGet?.path, '/healthz');
+      assert.equal(probe?.httpGet?.scheme, 'HTTPS');
       assert.ok([containerPort.name, containerPort.containerPort].includes(probe?.httpGet?.port));
     }
 
@@ -354,6 +379,21 @@ describe('deploy/examples/01-minimal', () => {
       key: 'jwks.json',
       readOnly: true,
     });
+
+    // The gateway issues the service's certificate into the Secret the service mounts read-only, as the
+    // files its --tls-cert and --tls-key name; the CA that signs it stays in a Secret of the gateway's.
+    assert.equal(flagValue(args, '--function-tls'), `kopfexample=$(POD_NAMESPACE)/${FUNCTION_TLS}`);
+    assert.equal(flagValue(args, '--function-certificates'), `$(POD_NAMESPACE)/${FUNCTION_CA}`);
+    for (const [flag, key] of [
+      ['--tls-cert', 'tls.crt'],
+      ['--tls-key', 'tls.key'],
+    ]) {
+      assert.deepEqual(mountedFile(deployment, flagValue(functions.args ?? [], flag as string) ?? ''), {
+        secret: { secretName: FUNCTION_TLS },
+        key,
+        readOnly: true,
+      });
+    }
 
     // The gateway's startup and liveness probes ask its --liveness endpoint, at its path and port.
     const liveness = new URL(flagValue(args, '--liveness') ?? '');
@@ -383,27 +423,34 @@ describe('deploy/examples/01-minimal', () => {
     await writeServiceAccountKubeconfig(kubeconfig, namespace, GATEWAY);
 
     // The containers' arguments, expanded as the kubelet would; the function service on a free loopback
-    // port instead of 0.0.0.0:8080, and the gateway calling it there.
+    // port instead of 0.0.0.0:8080, and the gateway calling it there, over HTTPS: the certificate it
+    // issues names that address.
     const port = await freePort();
     const deployment = find<Deployment>(objects, 'Deployment', GATEWAY);
     const { args: containerArgs, liveness } = await withFreeLiveness(
       await withMountedScopes(onlyContainer(deployment).args ?? [], deployment, objects, dir),
     );
-    const gatewayArgs = withFlag(containerArgs, '--functions', `kopfexample=http://127.0.0.1:${port}`).map(
+    const gatewayArgs = withFlag(containerArgs, '--functions', `kopfexample=https://127.0.0.1:${port}`).map(
       (arg) => arg.replaceAll('$(POD_NAMESPACE)', namespace),
     );
-    const functionsArgs = withFlag(
-      onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [],
-      '--port',
-      String(port),
-    ).concat(['--host', '127.0.0.1']);
+    const { args: functionsArgs, mount } = await withMountedCertificate(
+      withFlag(
+        onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [],
+        '--port',
+        String(port),
+      ).concat(['--host', '127.0.0.1']),
+      { namespace, name: FUNCTION_TLS },
+      dir,
+    );
     // The gateway first, then the service, once this test has played kubelet's part: mounting the
-    // ConfigMap the gateway made as the file its --jwks-file names.
+    // ConfigMap the gateway made as the file its --jwks-file names, and the Secret it issued the
+    // service's certificate into as the files of --tls-cert and --tls-key.
     const { gateway, functions, published } = await startGatewayThenFunctions(t, {
       cli,
       gateway: { args: gatewayArgs, env: { KUBECONFIG: kubeconfig } },
       functions: { args: functionsArgs },
       dir,
+      beforeFunctions: mount,
     });
 
     const [example] = await applyFile(OBJECT, namespace);
@@ -438,6 +485,14 @@ describe('deploy/examples/01-minimal', () => {
       [[kid, false]],
     );
     assert.match(gateway.output(), new RegExp(`signing calls to function services with key ${kid}`));
+    // It made the CA of the function services' certificates and issued the service's, over which it
+    // called it.
+    assert.match(
+      gateway.output(),
+      new RegExp(
+        `issued a certificate for 127\\.0\\.0\\.1 into Secret ${namespace}/${FUNCTION_TLS} \\(there was none\\)`,
+      ),
+    );
     assert.deepEqual(problems(gateway.output()), [], gateway.output());
 
     // Restarted once the key is 30 days old (--key-rotation-days): the gateway adds a key, replacing
@@ -471,6 +526,8 @@ describe('deploy/examples/01-minimal', () => {
     const after = await createKopfExample(namespace, 'after-rotation');
     assert.deepEqual(await statusOnceThere(after, 'create_fn'), { message: 'hello after-rotation' });
     assert.match(restarted.output(), new RegExp(`signing calls to function services with key ${kid}`));
+    // Restarted, it keeps the CA and the service's certificate, still valid: the service goes on with it.
+    assert.doesNotMatch(restarted.output(), /made the CA|issued a certificate/);
     assert.deepEqual(problems(restarted.output()), [], restarted.output());
     assert.deepEqual(problems(functions.output()), [], functions.output());
   });

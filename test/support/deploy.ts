@@ -52,8 +52,8 @@ export interface Container {
   env?: EnvVar[];
   volumeMounts?: VolumeMount[];
   ports?: Array<{ name?: string; containerPort: number }>;
-  readinessProbe?: { httpGet?: { path: string; port: string | number } };
-  livenessProbe?: { httpGet?: { path: string; port: string | number } };
+  readinessProbe?: { httpGet?: { path: string; port: string | number; scheme?: string } };
+  livenessProbe?: { httpGet?: { path: string; port: string | number; scheme?: string } };
   startupProbe?: { httpGet?: { path: string; port: string | number } };
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
   securityContext?: SecurityContext;
@@ -174,12 +174,12 @@ export async function installRbac(t: TestContext, overlay: string, namespace: st
 
 /**
  * Where the file at `path` in the deployment's container comes from: the volume mounted over its
- * directory (its ConfigMap, as the manifest says it), the ConfigMap's key, and whether it is read-only.
+ * directory (its ConfigMap or Secret, as the manifest says it), the key, and whether it is read-only.
  */
 export function mountedFile(
   deployment: Deployment,
   path: string,
-): { configMap: Volume['configMap']; key: string; readOnly: boolean } {
+): { configMap?: Volume['configMap']; secret?: Volume['secret']; key: string; readOnly: boolean } {
   const mount = onlyContainer(deployment).volumeMounts?.find((each) =>
     path.startsWith(`${each.mountPath.replace(/\/$/, '')}/`),
   );
@@ -187,9 +187,12 @@ export function mountedFile(
   // kubelet swaps in a changed ConfigMap's files under a directory mount, never under a subPath.
   assert.equal(mount.subPath, undefined, `${path}: a subPath mount is never updated`);
   const volume = deployment.spec.template.spec.volumes?.find((each) => each.name === mount.name);
-  assert.ok(volume?.configMap, `${deployment.metadata.name}: ${mount.name} is not a ConfigMap volume`);
+  assert.ok(
+    volume?.configMap || volume?.secret,
+    `${deployment.metadata.name}: ${mount.name} is neither a ConfigMap nor a Secret volume`,
+  );
   return {
-    configMap: volume.configMap,
+    ...(volume.configMap ? { configMap: volume.configMap } : { secret: volume.secret }),
     key: relative(mount.mountPath, path),
     readOnly: mount.readOnly === true,
   };
@@ -219,6 +222,35 @@ export async function withMountedScopes(
     return `${name}=${copy}`;
   });
   return Promise.all(copies);
+}
+
+/**
+ * The kubelet's part for the Secret a gateway issues a function service's certificate into: its
+ * tls.crt and tls.key written to `dir` once it is there; `args` (the service's) then read them there.
+ */
+export async function withMountedCertificate(
+  args: string[],
+  secret: { namespace: string; name: string },
+  dir: string,
+): Promise<{ args: string[]; mount(): Promise<void> }> {
+  const files = { '--tls-cert': join(dir, 'tls.crt'), '--tls-key': join(dir, 'tls.key') };
+  const mount = async () => {
+    const client = await kubeClient();
+    const data = await eventually(`the Secret ${secret.namespace}/${secret.name}`, async () => {
+      const read = await client
+        .get<{ data?: Record<string, string> }>(
+          `/api/v1/namespaces/${secret.namespace}/secrets/${secret.name}`,
+        )
+        .catch(() => undefined);
+      return read?.data?.['tls.crt'] && read.data['tls.key'] ? read.data : undefined;
+    });
+    await writeFile(files['--tls-key'], Buffer.from(data['tls.key'] as string, 'base64'));
+    await writeFile(files['--tls-cert'], Buffer.from(data['tls.crt'] as string, 'base64'));
+  };
+  return {
+    args: withFlag(withFlag(args, '--tls-cert', files['--tls-cert']), '--tls-key', files['--tls-key']),
+    mount,
+  };
 }
 
 export type BundledCli = ChildProcess & { output(): string };

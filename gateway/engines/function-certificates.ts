@@ -258,10 +258,14 @@ export class FunctionCertificates {
     };
     const { client } = this.#options;
     if (resourceVersion) await client.request(secretPath(secret), { method: 'PUT', body });
-    else await client.request(`/api/v1/namespaces/${secret.namespace}/secrets`, { method: 'POST', body });
+    else
+      await client.request(`/api/v1/namespaces/${encodeURIComponent(secret.namespace)}/secrets`, {
+        method: 'POST',
+        body,
+      });
   }
 }
 
 function secretPath({ namespace, name }: SecretName): string {
-  return `/api/v1/namespaces/${namespace}/secrets/${name}`;
+  return `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(name)}`;
 }

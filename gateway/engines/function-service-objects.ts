@@ -130,6 +130,19 @@ export function functionServiceDefinition(): KubernetesObject {
                       type: 'string',
                       description: 'PEM of the CA to trust for an https URL; the system roots unless given.',
                     },
+                    tls: {
+                      type: 'object',
+                      required: ['secretName'],
+                      properties: {
+                        secretName: {
+                          type: 'string',
+                          maxLength: 253,
+                          pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$',
+                        },
+                      },
+                      description:
+                        "The Secret in this namespace the gateway issues the service's serving certificate into (the pod mounts it for serve --tls-cert/--tls-key), for the host of its https url (<service>.<this namespace>.svc); the service is then trusted with the gateway's own CA only (--function-certificates).",
+                    },
                     timeoutSeconds: positive(
                       "How long one call may take (default: the gateway's --function-timeout).",
                       600,
@@ -473,6 +486,7 @@ export class FunctionServiceObjects implements Component {
       url: string;
       secretRef?: { name: string; key?: string };
       caBundle?: string;
+      tls?: { secretName: string };
       timeoutSeconds?: number;
       concurrency?: number;
       scope?: unknown;
@@ -493,6 +507,7 @@ export class FunctionServiceObjects implements Component {
       url: spec.url,
       ...(secret ? { secret } : {}),
       ...(spec.caBundle ? { ca: spec.caBundle } : {}),
+      ...(spec.tls ? { certificate: { namespace: this.#options.namespace, name: spec.tls.secretName } } : {}),
       ...(spec.timeoutSeconds ? { timeoutMs: spec.timeoutSeconds * 1000 } : {}),
       ...(spec.concurrency ? { concurrency: spec.concurrency } : {}),
       ...(spec.scope === undefined ? {} : { scope: parseScope(spec.scope, 'spec.scope') }),

@@ -34,6 +34,7 @@ import {
   startGatewayThenFunctions,
   withFlag,
   withFreeLiveness,
+  withMountedCertificate,
 } from '../support/deploy.ts';
 import {
   dryRunObjects,
@@ -62,6 +63,9 @@ const FUNCTIONS = 'kopfexample-functions';
 const CLUSTER_RBAC = 'causeway-gateway-function-services';
 /** The Secret (private) and the ConfigMap (public) of the gateway's signing keys. */
 const KEYS = 'causeway-signing-keys';
+/** The Secrets of the function service's TLS: the gateway's CA, and the certificate it issues the service. */
+const FUNCTION_CA = 'causeway-function-ca';
+const FUNCTION_TLS = 'kopfexample-functions-tls';
 /** The FunctionService, named as the function service answers (operator({ name: 'kopfexample' })). */
 const SERVICE = 'kopfexample';
 
@@ -102,14 +106,15 @@ describe(DIRECTORY, () => {
     );
     assertPlacedAndBound(objects, EXAMPLE_NAMESPACE, GATEWAY);
 
-    // The base's --functions gives way to --function-services, and its --function-scope to the
-    // FunctionService's spec.scope; the rest of its arguments stay.
+    // The base's --functions gives way to --function-services, its --function-scope to the
+    // FunctionService's spec.scope and its --function-tls to spec.tls; the rest of its arguments stay.
     const args = onlyContainer(find<Deployment>(objects, 'Deployment', GATEWAY)).args ?? [];
     assert.deepEqual(args, [
       'gateway',
       '--function-services',
       '$(POD_NAMESPACE)',
-      '--allow-plain-http',
+      '--function-certificates',
+      `$(POD_NAMESPACE)/${FUNCTION_CA}`,
       '--namespace',
       '$(POD_NAMESPACE)',
       '--signing-keys',
@@ -118,16 +123,20 @@ describe(DIRECTORY, () => {
       'http://0.0.0.0:8080/healthz',
     ]);
 
-    // The FunctionService's URL names the Service, on a port of it that leads to the functions' serving
-    // port; no secretRef: the calls are signed with the gateway's keys. Its scope is pinned there: the
-    // KopfExamples the example's handler watches, nothing more.
+    // The FunctionService's URL names the Service by its DNS name in the overlay's namespace, over
+    // HTTPS with the certificate the gateway issues into the Secret the service mounts, on a port of
+    // it that leads to the functions' serving port; no secretRef: the calls are signed with the
+    // gateway's keys. Its scope is pinned there: the KopfExamples the example's handler watches.
     const { spec } = find(objects, 'FunctionService', SERVICE) as KubernetesObject & {
       spec: Record<string, unknown>;
     };
-    assert.deepEqual(Object.keys(spec).sort(), ['scope', 'url']);
+    assert.deepEqual(Object.keys(spec).sort(), ['scope', 'tls', 'url']);
     assert.deepEqual(spec.scope, { resources: ['kopfexamples.kopf.dev'] });
+    assert.deepEqual(spec.tls, { secretName: FUNCTION_TLS });
     const url = new URL(String(spec.url));
-    const service = find<Service>(objects, 'Service', url.hostname);
+    assert.equal(url.protocol, 'https:');
+    assert.equal(url.hostname, `${FUNCTIONS}.${EXAMPLE_NAMESPACE}.svc`);
+    const service = find<Service>(objects, 'Service', FUNCTIONS);
     const servicePort = service.spec.ports.find((port) => port.port === Number(url.port));
     assert.ok(servicePort, `Service ${url.hostname} has no port ${url.port}`);
     const functions = onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS));
@@ -210,7 +219,7 @@ describe(DIRECTORY, () => {
       'create /events',
       'create /secrets',
       `get /configmaps/${KEYS}`,
-      `get /secrets/${KEYS}`,
+      `get /secrets/${KEYS},${FUNCTION_CA},${FUNCTION_TLS}`,
       `get apiextensions.k8s.io/customresourcedefinitions/${kex}`,
       'get causeway.dev/functionservices',
       'get kopf.dev/kopfexamples',
@@ -220,7 +229,7 @@ describe(DIRECTORY, () => {
       'patch kopf.dev/kopfexamples',
       'patch kopf.dev/kopfexamples/status',
       `update /configmaps/${KEYS}`,
-      `update /secrets/${KEYS}`,
+      `update /secrets/${KEYS},${FUNCTION_CA},${FUNCTION_TLS}`,
       'watch causeway.dev/functionservices',
       'watch kopf.dev/kopfexamples',
     ]);
@@ -248,7 +257,7 @@ describe(DIRECTORY, () => {
     );
     await kubectlOk(
       ['apply', '-f', '-'],
-      toYaml([{ ...functionService, spec: { ...functionService.spec, url: `http://127.0.0.1:${port}` } }]),
+      toYaml([{ ...functionService, spec: { ...functionService.spec, url: `https://127.0.0.1:${port}` } }]),
     );
     const { args: containerArgs } = await withFreeLiveness(
       onlyContainer(find<Deployment>(objects, 'Deployment', GATEWAY)).args ?? [],
@@ -257,11 +266,15 @@ describe(DIRECTORY, () => {
     const gatewayArgs = containerArgs
       .map((arg) => arg.replaceAll('$(POD_NAMESPACE)', namespace))
       .concat('--allow-loopback-functions');
-    const functionsArgs = withFlag(
-      onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [],
-      '--port',
-      String(port),
-    ).concat(['--host', '127.0.0.1']);
+    const mounted = await withMountedCertificate(
+      withFlag(
+        onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [],
+        '--port',
+        String(port),
+      ).concat(['--host', '127.0.0.1']),
+      { namespace, name: FUNCTION_TLS },
+      dir,
+    );
 
     const client = await kubeClient();
     const { group, version, plural } = FUNCTION_SERVICE;
@@ -285,10 +298,11 @@ describe(DIRECTORY, () => {
     const { gateway, functions } = await startGatewayThenFunctions(t, {
       cli,
       gateway: { args: gatewayArgs, env: { KUBECONFIG: kubeconfig } },
-      functions: { args: functionsArgs },
+      functions: { args: mounted.args },
       dir,
       beforeFunctions: async (started) => {
         unreachable = await statusOnce(started, 'Unreachable', 1);
+        await mounted.mount(); // and its certificate, which the gateway issued first
       },
     });
     assert.match(String(unreachable?.lastError), /ECONNREFUSED/);

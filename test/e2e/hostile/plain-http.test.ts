@@ -259,6 +259,43 @@ describe('function services over TLS the gateway issues and pins', () => {
     assert.deepEqual(await statusOnceThere(path, 'create_fn'), { message: 'hello its-own' });
   });
 
+  it('does not replace a Secret of that name it did not make, and says so, until it is gone', async (t) => {
+    await applyFile(CRD);
+    const namespace = await testNamespace(t);
+    const dir = await scratch(t);
+    const port = await freePort();
+    const client = await kubeClient();
+    const secretPath = `/api/v1/namespaces/${namespace}/secrets/${SERVICE_SECRET}`;
+    const theirs = { password: Buffer.from('not a certificate').toString('base64') };
+    await client.request(`/api/v1/namespaces/${namespace}/secrets`, {
+      method: 'POST',
+      body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: SERVICE_SECRET }, data: theirs },
+    });
+    const { starting, logger } = startFor(t, namespace, {
+      url: `https://127.0.0.1:${port}`,
+      certificate: { namespace, name: SERVICE_SECRET },
+    });
+    const refused = await eventually('a refusal', async () =>
+      logger.lines.find((line) => line.includes('is not a certificate this gateway made')),
+    );
+    assert.match(
+      refused,
+      new RegExp(
+        `WARNING.*Secret ${namespace}/${SERVICE_SECRET} exists and is not a certificate this gateway made .*name another Secret, or delete this one`,
+      ),
+    );
+    assert.deepEqual((await client.get<{ data: Record<string, string> }>(secretPath)).data, theirs);
+
+    // Deleted, it is the gateway's to make: the service is served with the certificate it issues.
+    await client.request(secretPath, { method: 'DELETE' });
+    const mounted = await mount(namespace, dir);
+    closeAfter(t, await serveFetch(kopfexample(), { port, host: '127.0.0.1', tls: mounted }));
+    const gateway = await starting;
+    await gateway.synced;
+    const path = await createKopfExample(namespace, 'after-theirs');
+    assert.deepEqual(await statusOnceThere(path, 'create_fn'), { message: 'hello after-theirs' });
+  });
+
   it('calls a service over plain HTTP beyond this host only with --allow-plain-http, and then warns, naming it', async (t) => {
     await applyFile(CRD);
     const namespace = await testNamespace(t);

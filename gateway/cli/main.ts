@@ -88,7 +88,8 @@ Options for run and gateway:
       --function-concurrency <n>  (gateway) Calls at once to one function service (default 128);
                             the others wait their turn.
       --functions-ca <file>  (gateway) The CA to trust for https function services (default: the
-                            system's roots).
+                            system's roots); not for one given --function-tls, pinned to the
+                            gateway's own CA.
       --function-scope <name>=<file>  (gateway) What that service may reach, pinned: a YAML file
                             of resources (what its handlers watch, are sent and patch), admission
                             (what its webhooks review), children (the kinds its apply may create, in

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { issueServingCertificate, newAuthority } from '../../webhooks/certificates.ts';
-import { certificateHosts, issueReason } from './function-certificates.ts';
+import { authorityProblem, certificateHosts, issueReason } from './function-certificates.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -67,6 +67,27 @@ describe('issueReason', async () => {
     assert.equal(
       issueReason(swapped, ca, hosts, now),
       'it named billing.team-a.svc, billing.team-a.svc.cluster.local, 0:0:0:0:0:0:0:2',
+    );
+  });
+});
+
+describe('authorityProblem', () => {
+  it('takes a CA with its key, and refuses none, a garbled one, another key, a serving certificate or an ended CA', async () => {
+    const now = new Date('2026-01-01T00:00:00Z');
+    const ca = await newAuthority('test CA', now);
+    const other = await newAuthority('another CA', now);
+    const serving = await issueServingCertificate(ca, ['billing.team-a.svc'], now);
+    assert.equal(authorityProblem(ca, now), undefined);
+    assert.equal(authorityProblem(undefined, now), 'has no tls.crt and tls.key');
+    assert.equal(authorityProblem({ cert: 'garbage', key: ca.key }, now), 'holds no certificate and key');
+    assert.equal(
+      authorityProblem({ cert: ca.cert, key: other.key }, now),
+      'holds a key that does not match its certificate',
+    );
+    assert.equal(authorityProblem(serving, now), 'holds a certificate for CN=billing.team-a.svc, not a CA');
+    assert.match(
+      authorityProblem(ca, new Date('2036-12-31T00:00:00Z')) ?? '',
+      /^holds a CA that ended on 2035-12-/,
     );
   });
 });

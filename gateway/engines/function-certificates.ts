@@ -90,6 +90,27 @@ export function issueReason(
   return undefined;
 }
 
+/** What keeps the CA kept in a Secret from issuing certificates (undefined: nothing). */
+export function authorityProblem(
+  kept: { cert: string; key: string } | undefined,
+  now = new Date(),
+): string | undefined {
+  if (!kept) return 'has no tls.crt and tls.key';
+  let certificate: X509Certificate;
+  try {
+    certificate = new X509Certificate(kept.cert);
+    if (!certificate.checkPrivateKey(createPrivateKey(kept.key)))
+      return 'holds a key that does not match its certificate';
+  } catch {
+    return 'holds no certificate and key';
+  }
+  if (!certificate.ca)
+    return `holds a certificate for ${certificate.subject.replaceAll('\n', ', ')}, not a CA`;
+  if (Date.parse(certificate.validTo) <= now.getTime())
+    return `holds a CA that ended on ${new Date(certificate.validTo).toISOString()}`;
+  return undefined;
+}
+
 export interface FunctionCertificatesOptions {
   client: KubeClient;
   /** The Secret that keeps the CA. */
@@ -127,9 +148,13 @@ export class FunctionCertificates {
       const kept = await this.#read(authority);
       if (kept) {
         const { 'tls.crt': cert, 'tls.key': key } = kept.data;
-        if (!cert || !key)
-          throw new Error(`${where} has no tls.crt and tls.key: it is not a CA of this gateway`);
-        this.#ca = { cert, key };
+        const candidate = cert && key ? { cert, key } : undefined;
+        const problem = authorityProblem(candidate);
+        if (problem || !candidate)
+          throw new Error(
+            `${where} ${problem}: it is no CA to issue the function services' certificates with`,
+          );
+        this.#ca = candidate;
         break;
       }
       const ca = await newAuthority(CA_NAME);

@@ -296,6 +296,37 @@ describe('function services over TLS the gateway issues and pins', () => {
     assert.deepEqual(await statusOnceThere(path, 'create_fn'), { message: 'hello after-theirs' });
   });
 
+  it('does not start with a CA Secret that holds no CA, and says why', async (t) => {
+    await applyFile(CRD);
+    const namespace = await testNamespace(t);
+    // A serving certificate where the CA should be: certificates it signed would be refused anyway.
+    const serving = await issueServingCertificate(await newAuthority('another CA'), ['127.0.0.1']);
+    await (await kubeClient()).request(`/api/v1/namespaces/${namespace}/secrets`, {
+      method: 'POST',
+      body: {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        type: 'kubernetes.io/tls',
+        metadata: { name: CA_SECRET },
+        data: {
+          'tls.crt': Buffer.from(serving.cert).toString('base64'),
+          'tls.key': Buffer.from(serving.key).toString('base64'),
+        },
+      },
+    });
+    const { starting } = startFor(t, namespace, {
+      url: `https://127.0.0.1:${await freePort()}`,
+      certificate: { namespace, name: SERVICE_SECRET },
+    });
+    await assert.rejects(
+      starting,
+      new RegExp(
+        `Secret ${namespace}/${CA_SECRET} holds a certificate for CN=127\\.0\\.0\\.1, not a CA: it is no CA to issue the function services' certificates with`,
+      ),
+    );
+    assert.equal(await readSecret(namespace, SERVICE_SECRET), undefined, 'no certificate issued');
+  });
+
   it('calls a service over plain HTTP beyond this host only with --allow-plain-http, and then warns, naming it', async (t) => {
     await applyFile(CRD);
     const namespace = await testNamespace(t);

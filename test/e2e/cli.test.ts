@@ -208,7 +208,7 @@ describe('causeway serve over HTTPS, and a gateway that trusts its CA', () => {
     );
     t.after(() => untrusting.stop());
     await untrusting.waitFor(
-      /function service https:\/\/127\.0\.0\.1:\d+ is not reachable yet: .+: its certificate is not one this gateway trusts \(give the CA that signed it: --functions-ca/,
+      /function service https:\/\/127\.0\.0\.1:\d+ is not reachable yet: .+: its certificate is not one this gateway trusts for it \(give the CA that signed it: --functions-ca/,
     );
     await untrusting.stop();
 

@@ -36,6 +36,7 @@ const CRD = new URL('../../../examples/01-minimal/crd.yaml', import.meta.url);
 const CA_SECRET = 'causeway-function-ca';
 const SERVICE_SECRET = 'kopfexample-tls';
 const SCOPE = { resources: ['kopfexamples.kopf.dev'] };
+const DAY_MS = 86_400_000;
 
 /** The operator of examples/01-minimal, counting the requests it is sent. */
 function kopfexample() {
@@ -176,20 +177,42 @@ describe('function services over TLS the gateway issues and pins', () => {
       ),
     );
 
-    // Gone from its Secret, it is issued anew at the gateway's next look; the service, given the new
-    // files as the kubelet would, serves it from its next connection on, in the same process.
+    // Near its end (issued 61 of its 90 days ago), it is renewed at the gateway's next look; the
+    // service, given the new files as the kubelet would, serves it from its next connection on, in the
+    // same process. Gone from its Secret, it is issued anew likewise.
     const served = logger.lines.length;
-    await (await kubeClient()).request(`/api/v1/namespaces/${namespace}/secrets/${SERVICE_SECRET}`, {
-      method: 'DELETE',
-    });
-    const renewed = await mount(namespace, dir, mounted.cert);
-    assert.notEqual(renewed.cert, mounted.cert);
-    const fingerprint = new X509Certificate(renewed.cert).fingerprint256;
-    await eventually('the renewed certificate served', async () =>
-      (await servedCertificate(port, renewed.ca)).fingerprint256 === fingerprint ? true : undefined,
+    const client = await kubeClient();
+    const secretPath = `/api/v1/namespaces/${namespace}/secrets/${SERVICE_SECRET}`;
+    const aged = await issueServingCertificate(
+      { cert: authority['tls.crt'] as string, key: authority['tls.key'] as string },
+      ['127.0.0.1'],
+      new Date(Date.now() - 61 * DAY_MS),
     );
-    const second = await createKopfExample(namespace, 'after-renewal');
-    assert.deepEqual(await statusOnceThere(second, 'create_fn'), { message: 'hello after-renewal' });
+    const base64 = (text: string) => Buffer.from(text).toString('base64');
+    await client.patch(secretPath, 'merge', {
+      data: { 'tls.crt': base64(aged.cert), 'tls.key': base64(aged.key) },
+    });
+    let previous = aged.cert;
+    for (const [step, reason] of [
+      ['aged', /\(it ends on \S+\)/],
+      ['deleted', /\(there was none\)/],
+    ] as const) {
+      if (step === 'deleted') await client.request(secretPath, { method: 'DELETE' });
+      const renewed = await mount(namespace, dir, previous);
+      const fingerprint = new X509Certificate(renewed.cert).fingerprint256;
+      await eventually(`the certificate renewed once ${step} served`, async () =>
+        (await servedCertificate(port, renewed.ca)).fingerprint256 === fingerprint ? true : undefined,
+      );
+      const object = await createKopfExample(namespace, `after-${step}`);
+      assert.deepEqual(await statusOnceThere(object, 'create_fn'), { message: `hello after-${step}` });
+      previous = renewed.cert;
+      assert.match(
+        logger.lines.filter((line) => line.includes('issued a certificate')).at(-1) ?? '',
+        new RegExp(
+          `issued a certificate for 127\\.0\\.0\\.1 into Secret ${namespace}/${SERVICE_SECRET} ${reason.source}`,
+        ),
+      );
+    }
     // No call failed meanwhile: the certificate it had stayed valid until the new one was served.
     assert.deepEqual(
       logger.lines.slice(served).filter((line) => /WARNING|ERROR/.test(line)),

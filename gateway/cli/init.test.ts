@@ -95,7 +95,10 @@ describe('causeway init', () => {
     });
 
     const operator = await readFile(join(project, 'operator.ts'), 'utf8');
-    assert.match(operator, /operator\(\{ name: 'acme-widgets' \}\)/);
+    assert.match(
+      operator,
+      /operator\(\{ name: 'acme-widgets', scope: \{ resources: \['examples\.acme-widgets\.example\.com'\] \} \}\)/,
+    );
     assert.match(operator, /'examples\.acme-widgets\.example\.com'/);
     const [crd] = await readYaml(join(project, 'crd.yaml'));
     assert.equal(crd?.metadata.name, 'examples.acme-widgets.example.com');
@@ -129,7 +132,7 @@ describe('causeway init', () => {
     ]);
     assert.match(
       await readFile(join(project, 'deploy/gateway.yaml'), 'utf8'),
-      /- acme-widgets=http:\/\/acme-widgets-functions:8080 /,
+      /- acme-widgets=https:\/\/acme-widgets-functions\.\$\(POD_NAMESPACE\)\.svc:8080 /,
     );
   });
 

@@ -12,7 +12,6 @@ import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { newKey, publicKeys, type StoredKey } from '../../gateway/dispatch/keys.ts';
 import {
-  FUNCTION_SERVICE,
   functionServiceDefinition,
   functionServicesPath,
 } from '../../gateway/engines/function-service-objects.ts';
@@ -23,6 +22,7 @@ import { testNamespace } from '../support/cluster.ts';
 import { type PublishedKeys, problems } from '../support/deploy.ts';
 import {
   applyFile,
+  createFunctionService,
   createKopfExample,
   eventually,
   kubeClient,
@@ -266,18 +266,10 @@ describe('causeway gateway --function-services', () => {
       },
     });
     const collection = functionServicesPath(namespace);
-    await client.request(collection, {
-      method: 'POST',
-      body: {
-        apiVersion: `${FUNCTION_SERVICE.group}/${FUNCTION_SERVICE.version}`,
-        kind: 'FunctionService',
-        metadata: { name: 'kopfexample' },
-        spec: {
-          url,
-          secretRef: { name: 'kopfexample-secret' },
-          scope: { resources: ['kopfexamples.kopf.dev'] },
-        },
-      },
+    await createFunctionService(namespace, 'kopfexample', {
+      url,
+      secretRef: { name: 'kopfexample-secret' },
+      scope: { resources: ['kopfexamples.kopf.dev'] },
     });
 
     // No --functions: the FunctionService object is the only service the gateway knows of (on loopback here).

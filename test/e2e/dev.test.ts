@@ -10,7 +10,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import {
-  FUNCTION_SERVICE,
   functionServiceDefinition,
   functionServicesPath,
 } from '../../gateway/engines/function-service-objects.ts';
@@ -21,6 +20,7 @@ import { testCluster, testNamespace } from '../support/cluster.ts';
 import { kubectl } from '../support/kubectl.ts';
 import {
   applyFile,
+  createFunctionService,
   createKopfExample,
   eventually,
   kubeClient,
@@ -228,14 +228,9 @@ describe('causeway dev', () => {
     const deployed = moduleIn(mkdtempSync(join(tmpdir(), 'causeway-deployed-')), operatorSource('deployed'));
     const port = await freePort();
     const object = `${functionServicesPath(namespace)}/dev-e2e`;
-    await client.request(object.replace(/\/dev-e2e$/, ''), {
-      method: 'POST',
-      body: {
-        apiVersion: `${FUNCTION_SERVICE.group}/${FUNCTION_SERVICE.version}`,
-        kind: 'FunctionService',
-        metadata: { name: 'dev-e2e' },
-        spec: { url: `http://127.0.0.1:${port}`, scope: { resources: ['kopfexamples.kopf.dev'] } },
-      },
+    await createFunctionService(namespace, 'dev-e2e', {
+      url: `http://127.0.0.1:${port}`,
+      scope: { resources: ['kopfexamples.kopf.dev'] },
     });
     // No --dev-sessions: a FunctionService's field is followed wherever the gateway serves them (as its
     // spec.devSessions allows); its url is on this host, which a gateway refuses unless told otherwise.

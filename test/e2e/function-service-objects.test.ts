@@ -9,7 +9,6 @@ import { describe, it, type TestContext } from 'node:test';
 import { operator, PermanentError } from '../../functions/index.ts';
 import { serveFetch } from '../../gateway/cli/serve.ts';
 import {
-  FUNCTION_SERVICE,
   functionServiceDefinition,
   functionServicesPath,
 } from '../../gateway/engines/function-service-objects.ts';
@@ -20,6 +19,7 @@ import type { KubernetesObject } from '../../protocol/index.ts';
 import { testNamespace } from '../support/cluster.ts';
 import {
   applyFile,
+  createFunctionService,
   createKopfExample,
   eventually,
   kubeClient,
@@ -74,18 +74,10 @@ async function environment(t: TestContext, settings?: SettingsPatch) {
       return status && test(status) ? status : undefined;
     });
   const create = (spec: Record<string, unknown>) =>
-    client.request(collection, {
-      method: 'POST',
-      body: {
-        apiVersion: `${FUNCTION_SERVICE.group}/${FUNCTION_SERVICE.version}`,
-        kind: 'FunctionService',
-        metadata: { name: 'billing' },
-        spec: {
-          secretRef: { name: 'billing-secret' },
-          scope: { resources: ['kopfexamples.kopf.dev'] },
-          ...spec,
-        },
-      },
+    createFunctionService(namespace, 'billing', {
+      secretRef: { name: 'billing-secret' },
+      scope: { resources: ['kopfexamples.kopf.dev'] },
+      ...spec,
     });
   return { client, namespace, collection, logger, statusWhen, create };
 }

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
 import { serveFetch } from '../../gateway/cli/serve.ts';
 import type { FetchHandler } from '../../gateway/dispatch/transport.ts';
+import { FUNCTION_SERVICE, functionServicesPath } from '../../gateway/engines/function-service-objects.ts';
 import { PUBLIC_KEYS_FILE } from '../../gateway/engines/signing-keys.ts';
 import { type Gateway, type GatewayOptions, startGateway } from '../../gateway/gateway.ts';
 import { applyManifests, parseManifests } from '../../gateway/kube/apply.ts';
@@ -54,6 +55,23 @@ export async function createKopfExample(
     body: { apiVersion: 'kopf.dev/v1', kind: 'KopfExample', metadata: { ...metadata, name }, spec },
   });
   return `${collection}/${name}`;
+}
+
+/** Creates a FunctionService (causeway.dev/v1alpha1) in `namespace`, as whoever deploys a service would. */
+export async function createFunctionService(
+  namespace: string,
+  name: string,
+  spec: Record<string, unknown>,
+): Promise<KubernetesObject> {
+  return (await kubeClient()).request<KubernetesObject>(functionServicesPath(namespace), {
+    method: 'POST',
+    body: {
+      apiVersion: `${FUNCTION_SERVICE.group}/${FUNCTION_SERVICE.version}`,
+      kind: 'FunctionService',
+      metadata: { name },
+      spec,
+    },
+  });
 }
 
 /** Collects log lines so tests can assert on what the gateway said. */

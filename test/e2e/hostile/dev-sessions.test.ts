@@ -15,7 +15,6 @@ import type { FunctionEndpoint } from '../../../gateway/dispatch/services.ts';
 import { devSessionLease, devSessionLeaseName } from '../../../gateway/engines/dev-sessions.ts';
 import {
   DEV_SESSION_RENEWED,
-  FUNCTION_SERVICE,
   functionServiceDefinition,
   functionServicesPath,
 } from '../../../gateway/engines/function-service-objects.ts';
@@ -26,6 +25,7 @@ import type { KubernetesObject } from '../../../protocol/index.ts';
 import { testNamespace } from '../../support/cluster.ts';
 import {
   applyFile,
+  createFunctionService,
   createKopfExample,
   eventually,
   kubeClient,
@@ -162,18 +162,10 @@ describe('dev sessions, from a hostile Lease or FunctionService', () => {
   it('last no longer than the service allows, whatever they ask, and an Event tells when its calls go away and come back', async (t) => {
     const { client, namespace, deployed, laptop, start, handledBy } = await environment(t);
     const collection = functionServicesPath(namespace);
-    await client.request(collection, {
-      method: 'POST',
-      body: {
-        apiVersion: `${FUNCTION_SERVICE.group}/${FUNCTION_SERVICE.version}`,
-        kind: 'FunctionService',
-        metadata: { name: 'billing' },
-        spec: {
-          url: deployed.url,
-          scope: SCOPE,
-          devSessions: { allowed: true, urls: ['http://127.0.0.1:*'], maxSeconds: 5 },
-        },
-      },
+    await createFunctionService(namespace, 'billing', {
+      url: deployed.url,
+      scope: SCOPE,
+      devSessions: { allowed: true, urls: ['http://127.0.0.1:*'], maxSeconds: 5 },
     });
     // Its URL is on this host.
     await start({ functionServices: true, settings: { calls: { allowLoopback: true } } });
@@ -219,15 +211,7 @@ describe('dev sessions, from a hostile Lease or FunctionService', () => {
     const { client, namespace, deployed, laptop, start, handledBy, logged } = await environment(t);
     const collection = functionServicesPath(namespace);
     const create = (name: string, url: string) =>
-      client.request<KubernetesObject>(collection, {
-        method: 'POST',
-        body: {
-          apiVersion: `${FUNCTION_SERVICE.group}/${FUNCTION_SERVICE.version}`,
-          kind: 'FunctionService',
-          metadata: { name },
-          spec: { url, serviceName: 'billing', scope: SCOPE },
-        },
-      });
+      createFunctionService(namespace, name, { url, serviceName: 'billing', scope: SCOPE });
     // The older is listed last (by name), so the newer is the first the gateway sees.
     const older = await create('z-billing', deployed.url);
     const createdAt = String(older.metadata.creationTimestamp).slice(0, 19);

@@ -13,7 +13,6 @@ import { operator } from '../../../functions/index.ts';
 import { serveFetch } from '../../../gateway/cli/serve.ts';
 import { devSessionLease } from '../../../gateway/engines/dev-sessions.ts';
 import {
-  FUNCTION_SERVICE,
   functionServiceDefinition,
   functionServicesPath,
 } from '../../../gateway/engines/function-service-objects.ts';
@@ -24,6 +23,7 @@ import type { KubernetesObject } from '../../../protocol/index.ts';
 import { testNamespace } from '../../support/cluster.ts';
 import {
   applyFile,
+  createFunctionService,
   createKopfExample,
   eventually,
   kubeClient,
@@ -78,15 +78,7 @@ async function environment(t: TestContext, settings: SettingsPatch = {}) {
   t.after(() => gateway.stop());
   const collection = functionServicesPath(namespace);
   const create = (name: string, url: string, serviceName?: string) =>
-    client.request(collection, {
-      method: 'POST',
-      body: {
-        apiVersion: `${FUNCTION_SERVICE.group}/${FUNCTION_SERVICE.version}`,
-        kind: 'FunctionService',
-        metadata: { name },
-        spec: { url, scope: SCOPE, ...(serviceName ? { serviceName } : {}) },
-      },
-    });
+    createFunctionService(namespace, name, { url, scope: SCOPE, ...(serviceName ? { serviceName } : {}) });
   const statusWhen = (name: string, test: (status: Record<string, unknown>) => boolean) =>
     eventually(`the status of ${name}`, async () => {
       const { status } = await client.get<KubernetesObject>(`${collection}/${name}`);

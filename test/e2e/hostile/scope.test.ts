@@ -9,7 +9,6 @@ import { before, describe, it } from 'node:test';
 import { operator } from '../../../functions/index.ts';
 import { serveFetch } from '../../../gateway/cli/serve.ts';
 import {
-  FUNCTION_SERVICE,
   functionServiceDefinition,
   functionServicesPath,
 } from '../../../gateway/engines/function-service-objects.ts';
@@ -22,6 +21,7 @@ import { testNamespace } from '../../support/cluster.ts';
 import { hostileService } from '../../support/hostile-service.ts';
 import {
   applyFile,
+  createFunctionService,
   createKopfExample,
   eventually,
   kubeClient,
@@ -294,15 +294,7 @@ describe('a hostile function service within its pinned scope', () => {
     t.after(() => Promise.all(servers.map((server) => server.close())));
     const collection = functionServicesPath(namespace);
     for (const [index, name] of ['greedy', 'honest'].entries()) {
-      await client.request(collection, {
-        method: 'POST',
-        body: {
-          apiVersion: `${FUNCTION_SERVICE.group}/${FUNCTION_SERVICE.version}`,
-          kind: 'FunctionService',
-          metadata: { name },
-          spec: { url: servers[index]?.url, scope: PIN },
-        },
-      });
+      await createFunctionService(namespace, name, { url: servers[index]?.url, scope: PIN });
     }
     const logger = memoryLogger();
     const gateway = await startGateway({

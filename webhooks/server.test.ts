@@ -357,4 +357,57 @@ describe('the webhook server', () => {
       ],
     );
   });
+
+  it('closes, once the reviews under way are answered, the connections clients keep open, with a certificate or not', async (t) => {
+    const clientCa = (await renewCertificates(undefined, ['unused'])).certificates.ca;
+    const client = await clientCertificate(clientCa);
+    let release: () => void = () => {};
+    const answered = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let deciding: () => void = () => {};
+    const decisionAsked = new Promise<void>((resolve) => {
+      deciding = resolve;
+    });
+    const server = await startWebhookServer({
+      host: '127.0.0.1',
+      port: 0,
+      key: certificates.key,
+      cert: certificates.cert,
+      clientCa: clientCa.cert,
+      decide: async (request) => {
+        if (request.object?.metadata.name === 'under-way') {
+          deciding();
+          await answered;
+        }
+        return { allowed: true };
+      },
+      deadlineMs: () => 10_000,
+      logger: quiet,
+    });
+    // As the apiserver does: a connection kept open after its review was answered, one never used.
+    const dispatcher = new Agent({ connect: { ca: certificates.ca.cert, ...client } });
+    t.after(() => dispatcher.destroy());
+    const used = await fetch(`${server.url}/v`, { method: 'POST', body: review(), dispatcher });
+    assert.equal(used.status, 200);
+    await used.arrayBuffer();
+    const spare = connect({ host: '127.0.0.1', port: server.port, ca: certificates.ca.cert, ...client });
+    t.after(() => spare.destroy());
+    await once(spare, 'secureConnect');
+    const spareClosed = closing(spare);
+
+    const underWay = fetch(`${server.url}/v`, {
+      method: 'POST',
+      body: review('CREATE', { metadata: { name: 'under-way' } }),
+      dispatcher,
+    });
+    await decisionAsked;
+    const closed = server.close();
+    release();
+    const last = await underWay;
+    assert.equal(last.status, 200, 'the review under way is answered');
+    await last.arrayBuffer();
+    await within(5000, closed, 'the server to close');
+    await within(5000, spareClosed, 'the spare connection to be closed');
+  });
 });

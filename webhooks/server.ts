@@ -114,7 +114,11 @@ function webhookApp(
 
 export async function startWebhookServer(options: WebhookServerOptions): Promise<WebhookServer> {
   const app = webhookApp(options);
+  const answer = getRequestListener(app.fetch);
   const requestTimeout = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  /** Reviews being answered now; once closing, the connections go when the last is answered. */
+  let answering = 0;
+  let closing: (() => void) | undefined;
   const server: Server = createServer(
     {
       key: options.key,
@@ -126,7 +130,14 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       handshakeTimeout: Math.min(HANDSHAKE_TIMEOUT_MS, requestTimeout),
       ...(options.clientCa ? { ca: options.clientCa, requestCert: true, rejectUnauthorized: true } : {}),
     },
-    getRequestListener(app.fetch),
+    (request, response) => {
+      answering++;
+      response.once('close', () => {
+        answering--;
+        if (answering === 0) closing?.();
+      });
+      return answer(request, response);
+    },
   );
   // A client refused (no certificate, or one the client CA did not sign), or a handshake cut short:
   // what is left to see of someone other than the apiserver knocking. OpenSSL's reason, not its
@@ -154,7 +165,10 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
-        server.closeIdleConnections();
+        // The apiserver keeps connections open between reviews (90 s idle, a client certificate's
+        // too, which closing idle connections leaves be): all go once no review is being answered.
+        closing = () => server.closeAllConnections();
+        if (answering === 0) closing();
       }),
   };
 }

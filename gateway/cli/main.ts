@@ -391,25 +391,18 @@ function functionEndpoint(value: string): FunctionEndpoint {
 }
 
 async function gatewayOnly(functions: FunctionEndpoint[], values: Values, logger: Logger): Promise<void> {
-  const own = new Map((values['function-secret'] ?? []).map(functionSecret));
-  for (const name of own.keys()) {
-    if (!functions.some((endpoint) => endpoint.name === name))
-      throw new UsageError(`--function-secret names "${name}", which no --functions gives`);
-  }
-  const certificates = new Map((values['function-tls'] ?? []).map(functionTls));
-  for (const name of certificates.keys()) {
-    if (!functions.some((endpoint) => endpoint.name === name))
-      throw new UsageError(`--function-tls names "${name}", which no --functions gives`);
-  }
+  const own = perService(values['function-secret'], '--function-secret', functions, functionSecret);
+  const certificates = perService(values['function-tls'], '--function-tls', functions, functionTls);
   if (certificates.size > 0 && !values['function-certificates'])
     throw new UsageError(
       '--function-tls needs --function-certificates <ns/name>, the Secret of the CA that issues them',
     );
-  const devSessions = new Map((values['function-dev-sessions'] ?? []).map(functionDevSessions));
-  for (const name of devSessions.keys()) {
-    if (!functions.some((endpoint) => endpoint.name === name))
-      throw new UsageError(`--function-dev-sessions names "${name}", which no --functions gives`);
-  }
+  const devSessions = perService(
+    values['function-dev-sessions'],
+    '--function-dev-sessions',
+    functions,
+    functionDevSessions,
+  );
   const maxSeconds = values['dev-session-max-seconds'];
   const sessionSeconds =
     maxSeconds === undefined ? undefined : integer(maxSeconds, '--dev-session-max-seconds');

@@ -17,7 +17,6 @@ import {
   narrowedToScope,
   parseScope,
   ScopeError,
-  seesNamespace,
 } from './scope.ts';
 
 const resource = (plural: string, group: string, namespaced = true): DiscoveredResource =>
@@ -88,22 +87,13 @@ describe('parseScope', () => {
   });
 });
 
-describe('covers and namespaces', () => {
+describe('covers', () => {
   it('names a resource by plural and group, or all with *', () => {
     assert.ok(covers(['kopfexamples.kopf.dev'], resource('kopfexamples', 'kopf.dev')));
     assert.ok(covers(['configmaps'], resource('configmaps', '')));
     assert.ok(!covers(['configmaps'], resource('configmaps', 'example.com')));
     assert.ok(covers(['*'], resource('secrets', '')));
     assert.ok(!covers(undefined, resource('secrets', '')));
-  });
-
-  it('narrows namespaces by name, glob and negation', () => {
-    const narrow = { resources: ['*'], namespaces: ['team-*', '!team-x'] };
-    assert.ok(seesNamespace(narrow, 'team-a'));
-    assert.ok(!seesNamespace(narrow, 'team-x'));
-    assert.ok(!seesNamespace(narrow, 'default'));
-    assert.ok(seesNamespace(narrow, undefined), 'cluster-scoped objects are not narrowed by namespace');
-    assert.ok(seesNamespace({ resources: ['*'] }, 'default'));
   });
 });
 

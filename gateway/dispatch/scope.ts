@@ -18,7 +18,6 @@ import type {
 import { isObject } from '../../protocol/json.ts';
 import type { Identity } from '../identity.ts';
 import type { DiscoveredResource } from '../kube/discovery.ts';
-import { selectNamespaces } from '../watching/namespaces.ts';
 
 /** What a service asked beyond its scope: its call fails, or it is not served, with this reason. */
 export class ScopeError extends Error {
@@ -78,12 +77,6 @@ export function scopeName(resource: Pick<DiscoveredResource, 'plural' | 'group'>
 /** Whether the list names the resource, or every one. */
 export function covers(list: readonly string[] | undefined, resource: DiscoveredResource): boolean {
   return list !== undefined && (list.includes('*') || list.includes(scopeName(resource)));
-}
-
-/** Whether the scope lets its handlers see objects of this namespace (cluster-scoped ones: no narrowing). */
-export function seesNamespace(scope: ServiceScope | undefined, namespace: string | undefined): boolean {
-  if (!scope?.namespaces || namespace === undefined) return true;
-  return selectNamespaces(scope.namespaces).matches(namespace);
 }
 
 /** What `declared` asks beyond `pin`, one line each; empty when the pin grants all of it. */

@@ -79,7 +79,11 @@ export function covers(list: readonly string[] | undefined, resource: Discovered
   return list !== undefined && (list.includes('*') || list.includes(scopeName(resource)));
 }
 
-/** What `declared` asks beyond `pin`, one line each; empty when the pin grants all of it. */
+/**
+ * What `declared` asks beyond `pin`, one line each; empty when the pin grants all of it. Not the
+ * namespaces: a pin narrower than what a service declares leaves it fewer objects to handle, never a
+ * handler it cannot serve, and the gateway holds it to the pin's either way.
+ */
 export function beyondPin(declared: ServiceScope, pin: ServiceScope): string[] {
   const beyond: string[] = [];
   for (const field of ['resources', 'admission', 'children'] as const) {
@@ -87,12 +91,6 @@ export function beyondPin(declared: ServiceScope, pin: ServiceScope): string[] {
     for (const name of declared[field] ?? []) {
       if (!granted.includes('*') && !granted.includes(name)) beyond.push(`${field}: ${name}`);
     }
-  }
-  if (pin.namespaces) {
-    const wider = declared.namespaces
-      ? declared.namespaces.filter((pattern) => !pin.namespaces?.includes(pattern))
-      : ['every namespace'];
-    for (const pattern of wider) beyond.push(`namespaces: ${pattern}`);
   }
   return beyond;
 }

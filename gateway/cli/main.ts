@@ -391,8 +391,20 @@ function functionEndpoint(value: string): FunctionEndpoint {
 }
 
 async function gatewayOnly(functions: FunctionEndpoint[], values: Values, logger: Logger): Promise<void> {
-  const own = perService(values['function-secret'], '--function-secret', functions, functionSecret);
-  const certificates = perService(values['function-tls'], '--function-tls', functions, functionTls);
+  const own = perService(
+    values['function-secret'],
+    '--function-secret',
+    '<name>=<file>',
+    functions,
+    (file) => file,
+  );
+  const certificates = perService(
+    values['function-tls'],
+    '--function-tls',
+    '<name>=<namespace>/<secret>',
+    functions,
+    (secret) => namespacedName(secret, '--function-tls'),
+  );
   if (certificates.size > 0 && !values['function-certificates'])
     throw new UsageError(
       '--function-tls needs --function-certificates <ns/name>, the Secret of the CA that issues them',
@@ -400,15 +412,25 @@ async function gatewayOnly(functions: FunctionEndpoint[], values: Values, logger
   const devSessions = perService(
     values['function-dev-sessions'],
     '--function-dev-sessions',
+    '<name>=<url-glob>[,<url-glob>...], e.g. billing=https://*.ngrok.app',
     functions,
-    functionDevSessions,
+    (globs) => {
+      const urls = globs.split(',');
+      return urls.every((glob) => /^https?:\/\/[^?#@\s]+$/.test(glob)) ? urls : undefined;
+    },
   );
   const maxSeconds = values['dev-session-max-seconds'];
   const sessionSeconds =
     maxSeconds === undefined ? undefined : integer(maxSeconds, '--dev-session-max-seconds');
   if (sessionSeconds !== undefined && sessionSeconds < 1)
     throw new UsageError('--dev-session-max-seconds expects at least 1');
-  const scopes = perService(values['function-scope'], '--function-scope', functions, functionScope);
+  const scopes = perService(
+    values['function-scope'],
+    '--function-scope',
+    '<name>=<file>',
+    functions,
+    scopeFile,
+  );
   const login = values['login-from'];
   if (login !== undefined && !functions.some((endpoint) => endpoint.name === login))
     throw new UsageError(`--login-from names "${login}", which no --functions gives`);
@@ -435,57 +457,38 @@ async function gatewayOnly(functions: FunctionEndpoint[], values: Values, logger
   await gateway.stop();
 }
 
-/** `billing=billing/billing-functions-tls`. */
-function functionTls(value: string): [string, { namespace: string; name: string }] {
-  const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)=(.+)$/.exec(value);
-  if (!match) throw new UsageError(`--function-tls expects <name>=<namespace>/<secret>, got "${value}"`);
-  return [match[1] as string, namespacedName(match[3] as string, '--function-tls')];
-}
-
-/** `billing=https://*.ngrok.app,http://127.0.0.1:*`: the URLs its dev sessions may send its calls to. */
-function functionDevSessions(value: string): [string, string[]] {
-  const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)=(.+)$/.exec(value);
-  const urls = match?.[3]?.split(',') ?? [];
-  if (!match || !urls.every((glob) => /^https?:\/\/[^?#@\s]+$/.test(glob))) {
-    throw new UsageError(
-      `--function-dev-sessions expects <name>=<url-glob>[,<url-glob>...], e.g. billing=https://*.ngrok.app, got "${value}"`,
-    );
-  }
-  return [match[1] as string, urls];
-}
-
-/** A per-service flag's values (`<name>=…`), by service name: each must name a --functions service. */
+/**
+ * A per-service flag's values (`<name>=<value>`, `expects` saying what the value is), by service name,
+ * each read by `parse` (undefined: malformed) and naming a --functions service.
+ */
 function perService<T>(
   given: readonly string[] | undefined,
   flag: string,
+  expects: string,
   functions: readonly FunctionEndpoint[],
-  parse: (value: string) => [string, T],
+  parse: (value: string, name: string) => T | undefined,
 ): Map<string, T> {
-  const values = new Map((given ?? []).map(parse));
-  for (const name of values.keys()) {
+  const values = new Map<string, T>();
+  for (const each of given ?? []) {
+    const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)=(.+)$/.exec(each);
+    const [name, value] = match ? [match[1] as string, match[3] as string] : [];
+    const parsed = name === undefined || value === undefined ? undefined : parse(value, name);
+    if (name === undefined || parsed === undefined)
+      throw new UsageError(`${flag} expects ${expects}, got "${each}"`);
     if (!functions.some((endpoint) => endpoint.name === name))
       throw new UsageError(`${flag} names "${name}", which no --functions gives`);
+    values.set(name, parsed);
   }
   return values;
 }
 
-/** `billing=/etc/causeway/billing-scope.yaml`: the scope pinned for the service, read and checked. */
-function functionScope(value: string): [string, ServiceScope] {
-  const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)=(.+)$/.exec(value);
-  if (!match) throw new UsageError(`--function-scope expects <name>=<file>, got "${value}"`);
-  const [, name, , file] = match as unknown as [string, string, string, string];
+/** The scope pinned for service `name` in `file` (`/etc/causeway/billing-scope.yaml`), read and checked. */
+function scopeFile(file: string, name: string): ServiceScope {
   try {
-    return [name, parseScope(parseYaml(readFileSync(file, 'utf8')), `the scope of "${name}" in ${file}`)];
+    return parseScope(parseYaml(readFileSync(file, 'utf8')), `the scope of "${name}" in ${file}`);
   } catch (error) {
     throw new UsageError(`--function-scope ${name}: ${error instanceof Error ? error.message : error}`);
   }
-}
-
-/** `billing=/etc/causeway/billing-secret`. */
-function functionSecret(value: string): [string, string] {
-  const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)=(.+)$/.exec(value);
-  if (!match) throw new UsageError(`--function-secret expects <name>=<file>, got "${value}"`);
-  return [match[1] as string, match[3] as string];
 }
 
 /** What conformance signs with: the gateway's newest key from its Secret, or a shared secret. */

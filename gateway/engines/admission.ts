@@ -43,6 +43,7 @@ import type { Identity } from '../identity.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { DiscoveredResource } from '../kube/discovery.ts';
 import { ApiError, isNotFound } from '../kube/errors.ts';
+import { type SecretName, secretPath, writeSecret } from '../kube/secrets.ts';
 import type { Logger } from '../logging.ts';
 import { objectMatches } from '../reactor/filters.ts';
 import { hasFinalizer } from '../reactor/finalizers.ts';
@@ -74,12 +75,8 @@ interface Served {
 /** The gateway's own webhook: not a handler's, so its "service" is the gateway. */
 const OWN = 'causeway';
 
-type SecretName = NonNullable<Settings['admission']['certificates']>;
-
 /** Mounted in every pod with a service account: with KUBERNETES_SERVICE_HOST, how a pod knows it is one. */
 const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
-
-const secretPath = ({ namespace, name }: SecretName) => `/api/v1/namespaces/${namespace}/secrets/${name}`;
 
 /** A Secret's files, decoded, and the version they are of. */
 interface SecretRead {
@@ -443,24 +440,8 @@ export class Admission implements Component {
   }
 
   /** Creates the Secret, or replaces the version read. */
-  async #writeSecret(secret: SecretName, files: Record<string, string>, resourceVersion: string | undefined) {
-    const body = {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      type: 'Opaque',
-      metadata: {
-        name: secret.name,
-        namespace: secret.namespace,
-        labels: { 'app.kubernetes.io/managed-by': 'causeway' },
-        ...(resourceVersion ? { resourceVersion } : {}),
-      },
-      data: Object.fromEntries(
-        Object.entries(files).map(([key, value]) => [key, Buffer.from(value).toString('base64')]),
-      ),
-    };
-    const { client } = this.#options;
-    if (resourceVersion) await client.request(secretPath(secret), { method: 'PUT', body });
-    else await client.request(`/api/v1/namespaces/${secret.namespace}/secrets`, { method: 'POST', body });
+  #writeSecret(secret: SecretName, files: Record<string, string>, resourceVersion: string | undefined) {
+    return writeSecret(this.#options.client, secret, { type: 'Opaque', files }, resourceVersion);
   }
 
   #hosts(): string[] {

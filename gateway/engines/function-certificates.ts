@@ -20,15 +20,9 @@ import {
 import type { FunctionEndpoint } from '../dispatch/services.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { ApiError, ignoreNotFound } from '../kube/errors.ts';
+import { MANAGED_BY_CAUSEWAY, type SecretName, secretPath, writeSecret } from '../kube/secrets.ts';
 import type { Logger } from '../logging.ts';
 
-export interface SecretName {
-  namespace: string;
-  name: string;
-}
-
-/** The labels of the Secrets the gateway writes: one of another kind, by that name, is not replaced. */
-const MANAGED = { 'app.kubernetes.io/managed-by': 'causeway' };
 const TLS_TYPE = 'kubernetes.io/tls';
 const CA_NAME = 'causeway function services CA';
 
@@ -261,36 +255,13 @@ export class FunctionCertificates {
     }
     const ours =
       read.type === TLS_TYPE &&
-      read.metadata.labels?.['app.kubernetes.io/managed-by'] === MANAGED['app.kubernetes.io/managed-by'];
+      read.metadata.labels?.['app.kubernetes.io/managed-by'] ===
+        MANAGED_BY_CAUSEWAY['app.kubernetes.io/managed-by'];
     return { data, resourceVersion: read.metadata.resourceVersion, ours };
   }
 
   /** Creates the Secret, or replaces the version read. */
-  async #write(secret: SecretName, files: Record<string, string>, resourceVersion: string | undefined) {
-    const body = {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      type: TLS_TYPE,
-      metadata: {
-        name: secret.name,
-        namespace: secret.namespace,
-        labels: MANAGED,
-        ...(resourceVersion ? { resourceVersion } : {}),
-      },
-      data: Object.fromEntries(
-        Object.entries(files).map(([key, value]) => [key, Buffer.from(value).toString('base64')]),
-      ),
-    };
-    const { client } = this.#options;
-    if (resourceVersion) await client.request(secretPath(secret), { method: 'PUT', body });
-    else
-      await client.request(`/api/v1/namespaces/${encodeURIComponent(secret.namespace)}/secrets`, {
-        method: 'POST',
-        body,
-      });
+  #write(secret: SecretName, files: Record<string, string>, resourceVersion: string | undefined) {
+    return writeSecret(this.#options.client, secret, { type: TLS_TYPE, files }, resourceVersion);
   }
-}
-
-function secretPath({ namespace, name }: SecretName): string {
-  return `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(name)}`;
 }

@@ -20,6 +20,7 @@ import type { FunctionEndpoint, FunctionServices, ServiceState } from '../dispat
 import type { KubeClient } from '../kube/client.ts';
 import { ignoreNotFound } from '../kube/errors.ts';
 import { postEvents } from '../kube/events.ts';
+import { secretPath } from '../kube/secrets.ts';
 import { Watcher } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
 import { delayFor, type Settings } from '../settings.ts';
@@ -495,7 +496,7 @@ export class FunctionServiceObjects implements Component {
     if (spec.secretRef) {
       const { name, key = 'secret' } = spec.secretRef;
       const read = await this.#options.client.get<{ data?: Record<string, string> }>(
-        `/api/v1/namespaces/${encodeURIComponent(this.#options.namespace)}/secrets/${encodeURIComponent(name)}`,
+        secretPath({ namespace: this.#options.namespace, name }),
       );
       const value = Object.hasOwn(read.data ?? {}, key) ? read.data?.[key] : undefined;
       if (!value) throw new Error(`the Secret ${name} has no key "${key}"`);

@@ -17,6 +17,7 @@ import {
 import type { SigningKey } from '../dispatch/signer.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { ApiError, ignoreNotFound } from '../kube/errors.ts';
+import { MANAGED_BY_CAUSEWAY, secretPath, writeSecret } from '../kube/secrets.ts';
 import type { Logger } from '../logging.ts';
 import type { Settings } from '../settings.ts';
 
@@ -32,7 +33,7 @@ export async function readStoredKeys(
   const where = `Secret ${namespace}/${name}`;
   const read = await ignoreNotFound(
     client.get<{ data?: Record<string, string>; metadata: { resourceVersion: string } }>(
-      `/api/v1/namespaces/${namespace}/secrets/${name}`,
+      secretPath({ namespace, name }),
     ),
   );
   if (!read) return undefined;
@@ -132,28 +133,16 @@ export class SigningKeys implements Component {
     }
   }
 
-  get #secretPath(): string {
-    const { namespace, name } = this.#options.location;
-    return `/api/v1/namespaces/${namespace}/secrets/${name}`;
-  }
-
   get #configMapPath(): string {
     const { namespace, name } = this.#options.location;
     return `/api/v1/namespaces/${namespace}/configmaps/${name}`;
   }
 
   /** Creates the Secret, or replaces the version read: a 409 means another replica wrote first. */
-  async #writeSecret(keys: StoredKey[], resourceVersion: string | undefined): Promise<void> {
+  #writeSecret(keys: StoredKey[], resourceVersion: string | undefined): Promise<void> {
     const { client, location } = this.#options;
-    const body = {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      type: 'Opaque',
-      metadata: { ...metadataOf(location), ...(resourceVersion ? { resourceVersion } : {}) },
-      data: { [PRIVATE_KEYS_FILE]: Buffer.from(JSON.stringify(keys)).toString('base64') },
-    };
-    if (resourceVersion) await client.request(this.#secretPath, { method: 'PUT', body });
-    else await client.request(`/api/v1/namespaces/${location.namespace}/secrets`, { method: 'POST', body });
+    const files = { [PRIVATE_KEYS_FILE]: JSON.stringify(keys) };
+    return writeSecret(client, location, { type: 'Opaque', files }, resourceVersion);
   }
 
   /** Writes the public keys when the ConfigMap does not hold exactly them. */
@@ -170,7 +159,8 @@ export class SigningKeys implements Component {
       apiVersion: 'v1',
       kind: 'ConfigMap',
       metadata: {
-        ...metadataOf(location),
+        ...location,
+        labels: MANAGED_BY_CAUSEWAY,
         ...(read ? { resourceVersion: read.metadata.resourceVersion } : {}),
       },
       data: { [PUBLIC_KEYS_FILE]: text },
@@ -179,8 +169,4 @@ export class SigningKeys implements Component {
     else
       await client.request(`/api/v1/namespaces/${location.namespace}/configmaps`, { method: 'POST', body });
   }
-}
-
-function metadataOf(location: { namespace: string; name: string }) {
-  return { ...location, labels: { 'app.kubernetes.io/managed-by': 'causeway' } };
 }

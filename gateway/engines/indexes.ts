@@ -138,8 +138,12 @@ export class Indexes implements IndexSource {
 
   /** What indexes the objects of one served resource. */
   feed(served: ServedResource): IndexFeed {
-    const feed = new IndexFeed(served, this.#options, this.#stopped, (service, id) =>
-      this.store(service, id),
+    const feed: IndexFeed = new IndexFeed(
+      served,
+      this.#options,
+      this.#stopped,
+      (service, id) => this.store(service, id),
+      () => this.#feeds.delete(feed),
     );
     this.#feeds.add(feed);
     return feed;
@@ -182,6 +186,9 @@ export class IndexFeed {
   readonly #options: IndexesOptions;
   readonly #gatewayStopped: Promise<void>;
   readonly #store: (service: string, id: string) => IndexStore;
+  readonly #detach: () => void;
+  /** The objects it has seen and not seen deleted: what it may have put in the stores. */
+  readonly #seen = new Set<string>();
   /** Objects to ask a service's index functions about, by service name, then uid: the newest state. */
   readonly #pending = new Map<string, Map<string, KubernetesObject>>();
   /** Function indexes' progress, by uid, then service and index id. */
@@ -204,11 +211,13 @@ export class IndexFeed {
     options: IndexesOptions,
     gatewayStopped: Promise<void>,
     store: (service: string, id: string) => IndexStore,
+    detach: () => void,
   ) {
     this.#served = served;
     this.#options = options;
     this.#gatewayStopped = gatewayStopped;
     this.#store = store;
+    this.#detach = detach;
     this.#retries = new Scheduler((due) => {
       for (const indexing of due) this.#askAgain(indexing);
     });
@@ -243,6 +252,8 @@ export class IndexFeed {
   observe(type: WatchEventType, object: KubernetesObject): void {
     if (this.#stopped) return;
     const uid = object.metadata.uid;
+    if (type === 'DELETED') this.#seen.delete(uid);
+    else this.#seen.add(uid);
     for (const { service, handlers } of this.#served.bindings) {
       for (const spec of handlers) {
         if (spec.kind !== 'index') continue;
@@ -274,6 +285,23 @@ export class IndexFeed {
     this.#watching.resolve();
     this.#checkIdle();
     await Promise.all(this.#inFlight.values());
+  }
+
+  /**
+   * Takes out of the indexes what this feed put there, once stopped with no call left that reads them:
+   * the replica no longer watches the resource, and the feed that replaces it lists it again.
+   */
+  clear(): void {
+    this.#detach();
+    for (const { service, handlers } of this.#served.bindings) {
+      for (const spec of handlers) {
+        if (spec.kind !== 'index') continue;
+        const store = this.#store(service.name, spec.id);
+        for (const uid of this.#seen) store.remove(uid);
+      }
+    }
+    this.#seen.clear();
+    this.#indexing.clear();
   }
 
   #indexingOf(uid: string, service: string, spec: HandlerSpec): Indexing {

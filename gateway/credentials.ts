@@ -1,0 +1,122 @@
+/**
+ * What the gateway holds before it calls anyone: its cluster client (from a kubeconfig, or later
+ * from a service's login handler), what it signs its calls with (a shared secret, or its own keys kept
+ * in a Secret), and the CA that issues the function services' certificates. The signing keys and the
+ * certificates are ready before any service is asked for its manifest: that request is signed, and
+ * goes over TLS, too.
+ */
+import { KubeConfig } from '@kubernetes/client-node';
+import { type Components, component } from './components.ts';
+import type { FunctionService } from './dispatch/function-service.ts';
+import { hmacSigner, keySigner, type Signer } from './dispatch/signer.ts';
+import type { Activities } from './engines/activities.ts';
+import { FunctionCertificates } from './engines/function-certificates.ts';
+import { loginThrough } from './engines/login.ts';
+import { SigningKeys } from './engines/signing-keys.ts';
+import { KubeClient } from './kube/client.ts';
+import type { Logger } from './logging.ts';
+import type { Settings } from './settings.ts';
+
+export interface CredentialsOptions {
+  kubeconfig: KubeConfig | undefined;
+  /** The service whose login handler gives the cluster's credentials, instead of a kubeconfig. */
+  loginFrom: string | undefined;
+  secret: Uint8Array | undefined;
+  settings: Settings;
+  logger: Logger;
+}
+
+export interface Credentials {
+  /** Undefined while the gateway is to log in through a service: it has no cluster access until then. */
+  client: KubeClient | undefined;
+  signer: Signer | undefined;
+  certificates: FunctionCertificates | undefined;
+}
+
+/** Reads what the gateway signs with and issues certificates from; their engines join `components`. */
+export async function setUpCredentials(
+  options: CredentialsOptions,
+  components: Components,
+): Promise<Credentials> {
+  const { loginFrom, settings, logger } = options;
+  if (loginFrom && options.kubeconfig) {
+    throw new Error(`a kubeconfig is given as well as a login through "${loginFrom}": give one`);
+  }
+  const client = loginFrom
+    ? undefined
+    : await KubeClient.fromConfig(options.kubeconfig ?? defaultKubeConfig());
+  let signer: Signer | undefined = options.secret ? hmacSigner(options.secret) : undefined;
+  if (settings.signing.keys) {
+    if (!client) {
+      throw new Error(
+        `the gateway cannot read its signing keys from a Secret before it logs in through "${loginFrom}", ` +
+          'whose calls they would sign: share a secret with that service instead (--function-secret, --secret-file)',
+      );
+    }
+    const keys = new SigningKeys({
+      client,
+      location: settings.signing.keys,
+      settings: settings.signing,
+      logger,
+    });
+    await keys.start();
+    await components.add(component(keys.name, keys.leaderOnly, { stop: () => keys.stop() }));
+    signer = keySigner(() => keys.current());
+  }
+  let certificates: FunctionCertificates | undefined;
+  if (settings.calls.certificateAuthority) {
+    if (!client) {
+      throw new Error(
+        `the gateway cannot issue the function services' certificates before it logs in through "${loginFrom}"`,
+      );
+    }
+    const issuer = new FunctionCertificates({
+      client,
+      authority: settings.calls.certificateAuthority,
+      checkMs: settings.calls.certificateCheckMs,
+      logger,
+    });
+    await stoppedOnFailure(components, () => issuer.start());
+    await components.add(component(issuer.name, issuer.leaderOnly, { stop: () => issuer.stop() }));
+    certificates = issuer;
+  }
+  return { client, signer, certificates };
+}
+
+/** The cluster client: the kubeconfig's, or one that logs in with what the service `loginFrom` gives. */
+export async function clusterClient(
+  credentials: Credentials,
+  login: { from: string | undefined; services: readonly FunctionService[]; activities: Activities },
+  stopping: AbortSignal,
+  logger: Logger,
+): Promise<KubeClient> {
+  if (credentials.client) return credentials.client;
+  const service = serviceNamed(login.services, login.from as string);
+  return KubeClient.fromLogin(loginThrough(service, login.activities, stopping, logger));
+}
+
+/** Runs a step of the start; when it fails, what did start stops again before the failure is thrown. */
+export async function stoppedOnFailure<T>(components: Components, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    await components.stop();
+    throw error;
+  }
+}
+
+/** The service named `name`, to log in through. */
+function serviceNamed(services: readonly FunctionService[], name: string): FunctionService {
+  const service = services.find((candidate) => candidate.name === name);
+  if (service) return service;
+  throw new Error(
+    `the gateway is to log in through "${name}", which is none of its function services: ` +
+      services.map((candidate) => `"${candidate.name}"`).join(', '),
+  );
+}
+
+function defaultKubeConfig(): KubeConfig {
+  const config = new KubeConfig();
+  config.loadFromDefault();
+  return config;
+}

@@ -1,0 +1,219 @@
+/**
+ * What serves one resource: its watch feeds the reactor's queue, the event handlers, the timers, the
+ * daemons and the indexes. A pipeline is one part of the gateway, run by the replica that leads: it
+ * builds its parts afresh at each start (a replica that leads again lists again, as at a start) and
+ * stops them in order, so no call of it is in flight once it has stopped.
+ */
+import type { Component } from './components.ts';
+import { Daemons } from './engines/daemons.ts';
+import { EventHandlers } from './engines/event-handlers.ts';
+import type { Indexes, IndexFeed } from './engines/indexes.ts';
+import { Timers } from './engines/timers.ts';
+import type { Identity } from './identity.ts';
+import type { KubeClient } from './kube/client.ts';
+import type { DiscoveredResource, DiscoveryCache } from './kube/discovery.ts';
+import { ApiError } from './kube/errors.ts';
+import type { Logger } from './logging.ts';
+import { kubeReactorApi, type ReactorApi } from './reactor/api.ts';
+import { functionServiceCaller } from './reactor/calls.ts';
+import { ResourceReactor } from './reactor/cycle.ts';
+import { ObjectMemory } from './reactor/memory.ts';
+import type { ServedResource } from './reactor/model.ts';
+import { ObjectQueue } from './reactor/queue.ts';
+import type { Settings } from './settings.ts';
+import { statusKeeps, versionSchema } from './state/schema.ts';
+import type { StateLocation } from './state/storage.ts';
+import type { NamespaceSelection, NamespaceWatch } from './watching/namespaces.ts';
+import { ResourceWatch } from './watching/resource-watch.ts';
+import { sharedLabelSelector } from './watching/selectors.ts';
+
+export interface PipelineOptions {
+  /** Its handlers, bound and rebound by the gateway while it runs. */
+  served: ServedResource;
+  /** How the gateway names it in logs and keys it (`binding.ts`'s resourceKey). */
+  key: string;
+  client: KubeClient;
+  discovery: DiscoveryCache;
+  identity: Identity;
+  settings: Settings;
+  indexes: Indexes;
+  /** Undefined serves all namespaces. */
+  selection: NamespaceSelection | undefined;
+  namespaceWatch: NamespaceWatch | undefined;
+  logger: Logger;
+  /** Receives a promise for each first listing made at a start. */
+  onListing(listed: Promise<void>): void;
+}
+
+/** The parts of one run, from a start to its stop. */
+interface Run {
+  watch: ResourceWatch;
+  indexFeed: IndexFeed;
+  /** In the order they stop: no new events, then the cycles finish, then the other calls. */
+  parts: Array<{ name: string; stop(): Promise<void> }>;
+}
+
+export class ResourcePipeline implements Component {
+  readonly name: string;
+  readonly leaderOnly = true;
+  readonly served: ServedResource;
+  readonly #options: PipelineOptions;
+  readonly #api: ReactorApi;
+  #run: Run | undefined;
+
+  constructor(options: PipelineOptions) {
+    this.#options = options;
+    this.served = options.served;
+    this.name = `pipeline of ${options.key}`;
+    this.#api = kubeReactorApi(
+      options.client,
+      options.discovery,
+      options.served.resource,
+      options.identity.fieldManager,
+    );
+  }
+
+  start(): void {
+    if (this.#run) return;
+    this.#run = this.#build();
+    this.#run.watch.start(this.#selector());
+    this.#run.indexFeed.watching(); // its first listings are all known now
+  }
+
+  /** Stops the parts in order; what one of them fails to stop is logged by the caller, after the rest. */
+  async stop(): Promise<void> {
+    const run = this.#run;
+    this.#run = undefined;
+    if (!run) return;
+    const failures: string[] = [];
+    for (const part of run.parts) {
+      try {
+        await part.stop();
+      } catch (error) {
+        failures.push(`${part.name}: ${error instanceof Error ? error.message : error}`);
+      }
+    }
+    if (failures.length > 0) throw new Error(failures.join('; '));
+  }
+
+  /**
+   * Watches again when the handlers bound now require other labels; with `relist`, lists every object
+   * again whatever they require (handlers came or went, and each object is to be looked at again).
+   */
+  async reselect(relist = false): Promise<void> {
+    await this.#run?.watch.reselect(this.#selector(), relist);
+  }
+
+  #selector(): string | undefined {
+    return sharedLabelSelector(this.served.bindings.flatMap((binding) => binding.handlers));
+  }
+
+  #build(): Run {
+    const { served, identity, settings, logger } = this.#options;
+    const api = this.#api;
+    const memory = new ObjectMemory();
+    const reactor = new ResourceReactor({
+      served,
+      api,
+      call: functionServiceCaller(settings.calls.serviceRetryDelaysS),
+      identity,
+      logger,
+      conflictRetryMs: settings.processing.conflictRetryMs,
+      memory,
+      beforeDeletion: (uid) => daemons.ended(uid),
+    });
+    const queue = new ObjectQueue({
+      ...settings.processing,
+      process: (object) => reactor.run(object),
+      refresh: (object) => api.read(object),
+      logger,
+    });
+    const eventHandlers = new EventHandlers(served, api, logger);
+    const indexFeed = this.#options.indexes.feed(served);
+    const daemons = new Daemons({
+      served,
+      api,
+      memory,
+      roundMs: settings.calls.daemonRoundMs,
+      retryDelaysS: settings.calls.serviceRetryDelaysS,
+      annotationPrefix: identity.annotationPrefix,
+      logger,
+    });
+    const timers = new Timers({
+      served,
+      api,
+      memory,
+      retryDelaysS: settings.calls.serviceRetryDelaysS,
+      concurrency: settings.processing.concurrency,
+      annotationPrefix: identity.annotationPrefix,
+      logger,
+    });
+    const watch = new ResourceWatch({
+      client: this.#options.client,
+      resource: served.resource,
+      logger,
+      selection: this.#options.selection,
+      namespaceWatch: this.#options.namespaceWatch,
+      settings: settings.watching,
+      onListing: (listed) => {
+        this.#options.onListing(listed);
+        indexFeed.listing(listed);
+      },
+      onEvent: ({ type, object, initial }) => {
+        if (initial) reactor.listedAtStart(object.metadata.uid);
+        indexFeed.observe(type, object);
+        eventHandlers.push(type, object);
+        timers.observe(type, object);
+        daemons.observe(type, object);
+        if (type === 'DELETED') reactor.forget(object.metadata.uid);
+        queue.push(type, object);
+      },
+    });
+    return {
+      watch,
+      indexFeed,
+      parts: [
+        // First: the calls waiting for its indexes go on (with what is indexed), so the queue can finish.
+        { name: 'indexes', stop: () => indexFeed.stop() },
+        { name: 'watch', stop: () => watch.stop() },
+        { name: 'queue', stop: () => queue.stop() },
+        { name: 'daemons', stop: () => daemons.stop() },
+        { name: 'timers', stop: () => timers.stop() },
+        { name: 'event handlers', stop: () => eventHandlers.stop() },
+        // Last, with no call left: what this run indexed goes, since a run that follows lists again.
+        { name: 'index entries', stop: async () => indexFeed.clear() },
+      ],
+    };
+  }
+}
+
+/**
+ * Where a resource's objects keep the gateway's state. In the status when the status is a subresource
+ * whose schema keeps our key: then results and state share one write. Otherwise annotations.
+ * Built-in resources have fixed status schemas.
+ */
+export async function stateLocation(
+  client: KubeClient,
+  resource: DiscoveredResource,
+  identity: Identity,
+  logger: Logger,
+): Promise<StateLocation> {
+  if (!resource.subresources.includes('status') || resource.group === '' || !resource.group.includes('.')) {
+    return 'annotations';
+  }
+  try {
+    const crd = await client.get<Parameters<typeof versionSchema>[0]>(
+      `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${resource.plural}.${resource.group}`,
+    );
+    if (statusKeeps(versionSchema(crd, resource.version), identity.statusKey)) return 'status';
+    logger.warning(
+      `${resource.plural}.${resource.group}: the schema of status prunes status.${identity.statusKey}; ` +
+        'keeping state in annotations (add x-kubernetes-preserve-unknown-fields to status to save a write per change)',
+    );
+    return 'annotations';
+  } catch (error) {
+    // Without read access to CRDs, try the status; a pruned write is detected and moves state to annotations.
+    if (error instanceof ApiError && (error.status === 403 || error.status === 404)) return 'status';
+    throw error;
+  }
+}

@@ -7,8 +7,8 @@ function recorder() {
   const lines: string[] = [];
   const logger = createLogger({ sink: { write: (line) => lines.push(line) } });
   const events: string[] = [];
-  const part = (name: string, failing = false) =>
-    component(name, false, {
+  const part = (name: string, failing = false, leaderOnly = false) =>
+    component(name, leaderOnly, {
       start: () => {
         events.push(`start ${name}`);
       },
@@ -17,7 +17,8 @@ function recorder() {
         if (failing) throw new Error('stuck');
       },
     });
-  return { lines, logger, events, part };
+  const leaderPart = (name: string) => part(name, false, true);
+  return { lines, logger, events, part, leaderPart };
 }
 
 describe('components', () => {
@@ -70,5 +71,48 @@ describe('components', () => {
     const components = new Components(logger);
     await components.stop();
     await assert.rejects(components.add(part('late')), /the gateway is stopping/);
+  });
+
+  it('run the leader-only parts only while leading: stopped newest first when following, started in order when leading', async () => {
+    const { logger, events, part, leaderPart } = recorder();
+    const components = new Components(logger, { leading: false });
+    await components.add(part('webhooks'));
+    await components.add(leaderPart('pipeline of a'));
+    await components.add(leaderPart('pipeline of b'));
+    await components.start();
+    assert.deepEqual(events, ['start webhooks']);
+    await components.lead();
+    await components.add(leaderPart('pipeline of c'));
+    assert.equal(components.leading, true);
+    await components.follow();
+    await components.stop();
+    assert.deepEqual(events, [
+      'start webhooks',
+      'start pipeline of a',
+      'start pipeline of b',
+      'start pipeline of c',
+      'stop pipeline of c',
+      'stop pipeline of b',
+      'stop pipeline of a',
+      'stop webhooks',
+    ]);
+  });
+
+  it('leave a leader-only part added while following stopped until it leads', async () => {
+    const { logger, events, part, leaderPart } = recorder();
+    const components = new Components(logger, { leading: false });
+    await components.add(part('webhooks'));
+    await components.start();
+    await components.add(leaderPart('pipeline of a'));
+    assert.deepEqual(events, ['start webhooks']);
+    await Promise.all([components.lead(), components.follow(), components.lead()]);
+    assert.deepEqual(events, [
+      'start webhooks',
+      'start pipeline of a',
+      'stop pipeline of a',
+      'start pipeline of a',
+    ]);
+    await components.stop();
+    assert.deepEqual(events.slice(-2), ['stop pipeline of a', 'stop webhooks']);
   });
 });

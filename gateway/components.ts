@@ -2,16 +2,17 @@
  * The gateway is composed of parts with a lifetime (controller-runtime's runnables): each starts in
  * the order it was added and stops in the reverse order, so a part stops before what it depends on
  * (a resource's watch before its queue, every resource before the namespace watch they follow).
+ *
+ * Parts marked `leaderOnly` (the pipelines of watched resources: reactors, timers, daemons) run only
+ * while this replica leads: `follow()` stops them, `lead()` starts them again. The others (admission
+ * webhooks, health, the function services) run on every replica for as long as the gateway runs.
  */
 import type { Logger } from './logging.ts';
 
 export interface Component {
   /** For logs: what failed to stop. */
   readonly name: string;
-  /**
-   * Runs on the replica that leads only (reactors, timers), unlike webhooks and health endpoints,
-   * which every replica serves. Until peering elects a leader, every replica leads.
-   */
+  /** Runs only while this replica leads, and may be started again after it was stopped. */
   readonly leaderOnly: boolean;
   start(): void | Promise<void>;
   stop(): Promise<void>;
@@ -21,33 +22,81 @@ export class Components {
   readonly #parts: Component[] = [];
   readonly #logger: Logger;
   #state: 'new' | 'started' | 'stopped' = 'new';
+  #leading: boolean;
+  /** Leading and following change one at a time, each once the one before has finished. */
+  #turning: Promise<void> = Promise.resolve();
 
-  constructor(logger: Logger) {
+  /** `leading`: whether the leader-only parts run from the start (a replica alone always leads). */
+  constructor(logger: Logger, { leading = true }: { leading?: boolean } = {}) {
     this.#logger = logger;
+    this.#leading = leading;
+  }
+
+  get leading(): boolean {
+    return this.#leading;
   }
 
   /** Adds a part; once the whole has started, a part added later (a resource found later) starts at once. */
   async add(part: Component): Promise<void> {
     if (this.#state === 'stopped') throw new Error(`cannot add ${part.name}: the gateway is stopping`);
     this.#parts.push(part);
-    if (this.#state === 'started') await part.start();
+    if (this.#state === 'started' && this.#runs(part)) await part.start();
   }
 
   async start(): Promise<void> {
     this.#state = 'started';
-    for (const part of this.#parts) await part.start();
+    for (const part of this.#parts) if (this.#runs(part)) await part.start();
+  }
+
+  /** Starts the leader-only parts, in order. Resolves once they have started. */
+  lead(): Promise<void> {
+    return this.#turn(async () => {
+      if (this.#leading) return;
+      this.#leading = true;
+      if (this.#state !== 'started') return;
+      for (const part of this.#parts) if (part.leaderOnly) await part.start();
+    });
+  }
+
+  /** Stops the leader-only parts, newest first. Resolves once they have stopped: none of their calls is in flight. */
+  follow(): Promise<void> {
+    return this.#turn(async () => {
+      if (!this.#leading) return;
+      this.#leading = false;
+      if (this.#state !== 'started') return;
+      await this.#stopAll(this.#parts.filter((part) => part.leaderOnly));
+    });
   }
 
   /** Stops every part, newest first; one that fails to stop is logged and does not keep the others running. */
   async stop(): Promise<void> {
+    const wasStarted = this.#state === 'started';
     this.#state = 'stopped';
-    for (const part of [...this.#parts].reverse()) {
+    await this.#turning;
+    if (wasStarted) await this.#stopAll(this.#parts.filter((part) => this.#runs(part)));
+    else await this.#stopAll(this.#parts); // a start that failed half-way: whatever started stops
+  }
+
+  #runs(part: Component): boolean {
+    return this.#leading || !part.leaderOnly;
+  }
+
+  async #stopAll(parts: readonly Component[]): Promise<void> {
+    for (const part of [...parts].reverse()) {
       try {
         await part.stop();
       } catch (error) {
         this.#logger.error(`stopping ${part.name} failed: ${error instanceof Error ? error.message : error}`);
       }
     }
+  }
+
+  #turn(change: () => Promise<void>): Promise<void> {
+    const turned = this.#turning.then(change);
+    this.#turning = turned.catch((error) => {
+      this.#logger.error(`changing leadership failed: ${error instanceof Error ? error.message : error}`);
+    });
+    return turned;
   }
 }
 

@@ -169,8 +169,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       ? new NamespaceWatch(client, selection, logger, settings.watching)
       : undefined;
   if (namespaceWatch) {
+    // On every replica: the pipelines that start and stop with leadership subscribe to it as they run.
     await components.add(
-      component('namespace watch', true, {
+      component('namespace watch', false, {
         start: () => namespaceWatch.start(),
         stop: () => namespaceWatch.stop(),
       }),

@@ -71,9 +71,14 @@ export class NamespaceWatch {
     this.#watcher.start();
   }
 
-  subscribe(listener: NamespaceListener): void {
+  /** Tells `listener` of every served namespace now and as they come and go, until the returned function is called. */
+  subscribe(listener: NamespaceListener): () => void {
     this.#listeners.push(listener);
     for (const namespace of this.#active) listener.added(namespace);
+    return () => {
+      const index = this.#listeners.indexOf(listener);
+      if (index >= 0) this.#listeners.splice(index, 1);
+    };
   }
 
   stop(): Promise<void> {

@@ -29,6 +29,7 @@ export class ResourceWatch {
   readonly #watchers = new Map<string, Watcher>();
   #selector: string | undefined;
   #started = false;
+  #unsubscribe: (() => void) | undefined;
 
   constructor(options: ResourceWatchOptions) {
     this.#options = options;
@@ -41,7 +42,7 @@ export class ResourceWatch {
     if (!resource.namespaced || !selection) this.#watch('', true);
     else if (selection.names) for (const namespace of selection.names) this.#watch(namespace, true);
     else {
-      namespaceWatch?.subscribe({
+      this.#unsubscribe = namespaceWatch?.subscribe({
         added: (namespace) => this.#watch(namespace, false),
         removed: (namespace) => void this.#unwatch(namespace),
       });
@@ -58,6 +59,7 @@ export class ResourceWatch {
   }
 
   async stop(): Promise<void> {
+    this.#unsubscribe?.();
     await Promise.all([...this.#watchers.keys()].map((namespace) => this.#unwatch(namespace)));
   }
 

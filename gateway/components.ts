@@ -43,9 +43,12 @@ export class Components {
     if (this.#state === 'started' && this.#runs(part)) await part.start();
   }
 
-  async start(): Promise<void> {
-    this.#state = 'started';
-    for (const part of this.#parts) if (this.#runs(part)) await part.start();
+  /** Starts the parts in order; leading and following wait until it is done. */
+  start(): Promise<void> {
+    return this.#turn(async () => {
+      this.#state = 'started';
+      for (const part of this.#parts) if (this.#runs(part)) await part.start();
+    });
   }
 
   /** Starts the leader-only parts, in order. Resolves once they have started. */

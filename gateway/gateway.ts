@@ -22,6 +22,7 @@ import { DEFAULT_IDENTITY, type Identity } from './identity.ts';
 import type { KubeClient } from './kube/client.ts';
 import { DiscoveryCache, kindSelector } from './kube/discovery.ts';
 import { createLogger, type Logger } from './logging.ts';
+import { Peering, type PeeringOptions } from './peering/peering.ts';
 import { ResourcePipeline, stateLocation } from './pipeline.ts';
 import type { ServedResource } from './reactor/model.ts';
 import { type Settings, type SettingsPatch, settingsWith } from './settings.ts';
@@ -71,6 +72,12 @@ export interface GatewayOptions {
    * service are signed without one: with a secret shared with it, or unsigned in this process.
    */
   loginFrom?: string;
+  /**
+   * Coordinate with the other gateways of this identity through Leases in a namespace: one of them
+   * (the highest priority's oldest) leads and runs the watches, reactors, timers and daemons; the
+   * others stand by, serving admission and health. Undefined: this gateway is alone, and leads.
+   */
+  peering?: PeeringOptions;
 }
 
 export interface Gateway {
@@ -80,6 +87,8 @@ export interface Gateway {
   readonly liveness: string | undefined;
   /** Reads the function services' manifests again now (as it does every `calls.manifestRefreshMs`). */
   refresh(): Promise<void>;
+  /** Whether this gateway leads now: always when alone; with peering, as its peers and it agree. */
+  readonly leading: boolean;
   stop(): Promise<void>;
 }
 
@@ -87,7 +96,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const logger = options.logger ?? createLogger();
   const identity = { ...DEFAULT_IDENTITY, ...options.identity };
   const settings = settingsWith(options.settings);
-  const components = new Components(logger);
+  const components = new Components(logger, { leading: !options.peering });
   const stopping = new AbortController();
 
   const credentials = await setUpCredentials(
@@ -162,6 +171,18 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       stop: () => activities.cleanup(settings.activities.cleanupTimeoutMs),
     }),
   );
+  const peering = options.peering
+    ? new Peering({
+        ...options.peering,
+        client,
+        prefix: identity.annotationPrefix,
+        settings: settings.peering,
+        components,
+        logger,
+      })
+    : undefined;
+  // Before the pipelines, so stopped after them: its Lease goes once nothing of this gateway writes.
+  if (peering) await components.add(peering);
   const discovery = earlyDiscovery ?? new DiscoveryCache(client);
   const selection = options.namespaces ? selectNamespaces(options.namespaces) : undefined;
   const namespaceWatch =
@@ -215,6 +236,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         namespaceWatch,
         logger,
         onListing: (listed) => synced.push(listed),
+        ...(peering ? { fence: () => peering.fence() } : {}),
       });
       await components.add(pipeline);
       return pipeline;
@@ -251,6 +273,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     synced: Promise.all(synced).then(() => undefined),
     liveness: liveness?.url,
     refresh: () => services.refresh(),
+    get leading() {
+      return components.leading;
+    },
     stop: () => {
       stopping.abort(); // at once: the liveness endpoint says so while the parts stop
       stopped ??= components.stop();

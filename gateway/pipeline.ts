@@ -43,6 +43,8 @@ export interface PipelineOptions {
   logger: Logger;
   /** Receives a promise for each first listing made at a start. */
   onListing(listed: Promise<void>): void;
+  /** Throws unless this gateway may write now (peering: it leads, its Lease renewed in time). */
+  fence?: () => void;
 }
 
 /** The parts of one run, from a start to its stop. */
@@ -65,12 +67,13 @@ export class ResourcePipeline implements Component {
     this.#options = options;
     this.served = options.served;
     this.name = `pipeline of ${options.key}`;
-    this.#api = kubeReactorApi(
+    const api = kubeReactorApi(
       options.client,
       options.discovery,
       options.served.resource,
       options.identity.fieldManager,
     );
+    this.#api = options.fence ? fencedApi(api, options.fence) : api;
   }
 
   start(): void {
@@ -185,6 +188,29 @@ export class ResourcePipeline implements Component {
       ],
     };
   }
+}
+
+/** The API with every write checked by `fence` first: a gateway that may no longer lead writes nothing. */
+function fencedApi(api: ReactorApi, fence: () => void): ReactorApi {
+  return {
+    async jsonPatch(object, patch) {
+      fence();
+      return api.jsonPatch(object, patch);
+    },
+    async applyChanges(object, changes) {
+      fence();
+      return api.applyChanges(object, changes);
+    },
+    async applyObject(object, namespace) {
+      fence();
+      return api.applyObject(object, namespace);
+    },
+    async postEvents(object, events, log, applied) {
+      fence();
+      return api.postEvents(object, events, log, applied);
+    },
+    read: (object) => api.read(object),
+  };
 }
 
 /**

@@ -138,6 +138,14 @@ export interface Settings {
     /** How long the liveness endpoint answers with the probes' last results before calling them again (Kopf: 10 s). */
     probeCacheMs: number;
   };
+  peering: {
+    /** How long a member's Lease lasts unrenewed before the others take it for gone (controller-runtime: 15 s). */
+    leaseDurationS: number;
+    /** A leader that could not renew for this long stops leading, well before the others may take over (10 s). */
+    renewDeadlineS: number;
+    /** How often a member renews its Lease and looks at the others' (2 s). */
+    retryPeriodS: number;
+  };
 }
 
 /** Any part of the settings: what is not given keeps its default. */
@@ -171,6 +179,7 @@ export const DEFAULT_SETTINGS: Settings = {
   signing: { rotateAfterMs: 30 * 24 * 3600_000, propagationMs: 180_000, refreshMs: 60_000 },
   persistence: { stateIn: 'auto' },
   activities: { cleanupTimeoutMs: 10_000, probeCacheMs: 10_000 },
+  peering: { leaseDurationS: 15, renewDeadlineS: 10, retryPeriodS: 2 },
 };
 
 export function settingsWith(patch: SettingsPatch = {}): Settings {
@@ -182,6 +191,7 @@ export function settingsWith(patch: SettingsPatch = {}): Settings {
     signing: { ...DEFAULT_SETTINGS.signing, ...patch.signing },
     persistence: { ...DEFAULT_SETTINGS.persistence, ...patch.persistence },
     activities: { ...DEFAULT_SETTINGS.activities, ...patch.activities },
+    peering: { ...DEFAULT_SETTINGS.peering, ...patch.peering },
   };
 }
 

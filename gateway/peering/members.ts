@@ -1,0 +1,149 @@
+/**
+ * Peering's model, pure: the gateways of one identity each hold a Lease (a member), renewed while they
+ * run. From the members it sees alive, each computes the same view: who may lead (the highest
+ * priority only; nobody while a freeze is held) and who leads (the oldest of those). A member that
+ * is to lead starts only once every live member has acknowledged that view, which each does once it
+ * has stopped whatever the view takes from it: so no two gateways lead at once, without any lock
+ * beyond the apiserver's own writes.
+ */
+import { createHash } from 'node:crypto';
+import type { KubernetesObject } from '../../protocol/index.ts';
+import { isObject } from '../../protocol/json.ts';
+
+/** Kopf's priority of a development operator (`kopf run --dev`), and `causeway run --dev`'s. */
+export const DEV_PRIORITY = 666;
+/** Members beyond this many are not looked at: a namespace flooded with Leases does not flood us. */
+export const MAX_MEMBERS = 256;
+const MAX_PRIORITY = 1_000_000;
+
+export interface Member {
+  /** Who holds it: a pod's name, or host and process. */
+  id: string;
+  /** The Lease's name, and its version: a change of version is a renewal. */
+  lease: string;
+  resourceVersion: string;
+  priority: number;
+  /** When it joined, by its own clock: the oldest may lead. */
+  since: string;
+  durationSeconds: number;
+  /** The digest of the view it acknowledges: it holds nothing that view does not give it. */
+  acknowledged: string;
+  /** A freeze (`causeway freeze`): a member that never leads, above every priority, and why. */
+  freeze?: { message: string; until: number | undefined };
+}
+
+/** What the members see of each other, and when this gateway last saw each renewed. */
+export interface View {
+  members: readonly Member[];
+  /** The digest every member acknowledges once it has acted on this view. */
+  digest: string;
+  /** The member that leads, if any: none while frozen. */
+  leader: Member | undefined;
+  frozen: Member | undefined;
+}
+
+/** Annotations and label of a member's Lease, under the gateway's annotation prefix. */
+export function memberKeys(prefix: string) {
+  return {
+    peering: `${prefix}/peering`,
+    priority: `${prefix}/priority`,
+    since: `${prefix}/since`,
+    acknowledged: `${prefix}/acknowledged`,
+    freeze: `${prefix}/freeze`,
+  };
+}
+
+/** A member from its Lease, whoever wrote it; undefined if it is not one (a hostile or foreign Lease). */
+export function memberOf(lease: KubernetesObject, prefix: string): Member | undefined {
+  const keys = memberKeys(prefix);
+  const annotations: Record<string, unknown> = isObject(lease.metadata.annotations)
+    ? lease.metadata.annotations
+    : {};
+  const spec = isObject(lease.spec) ? lease.spec : {};
+  const id = spec.holderIdentity;
+  const durationSeconds = spec.leaseDurationSeconds;
+  const givenPriority = annotations[keys.priority] ?? '0';
+  const priority = typeof givenPriority === 'string' ? Number(givenPriority) : Number.NaN;
+  const since = annotations[keys.since];
+  if (typeof id !== 'string' || id.length === 0 || id.length > 253) return undefined;
+  if (typeof durationSeconds !== 'number' || !Number.isInteger(durationSeconds) || durationSeconds < 1)
+    return undefined;
+  if (!Number.isInteger(priority) || Math.abs(priority) > MAX_PRIORITY) return undefined;
+  if (typeof since !== 'string' || Number.isNaN(Date.parse(since))) return undefined;
+  const member: Member = {
+    id,
+    lease: lease.metadata.name,
+    resourceVersion: lease.metadata.resourceVersion ?? '',
+    priority,
+    since,
+    durationSeconds,
+    acknowledged: textOf(annotations[keys.acknowledged]),
+  };
+  const freeze = annotations[keys.freeze];
+  if (typeof freeze === 'string') {
+    const renewed = typeof spec.renewTime === 'string' ? Date.parse(spec.renewTime) : Number.NaN;
+    // A freeze is not renewed: it lasts its lifetime from when it was written, by the wall clock.
+    member.freeze = {
+      message: freeze.slice(0, 1024),
+      until: Number.isNaN(renewed) ? undefined : renewed + durationSeconds * 1000,
+    };
+  }
+  return member;
+}
+
+/**
+ * Follows the members' renewals by this gateway's clock, as client-go's leader election does (another
+ * node's clock may be off): a member is alive until its Lease has not changed for its duration since
+ * this gateway first saw it as it is. A freeze lasts until its wall-clock end.
+ */
+export class Liveness {
+  readonly #seen = new Map<string, { resourceVersion: string; at: number }>();
+
+  /** The members alive at `now`, from the Leases listed then. */
+  alive(members: readonly Member[], now: number): Member[] {
+    const listed = new Set(members.map((member) => member.lease));
+    for (const lease of this.#seen.keys()) if (!listed.has(lease)) this.#seen.delete(lease);
+    return members.filter((member) => {
+      if (member.freeze) return member.freeze.until === undefined || now < member.freeze.until;
+      const seen = this.#seen.get(member.lease);
+      if (!seen || seen.resourceVersion !== member.resourceVersion) {
+        this.#seen.set(member.lease, { resourceVersion: member.resourceVersion, at: now });
+        return true;
+      }
+      return now - seen.at < member.durationSeconds * 1000;
+    });
+  }
+}
+
+/** The view of these live members: the same members give the same view on every gateway. */
+export function viewOf(alive: readonly Member[]): View {
+  const members = [...alive].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).slice(0, MAX_MEMBERS);
+  const frozen = members.find((member) => member.freeze);
+  const top = Math.max(...members.filter((member) => !member.freeze).map((member) => member.priority));
+  const leader = frozen
+    ? undefined
+    : members
+        .filter((member) => member.priority === top)
+        .sort((a, b) => Date.parse(a.since) - Date.parse(b.since) || (a.id < b.id ? -1 : 1))[0];
+  const digest = createHash('sha256')
+    .update(
+      members.map((member) => `${member.id}\0${member.priority}\0${member.freeze ? 'F' : ''}`).join('\n'),
+    )
+    .digest('hex')
+    .slice(0, 16);
+  return { members, digest, leader, frozen };
+}
+
+/** Whether every live member acknowledges `view` (a freeze needs not: it holds nothing). */
+export function acknowledgedByAll(view: View): boolean {
+  return view.members.every((member) => member.freeze || member.acknowledged === view.digest);
+}
+
+/** The members that have not acknowledged `view` yet, for logs. */
+export function notAcknowledging(view: View): Member[] {
+  return view.members.filter((member) => !member.freeze && member.acknowledged !== view.digest);
+}
+
+function textOf(value: unknown): string {
+  return typeof value === 'string' ? value : '';
+}

@@ -1,0 +1,339 @@
+/**
+ * Peering, as an engine of the gateway: it holds this gateway's member Lease, renews it, looks at the
+ * others', and makes the gateway lead (its pipelines run) or follow (they stop) as the view says.
+ * A member that is to lead waits until every live member has acknowledged the view, so the one that
+ * led before has stopped first; a leader that cannot renew its Lease stops leading at the renew
+ * deadline, and refuses writes from then on, before any other member may take its Lease for gone.
+ * Every replica serves admission and health whatever its role: those are not leader-only.
+ */
+import { hostname } from 'node:os';
+import type { KubernetesObject } from '../../protocol/index.ts';
+import type { Component, Components } from '../components.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { ApiError, isNotFound } from '../kube/errors.ts';
+import type { Logger } from '../logging.ts';
+import type { Settings } from '../settings.ts';
+import { sleep } from '../timing.ts';
+import {
+  acknowledgedByAll,
+  Liveness,
+  type Member,
+  memberKeys,
+  memberOf,
+  notAcknowledging,
+  type View,
+  viewOf,
+} from './members.ts';
+
+export interface PeeringOptions {
+  /** Where the members' Leases live: the gateway's namespace. */
+  namespace: string;
+  /** This gateway among its peers, unique: the pod's name in a pod (POD_NAME), else host and process. */
+  id?: string;
+  /** The members of the highest priority lead; the others pause. `causeway run --dev`: 666. */
+  priority?: number;
+}
+
+export interface PeeringEngineOptions extends PeeringOptions {
+  client: KubeClient;
+  /** The gateway's annotation prefix: its Leases' label and annotations, so identities do not meet. */
+  prefix: string;
+  settings: Settings['peering'];
+  components: Components;
+  logger: Logger;
+}
+
+/** A write refused because this gateway may no longer lead: another may have taken over. */
+export class FencedOut extends Error {}
+
+const LEASES = (namespace: string) => `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`;
+
+export class Peering implements Component {
+  readonly name = 'peering';
+  readonly leaderOnly = false;
+  readonly id: string;
+  readonly #options: PeeringEngineOptions;
+  readonly #keys: ReturnType<typeof memberKeys>;
+  readonly #lease: string;
+  readonly #since = new Date().toISOString();
+  readonly #liveness = new Liveness();
+  readonly #stopping = new AbortController();
+  /** The view this gateway acknowledges in its Lease: it holds nothing that view does not give it. */
+  #acknowledged = '';
+  #renewedAt = 0;
+  #resourceVersion: string | undefined;
+  /** Leading or following under way: nothing is acknowledged until it is done. */
+  #turning: Promise<void> | undefined;
+  #ticking: Promise<void> | undefined;
+  #writing: Promise<void> = Promise.resolve();
+  /** What was last said in the log about the view, so each change is said once. */
+  #said = '';
+
+  constructor(options: PeeringEngineOptions) {
+    this.#options = options;
+    this.#keys = memberKeys(options.prefix);
+    this.id = options.id ?? defaultMemberId();
+    this.#lease = memberLeaseName(options.prefix, this.id);
+  }
+
+  /**
+   * Throws FencedOut unless this gateway leads with a Lease renewed within the renew deadline: a
+   * write it lets through reaches the apiserver before any other member may take over.
+   */
+  fence(): void {
+    const { components, settings } = this.#options;
+    if (!components.leading) throw new FencedOut('this gateway no longer leads: the write is not made');
+    if (Date.now() - this.#renewedAt >= settings.renewDeadlineS * 1000) {
+      throw new FencedOut(
+        `this gateway has not renewed its Lease for ${settings.renewDeadlineS}s and may no longer lead: the write is not made`,
+      );
+    }
+  }
+
+  async start(): Promise<void> {
+    const started = Date.now();
+    await this.#renew(AbortSignal.timeout(this.#options.settings.renewDeadlineS * 1000));
+    this.#renewedAt = started;
+    this.#options.logger.info(
+      `peering as "${this.id}" (priority ${this.#priority}) through Leases in namespace ${this.#options.namespace}`,
+    );
+    this.#ticking = this.#tickForever();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopping.abort();
+    await this.#ticking;
+    await this.#turning;
+    // By now the pipelines have stopped (they stop before this part): the others need not wait.
+    try {
+      await this.#options.client.request(`${LEASES(this.#options.namespace)}/${this.#lease}`, {
+        method: 'DELETE',
+        ...(this.#resourceVersion
+          ? { body: { preconditions: { resourceVersion: this.#resourceVersion } } }
+          : {}),
+      });
+    } catch (error) {
+      if (!isNotFound(error)) {
+        this.#options.logger.warning(
+          `could not remove this gateway's Lease ${this.#lease}: the others take over once it expires (${describe(error)})`,
+        );
+      }
+    }
+  }
+
+  get #priority(): number {
+    return this.#options.priority ?? 0;
+  }
+
+  async #tickForever(): Promise<void> {
+    const { settings, logger } = this.#options;
+    while (!this.#stopping.signal.aborted) {
+      try {
+        await this.#tick();
+      } catch (error) {
+        logger.warning(`peering: ${describe(error)}`);
+      }
+      await sleep(settings.retryPeriodS * 1000, this.#stopping.signal);
+    }
+  }
+
+  async #tick(): Promise<void> {
+    const { settings, components, logger } = this.#options;
+    const started = Date.now();
+    try {
+      await this.#renew(
+        AbortSignal.any([this.#stopping.signal, AbortSignal.timeout(settings.retryPeriodS * 1000)]),
+      );
+      this.#renewedAt = started;
+    } catch (error) {
+      if (this.#stopping.signal.aborted) return;
+      const since = Math.round((Date.now() - this.#renewedAt) / 1000);
+      logger.warning(
+        `could not renew this gateway's Lease ${this.#lease} (for ${since}s): ${describe(error)}`,
+      );
+      if (components.leading && Date.now() - this.#renewedAt >= settings.renewDeadlineS * 1000) {
+        logger.error(`stops leading: its Lease was not renewed within ${settings.renewDeadlineS}s`);
+        this.#turn(() => components.follow());
+      }
+      return;
+    }
+    const view = viewOf(this.#liveness.alive(await this.#members(), Date.now()));
+    this.#act(view);
+  }
+
+  /** Leads, follows or acknowledges, as `view` has it. */
+  #act(view: View): void {
+    const { components, logger } = this.#options;
+    if (this.#turning) return; // acted on once done, at the next look
+    const leads = view.leader?.id === this.id;
+    this.#say(view, leads);
+    if (!leads) {
+      if (components.leading) this.#turn(() => components.follow());
+      else this.#acknowledge(view.digest);
+      return;
+    }
+    this.#acknowledge(view.digest); // what it holds (everything or nothing), this view gives it
+    if (components.leading) return;
+    // Its own acknowledgement is written now: the Leases it listed may not show it yet.
+    const others = { ...view, members: view.members.filter((member) => member.id !== this.id) };
+    if (acknowledgedByAll(others)) this.#turn(() => components.lead());
+    else {
+      const waiting = notAcknowledging(others).map((member) => member.id);
+      logger.debug(`to lead once ${waiting.join(', ')} acknowledge the view`);
+    }
+  }
+
+  #turn(change: () => Promise<void>): void {
+    this.#turning = change()
+      .catch((error) => this.#options.logger.error(`peering: ${describe(error)}`))
+      .finally(() => {
+        this.#turning = undefined;
+      });
+  }
+
+  #acknowledge(digest: string): void {
+    if (digest === this.#acknowledged) return;
+    this.#acknowledged = digest;
+    // Written at once, not at the next renewal: the member to lead is waiting for it.
+    const started = Date.now();
+    void this.#renew(AbortSignal.timeout(this.#options.settings.retryPeriodS * 1000)).then(
+      () => {
+        this.#renewedAt = Math.max(this.#renewedAt, started);
+      },
+      () => {}, // written with the next renewal
+    );
+  }
+
+  #say(view: View, leads: boolean): void {
+    const said = `${view.digest}/${leads}`;
+    if (said === this.#said) return;
+    this.#said = said;
+    const { logger } = this.#options;
+    const peers = view.members.filter((member) => !member.freeze).length;
+    if (view.frozen) {
+      logger.info(
+        `paused: peering is frozen by ${view.frozen.id}: ${view.frozen.freeze?.message || '(no message)'}`,
+      );
+    } else if (leads) {
+      logger.info(`leads the ${peers} gateway(s) of its identity (priority ${this.#priority})`);
+    } else if (view.leader) {
+      const paused =
+        view.leader.priority > this.#priority
+          ? `paused by a higher priority (${view.leader.priority}): `
+          : '';
+      logger.info(`${paused}follows "${view.leader.id}" (priority ${view.leader.priority})`);
+    }
+  }
+
+  /** Creates or renews this gateway's Lease, with what it acknowledges; one write at a time. */
+  #renew(signal: AbortSignal): Promise<void> {
+    const renewed = this.#writing.then(() => this.#writeLease(signal));
+    this.#writing = renewed.catch(() => {});
+    return renewed;
+  }
+
+  async #writeLease(signal: AbortSignal): Promise<void> {
+    try {
+      this.#resourceVersion = await this.#put(signal);
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 403)
+        throw new Error(forbidden(this.#options.namespace));
+      if (!(error instanceof ApiError && (error.status === 409 || error.status === 404))) throw error;
+      // Ours changed or went (a restart of this pod; a member that took it for gone): written over afresh.
+      this.#resourceVersion = await this.#currentVersion(signal);
+      this.#resourceVersion = await this.#put(signal);
+    }
+  }
+
+  /** Writes the Lease over the version known (created, when none is): its new version. */
+  async #put(signal: AbortSignal): Promise<string | undefined> {
+    const { client, namespace } = this.#options;
+    const body = this.#leaseBody();
+    const written = this.#resourceVersion
+      ? await client.request<KubernetesObject>(`${LEASES(namespace)}/${this.#lease}`, {
+          method: 'PUT',
+          body: { ...body, metadata: { ...body.metadata, resourceVersion: this.#resourceVersion } },
+          signal,
+        })
+      : await client.request<KubernetesObject>(LEASES(namespace), { method: 'POST', body, signal });
+    return written.metadata.resourceVersion;
+  }
+
+  async #currentVersion(signal: AbortSignal): Promise<string | undefined> {
+    try {
+      const lease = await this.#options.client.request<KubernetesObject>(
+        `${LEASES(this.#options.namespace)}/${this.#lease}`,
+        { signal },
+      );
+      return lease.metadata.resourceVersion;
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  }
+
+  #leaseBody() {
+    const now = new Date().toISOString().replace('Z', '000Z'); // a MicroTime
+    return {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: {
+        name: this.#lease,
+        labels: { [this.#keys.peering]: 'member' },
+        annotations: {
+          [this.#keys.priority]: String(this.#priority),
+          [this.#keys.since]: this.#since,
+          [this.#keys.acknowledged]: this.#acknowledged,
+        },
+      },
+      spec: {
+        holderIdentity: this.id,
+        leaseDurationSeconds: this.#options.settings.leaseDurationS,
+        acquireTime: this.#since.replace('Z', '000Z'),
+        renewTime: now,
+      },
+    };
+  }
+
+  /** The members' Leases of this identity in the namespace; the others (and malformed ones) are ignored. */
+  async #members(): Promise<Member[]> {
+    const { client, namespace, prefix } = this.#options;
+    const list = await client.get<{ items?: KubernetesObject[] }>(LEASES(namespace), {
+      labelSelector: this.#keys.peering,
+    });
+    return (list.items ?? []).flatMap((lease) => memberOf(lease, prefix) ?? []);
+  }
+}
+
+/** This process among its peers: the pod's name in a pod; else the host's, with the process id. */
+export function defaultMemberId(): string {
+  const id = process.env.POD_NAME ?? `${hostname()}-${process.pid}`;
+  return (
+    id
+      .toLowerCase()
+      .replace(/[^a-z0-9.-]+/g, '-')
+      .replace(/^[-.]+|[-.]+$/g, '')
+      .slice(0, 200) || `gateway-${process.pid}`
+  );
+}
+
+/** A member's Lease: under the identity's prefix, so two identities' members never share one. */
+export function memberLeaseName(prefix: string, id: string): string {
+  return `${prefix}.${id}`.slice(0, 253).replace(/[-.]+$/, '');
+}
+
+/** The Lease a freeze is held by (`causeway freeze`). */
+export function freezeLeaseName(prefix: string): string {
+  return `${prefix}.freeze`;
+}
+
+function forbidden(namespace: string): string {
+  return (
+    `peering needs to get, list, create, update and delete Leases (coordination.k8s.io) in namespace ${namespace}: ` +
+    'grant them to the gateway, or run it alone with --standalone'
+  );
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,184 @@
+/**
+ * Gateways of one identity, peering through Leases on the real control plane: one leads and handles,
+ * the others stand by; the leader's stop hands over to the next, with no object handled by both at
+ * once; a gateway of a higher priority (`--dev`) pauses the running one and hands back when it stops.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { operator } from '../../functions/index.ts';
+import { DEV_PRIORITY } from '../../gateway/index.ts';
+import type { KubernetesObject } from '../../protocol/index.ts';
+import { testNamespace } from '../support/cluster.ts';
+import { applyFile, eventually, kubeClient, memoryLogger, runOperator } from '../support/operator.ts';
+
+const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
+
+interface Call {
+  gateway: string;
+  name: string;
+  key: string;
+  started: number;
+  ended: number;
+}
+
+/** The operator each gateway runs in its process, recording every call of its handlers as that gateway's. */
+function recordingOperator(gateway: string, calls: Call[], options: { timer?: boolean } = {}) {
+  const op = operator({ name: 'peering' });
+  op.on.create('kopfexamples', async function create_fn({ name, idempotencyKey }) {
+    const started = Date.now();
+    await sleep(20); // a handler that takes a while: some calls are in flight at any moment
+    calls.push({ gateway, name, key: idempotencyKey, started, ended: Date.now() });
+    return { by: gateway };
+  });
+  if (options.timer) {
+    op.on.timer('kopfexamples', { interval: 0.2 }, function tick_fn({ name }) {
+      const now = Date.now();
+      calls.push({ gateway, name, key: 'timer', started: now, ended: now });
+    });
+  }
+  return op;
+}
+
+async function createObjects(namespace: string, count: number): Promise<string[]> {
+  const client = await kubeClient();
+  const names = Array.from({ length: count }, (_, index) => `kex-${String(index).padStart(3, '0')}`);
+  for (let start = 0; start < count; start += 50) {
+    await Promise.all(
+      names.slice(start, start + 50).map((name) =>
+        client.request(`/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`, {
+          method: 'POST',
+          body: { apiVersion: 'kopf.dev/v1', kind: 'KopfExample', metadata: { name }, spec: { field: 'x' } },
+        }),
+      ),
+    );
+  }
+  return names;
+}
+
+async function handled(namespace: string): Promise<Map<string, unknown>> {
+  const client = await kubeClient();
+  const list = await client.get<{ items: KubernetesObject[] }>(
+    `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`,
+  );
+  return new Map(
+    list.items.flatMap((item) =>
+      item.status?.create_fn ? [[item.metadata.name, item.status.create_fn] as const] : [],
+    ),
+  );
+}
+
+describe('peering', () => {
+  it('lets one of two gateways lead, and hands over to the other when it stops, no object handled by both', async (t) => {
+    await applyFile(CRD);
+    const namespace = await testNamespace(t);
+    const calls: Call[] = [];
+    const settings = { processing: { concurrency: 4 } };
+    const first = await runOperator(recordingOperator('first', calls), {
+      namespaces: [namespace],
+      transport: 'in-process',
+      peering: { namespace, id: 'first' },
+      settings,
+    });
+    t.after(() => first.stop());
+    await eventually('the first gateway leading', async () => first.gateway.leading || undefined);
+    const secondLog = memoryLogger();
+    const second = await runOperator(recordingOperator('second', calls), {
+      namespaces: [namespace],
+      transport: 'in-process',
+      peering: { namespace, id: 'second' },
+      settings,
+      logger: secondLog,
+    });
+    t.after(() => second.stop());
+    await eventually(
+      'the second gateway following the first',
+      async () => secondLog.lines.some((line) => line.includes('follows "first"')) || undefined,
+    );
+
+    const names = await createObjects(namespace, 300);
+    await eventually('the first gateway well into the backlog', async () => calls.length >= 60 || undefined);
+    await first.stop();
+    const stoppedAt = Date.now();
+    await eventually('the second gateway leading', async () => second.gateway.leading || undefined);
+    const results = await eventually(
+      'every object handled',
+      async () => {
+        const found = await handled(namespace);
+        return found.size === names.length ? found : undefined;
+      },
+      60_000,
+    );
+
+    const byFirst = calls.filter((call) => call.gateway === 'first');
+    const bySecond = calls.filter((call) => call.gateway === 'second');
+    t.diagnostic(
+      `first: ${byFirst.length} calls; second: ${bySecond.length}; second led ${Date.now() - stoppedAt} ms after the stop`,
+    );
+    assert.ok(byFirst.length >= 60 && bySecond.length > 0, 'both gateways handled a part of the backlog');
+    assert.ok(
+      Math.max(...byFirst.map((call) => call.ended)) < Math.min(...bySecond.map((call) => call.started)),
+      'the first gateway had finished every call before the second made one',
+    );
+    const calledNames = calls.map((call) => call.name);
+    assert.equal(new Set(calledNames).size, calledNames.length, 'no object was called twice');
+    for (const [name, result] of results) {
+      const call = calls.find((each) => each.name === name);
+      assert.deepEqual(result, { by: call?.gateway }, `${name}'s result is from the gateway that called it`);
+    }
+  });
+
+  it('pauses a gateway while one of a higher priority runs, with its timers, and resumes when it stops', async (t) => {
+    await applyFile(CRD);
+    const namespace = await testNamespace(t);
+    const calls: Call[] = [];
+    const deployedLog = memoryLogger();
+    const deployed = await runOperator(recordingOperator('deployed', calls, { timer: true }), {
+      namespaces: [namespace],
+      transport: 'in-process',
+      peering: { namespace, id: 'deployed' },
+      logger: deployedLog,
+    });
+    t.after(() => deployed.stop());
+    await eventually('the deployed gateway leading', async () => deployed.gateway.leading || undefined);
+    await createObjects(namespace, 2);
+    const ticks = (gateway: string, after = 0) =>
+      calls.filter((call) => call.key === 'timer' && call.gateway === gateway && call.started > after);
+    await eventually(
+      'timers on the deployed gateway',
+      async () => ticks('deployed').length >= 4 || undefined,
+    );
+
+    const dev = await runOperator(recordingOperator('dev', calls, { timer: true }), {
+      namespaces: [namespace],
+      transport: 'in-process',
+      peering: { namespace, id: 'laptop', priority: DEV_PRIORITY },
+    });
+    let devStopped = false;
+    t.after(() => (devStopped ? undefined : dev.stop()));
+    await eventually('the dev gateway leading', async () => dev.gateway.leading || undefined);
+    assert.equal(deployed.gateway.leading, false, 'the deployed gateway is paused');
+    assert.ok(
+      deployedLog.lines.some((line) => line.includes(`paused by a higher priority (${DEV_PRIORITY})`)),
+      'the deployed gateway says why it pauses',
+    );
+    await eventually('timers on the dev gateway', async () => ticks('dev').length >= 6 || undefined);
+    const devFirst = Math.min(...ticks('dev').map((call) => call.started));
+    assert.deepEqual(ticks('deployed', devFirst), [], 'the paused gateway ran no timer once the dev one led');
+
+    await dev.stop();
+    devStopped = true;
+    const handedBack = Date.now();
+    await eventually('the deployed gateway leading again', async () => deployed.gateway.leading || undefined);
+    await eventually(
+      'timers on the deployed gateway again',
+      async () => ticks('deployed', handedBack).length >= 2 || undefined,
+    );
+    const devLast = Math.max(...ticks('dev').map((call) => call.ended));
+    const resumedFirst = Math.min(...ticks('deployed', devFirst).map((call) => call.started));
+    assert.ok(
+      devLast < resumedFirst,
+      'the dev gateway had stopped its timers before the deployed one resumed',
+    );
+  });
+});

@@ -205,6 +205,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       settings: settings.admission,
       namespaces: selection?.names,
       serves: (namespace) => namespace === undefined || !selection || selection.matches(namespace),
+      ...(peering ? { othersRunning: () => peering.othersRunning() } : {}),
       logger,
     },
     components,

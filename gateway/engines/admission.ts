@@ -58,6 +58,11 @@ export interface AdmissionOptions {
   namespaces: readonly string[] | undefined;
   /** Whether the gateway serves a namespace (it may serve patterns, which no selector can say). */
   serves(namespace: string | undefined): boolean;
+  /**
+   * Whether other replicas of this identity run (peering): the webhook configurations are theirs too,
+   * and stay at this one's stop. Undefined: the gateway is alone, and the last to stop.
+   */
+  othersRunning?: () => Promise<boolean>;
   logger: Logger;
 }
 
@@ -221,10 +226,29 @@ export class Admission implements Component {
   async stop(): Promise<void> {
     clearTimeout(this.#renewal);
     if (!this.#server) return;
-    await this.#configure({ persistentOnly: true });
+    if (await this.#last()) await this.#configure({ persistentOnly: true });
     await this.#way?.close();
     await this.#server.close();
     this.#server = undefined;
+  }
+
+  /**
+   * Whether this is the last replica to stop, so that its webhooks (those not persistent) go with it.
+   * When that cannot be known, they stay: a review refused for a missing gateway is safer than one let
+   * through unchecked while others still serve.
+   */
+  async #last(): Promise<boolean> {
+    const { othersRunning, logger } = this.#options;
+    if (!othersRunning) return true;
+    try {
+      if (!(await othersRunning())) return true;
+      logger.info('other replicas run: their webhook configurations stay');
+    } catch (error) {
+      logger.warning(
+        `the webhook configurations stay: whether other replicas run is not known (${error instanceof Error ? error.message : error})`,
+      );
+    }
+    return false;
   }
 
   /** The way in for the mode chosen at start. */

@@ -27,6 +27,7 @@ function member(id: string, fields: Partial<Member> = {}): Member {
     since: '2026-11-27T08:00:00.000Z',
     durationSeconds: 15,
     acknowledged: '',
+    leading: false,
     ...fields,
   };
 }
@@ -34,10 +35,14 @@ function member(id: string, fields: Partial<Member> = {}): Member {
 describe('peering members', () => {
   it('read a member from its Lease: priority, when it joined, what it acknowledges', () => {
     const read = memberOf(
-      lease('gw-a', { [`${PREFIX}/priority`]: '666', [`${PREFIX}/acknowledged`]: 'abc' }),
+      lease('gw-a', {
+        [`${PREFIX}/priority`]: '666',
+        [`${PREFIX}/acknowledged`]: 'abc',
+        [`${PREFIX}/leading`]: 'true',
+      }),
       PREFIX,
     );
-    assert.deepEqual(read, member('gw-a', { priority: 666, acknowledged: 'abc' }));
+    assert.deepEqual(read, member('gw-a', { priority: 666, acknowledged: 'abc', leading: true }));
   });
 
   it('ignore Leases that are not members, or hostile: no holder, no duration, a priority out of range or not a number', () => {

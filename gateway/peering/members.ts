@@ -28,6 +28,10 @@ export interface Member {
   durationSeconds: number;
   /** The digest of the view it acknowledges: it holds nothing that view does not give it. */
   acknowledged: string;
+  /** Whether it may be running pipelines, by its own word. */
+  leading: boolean;
+  /** Its last renewal by its own clock, for a tool that cannot watch it renewed (`causeway freeze`). */
+  renewedAt?: number;
   /** A freeze (`causeway freeze`): a member that never leads, above every priority, and why. */
   freeze?: { message: string; until: number | undefined };
 }
@@ -49,6 +53,8 @@ export function memberKeys(prefix: string) {
     priority: `${prefix}/priority`,
     since: `${prefix}/since`,
     acknowledged: `${prefix}/acknowledged`,
+    /** "true" from when a member starts leading until it has stopped again: what `causeway freeze` waits for. */
+    leading: `${prefix}/leading`,
     freeze: `${prefix}/freeze`,
   };
 }
@@ -78,10 +84,12 @@ export function memberOf(lease: KubernetesObject, prefix: string): Member | unde
     since,
     durationSeconds,
     acknowledged: textOf(annotations[keys.acknowledged]),
+    leading: annotations[keys.leading] === 'true',
   };
+  const renewed = typeof spec.renewTime === 'string' ? Date.parse(spec.renewTime) : Number.NaN;
+  if (!Number.isNaN(renewed)) member.renewedAt = renewed;
   const freeze = annotations[keys.freeze];
   if (typeof freeze === 'string') {
-    const renewed = typeof spec.renewTime === 'string' ? Date.parse(spec.renewTime) : Number.NaN;
     // A freeze is not renewed: it lasts its lifetime from when it was written, by the wall clock.
     member.freeze = {
       message: freeze.slice(0, 1024),

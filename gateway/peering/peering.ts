@@ -46,7 +46,7 @@ export interface PeeringEngineOptions extends PeeringOptions {
 /** A write refused because this gateway may no longer lead: another may have taken over. */
 export class FencedOut extends Error {}
 
-const LEASES = (namespace: string) => `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`;
+export const LEASES = (namespace: string) => `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`;
 
 export class Peering implements Component {
   readonly name = 'peering';
@@ -66,6 +66,8 @@ export class Peering implements Component {
   #turning: Promise<void> | undefined;
   #ticking: Promise<void> | undefined;
   #writing: Promise<void> = Promise.resolve();
+  /** Whether any pipeline of this gateway may be running: from leading until following is done. */
+  #holding = false;
   /** What was last said in the log about the view, so each change is said once. */
   #said = '';
 
@@ -153,12 +155,38 @@ export class Peering implements Component {
       );
       if (components.leading && Date.now() - this.#renewedAt >= settings.renewDeadlineS * 1000) {
         logger.error(`stops leading: its Lease was not renewed within ${settings.renewDeadlineS}s`);
-        this.#turn(() => components.follow());
+        this.#follow();
       }
       return;
     }
-    const view = viewOf(this.#liveness.alive(await this.#members(), Date.now()));
+    const members = await this.#members();
+    const alive = this.#liveness.alive(members, Date.now());
+    const view = viewOf(alive);
     this.#act(view);
+    // The leader clears away the Leases of members gone (pods replaced, laptops closed), and freezes over.
+    if (view.leader?.id === this.id) await this.#collect(members.filter((member) => !alive.includes(member)));
+  }
+
+  /** Whether another gateway of this identity runs now: the last one to stop takes its webhooks away. */
+  async othersRunning(): Promise<boolean> {
+    const alive = this.#liveness.alive(await this.#members(), Date.now());
+    return alive.some((member) => !member.freeze && member.id !== this.id);
+  }
+
+  async #collect(gone: readonly Member[]): Promise<void> {
+    const { client, namespace, logger } = this.#options;
+    for (const member of gone) {
+      try {
+        await client.request(`${LEASES(namespace)}/${member.lease}`, {
+          method: 'DELETE',
+          // Not if it was renewed meanwhile: then it is not gone.
+          body: { preconditions: { resourceVersion: member.resourceVersion } },
+        });
+        logger.info(`removed the Lease of "${member.id}", gone for ${member.durationSeconds}s or more`);
+      } catch (error) {
+        if (!isNotFound(error) && !(error instanceof ApiError && error.status === 409)) throw error;
+      }
+    }
   }
 
   /** Leads, follows or acknowledges, as `view` has it. */
@@ -168,7 +196,7 @@ export class Peering implements Component {
     const leads = view.leader?.id === this.id;
     this.#say(view, leads);
     if (!leads) {
-      if (components.leading) this.#turn(() => components.follow());
+      if (components.leading) this.#follow();
       else this.#acknowledge(view.digest);
       return;
     }
@@ -176,11 +204,25 @@ export class Peering implements Component {
     if (components.leading) return;
     // Its own acknowledgement is written now: the Leases it listed may not show it yet.
     const others = { ...view, members: view.members.filter((member) => member.id !== this.id) };
-    if (acknowledgedByAll(others)) this.#turn(() => components.lead());
+    if (acknowledgedByAll(others)) this.#lead();
     else {
       const waiting = notAcknowledging(others).map((member) => member.id);
       logger.debug(`to lead once ${waiting.join(', ')} acknowledge the view`);
     }
+  }
+
+  #lead(): void {
+    this.#holding = true; // from the first part started
+    this.#turn(() => this.#options.components.lead());
+  }
+
+  /** Stops the pipelines; once none of their calls is in flight, says so in the Lease at once. */
+  #follow(): void {
+    this.#turn(async () => {
+      await this.#options.components.follow();
+      this.#holding = false;
+      await this.#renew(AbortSignal.timeout(this.#options.settings.retryPeriodS * 1000)).catch(() => {});
+    });
   }
 
   #turn(change: () => Promise<void>): void {
@@ -284,6 +326,7 @@ export class Peering implements Component {
           [this.#keys.priority]: String(this.#priority),
           [this.#keys.since]: this.#since,
           [this.#keys.acknowledged]: this.#acknowledged,
+          [this.#keys.leading]: String(this.#holding),
         },
       },
       spec: {

@@ -1,0 +1,114 @@
+/**
+ * `causeway freeze` and `causeway resume`: pause every gateway of an identity by hand (an upgrade of
+ * the CRD, a migration), as Kopf's `kopf freeze` does. A freeze is a member Lease that never leads and
+ * outranks every priority: the gateways stop their pipelines and say so in their Leases, which
+ * `freeze` waits for. It lasts its lifetime, or until `resume` removes it.
+ */
+import type { KubernetesObject } from '../../protocol/index.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { ApiError, isNotFound } from '../kube/errors.ts';
+import { type Member, memberKeys, memberOf } from './members.ts';
+import { freezeLeaseName, LEASES } from './peering.ts';
+
+/** A Lease's duration for a freeze with no lifetime: the longest a Lease takes (some 68 years). */
+const FOREVER_S = 2 ** 31 - 1;
+/** How late another machine's clock may be, when this one judges its renewals. */
+const CLOCK_SKEW_MS = 5000;
+
+export interface FreezeOptions {
+  client: KubeClient;
+  namespace: string;
+  /** The gateways' annotation prefix: their identity. */
+  prefix: string;
+  /** Seconds it lasts; undefined: until resumed. */
+  lifetimeS?: number;
+  message: string;
+  /** Who freezes, for the Lease's holder: `user@host`. */
+  holder: string;
+  /** How long to wait for the gateways to pause. */
+  waitS: number;
+}
+
+export interface Frozen {
+  /** The live gateways, all paused. */
+  paused: string[];
+  /** Those still leading when the wait ended: their calls in flight may still be finishing. */
+  leading: string[];
+}
+
+export async function freeze(options: FreezeOptions): Promise<Frozen> {
+  const { client, namespace, prefix } = options;
+  const keys = memberKeys(prefix);
+  const now = new Date();
+  const name = freezeLeaseName(prefix);
+  const body = {
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: {
+      name,
+      labels: { [keys.peering]: 'member' },
+      annotations: { [keys.freeze]: options.message, [keys.since]: now.toISOString() },
+    },
+    spec: {
+      // What `kubectl get lease` shows as the holder: who froze, and why.
+      holderIdentity: `frozen by ${options.holder}${options.message ? `: ${options.message}` : ''}`.slice(
+        0,
+        253,
+      ),
+      leaseDurationSeconds: options.lifetimeS ?? FOREVER_S,
+      renewTime: now.toISOString().replace('Z', '000Z'),
+    },
+  };
+  try {
+    await client.request(LEASES(namespace), { method: 'POST', body });
+  } catch (error) {
+    if (!(error instanceof ApiError && error.status === 409)) throw error;
+    const current = await client.get<KubernetesObject>(`${LEASES(namespace)}/${name}`);
+    await client.request(`${LEASES(namespace)}/${name}`, {
+      method: 'PUT',
+      body: { ...body, metadata: { ...body.metadata, resourceVersion: current.metadata.resourceVersion } },
+    });
+  }
+  const deadline = Date.now() + options.waitS * 1000;
+  for (;;) {
+    const gateways = (await members(client, namespace, prefix)).filter(
+      (member) => !member.freeze && alive(member, Date.now()),
+    );
+    const leading = gateways.filter((member) => member.leading).map((member) => member.id);
+    if (leading.length === 0 || Date.now() >= deadline) {
+      return { paused: gateways.filter((member) => !member.leading).map((member) => member.id), leading };
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
+/** Removes the freeze; false when there was none. */
+export async function resume(options: {
+  client: KubeClient;
+  namespace: string;
+  prefix: string;
+}): Promise<boolean> {
+  try {
+    await options.client.request(`${LEASES(options.namespace)}/${freezeLeaseName(options.prefix)}`, {
+      method: 'DELETE',
+    });
+    return true;
+  } catch (error) {
+    if (isNotFound(error)) return false;
+    throw error;
+  }
+}
+
+async function members(client: KubeClient, namespace: string, prefix: string): Promise<Member[]> {
+  const list = await client.get<{ items?: KubernetesObject[] }>(LEASES(namespace), {
+    labelSelector: memberKeys(prefix).peering,
+  });
+  return (list.items ?? []).flatMap((lease) => memberOf(lease, prefix) ?? []);
+}
+
+/** By the wall clock: this tool does not watch long enough to see renewals itself. */
+function alive(member: Member, now: number): boolean {
+  return (
+    member.renewedAt !== undefined && now < member.renewedAt + member.durationSeconds * 1000 + CLOCK_SKEW_MS
+  );
+}

@@ -54,6 +54,11 @@ export class AdmissionHost {
     this.#admission?.retire(service);
   }
 
+  /** Whether the webhook server serves; undefined while no service has admission handlers, so there is none. */
+  get serving(): boolean | undefined {
+    return this.#admission?.serving;
+  }
+
   async sync(): Promise<void> {
     await this.#admission?.sync();
   }

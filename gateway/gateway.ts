@@ -16,7 +16,7 @@ import { Activities } from './engines/activities.ts';
 import { DEFAULT_DEV_SESSION_SECONDS, DevSessionRoutes, DevSessions } from './engines/dev-sessions.ts';
 import { FunctionServiceObjects } from './engines/function-service-objects.ts';
 import { Indexes } from './engines/indexes.ts';
-import { LivenessEndpoint } from './engines/liveness.ts';
+import { HealthEndpoint } from './engines/liveness.ts';
 import { HandlerBinder } from './handler-binder.ts';
 import { DEFAULT_IDENTITY, type Identity } from './identity.ts';
 import type { KubeClient } from './kube/client.ts';
@@ -63,7 +63,9 @@ export interface GatewayOptions {
   functionServices?: string;
   /**
    * Serve a liveness endpoint at this URL (e.g. `http://0.0.0.0:8080/healthz`): 200 with the probe
-   * handlers' results while the gateway is healthy, 500 with the reason otherwise (engines/liveness.ts).
+   * handlers' results while the gateway can work, 500 with the reasons otherwise; and readiness at
+   * `/readyz` on its host and port: 200 once it serves, 503 with the reasons until then and while it
+   * stops. A function service down fails neither: both report it (engines/liveness.ts).
    */
   liveness?: string;
   /**
@@ -85,6 +87,8 @@ export interface Gateway {
   readonly synced: Promise<void>;
   /** The liveness endpoint's URL, its port known, when there is one. */
   readonly liveness: string | undefined;
+  /** The readiness endpoint's URL, beside the liveness endpoint's, when there is one. */
+  readonly readiness: string | undefined;
   /** Reads the function services' manifests again now (as it does every `calls.manifestRefreshMs`). */
   refresh(): Promise<void>;
   /** Whether this gateway leads now: always when alone; with peering, as its peers and it agree. */
@@ -151,21 +155,29 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     const login = { from: options.loginFrom, services: services.current, activities };
     return clusterClient(credentials, login, stopping.signal, logger);
   });
-  // Added before the cleanup, so stopped after it: while cleanup handlers run, it answers 500.
-  const liveness = options.liveness
-    ? new LivenessEndpoint({
+  let listed = false; // the watched resources' first lists are in: Gateway.synced resolved
+  const webhookServerDown = () =>
+    admission.serving === false ? ['the admission webhook server is not serving'] : [];
+  // Added before the cleanup, so stopped after it: while cleanup handlers run, it says it is stopping.
+  const health = options.liveness
+    ? new HealthEndpoint({
         url: options.liveness,
         probe: () => activities.probe(),
         down: () =>
-          services.current.flatMap(({ name, down }) =>
-            down ? [`function service "${name}" is down: ${down}`] : [],
+          Object.fromEntries(
+            services.current.flatMap(({ name, down }) => (down ? [[name, down] as const] : [])),
           ),
+        faults: webhookServerDown,
+        notReady: () => [
+          ...(listed ? [] : ['the watched resources are not listed yet']),
+          ...webhookServerDown(),
+        ],
         stopping: stopping.signal,
         cacheMs: settings.activities.probeCacheMs,
         logger,
       })
     : undefined;
-  if (liveness) await components.add(liveness);
+  if (health) await components.add(health);
   await components.add(
     component('cleanup handlers', false, {
       stop: () => activities.cleanup(settings.activities.cleanupTimeoutMs),
@@ -271,14 +283,17 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   }
   let stopped: Promise<void> | undefined;
   return {
-    synced: Promise.all(synced).then(() => undefined),
-    liveness: liveness?.url,
+    synced: Promise.all(synced).then(() => {
+      listed = true;
+    }),
+    liveness: health?.url,
+    readiness: health?.readinessUrl,
     refresh: () => services.refresh(),
     get leading() {
       return components.leading;
     },
     stop: () => {
-      stopping.abort(); // at once: the liveness endpoint says so while the parts stop
+      stopping.abort(); // at once: the health endpoint says so while the parts stop
       stopped ??= components.stop();
       return stopped;
     },

@@ -178,6 +178,11 @@ export class Admission implements Component {
     return this.#webhooks.size;
   }
 
+  /** Whether its webhook server listens: from its start until its stop (or a start that failed). */
+  get serving(): boolean {
+    return this.#server !== undefined;
+  }
+
   async start(): Promise<void> {
     const { settings, logger, client } = this.#options;
     this.#mode = chooseMode(settings.reach, {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import { createLogger } from '../logging.ts';
 import type { ProbeRound } from './activities.ts';
-import { healthOf, LivenessEndpoint, livenessAddress, ProbeCache } from './liveness.ts';
+import { HealthEndpoint, healthOf, livenessAddress, ProbeCache, readinessOf } from './liveness.ts';
 
 const round = (service: string, results: Record<string, unknown>, failures: string[] = []): ProbeRound => ({
   service,
@@ -23,33 +23,74 @@ describe('livenessAddress', () => {
       () => livenessAddress(':8080/healthz'),
       /must be a URL such as http:\/\/0.0.0.0:8080\/healthz/,
     );
+    assert.throws(() => livenessAddress('http://0.0.0.0:8080/readyz'), /where readiness is answered/);
   });
 });
 
+const fine = { stopping: false, down: {}, faults: [] };
+
 describe('healthOf', () => {
   it('answers the probes by id, by service and id where two services share one', () => {
-    assert.deepEqual(healthOf([round('a', { now: 1, tasks: 2 }), round('b', { tasks: 3 })], [], false), {
+    assert.deepEqual(healthOf([round('a', { now: 1, tasks: 2 }), round('b', { tasks: 3 })], fine), {
       status: 200,
       body: { now: 1, 'a/tasks': 2, 'b/tasks': 3 },
     });
-    assert.deepEqual(healthOf([], [], false), { status: 200, body: {} });
+    assert.deepEqual(healthOf([], fine), { status: 200, body: {} });
   });
 
-  it('answers 500 with every reason: stopping, a service down, a probe failed', () => {
+  it('answers 500 with every reason: stopping, a fault, a probe failed', () => {
     assert.deepEqual(
-      healthOf(
-        [round('a', { now: 1 }, ['probe "x" of "a" failed: busy'])],
-        ['function service "b" is down: refused'],
-        true,
-      ),
+      healthOf([round('a', { now: 1 }, ['probe "x" of "a" failed: busy'])], {
+        ...fine,
+        stopping: true,
+        faults: ['the admission webhook server is not serving'],
+      }),
       {
         status: 500,
         body: {
           error:
-            'the gateway is stopping; function service "b" is down: refused; probe "x" of "a" failed: busy',
+            'the gateway is stopping; the admission webhook server is not serving; probe "x" of "a" failed: busy',
         },
       },
     );
+  });
+
+  it('reports the function services down, without failing for them', () => {
+    const down = { b: 'connect ECONNREFUSED 127.0.0.1:8080' };
+    assert.deepEqual(healthOf([round('a', { now: 1 }), round('b', {})], { ...fine, down }), {
+      status: 200,
+      body: { now: 1, functionServicesDown: down },
+    });
+    assert.deepEqual(healthOf([round('a', {}, ['probe "x" of "a" failed: busy'])], { ...fine, down }).body, {
+      error: 'probe "x" of "a" failed: busy',
+      functionServicesDown: down,
+    });
+  });
+});
+
+describe('readinessOf', () => {
+  const ready = { stopping: false, down: {}, notReady: [] };
+
+  it('answers 200 while nothing keeps the gateway from serving', () => {
+    assert.deepEqual(readinessOf(ready), { status: 200, body: { ready: true } });
+  });
+
+  it('answers 503 with every reason: stopping, what is not ready', () => {
+    assert.deepEqual(
+      readinessOf({ ...ready, stopping: true, notReady: ['the watched resources are not listed yet'] }),
+      {
+        status: 503,
+        body: { error: 'the gateway is stopping; the watched resources are not listed yet' },
+      },
+    );
+  });
+
+  it('stays ready with a function service down, and reports it', () => {
+    const down = { b: 'connect ECONNREFUSED 127.0.0.1:8080' };
+    assert.deepEqual(readinessOf({ ...ready, down }), {
+      status: 200,
+      body: { ready: true, functionServicesDown: down },
+    });
   });
 });
 
@@ -82,45 +123,95 @@ describe('ProbeCache', () => {
   });
 });
 
-describe('LivenessEndpoint', () => {
-  async function endpoint(t: TestContext, options: { rounds: () => ProbeRound[]; down?: string[] }) {
+describe('HealthEndpoint', () => {
+  async function endpoint(
+    t: TestContext,
+    options: {
+      rounds: () => ProbeRound[];
+      down?: () => Record<string, string>;
+      faults?: () => string[];
+      notReady?: () => string[];
+    },
+  ) {
     const stopping = new AbortController();
-    const liveness = new LivenessEndpoint({
+    const health = new HealthEndpoint({
       url: 'http://127.0.0.1:0/healthz',
       probe: async () => options.rounds(),
-      down: () => options.down ?? [],
+      down: options.down ?? (() => ({})),
+      faults: options.faults ?? (() => []),
+      notReady: options.notReady ?? (() => []),
       stopping: stopping.signal,
       cacheMs: 0,
       logger: createLogger({ sink: { write: () => {} } }),
     });
-    await liveness.start();
-    t.after(() => liveness.stop());
+    await health.start();
+    t.after(() => health.stop());
     const get = async (path = '/healthz', method = 'GET') => {
-      const response = await fetch(new URL(path, liveness.url), { method });
+      const response = await fetch(new URL(path, health.url), { method });
       return { status: response.status, body: await response.json() };
     };
-    return { liveness, get, stopping };
+    return { health, get, stopping };
   }
 
-  it('answers GET at its path with the health, and nothing else', async (t) => {
+  it('answers GET at the liveness path with the health, and nothing else', async (t) => {
     let failures: string[] = [];
-    const { liveness, get, stopping } = await endpoint(t, {
+    let faults: string[] = [];
+    const { health, get, stopping } = await endpoint(t, {
       rounds: () => [round('a', { now: 'x' }, failures)],
+      faults: () => faults,
     });
-    assert.match(liveness.url, /^http:\/\/127\.0\.0\.1:\d+\/healthz$/);
+    assert.match(health.url, /^http:\/\/127\.0\.0\.1:\d+\/healthz$/);
     assert.deepEqual(await get(), { status: 200, body: { now: 'x' } });
     failures = ['probe "now" of "a" failed: busy'];
     assert.deepEqual(await get(), { status: 500, body: { error: 'probe "now" of "a" failed: busy' } });
+    failures = [];
+    faults = ['the admission webhook server is not serving'];
+    assert.deepEqual(await get(), {
+      status: 500,
+      body: { error: 'the admission webhook server is not serving' },
+    });
     assert.deepEqual(await get('/other'), { status: 404, body: { error: 'no route for /other' } });
     assert.equal((await get('/healthz', 'POST')).status, 405);
     stopping.abort();
-    assert.deepEqual(await get(), { status: 500, body: { error: 'the gateway is stopping' } });
+    assert.deepEqual(await get(), {
+      status: 500,
+      body: { error: 'the gateway is stopping; the admission webhook server is not serving' },
+    });
+  });
+
+  it('answers GET at /readyz, on the same port, with the readiness', async (t) => {
+    let notReady = ['the watched resources are not listed yet'];
+    const { health, get, stopping } = await endpoint(t, {
+      // Never asked for readiness: a failing probe leaves the gateway ready.
+      rounds: () => [round('a', {}, ['probe "now" of "a" failed: busy'])],
+      notReady: () => notReady,
+    });
+    assert.equal(health.readinessUrl, new URL('/readyz', health.url).href);
+    assert.deepEqual(await get('/readyz'), {
+      status: 503,
+      body: { error: 'the watched resources are not listed yet' },
+    });
+    notReady = [];
+    assert.deepEqual(await get('/readyz'), { status: 200, body: { ready: true } });
+    assert.equal((await get('/readyz', 'POST')).status, 405);
+    stopping.abort();
+    assert.deepEqual(await get('/readyz'), { status: 503, body: { error: 'the gateway is stopping' } });
+  });
+
+  it('stays live and ready with a function service down, and names it at both paths', async (t) => {
+    const down = { b: 'connect ECONNREFUSED 127.0.0.1:8080' };
+    const { get } = await endpoint(t, { rounds: () => [round('a', { now: 'x' })], down: () => down });
+    assert.deepEqual(await get(), { status: 200, body: { now: 'x', functionServicesDown: down } });
+    assert.deepEqual(await get('/readyz'), {
+      status: 200,
+      body: { ready: true, functionServicesDown: down },
+    });
   });
 
   it('stops listening when stopped', async (t) => {
-    const { liveness, get } = await endpoint(t, { rounds: () => [] });
+    const { health, get } = await endpoint(t, { rounds: () => [] });
     await get();
-    await liveness.stop();
+    await health.stop();
     await assert.rejects(get(), /fetch failed/);
   });
 });

@@ -1,8 +1,12 @@
 /**
- * The liveness endpoint (Kopf's --liveness): GET at its path answers 200 with the probe handlers'
- * results by id while the gateway is healthy, and 500 with the reason while it is not: a probe
- * failed, a function service is down (its circuit breaker is open), or the gateway is stopping. The
- * probes' results are kept for a while (10 s, as Kopf does), so that frequent probing costs few calls.
+ * The gateway's health endpoint, at the --liveness URL (Kopf's --liveness), and beside it
+ * `/readyz`. Liveness says whether the process can work: it answers at all (so its event loop turns),
+ * it is not stopping, its webhook server serves when it has one, and the probe handlers succeed; 200
+ * with the probes' results by id, 500 with the reasons otherwise. Readiness says whether it serves
+ * yet: the watched resources' first lists are in and the webhook server serves; 200, or 503 with the
+ * reasons (stopping too). A function service down fails neither: both report it, since a gateway
+ * restarted or taken out of service does not bring a service back. The probes' results are kept for a
+ * while (10 s, as Kopf does), so that frequent probing costs few calls.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,7 +20,13 @@ export interface LivenessAddress {
   path: string;
 }
 
-/** Where to listen, from a URL such as `http://0.0.0.0:8080/healthz`: plain HTTP only, port 80 by default. */
+/** Where readiness is answered, on the liveness endpoint's host and port. */
+export const READINESS_PATH = '/readyz';
+
+/**
+ * Where to listen, from a URL such as `http://0.0.0.0:8080/healthz`: plain HTTP only, port 80 by
+ * default, at any path but READINESS_PATH's.
+ */
 export function livenessAddress(url: string): LivenessAddress {
   let parsed: URL;
   try {
@@ -27,6 +37,9 @@ export function livenessAddress(url: string): LivenessAddress {
   if (parsed.protocol !== 'http:') {
     throw new Error(`the liveness endpoint is served over plain HTTP (http://...), got "${url}"`);
   }
+  if (parsed.pathname === READINESS_PATH) {
+    throw new Error(`the liveness endpoint cannot be at ${READINESS_PATH}, where readiness is answered`);
+  }
   return {
     host: parsed.hostname.replace(/^\[|\]$/g, ''),
     port: parsed.port === '' ? 80 : Number(parsed.port),
@@ -35,21 +48,34 @@ export function livenessAddress(url: string): LivenessAddress {
 }
 
 export interface Health {
-  status: 200 | 500;
+  status: 200 | 500 | 503;
   body: Record<string, unknown>;
 }
 
+/** What the gateway is now, asked at each request. */
+export interface Condition {
+  stopping: boolean;
+  /** Why each function service that is down (its circuit breaker open) is, by name. */
+  down: Record<string, string>;
+  /** Why the gateway cannot work, besides stopping and its probes: empty while it can. */
+  faults: string[];
+  /** Why it is not ready yet: empty once it is. */
+  notReady: string[];
+}
+
 /**
- * The endpoint's answer: the probes' results by id (a probe id that two services share, by
- * `<service>/<id>`), or 500 with every reason the gateway is not healthy. Pure.
+ * The liveness answer: the probes' results by id (a probe id that two services share, by
+ * `<service>/<id>`), or 500 with every reason the gateway cannot work. A function service down is
+ * reported, never a reason: restarting the gateway does not bring a service back. Pure.
  */
-export function healthOf(rounds: readonly ProbeRound[], down: readonly string[], stopping: boolean): Health {
+export function healthOf(rounds: readonly ProbeRound[], condition: Omit<Condition, 'notReady'>): Health {
   const reasons = [
-    ...(stopping ? ['the gateway is stopping'] : []),
-    ...down,
+    ...stoppingReason(condition.stopping),
+    ...condition.faults,
     ...rounds.flatMap((round) => round.failures),
   ];
-  if (reasons.length > 0) return { status: 500, body: { error: reasons.join('; ') } };
+  const down = downReport(condition.down);
+  if (reasons.length > 0) return { status: 500, body: { error: reasons.join('; '), ...down } };
   const counts = new Map<string, number>();
   for (const id of rounds.flatMap((round) => Object.keys(round.results))) {
     counts.set(id, (counts.get(id) ?? 0) + 1);
@@ -60,7 +86,27 @@ export function healthOf(rounds: readonly ProbeRound[], down: readonly string[],
       body[(counts.get(id) ?? 0) > 1 ? `${service}/${id}` : id] = result;
     }
   }
-  return { status: 200, body };
+  return { status: 200, body: { ...body, ...down } };
+}
+
+/**
+ * The readiness answer: 200 once nothing keeps the gateway from serving, 503 with every reason
+ * otherwise, stopping included. A function service down is reported, as by healthOf. Pure.
+ */
+export function readinessOf(condition: Omit<Condition, 'faults'>): Health {
+  const reasons = [...stoppingReason(condition.stopping), ...condition.notReady];
+  const down = downReport(condition.down);
+  if (reasons.length > 0) return { status: 503, body: { error: reasons.join('; '), ...down } };
+  return { status: 200, body: { ready: true, ...down } };
+}
+
+function stoppingReason(stopping: boolean): string[] {
+  return stopping ? ['the gateway is stopping'] : [];
+}
+
+/** The services down, under a key of their own in either answer; nothing while none is. */
+function downReport(down: Record<string, string>): { functionServicesDown?: Record<string, string> } {
+  return Object.keys(down).length > 0 ? { functionServicesDown: down } : {};
 }
 
 /** Keeps the probes' last round for `maxAgeMs`; one round at a time, however many ask meanwhile. */
@@ -90,38 +136,46 @@ export class ProbeCache {
   }
 }
 
-export interface LivenessOptions {
+export interface HealthOptions {
+  /** The liveness endpoint's URL; readiness is answered at READINESS_PATH on its host and port. */
   url: string;
   /** One round of every service's probes. */
   probe: () => Promise<ProbeRound[]>;
-  /** Why each service that is down is. */
-  down: () => string[];
+  /** Why each function service that is down is, by name. */
+  down: () => Record<string, string>;
+  /** Why the gateway cannot work, besides stopping and its probes (Condition.faults). */
+  faults: () => string[];
+  /** Why the gateway is not ready yet (Condition.notReady). */
+  notReady: () => string[];
   /** Aborted once the gateway is stopping. */
   stopping: AbortSignal;
   cacheMs: number;
   logger: Logger;
 }
 
-export class LivenessEndpoint implements Component {
-  readonly name = 'liveness endpoint';
+export class HealthEndpoint implements Component {
+  readonly name = 'health endpoint';
   /** Every replica answers for itself. */
   readonly leaderOnly = false;
-  readonly #options: LivenessOptions;
+  readonly #options: HealthOptions;
   readonly #address: LivenessAddress;
   readonly #probes: ProbeCache;
   #server: Server | undefined;
 
-  constructor(options: LivenessOptions) {
+  constructor(options: HealthOptions) {
     this.#options = options;
     this.#address = livenessAddress(options.url);
     this.#probes = new ProbeCache(options.probe, options.cacheMs);
   }
 
-  /** Where it answers, its port known once it listens (port 0 takes any free one). */
+  /** Where liveness is answered, its port known once it listens (port 0 takes any free one). */
   get url(): string {
-    const { host, path } = this.#address;
-    const port = (this.#server?.address() as AddressInfo | null)?.port ?? this.#address.port;
-    return `http://${host.includes(':') ? `[${host}]` : host}:${port}${path}`;
+    return `${this.#origin()}${this.#address.path}`;
+  }
+
+  /** Where readiness is answered. */
+  get readinessUrl(): string {
+    return `${this.#origin()}${READINESS_PATH}`;
   }
 
   async start(): Promise<void> {
@@ -134,7 +188,7 @@ export class LivenessEndpoint implements Component {
       });
     });
     this.#server = server;
-    this.#options.logger.info(`liveness endpoint at ${this.url}`);
+    this.#options.logger.info(`liveness endpoint at ${this.url}, readiness at ${this.readinessUrl}`);
   }
 
   async stop(): Promise<void> {
@@ -146,15 +200,27 @@ export class LivenessEndpoint implements Component {
     });
   }
 
+  #origin(): string {
+    const { host } = this.#address;
+    const port = (this.#server?.address() as AddressInfo | null)?.port ?? this.#address.port;
+    return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  }
+
   async #answer(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const path = new URL(request.url ?? '/', 'http://liveness').pathname;
-    if (path !== this.#address.path) return reply(response, 404, { error: `no route for ${path}` });
-    if (request.method !== 'GET') return reply(response, 405, { error: 'the liveness endpoint answers GET' });
-    const { down, stopping } = this.#options;
+    const path = new URL(request.url ?? '/', 'http://health').pathname;
+    if (path !== this.#address.path && path !== READINESS_PATH) {
+      return reply(response, 404, { error: `no route for ${path}` });
+    }
+    if (request.method !== 'GET') return reply(response, 405, { error: 'the health endpoint answers GET' });
+    const { down, faults, notReady, stopping } = this.#options;
+    if (path === READINESS_PATH) {
+      const readiness = readinessOf({ stopping: stopping.aborted, down: down(), notReady: notReady() });
+      return reply(response, readiness.status, readiness.body);
+    }
     try {
-      // Down services and stopping are asked now; only the probes' results are kept for a while.
+      // The rest is asked now; only the probes' results are kept for a while.
       const rounds = stopping.aborted ? [] : await this.#probes.get();
-      const health = healthOf(rounds, down(), stopping.aborted);
+      const health = healthOf(rounds, { stopping: stopping.aborted, down: down(), faults: faults() });
       reply(response, health.status, health.body);
     } catch (error) {
       reply(response, 500, { error: `the probes could not be run: ${(error as Error).message}` });

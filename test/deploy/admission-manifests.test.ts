@@ -133,12 +133,13 @@ describe('deploy/examples/17-admission', () => {
     const functionsArgs = onlyContainer(functions).args ?? [];
     assert.equal(functionsArgs[1], 'examples/17-admission/operator.ts');
     // The overlay's args replace the base's: they still sign with the keys the service mounts, and
-    // serve the liveness endpoint the base's probes ask.
+    // serve the liveness endpoint the base's probes ask, readiness beside it.
     assert.equal(flagValue(args, '--signing-keys'), `$(POD_NAMESPACE)/${KEYS}`);
     const liveness = new URL(flagValue(args, '--liveness') ?? '');
     const livenessPort = container.ports?.find((each) => each.containerPort === Number(liveness.port));
     assert.equal(container.livenessProbe?.httpGet?.port, livenessPort?.name);
     assert.equal(container.livenessProbe?.httpGet?.path, liveness.pathname);
+    assert.deepEqual(container.readinessProbe?.httpGet, { path: '/readyz', port: livenessPort?.name });
     assert.deepEqual(mountedFile(functions, flagValue(functionsArgs, '--jwks-file') ?? ''), {
       configMap: { name: KEYS },
       key: 'jwks.json',
@@ -207,7 +208,7 @@ describe('deploy/examples/17-admission', () => {
     await writeServiceAccountKubeconfig(kubeconfig, namespace, GATEWAY);
     const port = await freePort();
     const deployment = find<Deployment>(objects, 'Deployment', GATEWAY);
-    const { args: containerArgs } = await withFreeLiveness(
+    const { args: containerArgs, liveness } = await withFreeLiveness(
       await withMountedScopes(onlyContainer(deployment).args ?? [], deployment, objects, dir),
     );
     const args = withFlag(
@@ -264,6 +265,12 @@ describe('deploy/examples/17-admission', () => {
       return attempt.code === 0 ? undefined : attempt.stderr;
     }).catch((error) => assert.fail(`${error.message}\n${gateway.output()}`));
     assert.match(refused, /I'm too lazy anyway\. Go away!/);
+    // Ready once its lists are in, its webhook server serving: what puts it in the webhooks' Service.
+    const readiness = await eventually('the gateway ready', async () => {
+      const answer = await fetch(new URL('/readyz', liveness));
+      return answer.status === 200 ? answer.json() : undefined;
+    });
+    assert.deepEqual(readiness, { ready: true });
 
     const client = await kubeClient();
     const kept = await client.get<{ data: Record<string, string> }>(

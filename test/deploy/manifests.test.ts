@@ -395,13 +395,18 @@ describe('deploy/examples/01-minimal', () => {
       });
     }
 
-    // The gateway's startup and liveness probes ask its --liveness endpoint, at its path and port.
+    // The gateway's startup and liveness probes ask its --liveness endpoint, at its path and port; its
+    // readiness probe /readyz on that port.
     const liveness = new URL(flagValue(args, '--liveness') ?? '');
     assert.equal(liveness.hostname, '0.0.0.0', 'reachable by the kubelet, from outside the pod');
     const livenessPort = gateway.ports?.find((port) => port.containerPort === Number(liveness.port));
     assert.ok(livenessPort, `no container port ${liveness.port} for the liveness endpoint`);
-    for (const probe of [gateway.startupProbe, gateway.livenessProbe]) {
-      assert.equal(probe?.httpGet?.path, liveness.pathname);
+    for (const [probe, path] of [
+      [gateway.startupProbe, liveness.pathname],
+      [gateway.livenessProbe, liveness.pathname],
+      [gateway.readinessProbe, '/readyz'],
+    ] as const) {
+      assert.equal(probe?.httpGet?.path, path);
       assert.ok([livenessPort.name, livenessPort.containerPort].includes(probe?.httpGet?.port));
     }
   });
@@ -473,9 +478,11 @@ describe('deploy/examples/01-minimal', () => {
       gateway.output(),
       new RegExp(`watching /apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`),
     );
-    // What the kubelet's probes get: healthy, and no probe handler to report.
+    // What the kubelet's probes get: healthy, and no probe handler to report; ready.
     const probed = await fetch(liveness);
     assert.deepEqual([probed.status, await probed.json()], [200, {}]);
+    const ready = await fetch(new URL('/readyz', liveness));
+    assert.deepEqual([ready.status, await ready.json()], [200, { ready: true }]);
 
     // The gateway made one key, kept it in its Secret, published its public half only, and signs with it.
     const [kid, ...more] = await keptKeys(namespace, KEYS);

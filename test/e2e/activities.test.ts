@@ -1,7 +1,7 @@
 /**
  * The operator's activities on a real apiserver: startup before anything is watched, cleanup as the
- * gateway stops, the liveness endpoint with the probes' results, logging in through a function
- * service, and a kubeconfig whose user is an exec plugin.
+ * gateway stops, the liveness endpoint with the probes' results and readiness beside it, logging in
+ * through a function service, and a kubeconfig whose user is an exec plugin.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -30,16 +30,21 @@ import { causeway, freePort } from '../support/processes.ts';
 
 const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
 
-async function health(url: string): Promise<{ status: number; body: Record<string, unknown> }> {
+interface HealthAnswer {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+async function health(url: string): Promise<HealthAnswer> {
   const response = await fetch(url);
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
-/** Polls the liveness endpoint until it answers `status`. */
-function healthOnce(url: string, status: number) {
-  return eventually(`the liveness endpoint answering ${status}`, async () => {
+/** Polls a health endpoint until its answer is the one `wanted` waits for. */
+function healthOnce(url: string, what: string, wanted: (answer: HealthAnswer) => boolean) {
+  return eventually(what, async () => {
     const answer = await health(url);
-    return answer.status === status ? answer : undefined;
+    return wanted(answer) ? answer : undefined;
   });
 }
 
@@ -90,7 +95,7 @@ describe('activities', () => {
     assert.equal(object.status, undefined, 'nothing written');
   });
 
-  it('answers the liveness endpoint with the probes, 500 when one fails, when a service is down, and while stopping', async (t) => {
+  it('answers liveness with the probes, 500 when one fails and while stopping; readiness 200, 503 while stopping; both 200 with a service down, naming it', async (t) => {
     const namespace = await testNamespace(t);
     let tasks: number | Error = 3;
     const op = operator({ name: 'hooks', secret: TEST_SECRET });
@@ -127,23 +132,30 @@ describe('activities', () => {
       status: 200,
       body: { tasks_count: 3, monitored: { [namespace]: ['a', 'b'] } },
     });
+    const readiness = gateway.readiness as string;
+    assert.equal(readiness, new URL('/readyz', url).href);
+    await gateway.synced;
+    assert.deepEqual(await health(readiness), { status: 200, body: { ready: true } });
 
     tasks = new TemporaryError('counting is stuck');
     assert.deepEqual(await health(url), {
       status: 500,
       body: { error: 'probe "tasks_count" of "hooks" failed: counting is stuck' },
     });
+    assert.equal((await health(readiness)).status, 200, 'a failing probe leaves the gateway ready');
     tasks = 4;
     assert.equal((await health(url)).status, 200);
 
     const stopped = gateway.stop();
     await cleaning.promise;
     assert.deepEqual(await health(url), { status: 500, body: { error: 'the gateway is stopping' } });
+    assert.deepEqual(await health(readiness), { status: 503, body: { error: 'the gateway is stopping' } });
     stopping.resolve();
     await stopped;
     await assert.rejects(fetch(url), /fetch failed/, 'closed once stopped');
 
-    // Another gateway for the same service, which then goes away: its breaker opens, and the endpoint says so.
+    // Another gateway for the same service, which then goes away: its breaker opens, and both endpoints
+    // say so, with 200: a restart, or leaving the Service, would not bring it back.
     const again = await startGateway({
       functions: [{ name: 'hooks', url: server.url, scope: KOPFEXAMPLES_SCOPE }],
       secret: new TextEncoder().encode(TEST_SECRET),
@@ -157,10 +169,22 @@ describe('activities', () => {
       },
     });
     t.after(() => again.stop());
+    await again.synced;
     assert.equal((await health(again.liveness as string)).status, 200);
     await server.close();
-    const down = await healthOnce(again.liveness as string, 500);
-    assert.match(String(down.body.error), /function service "hooks" is down: /);
+    // Each request calls the probes, whose call finds the service unreachable and opens its breaker.
+    const down = await healthOnce(
+      again.liveness as string,
+      'the liveness endpoint reporting the service down',
+      ({ status, body }) => status === 200 && 'functionServicesDown' in body,
+    );
+    const reason = String((down.body.functionServicesDown as Record<string, unknown>).hooks);
+    assert.ok(reason.startsWith(`POST ${server.url}/`), `why it is down: ${reason}`);
+    assert.deepEqual(down.body, { functionServicesDown: { hooks: reason } }, 'its probes not called');
+    assert.deepEqual(await health(again.readiness as string), {
+      status: 200,
+      body: { ready: true, functionServicesDown: { hooks: reason } },
+    });
   });
 
   it('logs in through a function service, again after a 401 and before its credentials expire', async (t) => {
@@ -288,7 +312,7 @@ describe('activities, with the CLI', () => {
     );
   });
 
-  it('serves --liveness, and runs the cleanup handlers on SIGTERM before it exits 0', async (t) => {
+  it('serves --liveness and readiness beside it, and runs the cleanup handlers on SIGTERM before it exits 0', async (t) => {
     const namespace = await testNamespace(t);
     const port = await freePort();
     const run = causeway(
@@ -301,6 +325,11 @@ describe('activities, with the CLI', () => {
       status: 200,
       body: { ready: 'yes' },
     });
+    await healthOnce(
+      `http://127.0.0.1:${port}/readyz`,
+      'readiness, once listed',
+      ({ status }) => status === 200,
+    );
     const path = await createKopfExample(namespace, 'one');
     assert.equal(await statusOnceThere(path, 'create_fn'), 'created');
     assert.equal(await run.stop('SIGTERM'), 0);

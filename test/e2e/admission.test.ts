@@ -203,7 +203,7 @@ describe('admission webhooks through the real apiserver', () => {
     );
   });
 
-  it('lets requests through when the function service is down only for handlers that ignore failures', async (t) => {
+  it('lets requests through when the function service is down only for handlers that ignore failures, and stays live and ready', async (t) => {
     const namespace = await testNamespace(t);
     const op = operator({ name: 'fragile', secret: TEST_SECRET });
     op.on.validate('kopfexamples', { id: 'lenient', ignoreFailures: true, operations: ['CREATE'] }, () => {});
@@ -219,6 +219,8 @@ describe('admission webhooks through the real apiserver', () => {
       kubeconfig: await kubeConfig(),
       logger: memoryLogger(),
       namespaces: [namespace],
+      liveness: 'http://127.0.0.1:0/healthz',
+      settings: { calls: { breakerThreshold: 1 } }, // the first review that finds it gone takes it as down
     });
     t.after(() => gateway.stop());
     await gateway.synced;
@@ -235,6 +237,18 @@ describe('admission webhooks through the real apiserver', () => {
     const refused = await kubectl(['create', '-f', '-'], JSON.stringify(strict));
     assert.notEqual(refused.code, 0);
     assert.match(refused.stderr, /admission handler strict of "fragile" could not decide/);
+
+    // Neither restarted nor taken out of the webhooks' Service for it: both endpoints say so, with 200.
+    const live = await fetch(gateway.liveness as string);
+    const liveBody = (await live.json()) as { functionServicesDown?: Record<string, string> };
+    const reason = liveBody.functionServicesDown?.fragile;
+    assert.ok(reason, JSON.stringify(liveBody));
+    assert.deepEqual([live.status, liveBody], [200, { functionServicesDown: { fragile: reason } }]);
+    const ready = await fetch(gateway.readiness as string);
+    assert.deepEqual(
+      [ready.status, await ready.json()],
+      [200, { ready: true, functionServicesDown: { fragile: reason } }],
+    );
   });
 
   it('keeps its certificates in a Secret, so a restart is trusted with the same CA', async (t) => {

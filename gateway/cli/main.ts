@@ -3,7 +3,6 @@
 import { readFileSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
-import { KubeConfig } from '@kubernetes/client-node';
 import { parse as parseYaml, stringify } from 'yaml';
 import packageJson from '../../package.json' with { type: 'json' };
 import {
@@ -22,6 +21,7 @@ import { livenessAddress } from '../engines/liveness.ts';
 import { type GatewayOptions, startGateway } from '../gateway.ts';
 import { DEFAULT_IDENTITY, type Identity } from '../identity.ts';
 import { KubeClient } from '../kube/client.ts';
+import { loadKubeConfig } from '../kube/kubeconfig.ts';
 import { createLogger, type Logger } from '../logging.ts';
 import { ensureProcessSecret } from '../secret.ts';
 import type { SettingsPatch } from '../settings.ts';
@@ -495,9 +495,7 @@ function scopeFile(file: string, name: string): ServiceScope {
 async function conformanceSigning(values: Values): Promise<ConformanceTarget['signing']> {
   const keys = values['signing-keys'];
   if (!keys) return { secret: readSecret(values['secret-file']) };
-  const kubeconfig = new KubeConfig();
-  kubeconfig.loadFromDefault();
-  const client = await KubeClient.fromConfig(kubeconfig);
+  const client = await KubeClient.fromConfig(loadKubeConfig());
   return { key: await currentSigningKey(client, namespacedName(keys, '--signing-keys')) };
 }
 
@@ -510,8 +508,7 @@ async function devCommand(module: string, values: Values, logger: Logger): Promi
     const secret = process.env[SECRET_VARIABLE] as string;
     return dev({ module, verification: { secret }, serveArgs, logger, gateway, until: untilSignal(logger) });
   }
-  const kubeconfig = new KubeConfig();
-  kubeconfig.loadFromDefault();
+  const kubeconfig = loadKubeConfig();
   const server = kubeconfig.getCurrentCluster()?.server;
   if (!server) throw new Error('dev --dev-sessions needs a cluster: the kubeconfig names none');
   const reachMode = values['dev-reach'] ?? 'auto';

@@ -16,8 +16,8 @@ import { loadKubeConfig } from '../kube/kubeconfig.ts';
 import { createLogger } from '../logging.ts';
 import { ensureProcessSecret } from '../secret.ts';
 import { sleep } from '../timing.ts';
-import { untilSignal } from './main.ts';
 import { loadOperatorModule } from './operator-module.ts';
+import { untilSignal } from './process.ts';
 
 const EXAMPLE = new URL('../../examples/01-minimal/', import.meta.url);
 const NAMESPACE = 'default';

@@ -272,7 +272,8 @@ export async function prepareContenders(nodeFlags = IMAGE_NODE_FLAGS, compare?: 
   let baseline: Contenders['baseline'];
   if (compare) {
     const entry = await bundleCliAt(compare, scratchDir('bench-baseline'));
-    const help = execFileSync(process.execPath, [entry, '--help'], { env, encoding: 'utf8' });
+    // The gateway's own help; a CLI older than per-command help prints all of it for any command.
+    const help = execFileSync(process.execPath, [entry, 'gateway', '--help'], { env, encoding: 'utf8' });
     const run = cliOf(entry);
     baseline = {
       ref: compare,

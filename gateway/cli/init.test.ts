@@ -208,8 +208,8 @@ describe('causeway init', () => {
     assert.equal(result.code, 2);
     assert.equal(
       result.stderr,
-      "causeway: init needs the new project's directory, e.g. causeway init my-operator\n" +
-        'Run `causeway --help` for usage.\n',
+      "causeway init: needs the new project's directory, e.g. causeway init my-operator\n" +
+        'Run `causeway init --help` for usage.\n',
     );
   });
 });

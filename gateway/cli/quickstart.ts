@@ -7,16 +7,17 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { startControlPlane } from '../../deploy/control-plane/index.ts';
 import { startGateway } from '../gateway.ts';
 import { applyManifests, parseManifests } from '../kube/apply.ts';
 import { KubeClient } from '../kube/client.ts';
+import { loadKubeConfig } from '../kube/kubeconfig.ts';
 import { createLogger } from '../logging.ts';
 import { ensureProcessSecret } from '../secret.ts';
 import { sleep } from '../timing.ts';
-import { untilSignal } from './main.ts';
 import { loadOperatorModule } from './operator-module.ts';
+import { untilSignal } from './process.ts';
 
 const EXAMPLE = new URL('../../examples/01-minimal/', import.meta.url);
 const NAMESPACE = 'default';
@@ -30,17 +31,17 @@ function configuredKubeconfig(): string | undefined {
 
 async function quickstart(): Promise<void> {
   const logger = createLogger();
-  const kubeconfig = new KubeConfig();
+  let kubeconfig: KubeConfig;
   let stopControlPlane = async () => {};
   const configured = configuredKubeconfig();
   if (configured) {
-    kubeconfig.loadFromFile(configured);
+    kubeconfig = loadKubeConfig(configured);
     say(`Using the cluster of ${configured} (context ${kubeconfig.getCurrentContext()}).`);
   } else {
     say('No kubeconfig found: starting a local control plane (etcd + kube-apiserver) on 127.0.0.1.');
     const controlPlane = await startControlPlane({ onProgress: (message) => say(`  ${message}`) });
     stopControlPlane = () => controlPlane.stop();
-    kubeconfig.loadFromFile(controlPlane.kubeconfigPath);
+    kubeconfig = loadKubeConfig(controlPlane.kubeconfigPath);
     say(`  kubectl works too: export KUBECONFIG=${controlPlane.kubeconfigPath}`);
   }
   try {

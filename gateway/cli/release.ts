@@ -2,10 +2,11 @@
  * `causeway release`: the escape hatch for an object stuck in deletion because the operator that put
  * its finalizer there is gone. Removes that one finalizer, nothing else, without calling any handler.
  */
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { KubeClient } from '../kube/client.ts';
 import { Discovery, objectPath } from '../kube/discovery.ts';
+import { loadKubeConfig } from '../kube/kubeconfig.ts';
 import { hasFinalizer, removeFinalizer } from '../reactor/finalizers.ts';
 
 export interface ReleaseOptions {
@@ -17,7 +18,10 @@ export interface ReleaseOptions {
 }
 
 /** Returns what happened, in words for the terminal. */
-export async function release(options: ReleaseOptions, kubeconfig = defaultKubeConfig()): Promise<string> {
+export async function release(
+  options: ReleaseOptions,
+  kubeconfig: KubeConfig = loadKubeConfig(),
+): Promise<string> {
   const client = await KubeClient.fromConfig(kubeconfig);
   const resource = (await Discovery.load(client)).resolve({ name: options.resource });
   const namespace = resource.namespaced ? (options.namespace ?? 'default') : undefined;
@@ -30,10 +34,4 @@ export async function release(options: ReleaseOptions, kubeconfig = defaultKubeC
     fieldManager: options.fieldManager,
   });
   return `released ${resource.plural} ${where}: removed finalizer ${options.finalizer}${object.metadata.deletionTimestamp ? '; its deletion can now complete' : ''}`;
-}
-
-function defaultKubeConfig(): KubeConfig {
-  const config = new KubeConfig();
-  config.loadFromDefault();
-  return config;
 }

@@ -114,8 +114,8 @@ describe('causeway gateway --function-secret', () => {
     assert.equal(await gateway.exited(), 2);
     assert.equal(
       gateway.output(),
-      'causeway: --function-secret names "billing", which no --functions gives\n' +
-        'Run `causeway --help` for usage.\n',
+      'causeway gateway: --function-secret names "billing", which no --functions gives\n' +
+        'Run `causeway gateway --help` for usage.\n',
     );
   });
 });
@@ -213,7 +213,7 @@ describe('causeway gateway --signing-keys', () => {
     assert.equal(await gateway.exited(), 2);
     assert.equal(
       gateway.output(),
-      'causeway: --key-rotation-days expects at least 1\nRun `causeway --help` for usage.\n',
+      'causeway gateway: --key-rotation-days expects at least 1\nRun `causeway gateway --help` for usage.\n',
     );
   });
 });

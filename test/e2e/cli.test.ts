@@ -252,3 +252,71 @@ describe('causeway crd', () => {
     assert.match(served, /functionservices\.causeway\.dev/);
   });
 });
+
+describe('the command line', () => {
+  /** What `causeway <args>` prints, and its exit code. */
+  async function run(args: string[]): Promise<{ code: number | NodeJS.Signals | null; output: string }> {
+    const started = causeway(args, process.env);
+    return { code: await started.exited(), output: started.output() };
+  }
+
+  it('refuses a flag of another command with a usage error that names the flag and the command', async () => {
+    assert.deepEqual(await run(['serve', EXAMPLE, '--functions', 'kopfexample=http://127.0.0.1:8080']), {
+      code: 2,
+      output:
+        'causeway serve: --functions is not an option of serve (it is one of gateway)\n' +
+        'Run `causeway serve --help` for usage.\n',
+    });
+    assert.deepEqual(await run(['crd', '-n', 'default']), {
+      code: 2,
+      output:
+        'causeway crd: -n is not an option of crd (it is one of run, gateway, dev and release)\n' +
+        'Run `causeway crd --help` for usage.\n',
+    });
+  });
+
+  it("shows in a command's help its own flags, and none of another command's", async () => {
+    const serve = await run(['serve', '--help']);
+    assert.equal(serve.code, 0);
+    assert.match(serve.output, /^Usage: causeway serve <module> \[options\]\n/);
+    for (const own of [
+      '-p, --port <port>',
+      '--tls-cert <file>',
+      '--jwks-file <file>',
+      '--secret-file <path>',
+    ]) {
+      assert.ok(serve.output.includes(own), own);
+    }
+    for (const foreign of ['--functions', '--namespace', '--webhook-listen', '--session-seconds']) {
+      assert.ok(!serve.output.includes(foreign), foreign);
+    }
+
+    const gateway = await run(['gateway', '-h']);
+    assert.equal(gateway.code, 0);
+    assert.match(gateway.output, /^Usage: causeway gateway \[options\]\n/);
+    for (const own of ['--functions <name>=<url>', '-n, --namespace <ns>', '--signing-keys <ns/name>']) {
+      assert.ok(gateway.output.includes(own), own);
+    }
+    for (const foreign of ['--port', '--jwks-file', '--session-seconds', '--causeway']) {
+      assert.ok(!gateway.output.includes(foreign), foreign);
+    }
+  });
+
+  it('lists every command in causeway --help', async () => {
+    const { code, output } = await run(['--help']);
+    assert.equal(code, 0);
+    for (const usage of [
+      'init <directory>',
+      'run <module>',
+      'serve <module>',
+      'gateway',
+      'dev <module>',
+      'conformance <url> --name <name>',
+      'crd',
+      'release <resource> <name>',
+    ]) {
+      assert.match(output, new RegExp(`^  ${usage}(\\s|$)`, 'm'), usage);
+    }
+    assert.match(output, /^Run `causeway <command> --help` for the options of a command\.$/m);
+  });
+});

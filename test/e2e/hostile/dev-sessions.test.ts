@@ -255,7 +255,10 @@ describe('dev sessions, from a hostile Lease or FunctionService', () => {
         process.env,
       );
       assert.equal(await gateway.exited(), 2, value);
-      assert.ok(gateway.output().startsWith(`causeway: --function-dev-sessions ${why}`), gateway.output());
+      assert.ok(
+        gateway.output().startsWith(`causeway gateway: --function-dev-sessions ${why}`),
+        gateway.output(),
+      );
     }
   });
 });

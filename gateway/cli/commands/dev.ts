@@ -1,0 +1,61 @@
+/**
+ * `causeway dev <module>`: the dev loop (../dev.ts), with a gateway of its own as `causeway run`, or
+ * in a session with a gateway deployed in the cluster (--dev-sessions).
+ */
+import { SECRET_VARIABLE } from '../../../protocol/index.ts';
+import { chooseMode, localReach, ngrokReach } from '../../../webhooks/reach.ts';
+import { loadKubeConfig } from '../../kube/kubeconfig.ts';
+import { ensureProcessSecret } from '../../secret.ts';
+import { command } from '../command-line.ts';
+import { dev } from '../dev.ts';
+import { ACTIVITIES, ADMISSION, CLUSTER_NOTE, DEV_SESSION, IDENTITY, OBJECTS } from '../flags.ts';
+import { devSessionOptions, gatewayOptions, identityOf, namespacesWarning } from '../options.ts';
+import { readText, untilSignal } from '../process.ts';
+import { readSecretText } from '../secret.ts';
+
+export const devCommand = command({
+  name: 'dev',
+  arguments: ['module'],
+  needs: "the operator module's path, e.g. causeway dev ./operator.ts",
+  summary:
+    "Develop an operator: reloaded on save, with no restart of the gateway. Runs a gateway of its own, as run does; or, with --dev-sessions, has a gateway deployed in the cluster send the module's service's calls to this machine.",
+  note: CLUSTER_NOTE,
+  groups: [OBJECTS, ACTIVITIES, ADMISSION, IDENTITY, DEV_SESSION],
+  async run({ args: { module }, values, logger }) {
+    const gateway = { ...gatewayOptions(values, readText), logger };
+    const session = devSessionOptions(values);
+    const serveArgs = values.verbose ? ['--verbose'] : values.quiet ? ['--quiet'] : [];
+    const until = untilSignal(logger);
+    if (!session) {
+      const warning = namespacesWarning(values);
+      if (warning) logger.warning(warning);
+      ensureProcessSecret();
+      const secret = process.env[SECRET_VARIABLE] as string;
+      return dev({ module, verification: { secret }, serveArgs, logger, gateway, until });
+    }
+    const kubeconfig = loadKubeConfig();
+    const server = kubeconfig.getCurrentCluster()?.server;
+    if (!server) throw new Error('dev --dev-sessions needs a cluster: the kubeconfig names none');
+    const mode = chooseMode(session.reach, { inPod: false, apiserverHost: new URL(server).hostname });
+    return dev({
+      module,
+      verification: session.publicKeys
+        ? { publicKeys: session.publicKeys }
+        : { secret: readSecretText(values['secret-file']) },
+      serveArgs,
+      logger,
+      gateway,
+      until,
+      session: {
+        namespace: session.namespace,
+        durationSeconds: session.durationSeconds,
+        reach:
+          mode === 'ngrok'
+            ? ngrokReach(session.ngrokDomain ? { domain: session.ngrokDomain } : {})
+            : localReach(),
+        annotationPrefix: identityOf(values).annotationPrefix,
+        kubeconfig,
+      },
+    });
+  },
+});

@@ -1,0 +1,36 @@
+/** `causeway gateway`: the gateway alone, calling function services deployed elsewhere over HTTP(S). */
+import { SECRET_VARIABLE } from '../../../protocol/index.ts';
+import { startGateway } from '../../gateway.ts';
+import { command } from '../command-line.ts';
+import {
+  ACTIVITIES,
+  ADMISSION,
+  CLUSTER_NOTE,
+  DEV_SESSIONS_ALLOWED,
+  FUNCTION_SERVICES,
+  IDENTITY,
+  OBJECTS,
+  SIGNING,
+} from '../flags.ts';
+import { gatewayOnlyOptions, namespacesWarning } from '../options.ts';
+import { readText, untilSignal } from '../process.ts';
+import { readSecret } from '../secret.ts';
+
+export const gatewayCommand = command({
+  name: 'gateway',
+  arguments: [],
+  summary:
+    'Run only the gateway: watch the cluster and call the function services given with --functions, signing with its keys (--signing-keys) or with secrets shared with the services.',
+  note: CLUSTER_NOTE,
+  groups: [OBJECTS, FUNCTION_SERVICES, SIGNING, ACTIVITIES, ADMISSION, DEV_SESSIONS_ALLOWED, IDENTITY],
+  async run({ values, logger }) {
+    const options = gatewayOnlyOptions(values, { text: readText, secret: readSecret });
+    const warning = namespacesWarning(values);
+    if (warning) logger.warning(warning);
+    const secretFile = values['secret-file'];
+    const secret = secretFile || process.env[SECRET_VARIABLE] ? readSecret(secretFile) : undefined;
+    const gateway = await startGateway({ ...options, logger, ...(secret ? { secret } : {}) });
+    await untilSignal(logger);
+    await gateway.stop();
+  },
+});

@@ -1,0 +1,28 @@
+/** `causeway run <module>`: one process, in which the gateway calls the module's fetch handler directly, still signed and verified. */
+import { startGateway } from '../../gateway.ts';
+import { ensureProcessSecret } from '../../secret.ts';
+import { command } from '../command-line.ts';
+import { ACTIVITIES, ADMISSION, CLUSTER_NOTE, IDENTITY, OBJECTS } from '../flags.ts';
+import { loadOperatorModule } from '../operator-module.ts';
+import { gatewayOptions, namespacesWarning } from '../options.ts';
+import { readText, untilSignal } from '../process.ts';
+
+export const runCommand = command({
+  name: 'run',
+  arguments: ['module'],
+  needs: "the operator module's path, e.g. causeway run ./operator.ts",
+  summary:
+    "Run an operator: its function service and a gateway in one process, like `kopf run`. The module's default export is made with causeway/functions.",
+  note: CLUSTER_NOTE,
+  groups: [OBJECTS, ACTIVITIES, ADMISSION, IDENTITY],
+  async run({ args: { module }, values, logger }) {
+    const options = gatewayOptions(values, readText);
+    const warning = namespacesWarning(values);
+    if (warning) logger.warning(warning);
+    const secret = ensureProcessSecret();
+    const functions = await loadOperatorModule(module);
+    const gateway = await startGateway({ ...options, logger, functions: [functions], secret });
+    await untilSignal(logger);
+    await gateway.stop();
+  },
+});

@@ -1,0 +1,39 @@
+/** `causeway serve <module>`: the module's function service alone, over HTTP(S), for a gateway deployed elsewhere. */
+import { command } from '../command-line.ts';
+import { LISTENING, VERIFYING } from '../flags.ts';
+import { loadOperatorModule } from '../operator-module.ts';
+import { serveOptions } from '../options.ts';
+import { untilSignal } from '../process.ts';
+import { provideVerificationKeys } from '../secret.ts';
+import { serveFetch } from '../serve.ts';
+
+export const serveCommand = command({
+  name: 'serve',
+  arguments: ['module'],
+  needs: "the operator module's path, e.g. causeway serve ./operator.ts",
+  summary:
+    "Serve only the function service of a module over HTTP, for a gateway deployed elsewhere. Needs the gateway's public keys (--jwks-file) or a secret shared with it (--secret-file).",
+  groups: [LISTENING, VERIFYING],
+  async run({ args: { module }, values, logger }) {
+    const options = serveOptions(values);
+    // Where causeway/functions looks for them; refused at start rather than answered with a 500 later.
+    const stopFollowing = provideVerificationKeys({
+      jwksFile: values['jwks-file'],
+      secretFile: values['secret-file'],
+    });
+    const server = await serveFetch(await loadOperatorModule(module), { ...options, logger });
+    logger.info(`function service listening on ${server.url}`);
+    if (process.send) {
+      // Started by `causeway dev`, which asks where, and whose end (even by SIGKILL) is this one's.
+      process.send({ listening: server.url });
+      await Promise.race([
+        untilSignal(logger),
+        new Promise((resolve) => process.once('disconnect', resolve)),
+      ]);
+    } else {
+      await untilSignal(logger);
+    }
+    stopFollowing();
+    await server.close();
+  },
+});

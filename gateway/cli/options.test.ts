@@ -1,0 +1,452 @@
+import assert from 'node:assert/strict';
+import { resolve } from 'node:path';
+import { describe, it } from 'node:test';
+import { DEFAULT_IDENTITY } from '../identity.ts';
+import { UsageError } from './command-line.ts';
+import {
+  conformanceOptions,
+  devSessionOptions,
+  type GatewayOnlyValues,
+  gatewayOnlyOptions,
+  gatewayOptions,
+  identityOf,
+  logLevel,
+  namespacesWarning,
+  releaseOptions,
+  serveOptions,
+} from './options.ts';
+
+/** Files by path, as a test gives them: reading another is an error, as it would be. */
+function files(contents: Record<string, string>) {
+  return (path: string): string => {
+    const text = contents[path];
+    if (text === undefined) throw new Error(`ENOENT: ${path}`);
+    return text;
+  };
+}
+
+const noFiles = files({});
+const SECRET = 'a-secret-shared-with-billing-alone-0123456789';
+const reads = {
+  text: files({
+    '/scopes/billing.yaml': 'resources: [invoices.billing.example.com]\n',
+    '/scopes/broken.yaml': 'resources: [invoices]\nweather: sunny\n',
+    '/ca.pem': 'THE CA',
+  }),
+  secret: (file: string) => {
+    if (file !== '/secrets/billing') throw new Error(`ENOENT: ${file}`);
+    return new TextEncoder().encode(SECRET);
+  },
+};
+const BILLING = 'billing=http://billing-functions:8080';
+
+function refuses(run: () => unknown, message: string): void {
+  assert.throws(run, (error: unknown) => {
+    assert.ok(error instanceof UsageError, `a UsageError, not ${error}`);
+    assert.equal(error.message, message);
+    return true;
+  });
+}
+
+const gatewayOnly = (values: GatewayOnlyValues) => gatewayOnlyOptions(values, reads);
+
+describe('gatewayOptions: what run, gateway and dev give their gateway', () => {
+  it('serves the namespaces given, or every one, and refuses both at once', () => {
+    assert.deepEqual(gatewayOptions({ namespace: ['team-*', '!team-x'] }, noFiles).namespaces, [
+      'team-*',
+      '!team-x',
+    ]);
+    assert.equal(gatewayOptions({ 'all-namespaces': true }, noFiles).namespaces, undefined);
+    refuses(
+      () => gatewayOptions({ namespace: ['a'], 'all-namespaces': true }, noFiles),
+      '--namespace and --all-namespaces exclude each other',
+    );
+  });
+
+  it('warns of serving every namespace only when neither --namespace nor --all-namespaces says so', () => {
+    assert.equal(
+      namespacesWarning({}),
+      'neither --namespace nor --all-namespaces given: serving all namespaces',
+    );
+    assert.equal(namespacesWarning({ namespace: ['a'] }), undefined);
+    assert.equal(namespacesWarning({ 'all-namespaces': true }), undefined);
+  });
+
+  it('keeps state where --state-in says: auto or annotations', () => {
+    assert.deepEqual(gatewayOptions({}, noFiles).settings?.persistence, { stateIn: 'auto' });
+    assert.deepEqual(gatewayOptions({ 'state-in': 'annotations' }, noFiles).settings?.persistence, {
+      stateIn: 'annotations',
+    });
+    refuses(
+      () => gatewayOptions({ 'state-in': 'status' }, noFiles),
+      '--state-in expects auto or annotations, got "status"',
+    );
+  });
+
+  it("adopts a Kopf operator's state under an annotation prefix, and refuses what cannot be one", () => {
+    assert.deepEqual(
+      gatewayOptions({ 'adopt-kopf-state': 'kopf.zalando.org' }, noFiles).settings?.persistence,
+      {
+        stateIn: 'auto',
+        adoptKopf: 'kopf.zalando.org',
+      },
+    );
+    refuses(
+      () => gatewayOptions({ 'adopt-kopf-state': 'kopf.zalando.org/' }, noFiles),
+      `--adopt-kopf-state expects the annotation prefix of the Kopf operator's state (Kopf's default: kopf.zalando.org), got "kopf.zalando.org/"`,
+    );
+  });
+
+  it('reads whole numbers, and refuses others naming the flag', () => {
+    const settings = gatewayOptions({ concurrency: '8', 'function-timeout': '5' }, noFiles).settings;
+    assert.deepEqual(settings?.processing, { concurrency: 8 });
+    assert.deepEqual(settings?.calls, { timeoutMs: 5000 });
+    for (const value of ['x', '-1', '1.5']) {
+      refuses(
+        () => gatewayOptions({ concurrency: value }, noFiles),
+        `--concurrency expects a whole number, got "${value}"`,
+      );
+    }
+  });
+
+  it('serves liveness at a plain-HTTP URL only', () => {
+    const url = 'http://0.0.0.0:8080/healthz';
+    assert.equal(gatewayOptions({ liveness: url }, noFiles).liveness, url);
+    refuses(
+      () => gatewayOptions({ liveness: 'https://0.0.0.0:8080/healthz' }, noFiles),
+      '--liveness: the liveness endpoint is served over plain HTTP (http://...), got "https://0.0.0.0:8080/healthz"',
+    );
+  });
+
+  it("takes the identity's parts given, the default for the others", () => {
+    assert.deepEqual(gatewayOptions({ finalizer: 'team-a.example.com/finalizer' }, noFiles).identity, {
+      ...DEFAULT_IDENTITY,
+      finalizer: 'team-a.example.com/finalizer',
+    });
+  });
+
+  describe('admission webhooks', () => {
+    const admission = (values: Parameters<typeof gatewayOptions>[0], readText = noFiles) =>
+      gatewayOptions(values, readText).settings?.admission;
+
+    it('listens at --webhook-listen host:port, an IPv6 host in brackets', () => {
+      assert.deepEqual(admission({ 'webhook-listen': '[::1]:8443' })?.listen, { host: '::1', port: 8443 });
+      refuses(
+        () => admission({ 'webhook-listen': '8443' }),
+        '--webhook-listen expects host:port, got "8443"',
+      );
+    });
+
+    it('is reached through --webhook-service namespace/name:port', () => {
+      assert.deepEqual(admission({ 'webhook-service': 'operators/my-operator:443' }), {
+        reach: 'service',
+        service: { namespace: 'operators', name: 'my-operator', port: 443 },
+      });
+      refuses(
+        () => admission({ 'webhook-service': 'nonsense' }),
+        '--webhook-service expects namespace/name:port, got "nonsense"',
+      );
+    });
+
+    it('is reached as --webhook-reach says, one of its modes', () => {
+      assert.equal(admission({ 'webhook-reach': 'ngrok' })?.reach, 'ngrok');
+      refuses(
+        () => admission({ 'webhook-reach': 'carrier-pigeon' }),
+        '--webhook-reach expects auto, local, service or ngrok, got "carrier-pigeon"',
+      );
+    });
+
+    it('serves the certificate files given in pairs, --webhook-cert-file with --webhook-key-file', () => {
+      assert.deepEqual(
+        admission({
+          'webhook-cert-file': 'tls.crt',
+          'webhook-key-file': 'tls.key',
+          'webhook-ca-file': 'ca.crt',
+        })?.certificateFiles,
+        { cert: resolve('tls.crt'), key: resolve('tls.key'), ca: resolve('ca.crt') },
+      );
+      for (const alone of [
+        { 'webhook-cert-file': 'tls.crt' },
+        { 'webhook-key-file': 'tls.key' },
+        { 'webhook-ca-file': 'ca.crt' },
+      ]) {
+        refuses(() => admission(alone), '--webhook-cert-file and --webhook-key-file go together');
+      }
+    });
+
+    it('keeps certificates and the ngrok authtoken in Secrets named namespace/name', () => {
+      assert.deepEqual(
+        admission({
+          'webhook-certificates': 'operators/webhook-certificates',
+          'ngrok-authtoken-secret': 'operators/ngrok',
+          'ngrok-domain': 'my-operator.ngrok.app',
+        }),
+        {
+          certificates: { namespace: 'operators', name: 'webhook-certificates' },
+          ngrok: {
+            authtokenSecret: { namespace: 'operators', name: 'ngrok' },
+            domain: 'my-operator.ngrok.app',
+          },
+        },
+      );
+      refuses(
+        () => admission({ 'webhook-certificates': 'webhook-certificates' }),
+        '--webhook-certificates expects namespace/name, got "webhook-certificates"',
+      );
+    });
+
+    it("reads the CA of the clients it answers from --webhook-client-ca's file", () => {
+      assert.equal(admission({ 'webhook-client-ca': '/ca.pem' }, reads.text)?.clientCa, 'THE CA');
+    });
+  });
+});
+
+describe('gatewayOnlyOptions: what causeway gateway starts', () => {
+  it('needs a service: --functions or --function-services', () => {
+    refuses(
+      () => gatewayOnly({}),
+      'needs at least one --functions <name>=<url>, or --function-services <namespace>',
+    );
+    assert.equal(gatewayOnly({ 'function-services': 'operators' }).functionServices, 'operators');
+  });
+
+  it('pins each --functions service by name at its URL', () => {
+    assert.deepEqual(gatewayOnly({ functions: [BILLING] }).functions, [
+      { name: 'billing', url: 'http://billing-functions:8080' },
+    ]);
+    refuses(
+      () => gatewayOnly({ functions: ['billing'] }),
+      '--functions expects <name>=<url>, the service\'s name and its URL (e.g. kopfexample=http://kopfexample-functions:8080), got "billing"',
+    );
+  });
+
+  it("gives each service what its per-service flags say: secret, scope, certificate's Secret, dev sessions", () => {
+    const options = gatewayOnly({
+      functions: [BILLING, 'payroll=http://payroll-functions:8080'],
+      'function-secret': ['billing=/secrets/billing'],
+      'function-scope': ['billing=/scopes/billing.yaml'],
+      'function-tls': ['billing=operators/billing-tls'],
+      'function-certificates': 'operators/function-ca',
+      'function-dev-sessions': ['billing=https://*.ngrok.app,http://127.0.0.1:*'],
+      'dev-session-max-seconds': '600',
+    });
+    assert.deepEqual(options.functions, [
+      {
+        name: 'billing',
+        url: 'http://billing-functions:8080',
+        secret: new TextEncoder().encode(SECRET),
+        certificate: { namespace: 'operators', name: 'billing-tls' },
+        scope: { resources: ['invoices.billing.example.com'] },
+        devSessions: { urls: ['https://*.ngrok.app', 'http://127.0.0.1:*'], maxSeconds: 600 },
+      },
+      { name: 'payroll', url: 'http://payroll-functions:8080' },
+    ]);
+    assert.deepEqual(options.settings?.calls?.certificateAuthority, {
+      namespace: 'operators',
+      name: 'function-ca',
+    });
+  });
+
+  it('refuses a per-service flag naming a service that no --functions gives', () => {
+    for (const [flag, value] of [
+      ['function-secret', 'payroll=/secrets/billing'],
+      ['function-scope', 'payroll=/scopes/billing.yaml'],
+      ['function-tls', 'payroll=operators/payroll-tls'],
+      ['function-dev-sessions', 'payroll=https://*.ngrok.app'],
+    ] as const) {
+      refuses(
+        () => gatewayOnly({ functions: [BILLING], 'function-certificates': 'operators/ca', [flag]: [value] }),
+        `--${flag} names "payroll", which no --functions gives`,
+      );
+    }
+    refuses(
+      () => gatewayOnly({ functions: [BILLING], 'login-from': 'payroll' }),
+      '--login-from names "payroll", which no --functions gives',
+    );
+  });
+
+  it('refuses a malformed <name>=<value>, saying what the flag expects', () => {
+    const globs = '<name>=<url-glob>[,<url-glob>...], e.g. billing=https://*.ngrok.app';
+    for (const [flag, value, expects] of [
+      ['function-secret', 'billing', '<name>=<file>'],
+      ['function-scope', '=/scopes/billing.yaml', '<name>=<file>'],
+      ['function-tls', 'Billing=operators/billing-tls', '<name>=<namespace>/<secret>'],
+      ['function-dev-sessions', 'billing=https://mallory@*.ngrok.app', globs],
+      ['function-dev-sessions', 'billing=file:///tmp/*', globs],
+    ] as const) {
+      refuses(
+        () => gatewayOnly({ functions: [BILLING], 'function-certificates': 'operators/ca', [flag]: [value] }),
+        `--${flag} expects ${expects}, got "${value}"`,
+      );
+    }
+  });
+
+  it("says what is wrong with a service's scope file", () => {
+    refuses(
+      () => gatewayOnly({ functions: [BILLING], 'function-scope': ['billing=/scopes/broken.yaml'] }),
+      '--function-scope billing: the scope of "billing" in /scopes/broken.yaml has "weather": a scope has resources, admission, children and namespaces',
+    );
+  });
+
+  it('needs the Secret of the CA for --function-tls', () => {
+    refuses(
+      () => gatewayOnly({ functions: [BILLING], 'function-tls': ['billing=operators/billing-tls'] }),
+      '--function-tls needs --function-certificates <ns/name>, the Secret of the CA that issues them',
+    );
+  });
+
+  it('lets dev sessions last at least a second unrenewed', () => {
+    refuses(
+      () => gatewayOnly({ functions: [BILLING], 'dev-session-max-seconds': '0' }),
+      '--dev-session-max-seconds expects at least 1',
+    );
+  });
+
+  it('signs with --signing-keys, rotated after --key-rotation-days (not 0) and published --key-propagation-seconds first', () => {
+    assert.deepEqual(
+      gatewayOnly({
+        functions: [BILLING],
+        'signing-keys': 'operators/causeway-signing-keys',
+        'key-rotation-days': '2',
+        'key-propagation-seconds': '60',
+      }).settings?.signing,
+      {
+        keys: { namespace: 'operators', name: 'causeway-signing-keys' },
+        rotateAfterMs: 2 * 24 * 3600_000,
+        propagationMs: 60_000,
+      },
+    );
+    refuses(
+      () => gatewayOnly({ functions: [BILLING], 'key-rotation-days': '0' }),
+      '--key-rotation-days expects at least 1',
+    );
+  });
+
+  it("adds the calls' settings of the gateway to those every gateway takes", () => {
+    assert.deepEqual(
+      gatewayOnly({
+        functions: [BILLING],
+        'function-timeout': '10',
+        'functions-ca': '/ca.pem',
+        'function-concurrency': '4',
+        'allow-plain-http': true,
+        unscoped: true,
+        'allow-loopback-functions': true,
+      }).settings?.calls,
+      {
+        timeoutMs: 10_000,
+        ca: 'THE CA',
+        concurrencyPerService: 4,
+        plainHttp: true,
+        unscoped: true,
+        allowLoopback: true,
+      },
+    );
+  });
+});
+
+describe('devSessionOptions: the session causeway dev holds with a deployed gateway', () => {
+  it('is none without --dev-sessions', () => {
+    assert.equal(devSessionOptions({ 'session-seconds': '30' }), undefined);
+  });
+
+  it('lasts 15 s unrenewed by default, at least 3, and verifies with public keys when given the Secret', () => {
+    assert.deepEqual(devSessionOptions({ 'dev-sessions': 'operators' }), {
+      namespace: 'operators',
+      durationSeconds: 15,
+      reach: 'auto',
+    });
+    assert.deepEqual(
+      devSessionOptions({
+        'dev-sessions': 'operators',
+        'session-seconds': '3',
+        'dev-reach': 'ngrok',
+        'ngrok-domain': 'me.ngrok.app',
+        'signing-keys': 'operators/causeway-signing-keys',
+      }),
+      {
+        namespace: 'operators',
+        durationSeconds: 3,
+        reach: 'ngrok',
+        ngrokDomain: 'me.ngrok.app',
+        publicKeys: { namespace: 'operators', name: 'causeway-signing-keys' },
+      },
+    );
+    refuses(
+      () => devSessionOptions({ 'dev-sessions': 'operators', 'session-seconds': '2' }),
+      '--session-seconds expects at least 3',
+    );
+  });
+
+  it('is reached as --dev-reach says: auto, local or ngrok', () => {
+    refuses(
+      () => devSessionOptions({ 'dev-sessions': 'operators', 'dev-reach': 'service' }),
+      '--dev-reach expects auto, local or ngrok, got "service"',
+    );
+  });
+});
+
+describe('serveOptions', () => {
+  it('listens on 0.0.0.0:8080 unless told, over HTTPS with a certificate and its key', () => {
+    assert.deepEqual(serveOptions({}), { port: 8080, host: '0.0.0.0' });
+    assert.deepEqual(
+      serveOptions({ port: '0', host: '127.0.0.1', 'tls-cert': 'tls.crt', 'tls-key': 'tls.key' }),
+      {
+        port: 0,
+        host: '127.0.0.1',
+        tls: { certFile: 'tls.crt', keyFile: 'tls.key' },
+      },
+    );
+    refuses(() => serveOptions({ 'tls-cert': 'tls.crt' }), '--tls-cert and --tls-key go together');
+    refuses(() => serveOptions({ port: 'http' }), '--port expects a whole number, got "http"');
+  });
+});
+
+describe('conformanceOptions', () => {
+  it("checks the service by its name, trusting the CA given, signing with the gateway's keys when given their Secret", () => {
+    assert.deepEqual(
+      conformanceOptions(
+        'https://billing:8443',
+        { name: 'billing', 'functions-ca': '/ca.pem', 'signing-keys': 'operators/causeway-signing-keys' },
+        reads.text,
+      ),
+      {
+        url: 'https://billing:8443',
+        name: 'billing',
+        ca: 'THE CA',
+        signingKeys: { namespace: 'operators', name: 'causeway-signing-keys' },
+      },
+    );
+    assert.deepEqual(conformanceOptions('http://billing:8080', { name: 'billing' }, noFiles), {
+      url: 'http://billing:8080',
+      name: 'billing',
+    });
+  });
+});
+
+describe('releaseOptions', () => {
+  it('removes the finalizer of the identity given, from the object in the namespace given', () => {
+    assert.deepEqual(
+      releaseOptions(
+        { resource: 'kex', name: 'stuck' },
+        { namespace: 'team-a', finalizer: 'kopf.zalando.org/KopfFinalizerMarker' },
+      ),
+      {
+        resource: 'kex',
+        name: 'stuck',
+        namespace: 'team-a',
+        finalizer: 'kopf.zalando.org/KopfFinalizerMarker',
+        fieldManager: DEFAULT_IDENTITY.fieldManager,
+      },
+    );
+  });
+});
+
+describe('identityOf and logLevel', () => {
+  it('default to the gateway identity and info', () => {
+    assert.deepEqual(identityOf({}), DEFAULT_IDENTITY);
+    assert.equal(logLevel({}), 'info');
+    assert.equal(logLevel({ verbose: true }), 'debug');
+    assert.equal(logLevel({ quiet: true }), 'warning');
+  });
+});

@@ -1,0 +1,416 @@
+/**
+ * The commands' flags turned into the options of what they start: checked, with a UsageError that
+ * names the flag for a value that cannot be. Nothing here touches the process; the files flags name
+ * are read through the functions the commands pass in.
+ */
+import { resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import type { LogLevel, ServiceScope } from '../../protocol/index.ts';
+import type { ReachMode } from '../../webhooks/reach.ts';
+import { parseScope } from '../dispatch/scope.ts';
+import type { FunctionEndpoint } from '../dispatch/services.ts';
+import { livenessAddress } from '../engines/liveness.ts';
+import type { GatewayOptions } from '../gateway.ts';
+import { DEFAULT_IDENTITY, type Identity } from '../identity.ts';
+import type { SecretName } from '../kube/secrets.ts';
+import type { SettingsPatch } from '../settings.ts';
+import { KOPF_PREFIX } from '../state/kopf.ts';
+import { type COMMON, type GroupValues, UsageError } from './command-line.ts';
+import {
+  type ACTIVITIES,
+  type ADMISSION,
+  type CHECKED_SERVICE,
+  type DEV_SESSION,
+  type DEV_SESSIONS_ALLOWED,
+  type FUNCTION_SERVICES,
+  HOST,
+  type IDENTITY,
+  type LISTENING,
+  type OBJECTS,
+  PORT,
+  type RELEASED_OBJECT,
+  SESSION_SECONDS,
+  type SIGNING,
+  type SIGNING_AS_GATEWAY,
+} from './flags.ts';
+import type { ReleaseOptions } from './release.ts';
+import type { ServeOptions } from './serve.ts';
+
+/** A file's text, by its path. */
+export type ReadText = (path: string) => string;
+
+/** What run, gateway and dev give the gateway they start, all but its function services and secret. */
+export type GatewaySettings = Omit<GatewayOptions, 'functions' | 'secret' | 'logger'>;
+
+export type GatewayValues = GroupValues<
+  typeof OBJECTS | typeof ACTIVITIES | typeof ADMISSION | typeof IDENTITY
+>;
+
+export function gatewayOptions(values: GatewayValues, readText: ReadText): GatewaySettings {
+  if (values.namespace?.length && values['all-namespaces']) {
+    throw new UsageError('--namespace and --all-namespaces exclude each other');
+  }
+  const stateIn = values['state-in'] ?? 'auto';
+  if (stateIn !== 'auto' && stateIn !== 'annotations') {
+    throw new UsageError(`--state-in expects auto or annotations, got "${stateIn}"`);
+  }
+  const adoptKopf = values['adopt-kopf-state'];
+  if (adoptKopf !== undefined && !DNS_SUBDOMAIN.test(adoptKopf)) {
+    throw new UsageError(
+      `--adopt-kopf-state expects the annotation prefix of the Kopf operator's state (Kopf's default: ${KOPF_PREFIX}), got "${adoptKopf}"`,
+    );
+  }
+  const timeout = values['function-timeout'];
+  return {
+    identity: identityOf(values),
+    ...(values.namespace?.length ? { namespaces: values.namespace } : {}),
+    ...(values.liveness ? { liveness: livenessUrl(values.liveness) } : {}),
+    ...(values['login-from'] ? { loginFrom: values['login-from'] } : {}),
+    settings: {
+      persistence: { stateIn, ...(adoptKopf === undefined ? {} : { adoptKopf }) },
+      ...(values.concurrency
+        ? { processing: { concurrency: integer(values.concurrency, '--concurrency') } }
+        : {}),
+      calls: timeout ? { timeoutMs: integer(timeout, '--function-timeout') * 1000 } : {},
+      admission: admissionSettings(values, readText),
+    },
+  };
+}
+
+/** The warning for a gateway told neither --namespace nor --all-namespaces; undefined when told either. */
+export function namespacesWarning(values: GroupValues<typeof OBJECTS>): string | undefined {
+  return values.namespace?.length || values['all-namespaces']
+    ? undefined
+    : 'neither --namespace nor --all-namespaces given: serving all namespaces';
+}
+
+export type GatewayOnlyValues = GatewayValues &
+  GroupValues<typeof FUNCTION_SERVICES | typeof SIGNING | typeof DEV_SESSIONS_ALLOWED>;
+
+/** What `causeway gateway` starts, all but the secret it shares with every service (--secret-file). */
+export function gatewayOnlyOptions(
+  values: GatewayOnlyValues,
+  read: { text: ReadText; secret: (file: string) => Uint8Array },
+): Omit<GatewayOptions, 'secret' | 'logger'> {
+  if (!values.functions?.length && !values['function-services'])
+    throw new UsageError(`needs at least one --functions ${ENDPOINT}, or --function-services <namespace>`);
+  const functions = (values.functions ?? []).map(functionEndpoint);
+  const served = new Set(functions.map((endpoint) => endpoint.name));
+  const secretFiles = perService(
+    values['function-secret'],
+    '--function-secret',
+    '<name>=<file>',
+    served,
+    (file) => file,
+  );
+  const certificates = perService(
+    values['function-tls'],
+    '--function-tls',
+    '<name>=<namespace>/<secret>',
+    served,
+    (secret) => namespacedName(secret, '--function-tls'),
+  );
+  if (certificates.size > 0 && !values['function-certificates'])
+    throw new UsageError(
+      '--function-tls needs --function-certificates <ns/name>, the Secret of the CA that issues them',
+    );
+  const devSessionUrls = perService(
+    values['function-dev-sessions'],
+    '--function-dev-sessions',
+    '<name>=<url-glob>[,<url-glob>...], e.g. billing=https://*.ngrok.app',
+    served,
+    (globs) => {
+      const urls = globs.split(',');
+      return urls.every((glob) => /^https?:\/\/[^?#@\s]+$/.test(glob)) ? urls : undefined;
+    },
+  );
+  const maxSeconds = values['dev-session-max-seconds'];
+  const sessionSeconds =
+    maxSeconds === undefined ? undefined : integer(maxSeconds, '--dev-session-max-seconds');
+  if (sessionSeconds !== undefined && sessionSeconds < 1)
+    throw new UsageError('--dev-session-max-seconds expects at least 1');
+  const scopes = perService(
+    values['function-scope'],
+    '--function-scope',
+    '<name>=<file>',
+    served,
+    (file, name) => scopeFile(read.text, file, name),
+  );
+  const login = values['login-from'];
+  if (login !== undefined && !served.has(login))
+    throw new UsageError(`--login-from names "${login}", which no --functions gives`);
+  const shared = gatewayOptions(values, read.text);
+  const certificateAuthority = values['function-certificates'];
+  return {
+    ...shared,
+    functions: functions.map((endpoint) => {
+      const secretFile = secretFiles.get(endpoint.name);
+      const certificate = certificates.get(endpoint.name);
+      const scope = scopes.get(endpoint.name);
+      const urls = devSessionUrls.get(endpoint.name);
+      return {
+        ...endpoint,
+        ...(secretFile ? { secret: read.secret(secretFile) } : {}),
+        ...(certificate ? { certificate } : {}),
+        ...(scope ? { scope } : {}),
+        ...(urls ? { devSessions: { urls, ...(sessionSeconds ? { maxSeconds: sessionSeconds } : {}) } } : {}),
+      };
+    }),
+    ...(values['dev-sessions'] ? { devSessions: values['dev-sessions'] } : {}),
+    ...(values['function-services'] ? { functionServices: values['function-services'] } : {}),
+    settings: {
+      ...shared.settings,
+      calls: {
+        ...shared.settings?.calls,
+        ...(values['functions-ca'] ? { ca: read.text(values['functions-ca']) } : {}),
+        ...(values['function-concurrency']
+          ? { concurrencyPerService: integer(values['function-concurrency'], '--function-concurrency') }
+          : {}),
+        ...(values['allow-plain-http'] ? { plainHttp: true } : {}),
+        ...(values.unscoped ? { unscoped: true } : {}),
+        ...(values['allow-loopback-functions'] ? { allowLoopback: true } : {}),
+        ...(certificateAuthority
+          ? { certificateAuthority: namespacedName(certificateAuthority, '--function-certificates') }
+          : {}),
+      },
+      signing: signingSettings(values),
+    },
+  };
+}
+
+const ENDPOINT = '<name>=<url>';
+
+/** `billing=http://billing-functions:8080`: the service's name is pinned, not learnt from the service. */
+function functionEndpoint(value: string): FunctionEndpoint {
+  const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)=(https?:\/\/.+)$/.exec(value);
+  if (!match) {
+    throw new UsageError(
+      `--functions expects ${ENDPOINT}, the service's name and its URL (e.g. kopfexample=http://kopfexample-functions:8080), got "${value}"`,
+    );
+  }
+  return { name: match[1] as string, url: match[3] as string };
+}
+
+/**
+ * A per-service flag's values (`<name>=<value>`, `expects` saying what the value is), by service name,
+ * each read by `parse` (undefined: malformed) and naming a --functions service.
+ */
+function perService<T>(
+  given: readonly string[] | undefined,
+  flag: string,
+  expects: string,
+  served: ReadonlySet<string>,
+  parse: (value: string, name: string) => T | undefined,
+): Map<string, T> {
+  const values = new Map<string, T>();
+  for (const each of given ?? []) {
+    const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)=(.+)$/.exec(each);
+    const [name, value] = match ? [match[1] as string, match[3] as string] : [];
+    const parsed = name === undefined || value === undefined ? undefined : parse(value, name);
+    if (name === undefined || parsed === undefined)
+      throw new UsageError(`${flag} expects ${expects}, got "${each}"`);
+    if (!served.has(name)) throw new UsageError(`${flag} names "${name}", which no --functions gives`);
+    values.set(name, parsed);
+  }
+  return values;
+}
+
+/** The scope pinned for service `name` in `file` (`/etc/causeway/billing-scope.yaml`), read and checked. */
+function scopeFile(readText: ReadText, file: string, name: string): ServiceScope {
+  try {
+    return parseScope(parseYaml(readText(file)), `the scope of "${name}" in ${file}`);
+  } catch (error) {
+    throw new UsageError(`--function-scope ${name}: ${error instanceof Error ? error.message : error}`);
+  }
+}
+
+/** The URL, once the liveness endpoint could listen there. */
+function livenessUrl(url: string): string {
+  try {
+    livenessAddress(url);
+  } catch (error) {
+    throw new UsageError(`--liveness: ${(error as Error).message}`);
+  }
+  return url;
+}
+
+function signingSettings(values: GroupValues<typeof SIGNING>): SettingsPatch['signing'] {
+  const keys = values['signing-keys'];
+  const days = values['key-rotation-days'];
+  const seconds = values['key-propagation-seconds'];
+  // Not 0: every key would be due for replacement as it is made, a new one at every look, without end.
+  if (days && integer(days, '--key-rotation-days') < 1)
+    throw new UsageError('--key-rotation-days expects at least 1');
+  return {
+    ...(keys ? { keys: namespacedName(keys, '--signing-keys') } : {}),
+    ...(days ? { rotateAfterMs: integer(days, '--key-rotation-days') * 24 * 3600_000 } : {}),
+    ...(seconds ? { propagationMs: integer(seconds, '--key-propagation-seconds') * 1000 } : {}),
+  };
+}
+
+function admissionSettings(
+  values: GroupValues<typeof ADMISSION>,
+  readText: ReadText,
+): SettingsPatch['admission'] {
+  const settings: SettingsPatch['admission'] = {};
+  const listen = values['webhook-listen'];
+  if (listen !== undefined) {
+    const match = /^(.+):(\d+)$/.exec(listen);
+    if (!match) throw new UsageError(`--webhook-listen expects host:port, got "${listen}"`);
+    settings.listen = {
+      host: (match[1] as string).replace(/^\[|\]$/g, ''),
+      port: integer(match[2] as string, '--webhook-listen'),
+    };
+  }
+  const service = values['webhook-service'];
+  if (service !== undefined) {
+    const match = /^([a-z0-9-]+)\/([a-z0-9-]+):(\d+)$/.exec(service);
+    if (!match) throw new UsageError(`--webhook-service expects namespace/name:port, got "${service}"`);
+    settings.reach = 'service';
+    settings.service = {
+      namespace: match[1] as string,
+      name: match[2] as string,
+      port: integer(match[3] as string, '--webhook-service'),
+    };
+  }
+  const secret = values['webhook-certificates'];
+  if (secret !== undefined) settings.certificates = namespacedName(secret, '--webhook-certificates');
+  const reach = values['webhook-reach'];
+  if (reach !== undefined) settings.reach = oneOf(reach, WEBHOOK_REACH_MODES, '--webhook-reach');
+  const tokenSecret = values['ngrok-authtoken-secret'];
+  const domain = values['ngrok-domain'];
+  if (tokenSecret !== undefined || domain !== undefined) {
+    settings.ngrok = {
+      ...(tokenSecret !== undefined
+        ? { authtokenSecret: namespacedName(tokenSecret, '--ngrok-authtoken-secret') }
+        : {}),
+      ...(domain !== undefined ? { domain } : {}),
+    };
+  }
+  const [cert, key, ca] = [
+    values['webhook-cert-file'],
+    values['webhook-key-file'],
+    values['webhook-ca-file'],
+  ];
+  if (cert !== undefined || key !== undefined || ca !== undefined) {
+    if (cert === undefined || key === undefined) {
+      throw new UsageError('--webhook-cert-file and --webhook-key-file go together');
+    }
+    settings.certificateFiles = {
+      cert: resolve(cert),
+      key: resolve(key),
+      ...(ca ? { ca: resolve(ca) } : {}),
+    };
+  }
+  const clientCa = values['webhook-client-ca'];
+  if (clientCa !== undefined) settings.clientCa = readText(clientCa);
+  return settings;
+}
+
+const WEBHOOK_REACH_MODES: readonly ReachMode[] = ['auto', 'local', 'service', 'ngrok'];
+const DEV_REACH_MODES = ['auto', 'local', 'ngrok'] as const;
+/** What an annotation's prefix may be: a DNS subdomain. */
+const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** A dev session with a deployed gateway, as `causeway dev --dev-sessions` asks for it. */
+export interface DevSessionFlags {
+  namespace: string;
+  durationSeconds: number;
+  /** How the deployed gateway reaches this machine. */
+  reach: (typeof DEV_REACH_MODES)[number];
+  ngrokDomain?: string;
+  /** The gateway's public keys, from the ConfigMap of its --signing-keys; a shared secret otherwise. */
+  publicKeys?: SecretName;
+}
+
+/** The session `causeway dev` holds with a deployed gateway; undefined without --dev-sessions. */
+export function devSessionOptions(
+  values: GroupValues<typeof DEV_SESSION | typeof ADMISSION>,
+): DevSessionFlags | undefined {
+  const namespace = values['dev-sessions'];
+  if (!namespace) return undefined;
+  const durationSeconds = integer(values['session-seconds'] ?? SESSION_SECONDS.default, '--session-seconds');
+  if (durationSeconds < 3) throw new UsageError('--session-seconds expects at least 3');
+  const keys = values['signing-keys'];
+  const domain = values['ngrok-domain'];
+  return {
+    namespace,
+    durationSeconds,
+    reach: oneOf(values['dev-reach'] ?? 'auto', DEV_REACH_MODES, '--dev-reach'),
+    ...(domain ? { ngrokDomain: domain } : {}),
+    ...(keys ? { publicKeys: namespacedName(keys, '--signing-keys') } : {}),
+  };
+}
+
+/** Where `causeway serve` listens, and the certificate it serves HTTPS with. */
+export function serveOptions(values: GroupValues<typeof LISTENING>): Omit<ServeOptions, 'logger'> {
+  const [cert, key] = [values['tls-cert'], values['tls-key']];
+  if ((cert === undefined) !== (key === undefined))
+    throw new UsageError('--tls-cert and --tls-key go together');
+  return {
+    port: integer(values.port ?? PORT.default, '--port'),
+    host: values.host ?? HOST.default,
+    ...(cert && key ? { tls: { certFile: cert, keyFile: key } } : {}),
+  };
+}
+
+/**
+ * The service `causeway conformance` checks, and the gateway's Secret of signing keys to sign with;
+ * without one, it signs with a shared secret (--secret-file).
+ */
+export function conformanceOptions(
+  url: string,
+  values: GroupValues<typeof CHECKED_SERVICE | typeof SIGNING_AS_GATEWAY>,
+  readText: ReadText,
+): { url: string; name: string; ca?: string; signingKeys?: SecretName } {
+  const keys = values['signing-keys'];
+  return {
+    url,
+    name: values.name as string,
+    ...(values['functions-ca'] ? { ca: readText(values['functions-ca']) } : {}),
+    ...(keys ? { signingKeys: namespacedName(keys, '--signing-keys') } : {}),
+  };
+}
+
+export function releaseOptions(
+  target: { resource: string; name: string },
+  values: GroupValues<typeof RELEASED_OBJECT | typeof IDENTITY>,
+): ReleaseOptions {
+  const { finalizer, fieldManager } = identityOf(values);
+  return { ...target, finalizer, fieldManager, ...(values.namespace ? { namespace: values.namespace } : {}) };
+}
+
+export function identityOf(values: GroupValues<typeof IDENTITY>): Identity {
+  return {
+    statusKey: values['status-key'] ?? DEFAULT_IDENTITY.statusKey,
+    annotationPrefix: values['annotation-prefix'] ?? DEFAULT_IDENTITY.annotationPrefix,
+    finalizer: values.finalizer ?? DEFAULT_IDENTITY.finalizer,
+    fieldManager: values['field-manager'] ?? DEFAULT_IDENTITY.fieldManager,
+  };
+}
+
+export function logLevel(values: GroupValues<typeof COMMON>): LogLevel {
+  if (values.verbose) return 'debug';
+  return values.quiet ? 'warning' : 'info';
+}
+
+function namespacedName(value: string, flag: string): SecretName {
+  const match = /^([a-z0-9-]+)\/([a-z0-9.-]+)$/.exec(value);
+  if (!match) throw new UsageError(`${flag} expects namespace/name, got "${value}"`);
+  return { namespace: match[1] as string, name: match[2] as string };
+}
+
+function integer(value: string, flag: string): number {
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 0)
+    throw new UsageError(`${flag} expects a whole number, got "${value}"`);
+  return number;
+}
+
+function oneOf<T extends string>(value: string, allowed: readonly T[], flag: string): T {
+  if (!allowed.includes(value as T)) {
+    const choices = `${allowed.slice(0, -1).join(', ')} or ${allowed.at(-1)}`;
+    throw new UsageError(`${flag} expects ${choices}, got "${value}"`);
+  }
+  return value as T;
+}

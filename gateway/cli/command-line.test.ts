@@ -105,7 +105,18 @@ describe('the command line', () => {
   it('lists every command in the overview, with its arguments', () => {
     const help = overviewHelp(COMMANDS, 'A note.');
     const commands = [...help.matchAll(/^ {2}([a-z]+)(?: <|\s{2,})/gm)].map((match) => match[1]);
-    assert.deepEqual(commands, ['init', 'run', 'serve', 'gateway', 'dev', 'conformance', 'crd', 'release']);
+    assert.deepEqual(commands, [
+      'init',
+      'run',
+      'serve',
+      'gateway',
+      'dev',
+      'freeze',
+      'resume',
+      'conformance',
+      'crd',
+      'release',
+    ]);
     assert.match(help, /^ {2}release <resource> <name>$/m);
     assert.match(help, /^ {2}conformance <url> --name <name>$/m);
     assert.deepEqual(listed(help), ['verbose', 'quiet', 'help', 'version']);

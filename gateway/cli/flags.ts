@@ -7,6 +7,7 @@ import packageJson from '../../package.json' with { type: 'json' };
 import { JWKS_URL_VARIABLE, JWKS_VARIABLE, SECRET_VARIABLE } from '../../protocol/index.ts';
 import { DEFAULT_DEV_SESSION_SECONDS } from '../engines/dev-sessions.ts';
 import { DEFAULT_IDENTITY } from '../identity.ts';
+import { DEV_PRIORITY } from '../peering/members.ts';
 import { DEFAULT_SETTINGS } from '../settings.ts';
 import { KOPF_PREFIX } from '../state/kopf.ts';
 import { flag, group } from './command-line.ts';
@@ -292,6 +293,78 @@ export const DEV_SESSION = group(
   }),
 );
 
+const PEERING_NAMESPACE = flag({
+  name: 'peering-namespace',
+  value: '<ns>',
+  description:
+    "Where the gateways of this identity coordinate through Leases: one leads (watches, handlers, timers, daemons), the others stand by and serve admission. Default: $POD_NAMESPACE in a pod, else the kubeconfig context's namespace, else default. See docs/peering.md.",
+});
+const PRIORITY = flag({
+  name: 'priority',
+  value: '<n>',
+  default: '0',
+  description: 'The gateways of the highest priority lead; the others pause while one of them runs.',
+});
+const STANDALONE = flag({
+  name: 'standalone',
+  description: 'Do not peer: lead from the start, and write no Lease.',
+});
+
+/** How a gateway coordinates with the others of its identity (run, gateway). */
+export const PEERING = group(
+  'Peering',
+  PEERING_NAMESPACE,
+  PRIORITY,
+  flag({
+    name: 'dev',
+    description: `Run at the dev priority (${DEV_PRIORITY}), as \`kopf run --dev\`: the deployed gateways pause while this one runs, and go on when it stops or dies.`,
+  }),
+  STANDALONE,
+);
+
+/** How `causeway dev`'s own gateway coordinates: at the dev priority, unless told another. */
+export const DEV_PEERING = group(
+  'Peering',
+  PEERING_NAMESPACE,
+  { ...PRIORITY, default: String(DEV_PRIORITY) },
+  STANDALONE,
+);
+
+/** What `causeway freeze` holds (freeze). */
+export const FREEZE = group(
+  'The freeze',
+  PEERING_NAMESPACE,
+  flag({
+    name: 'lifetime',
+    value: '<s>',
+    description: 'Seconds it lasts; by default, until `causeway resume`.',
+  }),
+  flag({
+    name: 'message',
+    value: '<text>',
+    description: 'Why: the gateways log it as they pause, and `kubectl get lease` shows it.',
+  }),
+  flag({
+    name: 'wait',
+    value: '<s>',
+    default: '60',
+    description: 'How long to wait for every gateway to pause (their calls in flight finish first).',
+  }),
+);
+
+/** Which freeze `causeway resume` removes (resume). */
+export const RESUMED = group('The freeze', PEERING_NAMESPACE);
+
+const ANNOTATION_PREFIX = flag({
+  name: 'annotation-prefix',
+  value: '<prefix>',
+  default: DEFAULT_IDENTITY.annotationPrefix,
+  description: 'Prefix of its annotations.',
+});
+
+/** Whose gateways a freeze pauses (freeze, resume). */
+export const PEERED_IDENTITY = group('Identity', ANNOTATION_PREFIX);
+
 /** The names a gateway keeps its state under (run, gateway, dev, release). */
 export const IDENTITY = group(
   'Identity, so that two deployments can serve the same objects',
@@ -301,12 +374,7 @@ export const IDENTITY = group(
     default: DEFAULT_IDENTITY.statusKey,
     description: "Key of the gateway's state under status.",
   }),
-  flag({
-    name: 'annotation-prefix',
-    value: '<prefix>',
-    default: DEFAULT_IDENTITY.annotationPrefix,
-    description: 'Prefix of its annotations.',
-  }),
+  ANNOTATION_PREFIX,
   flag({
     name: 'finalizer',
     value: '<name>',

@@ -6,6 +6,7 @@ import { commandHelp, overviewHelp, parseCommandLine, UsageError } from './comma
 import { conformanceCommand } from './commands/conformance.ts';
 import { crdCommand } from './commands/crd.ts';
 import { devCommand } from './commands/dev.ts';
+import { freezeCommand, resumeCommand } from './commands/freeze.ts';
 import { gatewayCommand } from './commands/gateway.ts';
 import { initCommand } from './commands/init.ts';
 import { releaseCommand } from './commands/release.ts';
@@ -21,6 +22,8 @@ export const COMMANDS = [
   serveCommand,
   gatewayCommand,
   devCommand,
+  freezeCommand,
+  resumeCommand,
   conformanceCommand,
   crdCommand,
   releaseCommand,

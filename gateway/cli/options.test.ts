@@ -2,18 +2,22 @@ import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { DEFAULT_IDENTITY } from '../identity.ts';
+import { DEV_PRIORITY } from '../peering/members.ts';
 import { UsageError } from './command-line.ts';
 import {
   conformanceOptions,
   devSessionOptions,
+  freezeOptions,
   type GatewayOnlyValues,
   gatewayOnlyOptions,
   gatewayOptions,
   identityOf,
   logLevel,
   namespacesWarning,
+  peeringOptions,
   releaseOptions,
   serveOptions,
+  type Whereabouts,
 } from './options.ts';
 
 /** Files by path, as a test gives them: reading another is an error, as it would be. */
@@ -39,6 +43,8 @@ const reads = {
   },
 };
 const BILLING = 'billing=http://billing-functions:8080';
+/** Out of a pod, with a kubeconfig whose context names no namespace. */
+const nowhere: Whereabouts = {};
 
 function refuses(run: () => unknown, message: string): void {
   assert.throws(run, (error: unknown) => {
@@ -48,17 +54,17 @@ function refuses(run: () => unknown, message: string): void {
   });
 }
 
-const gatewayOnly = (values: GatewayOnlyValues) => gatewayOnlyOptions(values, reads);
+const gatewayOnly = (values: GatewayOnlyValues) => gatewayOnlyOptions(values, reads, nowhere);
 
 describe('gatewayOptions: what run, gateway and dev give their gateway', () => {
   it('serves the namespaces given, or every one, and refuses both at once', () => {
-    assert.deepEqual(gatewayOptions({ namespace: ['team-*', '!team-x'] }, noFiles).namespaces, [
+    assert.deepEqual(gatewayOptions({ namespace: ['team-*', '!team-x'] }, noFiles, nowhere).namespaces, [
       'team-*',
       '!team-x',
     ]);
-    assert.equal(gatewayOptions({ 'all-namespaces': true }, noFiles).namespaces, undefined);
+    assert.equal(gatewayOptions({ 'all-namespaces': true }, noFiles, nowhere).namespaces, undefined);
     refuses(
-      () => gatewayOptions({ namespace: ['a'], 'all-namespaces': true }, noFiles),
+      () => gatewayOptions({ namespace: ['a'], 'all-namespaces': true }, noFiles, nowhere),
       '--namespace and --all-namespaces exclude each other',
     );
   });
@@ -73,37 +79,37 @@ describe('gatewayOptions: what run, gateway and dev give their gateway', () => {
   });
 
   it('keeps state where --state-in says: auto or annotations', () => {
-    assert.deepEqual(gatewayOptions({}, noFiles).settings?.persistence, { stateIn: 'auto' });
-    assert.deepEqual(gatewayOptions({ 'state-in': 'annotations' }, noFiles).settings?.persistence, {
+    assert.deepEqual(gatewayOptions({}, noFiles, nowhere).settings?.persistence, { stateIn: 'auto' });
+    assert.deepEqual(gatewayOptions({ 'state-in': 'annotations' }, noFiles, nowhere).settings?.persistence, {
       stateIn: 'annotations',
     });
     refuses(
-      () => gatewayOptions({ 'state-in': 'status' }, noFiles),
+      () => gatewayOptions({ 'state-in': 'status' }, noFiles, nowhere),
       '--state-in expects auto or annotations, got "status"',
     );
   });
 
   it("adopts a Kopf operator's state under an annotation prefix, and refuses what cannot be one", () => {
     assert.deepEqual(
-      gatewayOptions({ 'adopt-kopf-state': 'kopf.zalando.org' }, noFiles).settings?.persistence,
+      gatewayOptions({ 'adopt-kopf-state': 'kopf.zalando.org' }, noFiles, nowhere).settings?.persistence,
       {
         stateIn: 'auto',
         adoptKopf: 'kopf.zalando.org',
       },
     );
     refuses(
-      () => gatewayOptions({ 'adopt-kopf-state': 'kopf.zalando.org/' }, noFiles),
+      () => gatewayOptions({ 'adopt-kopf-state': 'kopf.zalando.org/' }, noFiles, nowhere),
       `--adopt-kopf-state expects the annotation prefix of the Kopf operator's state (Kopf's default: kopf.zalando.org), got "kopf.zalando.org/"`,
     );
   });
 
   it('reads whole numbers, and refuses others naming the flag', () => {
-    const settings = gatewayOptions({ concurrency: '8', 'function-timeout': '5' }, noFiles).settings;
+    const settings = gatewayOptions({ concurrency: '8', 'function-timeout': '5' }, noFiles, nowhere).settings;
     assert.deepEqual(settings?.processing, { concurrency: 8 });
     assert.deepEqual(settings?.calls, { timeoutMs: 5000 });
     for (const value of ['x', '-1', '1.5']) {
       refuses(
-        () => gatewayOptions({ concurrency: value }, noFiles),
+        () => gatewayOptions({ concurrency: value }, noFiles, nowhere),
         `--concurrency expects a whole number, got "${value}"`,
       );
     }
@@ -111,23 +117,26 @@ describe('gatewayOptions: what run, gateway and dev give their gateway', () => {
 
   it('serves liveness at a plain-HTTP URL only', () => {
     const url = 'http://0.0.0.0:8080/healthz';
-    assert.equal(gatewayOptions({ liveness: url }, noFiles).liveness, url);
+    assert.equal(gatewayOptions({ liveness: url }, noFiles, nowhere).liveness, url);
     refuses(
-      () => gatewayOptions({ liveness: 'https://0.0.0.0:8080/healthz' }, noFiles),
+      () => gatewayOptions({ liveness: 'https://0.0.0.0:8080/healthz' }, noFiles, nowhere),
       '--liveness: the liveness endpoint is served over plain HTTP (http://...), got "https://0.0.0.0:8080/healthz"',
     );
   });
 
   it("takes the identity's parts given, the default for the others", () => {
-    assert.deepEqual(gatewayOptions({ finalizer: 'team-a.example.com/finalizer' }, noFiles).identity, {
-      ...DEFAULT_IDENTITY,
-      finalizer: 'team-a.example.com/finalizer',
-    });
+    assert.deepEqual(
+      gatewayOptions({ finalizer: 'team-a.example.com/finalizer' }, noFiles, nowhere).identity,
+      {
+        ...DEFAULT_IDENTITY,
+        finalizer: 'team-a.example.com/finalizer',
+      },
+    );
   });
 
   describe('admission webhooks', () => {
     const admission = (values: Parameters<typeof gatewayOptions>[0], readText = noFiles) =>
-      gatewayOptions(values, readText).settings?.admission;
+      gatewayOptions(values, readText, nowhere).settings?.admission;
 
     it('listens at --webhook-listen host:port, an IPv6 host in brackets', () => {
       assert.deepEqual(admission({ 'webhook-listen': '[::1]:8443' })?.listen, { host: '::1', port: 8443 });
@@ -448,5 +457,71 @@ describe('identityOf and logLevel', () => {
     assert.equal(logLevel({}), 'info');
     assert.equal(logLevel({ verbose: true }), 'debug');
     assert.equal(logLevel({ quiet: true }), 'warning');
+  });
+});
+
+describe('peeringOptions: how run, gateway and dev peer', () => {
+  it("peers by default, in the namespace given, else the pod's, else the context's, else default", () => {
+    assert.deepEqual(peeringOptions({}, nowhere), { namespace: 'default' });
+    assert.deepEqual(peeringOptions({}, { contextNamespace: 'team-a' }), { namespace: 'team-a' });
+    assert.deepEqual(peeringOptions({}, { podNamespace: 'operators', contextNamespace: 'team-a' }), {
+      namespace: 'operators',
+    });
+    assert.deepEqual(peeringOptions({ 'peering-namespace': 'ops' }, { podNamespace: 'operators' }), {
+      namespace: 'ops',
+    });
+    refuses(
+      () => peeringOptions({ 'peering-namespace': 'Ops!' }, nowhere),
+      '--peering-namespace expects a namespace, got "Ops!"',
+    );
+  });
+
+  it('takes a priority, negative too, or the dev priority, not both', () => {
+    assert.deepEqual(peeringOptions({ priority: '-5' }, nowhere), { namespace: 'default', priority: -5 });
+    assert.deepEqual(peeringOptions({ dev: true }, nowhere), {
+      namespace: 'default',
+      priority: DEV_PRIORITY,
+    });
+    refuses(
+      () => peeringOptions({ dev: true, priority: '1' }, nowhere),
+      '--dev and --priority exclude each other',
+    );
+    refuses(
+      () => peeringOptions({ priority: '1.5' }, nowhere),
+      '--priority expects a whole number, got "1.5"',
+    );
+  });
+
+  it('does not peer with --standalone, which no other peering flag goes with', () => {
+    assert.equal(peeringOptions({ standalone: true }, nowhere), undefined);
+    assert.equal(gatewayOptions({ standalone: true }, noFiles, nowhere).peering, undefined);
+    assert.deepEqual(gatewayOptions({}, noFiles, nowhere).peering, { namespace: 'default' });
+    refuses(
+      () => peeringOptions({ standalone: true, dev: true }, nowhere),
+      '--standalone and --dev exclude each other',
+    );
+    refuses(
+      () => peeringOptions({ standalone: true, 'peering-namespace': 'ops' }, nowhere),
+      '--standalone and --peering-namespace exclude each other',
+    );
+  });
+});
+
+describe('freezeOptions: what causeway freeze holds', () => {
+  it('lasts its lifetime, or until resumed; says why; waits 60 s by default', () => {
+    assert.deepEqual(freezeOptions({ message: 'migrating', lifetime: '600' }, { podNamespace: 'ops' }), {
+      namespace: 'ops',
+      prefix: 'causeway.dev',
+      lifetimeS: 600,
+      message: 'migrating',
+      waitS: 60,
+    });
+    assert.deepEqual(freezeOptions({ 'annotation-prefix': 'team-a.example.com', wait: '0' }, nowhere), {
+      namespace: 'default',
+      prefix: 'team-a.example.com',
+      message: '',
+      waitS: 0,
+    });
+    refuses(() => freezeOptions({ lifetime: '0' }, nowhere), '--lifetime expects at least 1');
   });
 });

@@ -13,6 +13,8 @@ import { livenessAddress } from '../engines/liveness.ts';
 import type { GatewayOptions } from '../gateway.ts';
 import { DEFAULT_IDENTITY, type Identity } from '../identity.ts';
 import type { SecretName } from '../kube/secrets.ts';
+import { DEV_PRIORITY } from '../peering/members.ts';
+import type { PeeringOptions } from '../peering/peering.ts';
 import type { SettingsPatch } from '../settings.ts';
 import { KOPF_PREFIX } from '../state/kopf.ts';
 import { type COMMON, type GroupValues, UsageError } from './command-line.ts';
@@ -20,13 +22,17 @@ import {
   type ACTIVITIES,
   type ADMISSION,
   type CHECKED_SERVICE,
+  type DEV_PEERING,
   type DEV_SESSION,
   type DEV_SESSIONS_ALLOWED,
+  type FREEZE,
   type FUNCTION_SERVICES,
   HOST,
   type IDENTITY,
   type LISTENING,
   type OBJECTS,
+  type PEERED_IDENTITY,
+  type PEERING,
   PORT,
   type RELEASED_OBJECT,
   SESSION_SECONDS,
@@ -36,6 +42,15 @@ import {
 import type { ReleaseOptions } from './release.ts';
 import type { ServeOptions } from './serve.ts';
 
+/**
+ * Where the gateway runs, for the peering namespace's default: the pod's namespace ($POD_NAMESPACE),
+ * else the kubeconfig context's.
+ */
+export interface Whereabouts {
+  podNamespace?: string | undefined;
+  contextNamespace?: string | undefined;
+}
+
 /** A file's text, by its path. */
 export type ReadText = (path: string) => string;
 
@@ -44,9 +59,64 @@ export type GatewaySettings = Omit<GatewayOptions, 'functions' | 'secret' | 'log
 
 export type GatewayValues = GroupValues<
   typeof OBJECTS | typeof ACTIVITIES | typeof ADMISSION | typeof IDENTITY
->;
+> &
+  PeeringValues;
 
-export function gatewayOptions(values: GatewayValues, readText: ReadText): GatewaySettings {
+/** The peering flags of run and gateway, or of dev (whose gateway is at the dev priority: no --dev). */
+export type PeeringValues = GroupValues<typeof PEERING> | GroupValues<typeof DEV_PEERING>;
+
+/** How the gateway peers, from --peering-namespace, --priority, --dev and --standalone; undefined: alone. */
+export function peeringOptions(values: PeeringValues, whereabouts: Whereabouts): PeeringOptions | undefined {
+  const dev = 'dev' in values && values.dev === true;
+  if (values.standalone) {
+    const peeringFlag = dev
+      ? '--dev'
+      : values.priority !== undefined
+        ? '--priority'
+        : values['peering-namespace'] !== undefined
+          ? '--peering-namespace'
+          : undefined;
+    if (peeringFlag) throw new UsageError(`--standalone and ${peeringFlag} exclude each other`);
+    return undefined;
+  }
+  if (dev && values.priority !== undefined) throw new UsageError('--dev and --priority exclude each other');
+  const given = values.priority;
+  const priority = dev ? DEV_PRIORITY : given === undefined ? undefined : signedInteger(given, '--priority');
+  return {
+    namespace: peeringNamespace(values['peering-namespace'], whereabouts),
+    ...(priority === undefined ? {} : { priority }),
+  };
+}
+
+/** The namespace the Leases of peering live in: as given, else the pod's, else the context's, else default. */
+export function peeringNamespace(given: string | undefined, whereabouts: Whereabouts): string {
+  const namespace = given ?? whereabouts.podNamespace ?? whereabouts.contextNamespace ?? 'default';
+  if (!DNS_LABEL.test(namespace))
+    throw new UsageError(`--peering-namespace expects a namespace, got "${namespace}"`);
+  return namespace;
+}
+
+/** What `causeway freeze` holds, but the client and who holds it. */
+export function freezeOptions(
+  values: GroupValues<typeof FREEZE | typeof PEERED_IDENTITY>,
+  whereabouts: Whereabouts,
+): { namespace: string; prefix: string; lifetimeS?: number; message: string; waitS: number } {
+  const lifetime = values.lifetime === undefined ? undefined : integer(values.lifetime, '--lifetime');
+  if (lifetime === 0) throw new UsageError('--lifetime expects at least 1');
+  return {
+    namespace: peeringNamespace(values['peering-namespace'], whereabouts),
+    prefix: values['annotation-prefix'] ?? DEFAULT_IDENTITY.annotationPrefix,
+    ...(lifetime === undefined ? {} : { lifetimeS: lifetime }),
+    message: values.message ?? '',
+    waitS: integer(values.wait ?? '60', '--wait'),
+  };
+}
+
+export function gatewayOptions(
+  values: GatewayValues,
+  readText: ReadText,
+  whereabouts: Whereabouts,
+): GatewaySettings {
   if (values.namespace?.length && values['all-namespaces']) {
     throw new UsageError('--namespace and --all-namespaces exclude each other');
   }
@@ -61,8 +131,10 @@ export function gatewayOptions(values: GatewayValues, readText: ReadText): Gatew
     );
   }
   const timeout = values['function-timeout'];
+  const peering = peeringOptions(values, whereabouts);
   return {
     identity: identityOf(values),
+    ...(peering ? { peering } : {}),
     ...(values.namespace?.length ? { namespaces: values.namespace } : {}),
     ...(values.liveness ? { liveness: livenessUrl(values.liveness) } : {}),
     ...(values['login-from'] ? { loginFrom: values['login-from'] } : {}),
@@ -91,6 +163,7 @@ export type GatewayOnlyValues = GatewayValues &
 export function gatewayOnlyOptions(
   values: GatewayOnlyValues,
   read: { text: ReadText; secret: (file: string) => Uint8Array },
+  whereabouts: Whereabouts,
 ): Omit<GatewayOptions, 'secret' | 'logger'> {
   if (!values.functions?.length && !values['function-services'])
     throw new UsageError(`needs at least one --functions ${ENDPOINT}, or --function-services <namespace>`);
@@ -139,7 +212,7 @@ export function gatewayOnlyOptions(
   const login = values['login-from'];
   if (login !== undefined && !served.has(login))
     throw new UsageError(`--login-from names "${login}", which no --functions gives`);
-  const shared = gatewayOptions(values, read.text);
+  const shared = gatewayOptions(values, read.text, whereabouts);
   const certificateAuthority = values['function-certificates'];
   return {
     ...shared,
@@ -310,6 +383,8 @@ function admissionSettings(
 const WEBHOOK_REACH_MODES: readonly ReachMode[] = ['auto', 'local', 'service', 'ngrok'];
 const DEV_REACH_MODES = ['auto', 'local', 'ngrok'] as const;
 /** What an annotation's prefix may be: a DNS subdomain. */
+/** What a namespace's name may be. */
+const DNS_LABEL = /^(?=.{1,63}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 /** A dev session with a deployed gateway, as `causeway dev --dev-sessions` asks for it. */
@@ -398,6 +473,13 @@ function namespacedName(value: string, flag: string): SecretName {
   const match = /^([a-z0-9-]+)\/([a-z0-9.-]+)$/.exec(value);
   if (!match) throw new UsageError(`${flag} expects namespace/name, got "${value}"`);
   return { namespace: match[1] as string, name: match[2] as string };
+}
+
+function signedInteger(value: string, flag: string): number {
+  const number = Number(value);
+  if (!/^-?\d+$/.test(value) || !Number.isSafeInteger(number))
+    throw new UsageError(`${flag} expects a whole number, got "${value}"`);
+  return number;
 }
 
 function integer(value: string, flag: string): number {

@@ -1,10 +1,21 @@
 /** What the commands take from the process around them: the files their flags name, and the signals that stop them. */
 import { readFileSync } from 'node:fs';
+import { loadKubeConfig } from '../kube/kubeconfig.ts';
 import type { Logger } from '../logging.ts';
+import type { Whereabouts } from './options.ts';
 
 /** A file's text, for options.ts, which reads none itself. */
 export function readText(path: string): string {
   return readFileSync(path, 'utf8');
+}
+
+/** Where this process runs, for the defaults that depend on it: its pod's namespace, its kubeconfig context's. */
+export function whereabouts(): Whereabouts {
+  const config = loadKubeConfig();
+  return {
+    podNamespace: process.env.POD_NAMESPACE || undefined,
+    contextNamespace: config.getContextObject(config.getCurrentContext())?.namespace,
+  };
 }
 
 /** Resolves on the first SIGINT or SIGTERM; a second one exits at once. */

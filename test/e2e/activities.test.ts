@@ -301,7 +301,7 @@ describe('activities, with the CLI', () => {
   const operatorModule = 'test/fixtures/activities-operator.ts';
 
   it('exits 1 with the message when a startup handler fails for good', async () => {
-    const run = causeway(['run', operatorModule, '-n', 'default'], {
+    const run = causeway(['run', operatorModule, '--standalone', '-n', 'default'], {
       ...process.env,
       CAUSEWAY_TEST_STARTUP_FAILS: 'the licence has expired',
     });
@@ -316,7 +316,15 @@ describe('activities, with the CLI', () => {
     const namespace = await testNamespace(t);
     const port = await freePort();
     const run = causeway(
-      ['run', operatorModule, '-n', namespace, '--liveness', `http://127.0.0.1:${port}/healthz`],
+      [
+        'run',
+        operatorModule,
+        '--standalone',
+        '-n',
+        namespace,
+        '--liveness',
+        `http://127.0.0.1:${port}/healthz`,
+      ],
       process.env,
     );
     t.after(() => run.stop());

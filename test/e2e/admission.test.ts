@@ -356,6 +356,7 @@ describe('admission webhooks through the real apiserver', () => {
     const run = causeway(
       [
         'run',
+        '--standalone',
         'examples/17-admission/operator.ts',
         '--namespace',
         namespace,
@@ -460,7 +461,15 @@ describe('admission webhooks through the real apiserver', () => {
 
   it('from the CLI: causeway run with --webhook-reach ngrok exits with the reason when the tunnel cannot open', async () => {
     const run = causeway(
-      ['run', 'examples/17-admission/operator.ts', '--namespace', 'default', '--webhook-reach', 'ngrok'],
+      [
+        'run',
+        'examples/17-admission/operator.ts',
+        '--standalone',
+        '-n',
+        'default',
+        '--webhook-reach',
+        'ngrok',
+      ],
       { ...process.env, NGROK_AUTHTOKEN: 'not-a-real-token' },
     );
     assert.equal(await run.exited(), 1);

@@ -81,6 +81,7 @@ describe('causeway gateway --function-secret', () => {
     const gateway = causeway(
       [
         'gateway',
+        '--standalone',
         '--functions',
         `kopfexample=${url}`,
         '--function-scope',
@@ -104,6 +105,7 @@ describe('causeway gateway --function-secret', () => {
     const gateway = causeway(
       [
         'gateway',
+        '--standalone',
         '--functions',
         'kopfexample=http://127.0.0.1:8080',
         '--function-secret',
@@ -138,6 +140,7 @@ describe('causeway gateway --signing-keys', () => {
     const gateway = causeway(
       [
         'gateway',
+        '--standalone',
         '--functions',
         `kopfexample=${url}`,
         '--function-scope',
@@ -199,6 +202,7 @@ describe('causeway gateway --signing-keys', () => {
     const gateway = causeway(
       [
         'gateway',
+        '--standalone',
         '--functions',
         'kopfexample=http://127.0.0.1:8080',
         '--signing-keys',
@@ -274,7 +278,15 @@ describe('causeway gateway --function-services', () => {
 
     // No --functions: the FunctionService object is the only service the gateway knows of (on loopback here).
     const gateway = causeway(
-      ['gateway', '--function-services', namespace, '--allow-loopback-functions', '--namespace', namespace],
+      [
+        'gateway',
+        '--standalone',
+        '--function-services',
+        namespace,
+        '--allow-loopback-functions',
+        '--namespace',
+        namespace,
+      ],
       withoutSecret,
     );
     t.after(() => gateway.stop());

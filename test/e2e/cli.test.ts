@@ -129,6 +129,7 @@ describe('causeway serve + causeway gateway', () => {
     const gateway = causeway(
       [
         'gateway',
+        '--standalone',
         '--functions',
         `kopfexample=${url}`,
         '--function-scope',
@@ -156,7 +157,14 @@ describe('causeway serve + causeway gateway', () => {
   it('refuses to start a gateway or a function service with nothing to sign or verify with, saying how to give it', async () => {
     for (const [args, said] of [
       [
-        ['gateway', '--functions', `kopfexample=${url}`, '--function-scope', `kopfexample=${SCOPE}`],
+        [
+          'gateway',
+          '--standalone',
+          '--functions',
+          `kopfexample=${url}`,
+          '--function-scope',
+          `kopfexample=${SCOPE}`,
+        ],
         /no way to sign the calls to "kopfexample": give the gateway signing keys \(--signing-keys, settings.signing.keys\) or a secret shared with the service \(--secret-file\)/,
       ],
       [
@@ -197,6 +205,7 @@ describe('causeway serve over HTTPS, and a gateway that trusts its CA', () => {
     const untrusting = causeway(
       [
         'gateway',
+        '--standalone',
         '--functions',
         `kopfexample=${url}`,
         '--function-scope',
@@ -215,6 +224,7 @@ describe('causeway serve over HTTPS, and a gateway that trusts its CA', () => {
     const gateway = causeway(
       [
         'gateway',
+        '--standalone',
         '--functions',
         `kopfexample=${url}`,
         '--function-scope',
@@ -311,6 +321,8 @@ describe('the command line', () => {
       'serve <module>',
       'gateway',
       'dev <module>',
+      'freeze',
+      'resume',
       'conformance <url> --name <name>',
       'crd',
       'release <resource> <name>',

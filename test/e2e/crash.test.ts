@@ -79,7 +79,15 @@ describe('crash safety', () => {
       KUBECONFIG: (await testCluster()).kubeconfigPath,
       CAUSEWAY_CALL_LOG: logPath,
     };
-    const args = ['run', MODULE, '--namespace', namespace, '--concurrency', String(CONCURRENCY)];
+    const args = [
+      'run',
+      MODULE,
+      '--standalone',
+      '--namespace',
+      namespace,
+      '--concurrency',
+      String(CONCURRENCY),
+    ];
     let current: CliProcess | undefined;
     t.after(() => current?.stop('SIGKILL'));
     const results = async () => {

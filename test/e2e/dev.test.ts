@@ -109,7 +109,15 @@ describe('causeway dev', () => {
     const { namespace, start } = await environment(t);
     const folder = mkdtempSync(join(tmpdir(), 'causeway-dev-module-'));
     const module = moduleIn(folder, operatorSource('v1'));
-    const dev = start(['dev', module, '-n', namespace, '--annotation-prefix', `${namespace}.causeway.dev`]);
+    const dev = start([
+      'dev',
+      module,
+      '--standalone',
+      '-n',
+      namespace,
+      '--annotation-prefix',
+      `${namespace}.causeway.dev`,
+    ]);
     await dev.waitFor(/dev: serving "dev-e2e"/);
 
     await createKopfExample(namespace, 'first');
@@ -153,6 +161,7 @@ describe('causeway dev', () => {
     const port = await freePort();
     const gateway = start([
       'gateway',
+      '--standalone',
       '--functions',
       `dev-e2e=http://127.0.0.1:${port}`,
       '--function-scope',
@@ -236,6 +245,7 @@ describe('causeway dev', () => {
     // spec.devSessions allows); its url is on this host, which a gateway refuses unless told otherwise.
     const gateway = start([
       'gateway',
+      '--standalone',
       '--function-services',
       namespace,
       '--allow-loopback-functions',

@@ -90,7 +90,15 @@ describe('migrating from Kopf', () => {
 
     const adoptingCalls = callLog();
     const withFlag = causeway(
-      ['run', CAUSEWAY_OPERATOR, '--namespace', adopting, '--adopt-kopf-state', 'kopf.zalando.org'],
+      [
+        'run',
+        CAUSEWAY_OPERATOR,
+        '--standalone',
+        '--namespace',
+        adopting,
+        '--adopt-kopf-state',
+        'kopf.zalando.org',
+      ],
       { ...env, CAUSEWAY_CALL_LOG: adoptingCalls.path },
     );
     t.after(() => withFlag.stop());
@@ -140,7 +148,7 @@ describe('migrating from Kopf', () => {
     assert.equal(await withFlag.stop(), 0);
 
     const notAdoptingCalls = callLog();
-    const withoutFlag = causeway(['run', CAUSEWAY_OPERATOR, '--namespace', notAdopting], {
+    const withoutFlag = causeway(['run', CAUSEWAY_OPERATOR, '--standalone', '--namespace', notAdopting], {
       ...env,
       CAUSEWAY_CALL_LOG: notAdoptingCalls.path,
     });

@@ -8,9 +8,17 @@ import { loadKubeConfig } from '../../kube/kubeconfig.ts';
 import { ensureProcessSecret } from '../../secret.ts';
 import { command } from '../command-line.ts';
 import { dev } from '../dev.ts';
-import { ACTIVITIES, ADMISSION, CLUSTER_NOTE, DEV_SESSION, IDENTITY, OBJECTS } from '../flags.ts';
+import {
+  ACTIVITIES,
+  ADMISSION,
+  CLUSTER_NOTE,
+  DEV_PEERING,
+  DEV_SESSION,
+  IDENTITY,
+  OBJECTS,
+} from '../flags.ts';
 import { devSessionOptions, gatewayOptions, identityOf, namespacesWarning } from '../options.ts';
-import { readText, untilSignal } from '../process.ts';
+import { readText, untilSignal, whereabouts } from '../process.ts';
 import { readSecretText } from '../secret.ts';
 
 export const devCommand = command({
@@ -20,9 +28,9 @@ export const devCommand = command({
   summary:
     "Develop an operator: reloaded on save, with no restart of the gateway. Runs a gateway of its own, as run does; or, with --dev-sessions, has a gateway deployed in the cluster send the module's service's calls to this machine.",
   note: CLUSTER_NOTE,
-  groups: [OBJECTS, ACTIVITIES, ADMISSION, IDENTITY, DEV_SESSION],
+  groups: [OBJECTS, ACTIVITIES, ADMISSION, DEV_PEERING, IDENTITY, DEV_SESSION],
   async run({ args: { module }, values, logger }) {
-    const gateway = { ...gatewayOptions(values, readText), logger };
+    const gateway = { ...gatewayOptions(values, readText, whereabouts()), logger };
     const session = devSessionOptions(values);
     const serveArgs = values.verbose ? ['--verbose'] : values.quiet ? ['--quiet'] : [];
     const until = untilSignal(logger);

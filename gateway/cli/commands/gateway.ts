@@ -10,10 +10,11 @@ import {
   FUNCTION_SERVICES,
   IDENTITY,
   OBJECTS,
+  PEERING,
   SIGNING,
 } from '../flags.ts';
 import { gatewayOnlyOptions, namespacesWarning } from '../options.ts';
-import { readText, untilSignal } from '../process.ts';
+import { readText, untilSignal, whereabouts } from '../process.ts';
 import { readSecret } from '../secret.ts';
 
 export const gatewayCommand = command({
@@ -22,9 +23,18 @@ export const gatewayCommand = command({
   summary:
     'Run only the gateway: watch the cluster and call the function services given with --functions, signing with its keys (--signing-keys) or with secrets shared with the services.',
   note: CLUSTER_NOTE,
-  groups: [OBJECTS, FUNCTION_SERVICES, SIGNING, ACTIVITIES, ADMISSION, DEV_SESSIONS_ALLOWED, IDENTITY],
+  groups: [
+    OBJECTS,
+    FUNCTION_SERVICES,
+    SIGNING,
+    ACTIVITIES,
+    ADMISSION,
+    DEV_SESSIONS_ALLOWED,
+    PEERING,
+    IDENTITY,
+  ],
   async run({ values, logger }) {
-    const options = gatewayOnlyOptions(values, { text: readText, secret: readSecret });
+    const options = gatewayOnlyOptions(values, { text: readText, secret: readSecret }, whereabouts());
     const warning = namespacesWarning(values);
     if (warning) logger.warning(warning);
     const secretFile = values['secret-file'];

@@ -2,10 +2,10 @@
 import { startGateway } from '../../gateway.ts';
 import { ensureProcessSecret } from '../../secret.ts';
 import { command } from '../command-line.ts';
-import { ACTIVITIES, ADMISSION, CLUSTER_NOTE, IDENTITY, OBJECTS } from '../flags.ts';
+import { ACTIVITIES, ADMISSION, CLUSTER_NOTE, IDENTITY, OBJECTS, PEERING } from '../flags.ts';
 import { loadOperatorModule } from '../operator-module.ts';
 import { gatewayOptions, namespacesWarning } from '../options.ts';
-import { readText, untilSignal } from '../process.ts';
+import { readText, untilSignal, whereabouts } from '../process.ts';
 
 export const runCommand = command({
   name: 'run',
@@ -14,9 +14,9 @@ export const runCommand = command({
   summary:
     "Run an operator: its function service and a gateway in one process, like `kopf run`. The module's default export is made with causeway/functions.",
   note: CLUSTER_NOTE,
-  groups: [OBJECTS, ACTIVITIES, ADMISSION, IDENTITY],
+  groups: [OBJECTS, ACTIVITIES, ADMISSION, PEERING, IDENTITY],
   async run({ args: { module }, values, logger }) {
-    const options = gatewayOptions(values, readText);
+    const options = gatewayOptions(values, readText, whereabouts());
     const warning = namespacesWarning(values);
     if (warning) logger.warning(warning);
     const secret = ensureProcessSecret();

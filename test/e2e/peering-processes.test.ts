@@ -1,0 +1,140 @@
+/**
+ * Peering as users run it: `causeway run` processes of one operator in one peering namespace. The
+ * leader is killed with SIGKILL mid-backlog: the other takes over once its Lease expires and finishes,
+ * no object is handled by both at once, and the only repeats are calls in flight at the kill, with the
+ * same idempotency key. `causeway freeze` pauses them all, `causeway resume` lets them go on.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import type { KubernetesObject } from '../../protocol/index.ts';
+import { testCluster, testNamespace } from '../support/cluster.ts';
+import { applyFile, eventually, kubeClient } from '../support/operator.ts';
+import { type CliProcess, causeway } from '../support/processes.ts';
+
+const MODULE = 'test/fixtures/peer-log-operator.ts';
+const OBJECTS = 500;
+/** The lease's duration (15 s) and a look (2 s), with room for the new leader's first list. */
+const TAKEOVER_BOUND_MS = 20_000;
+
+interface Call {
+  gateway: string;
+  name: string;
+  key: string;
+  started: number;
+  /** Undefined for a call the kill cut. */
+  ended?: number;
+}
+
+function callsIn(path: string): Call[] {
+  const calls = new Map<string, Call>();
+  for (const line of readFileSync(path, 'utf8').split('\n').filter(Boolean)) {
+    const [event, gateway, name, key, at] = line.split(' ') as [string, string, string, string, string];
+    const id = `${gateway} ${name} ${key}`;
+    if (event === 'start') calls.set(id, { gateway, name, key, started: Number(at) });
+    else (calls.get(id) as Call).ended = Number(at);
+  }
+  return [...calls.values()];
+}
+
+async function createObjects(namespace: string, count: number): Promise<string[]> {
+  const client = await kubeClient();
+  const names = Array.from({ length: count }, (_, index) => `kex-${String(index).padStart(3, '0')}`);
+  for (let start = 0; start < count; start += 50) {
+    await Promise.all(
+      names.slice(start, start + 50).map((name) =>
+        client.request(`/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`, {
+          method: 'POST',
+          body: { apiVersion: 'kopf.dev/v1', kind: 'KopfExample', metadata: { name }, spec: { field: 'x' } },
+        }),
+      ),
+    );
+  }
+  return names;
+}
+
+async function results(namespace: string): Promise<Map<string, unknown>> {
+  const client = await kubeClient();
+  const list = await client.get<{ items: KubernetesObject[] }>(
+    `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`,
+  );
+  return new Map(
+    list.items.flatMap((item) =>
+      item.status?.create_fn ? [[item.metadata.name, item.status.create_fn] as const] : [],
+    ),
+  );
+}
+
+describe('peering between processes', () => {
+  it('hands over from a leader killed with SIGKILL within the lease, with no object handled by both', async (t) => {
+    await applyFile(new URL('../../examples/01-minimal/crd.yaml', import.meta.url));
+    const namespace = await testNamespace(t);
+    const logPath = join(mkdtempSync(join(tmpdir(), 'causeway-peering-')), 'calls.log');
+    writeFileSync(logPath, '');
+    const { kubeconfigPath } = await testCluster();
+    const start = (id: string): CliProcess => {
+      const env = {
+        ...process.env,
+        KUBECONFIG: kubeconfigPath,
+        CAUSEWAY_CALL_LOG: logPath,
+        POD_NAME: id,
+      };
+      const args = ['run', MODULE, '-n', namespace, '--peering-namespace', namespace, '--concurrency', '8'];
+      return causeway(args, env);
+    };
+    const first = start('first');
+    t.after(() => first.stop('SIGKILL'));
+    await first.waitFor(/leads the 1 gateway/);
+    const second = start('second');
+    t.after(() => second.stop());
+    await second.waitFor(/follows "first"/);
+
+    const names = await createObjects(namespace, OBJECTS);
+    await eventually('the leader well into the backlog', async () =>
+      callsIn(logPath).length >= 150 ? true : undefined,
+    );
+    process.kill(first.child.pid as number, 'SIGKILL');
+    const killedAt = Date.now();
+    assert.equal(await first.exited(), 'SIGKILL');
+    const handled = await eventually(
+      `status.create_fn on all ${OBJECTS} objects`,
+      async () => {
+        const found = await results(namespace);
+        return found.size === OBJECTS ? found : undefined;
+      },
+      60_000,
+    );
+
+    const calls = callsIn(logPath);
+    const byFirst = calls.filter((call) => call.gateway === 'first');
+    const bySecond = calls.filter((call) => call.gateway === 'second');
+    const tookOver = Math.min(...bySecond.map((call) => call.started)) - killedAt;
+    t.diagnostic(
+      `first: ${byFirst.length} calls, second: ${bySecond.length}; took over ${tookOver} ms after the kill`,
+    );
+    assert.ok(tookOver >= 0, 'the second gateway called nothing while the first led');
+    assert.ok(tookOver <= TAKEOVER_BOUND_MS, `took over within ${TAKEOVER_BOUND_MS} ms`);
+    assert.deepEqual([...new Set(calls.map((call) => call.name))].sort(), names, 'every object was called');
+    const byName = Map.groupBy(calls, (call) => call.name);
+    const repeated = [...byName].filter(([, ofName]) => ofName.length > 1);
+    t.diagnostic(`${repeated.length} objects called twice`);
+    assert.ok(repeated.length <= 8, 'no more repeats than calls in flight at once (--concurrency 8)');
+    for (const [name, [before, after, ...more]] of repeated) {
+      assert.deepEqual(more, [], `${name} was called at most twice`);
+      // In flight at the kill: called, and its result not written yet (the handler may have returned).
+      assert.equal(before?.gateway, 'first', `${name}: a repeat is of a call of the killed gateway`);
+      assert.ok(
+        (before?.started ?? Infinity) < killedAt,
+        `${name}: only a call made before the kill is repeated`,
+      );
+      assert.equal(after?.gateway, 'second', `${name}: repeated by the gateway that took over`);
+      assert.equal(after?.key, before?.key, `${name}: the repeat has the same idempotency key`);
+    }
+    for (const [name, result] of handled) {
+      const last = byName.get(name)?.at(-1);
+      assert.deepEqual(result, { by: last?.gateway }, `${name}'s result is its last call's`);
+    }
+  });
+});

@@ -16,6 +16,7 @@ import { startCli } from '../support/processes.ts';
 import { startWorker } from '../support/workerd.ts';
 import {
   lockedVersions,
+  npmInitProject,
   npmInstall,
   packedTarball,
   projectDirectory,
@@ -107,6 +108,41 @@ const USER_TSCONFIG = {
   },
   include: ['typed.ts', 'typed.test.ts'],
 };
+
+/**
+ * Runs `source`, written to `file` in `project`, with `npx causeway run`, as the README says: it
+ * handles an object in the cluster, and stops cleanly.
+ */
+async function runsOperator(t: TestContext, project: string, file: string, source: string, name: string) {
+  await applyFile(CRD);
+  const namespace = await testNamespace(t);
+  await writeFile(join(project, file), source);
+  const { kubeconfigPath } = await testCluster();
+  const operatorProcess = startCli(
+    'npx',
+    ['causeway', 'run', file, '--namespace', namespace],
+    userEnvironment({ KUBECONFIG: kubeconfigPath }),
+    project,
+  );
+  t.after(() => operatorProcess.stop('SIGKILL'));
+  const client = await kubeClient();
+  const path = await createKopfExample(namespace, 'kex-1', { field: 'x' });
+  const object = await eventually(
+    'status.create_fn',
+    async () => {
+      const current = await client.get<KubernetesObject>(path);
+      return current.status?.create_fn === undefined ? undefined : current;
+    },
+    30_000,
+  );
+  assert.deepEqual(object.status?.create_fn, { message: 'hello kex-1', field: 'x', from: name });
+  // npx dies of the signal itself; what counts is that the operator behind it stopped cleanly.
+  await operatorProcess.stop('SIGTERM');
+  assert.match(
+    operatorProcess.output(),
+    /SIGTERM received, stopping\n.*no longer watching \/apis\/kopf\.dev/,
+  );
+}
 
 describe('the package, installed into a project of its own', () => {
   let project: string;
@@ -214,42 +250,17 @@ describe('the package, installed into a project of its own', () => {
     );
   });
 
-  async function runsOperator(t: TestContext, file: string, source: string, name: string) {
-    await applyFile(CRD);
-    const namespace = await testNamespace(t);
-    await writeFile(join(project, file), source);
-    const { kubeconfigPath } = await testCluster();
-    const operatorProcess = startCli(
-      'npx',
-      ['causeway', 'run', file, '--namespace', namespace],
-      userEnvironment({ KUBECONFIG: kubeconfigPath }),
-      project,
-    );
-    t.after(() => operatorProcess.stop('SIGKILL'));
-    const client = await kubeClient();
-    const path = await createKopfExample(namespace, 'kex-1', { field: 'x' });
-    const object = await eventually(
-      'status.create_fn',
-      async () => {
-        const current = await client.get<KubernetesObject>(path);
-        return current.status?.create_fn === undefined ? undefined : current;
-      },
-      30_000,
-    );
-    assert.deepEqual(object.status?.create_fn, { message: 'hello kex-1', field: 'x', from: name });
-    // npx dies of the signal itself; what counts is that the operator behind it stopped cleanly.
-    await operatorProcess.stop('SIGTERM');
-    assert.match(
-      operatorProcess.output(),
-      /SIGTERM received, stopping\n.*no longer watching \/apis\/kopf\.dev/,
-    );
-  }
-
   it('runs a TypeScript operator with npx causeway run, which handles an object in the cluster', (t) =>
-    runsOperator(t, 'operator.ts', TYPESCRIPT_OPERATOR.replaceAll('{{name}}', 'ts-operator'), 'ts-operator'));
+    runsOperator(
+      t,
+      project,
+      'operator.ts',
+      TYPESCRIPT_OPERATOR.replaceAll('{{name}}', 'ts-operator'),
+      'ts-operator',
+    ));
 
   it('runs a JavaScript operator with npx causeway run, which handles an object in the cluster', (t) =>
-    runsOperator(t, 'operator.js', JAVASCRIPT_OPERATOR, 'js-operator'));
+    runsOperator(t, project, 'operator.js', JAVASCRIPT_OPERATOR, 'js-operator'));
 
   it('develops an operator with npx causeway dev: a saved change is served with no restart', async (t) => {
     await applyFile(CRD);
@@ -403,5 +414,44 @@ describe('the package, installed into a project of its own', () => {
       30_000,
     );
     assert.deepEqual(greeted, { message: 'Hello, example-1!' });
+  });
+});
+
+/** An operator in a CommonJS package, as the README writes it: module syntax, a helper of its own. */
+const GREETING = `export function greeting(name: string): string {
+  return \`hello \${name}\`;
+}
+`;
+/** A CommonJS file of the same project, which stays CommonJS. */
+const LEGACY = `module.exports = { from: 'commonjs-project' };
+`;
+const COMMONJS_PROJECT_OPERATOR = `import { operator } from 'causeway/functions';
+import { greeting } from './greeting.ts';
+import legacy from './legacy.js';
+
+const op = operator({ name: 'commonjs-project' });
+
+op.on.create<{ field: string }>('kopfexamples', async function create_fn({ spec, name }) {
+  return { message: greeting(name), field: spec.field, from: legacy.from };
+});
+
+export default op;
+`;
+
+describe('the package, installed into a project npm init -y makes ("type": "commonjs")', () => {
+  let project: string;
+  let remove: () => Promise<void>;
+
+  before(async () => {
+    ({ dir: project, remove } = await projectDirectory());
+    await npmInitProject(project, [packedTarball()]);
+  });
+  after(() => remove?.());
+
+  it('runs a TypeScript operator with import statements with npx causeway run, which handles an object in the cluster', async (t) => {
+    assert.equal(JSON.parse(await readFile(join(project, 'package.json'), 'utf8')).type, 'commonjs');
+    await writeFile(join(project, 'greeting.ts'), GREETING);
+    await writeFile(join(project, 'legacy.js'), LEGACY);
+    await runsOperator(t, project, 'operator.ts', COMMONJS_PROJECT_OPERATOR, 'commonjs-project');
   });
 });

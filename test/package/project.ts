@@ -111,6 +111,19 @@ export async function userProject(dir: string, packages: string[]): Promise<void
 }
 
 /**
+ * Makes `dir` a project as `npm init -y` makes it, "type": "commonjs" (npm 11 writes it; an older npm
+ * leaves it out, which Node takes as CommonJS too, but then looks for module syntax itself), and
+ * installs `packages` into it as userProject does.
+ */
+export async function npmInitProject(dir: string, packages: string[]): Promise<void> {
+  await runOk(dir, 'npm', ['init', '-y']);
+  const manifestPath = join(dir, 'package.json');
+  const manifest = JSON.parse(await readFile(manifestPath, 'utf8'));
+  await writeFile(manifestPath, `${JSON.stringify({ ...manifest, type: 'commonjs' }, null, 2)}\n`);
+  await npmInstall(dir, packages);
+}
+
+/**
  * Installs into the project in `dir` with its package.json's `overrides` set to the versions of this
  * repository's lock, so that what the tests install is what the repository was tested with, not what
  * the registry published since within the same ranges.

@@ -112,6 +112,7 @@ export function freezeOptions(
   };
 }
 
+/** What a gateway takes from the flags of run, gateway and dev alike. */
 export function gatewayOptions(
   values: GatewayValues,
   readText: ReadText,
@@ -120,10 +121,7 @@ export function gatewayOptions(
   if (values.namespace?.length && values['all-namespaces']) {
     throw new UsageError('--namespace and --all-namespaces exclude each other');
   }
-  const stateIn = values['state-in'] ?? 'auto';
-  if (stateIn !== 'auto' && stateIn !== 'annotations') {
-    throw new UsageError(`--state-in expects auto or annotations, got "${stateIn}"`);
-  }
+  const stateIn = oneOf(values['state-in'] ?? 'auto', ['auto', 'annotations'], '--state-in');
   const adoptKopf = values['adopt-kopf-state'];
   if (adoptKopf !== undefined && !DNS_SUBDOMAIN.test(adoptKopf)) {
     throw new UsageError(

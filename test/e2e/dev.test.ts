@@ -304,6 +304,7 @@ describe('causeway dev', () => {
 
     // A laptop that vanishes: its field stays, but not renewed, it no longer routes the calls.
     const again = start([...session, '--session-seconds', '3', '--dev-reach', 'local']);
+    await again.waitFor(new RegExp(`\\(FunctionService ${namespace}/dev-e2e\\)`));
     await statusWhen('the second session in the status', (status) => isObject(status.devSession));
     await again.stop('SIGKILL');
     await statusWhen('the expired session gone from the status', (status) => status.devSession === undefined);

@@ -124,6 +124,7 @@ describe('causeway init', () => {
       'ClusterRoleBinding/acme-widgets-gateway',
       'Deployment/acme-widgets-functions',
       'Deployment/acme-widgets-gateway',
+      'PodDisruptionBudget/acme-widgets-gateway',
       'Role/acme-widgets-gateway',
       'RoleBinding/acme-widgets-gateway',
       'Service/acme-widgets-functions',

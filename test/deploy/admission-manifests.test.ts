@@ -98,6 +98,7 @@ describe('deploy/examples/17-admission', () => {
         `Deployment/${FUNCTIONS}`,
         `Deployment/${GATEWAY}`,
         `NetworkPolicy/${WEBHOOKS}`,
+        `PodDisruptionBudget/${GATEWAY}`,
         `Role/${GATEWAY}`,
         `RoleBinding/${GATEWAY}`,
         `Service/${WEBHOOKS}`,
@@ -169,14 +170,19 @@ describe('deploy/examples/17-admission', () => {
       'create /secrets',
       'create admissionregistration.k8s.io/mutatingwebhookconfigurations',
       'create admissionregistration.k8s.io/validatingwebhookconfigurations',
+      'create coordination.k8s.io/leases',
       `delete admissionregistration.k8s.io/mutatingwebhookconfigurations/${prefix}`,
       `delete admissionregistration.k8s.io/validatingwebhookconfigurations/${prefix}`,
+      'delete coordination.k8s.io/leases',
       `get /configmaps/${KEYS}`,
       `get /secrets/${CERTIFICATES},${CERTIFICATES}-ca,${KEYS},${FUNCTION_CA},${FUNCTION_TLS}`,
+      'get coordination.k8s.io/leases',
+      'list coordination.k8s.io/leases',
       `patch admissionregistration.k8s.io/mutatingwebhookconfigurations/${prefix}`,
       `patch admissionregistration.k8s.io/validatingwebhookconfigurations/${prefix}`,
       `update /configmaps/${KEYS}`,
       `update /secrets/${CERTIFICATES},${CERTIFICATES}-ca,${KEYS},${FUNCTION_CA},${FUNCTION_TLS}`,
+      'update coordination.k8s.io/leases',
     ]);
     assert.deepEqual(await grantedBeyondBaseline(functionsAccount, namespace), []);
     assert.deepEqual(

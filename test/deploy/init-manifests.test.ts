@@ -150,6 +150,7 @@ describe('causeway init: crd.yaml and deploy/', () => {
         `configmap/${project.name}-function-scopes`, // the function service's scope, pinned
         `deployment.apps/${project.functions}`,
         `deployment.apps/${project.gateway}`,
+        `poddisruptionbudget.policy/${project.gateway}`,
         `role.rbac.authorization.k8s.io/${project.gateway}`,
         `rolebinding.rbac.authorization.k8s.io/${project.gateway}`,
         `service/${project.functions}`,
@@ -240,15 +241,20 @@ describe('causeway init: crd.yaml and deploy/', () => {
       'create /configmaps',
       'create /events',
       'create /secrets',
+      'create coordination.k8s.io/leases',
+      'delete coordination.k8s.io/leases',
       `get /configmaps/${KEYS}`,
       `get /secrets/${KEYS},${FUNCTION_CA},${project.functions}-tls`,
       `get apiextensions.k8s.io/customresourcedefinitions/${resource}`,
       `get ${group}/examples`,
+      'get coordination.k8s.io/leases',
       `list ${group}/examples`,
+      'list coordination.k8s.io/leases',
       `patch ${group}/examples`,
       `patch ${group}/examples/status`,
       `update /configmaps/${KEYS}`,
       `update /secrets/${KEYS},${FUNCTION_CA},${project.functions}-tls`,
+      'update coordination.k8s.io/leases',
       `watch ${group}/examples`,
     ]);
     assert.deepEqual(await grantedBeyondBaseline(functions, namespace), []);

@@ -85,6 +85,7 @@ const EXPECTED = [
   `clusterrolebinding.rbac.authorization.k8s.io/${CLUSTER_RBAC}`,
   `deployment.apps/${GATEWAY}`,
   `deployment.apps/${FUNCTIONS}`,
+  `poddisruptionbudget.policy/${GATEWAY}`,
   `service/${FUNCTIONS}`,
   'configmap/causeway-function-scopes',
 ].sort();
@@ -105,6 +106,7 @@ describe('deploy/examples/01-minimal', () => {
         'ConfigMap/causeway-function-scopes', // the scope pinned for each function service
         `Deployment/${FUNCTIONS}`,
         `Deployment/${GATEWAY}`,
+        `PodDisruptionBudget/${GATEWAY}`,
         `Role/${GATEWAY}`,
         `RoleBinding/${GATEWAY}`,
         `Service/${FUNCTIONS}`,
@@ -117,8 +119,15 @@ describe('deploy/examples/01-minimal', () => {
       const deployment = find<Deployment>(objects, 'Deployment', name);
       assert.equal(onlyContainer(deployment).image, 'causeway:0.1.0');
       assert.equal(deployment.spec.template.spec.serviceAccountName, name);
-      assert.equal(deployment.spec.replicas, 1);
     }
+    // Two gateways that peer, rolled one at a time; the function service, one.
+    const gateway = find<Deployment>(objects, 'Deployment', GATEWAY).spec;
+    assert.equal(gateway.replicas, 2);
+    assert.deepEqual(gateway.strategy, {
+      type: 'RollingUpdate',
+      rollingUpdate: { maxSurge: 1, maxUnavailable: 0 },
+    });
+    assert.equal(find<Deployment>(objects, 'Deployment', FUNCTIONS).spec.replicas, 1);
   });
 
   it('passes kubectl apply --dry-run=server in a namespace that enforces the restricted pod security standard', async (t) => {
@@ -236,15 +245,20 @@ describe('deploy/examples/01-minimal', () => {
       'create /configmaps',
       'create /events',
       'create /secrets',
+      'create coordination.k8s.io/leases',
+      'delete coordination.k8s.io/leases',
       `get /configmaps/${KEYS}`,
       `get /secrets/${KEYS},${FUNCTION_CA},${FUNCTION_TLS}`,
       'get apiextensions.k8s.io/customresourcedefinitions/kopfexamples.kopf.dev',
+      'get coordination.k8s.io/leases',
       'get kopf.dev/kopfexamples',
+      'list coordination.k8s.io/leases',
       'list kopf.dev/kopfexamples',
       'patch kopf.dev/kopfexamples',
       'patch kopf.dev/kopfexamples/status',
       `update /configmaps/${KEYS}`,
       `update /secrets/${KEYS},${FUNCTION_CA},${FUNCTION_TLS}`,
+      'update coordination.k8s.io/leases',
       'watch kopf.dev/kopfexamples',
     ]);
     assert.deepEqual(await grantedBeyondBaseline(functions, namespace), []);
@@ -289,7 +303,7 @@ describe('deploy/examples/01-minimal', () => {
     assert.equal(gatewayPod.automountServiceAccountToken, true);
 
     // Only the gateway's account is bound to anything; no rule has a wildcard, and the only writes are
-    // patches of what it serves, creating events and its keys, and updating its keys, by name.
+    // patches of what it serves, creating events and its keys, updating its keys by name, and its peering Leases.
     const bindings = objects.filter((object) => object.kind.endsWith('Binding')) as Binding[];
     assert.deepEqual(
       [...new Set(bindings.flatMap((binding) => binding.subjects.map((s) => s.name)))],
@@ -311,10 +325,13 @@ describe('deploy/examples/01-minimal', () => {
     assert.deepEqual(writes.sort(), [
       'create configmaps',
       'create events',
+      'create leases',
       'create secrets',
+      'delete leases',
       'patch kopfexamples',
       'patch kopfexamples/status',
       `update configmaps ${KEYS}`,
+      'update leases',
       `update secrets ${KEYS} ${FUNCTION_CA} ${FUNCTION_TLS}`,
     ]);
   });

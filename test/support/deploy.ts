@@ -70,6 +70,10 @@ export interface PodSpec {
 export interface Deployment extends Manifest {
   spec: {
     replicas?: number;
+    strategy?: {
+      type: string;
+      rollingUpdate?: { maxSurge?: number | string; maxUnavailable?: number | string };
+    };
     selector: { matchLabels: Record<string, string> };
     template: { metadata: { labels: Record<string, string> }; spec: PodSpec };
   };

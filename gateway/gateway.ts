@@ -250,6 +250,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         logger,
         onListing: (listed) => synced.push(listed),
         ...(peering ? { fence: () => peering.fence() } : {}),
+        ...(peering && options.peering?.sharding ? { owns: (uid: string) => peering.owns(uid) } : {}),
       });
       await components.add(pipeline);
       return pipeline;

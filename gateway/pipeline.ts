@@ -45,6 +45,8 @@ export interface PipelineOptions {
   onListing(listed: Promise<void>): void;
   /** Throws unless this gateway may write now (peering: it leads, its Lease renewed in time). */
   fence?: () => void;
+  /** Sharding: whether this gateway handles the object of this uid. Every object is indexed all the same. */
+  owns?: (uid: string) => boolean;
 }
 
 /** The parts of one run, from a start to its stop. */
@@ -112,7 +114,7 @@ export class ResourcePipeline implements Component {
   }
 
   #build(): Run {
-    const { served, identity, settings, logger } = this.#options;
+    const { served, identity, settings, logger, owns } = this.#options;
     const api = this.#api;
     const memory = new ObjectMemory();
     const reactor = new ResourceReactor({
@@ -163,8 +165,9 @@ export class ResourcePipeline implements Component {
         indexFeed.listing(listed);
       },
       onEvent: ({ type, object, initial }) => {
-        if (initial) reactor.listedAtStart(object.metadata.uid);
         indexFeed.observe(type, object);
+        if (owns && !owns(object.metadata.uid)) return; // another replica's
+        if (initial) reactor.listedAtStart(object.metadata.uid);
         eventHandlers.push(type, object);
         timers.observe(type, object);
         daemons.observe(type, object);

@@ -319,6 +319,11 @@ export const PEERING = group(
     name: 'dev',
     description: `Run at the dev priority (${DEV_PRIORITY}), as \`kopf run --dev\`: the deployed gateways pause while this one runs, and go on when it stops or dies.`,
   }),
+  flag({
+    name: 'sharding',
+    description:
+      'Share the objects among every gateway of the highest priority (give it to all of them), each handling a share by a consistent-hash ring of their ids, instead of one leading alone.',
+  }),
   STANDALONE,
 );
 

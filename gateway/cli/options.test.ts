@@ -476,6 +476,10 @@ describe('peeringOptions: how run, gateway and dev peer', () => {
     );
   });
 
+  it('shares the objects with --sharding', () => {
+    assert.deepEqual(peeringOptions({ sharding: true }, nowhere), { namespace: 'default', sharding: true });
+  });
+
   it('takes a priority, negative too, or the dev priority, not both', () => {
     assert.deepEqual(peeringOptions({ priority: '-5' }, nowhere), { namespace: 'default', priority: -5 });
     assert.deepEqual(peeringOptions({ dev: true }, nowhere), {
@@ -499,6 +503,10 @@ describe('peeringOptions: how run, gateway and dev peer', () => {
     refuses(
       () => peeringOptions({ standalone: true, dev: true }, nowhere),
       '--standalone and --dev exclude each other',
+    );
+    refuses(
+      () => peeringOptions({ standalone: true, sharding: true }, nowhere),
+      '--standalone and --sharding exclude each other',
     );
     refuses(
       () => peeringOptions({ standalone: true, 'peering-namespace': 'ops' }, nowhere),

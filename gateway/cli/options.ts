@@ -68,14 +68,17 @@ export type PeeringValues = GroupValues<typeof PEERING> | GroupValues<typeof DEV
 /** How the gateway peers, from --peering-namespace, --priority, --dev and --standalone; undefined: alone. */
 export function peeringOptions(values: PeeringValues, whereabouts: Whereabouts): PeeringOptions | undefined {
   const dev = 'dev' in values && values.dev === true;
+  const sharding = 'sharding' in values && values.sharding === true;
   if (values.standalone) {
     const peeringFlag = dev
       ? '--dev'
-      : values.priority !== undefined
-        ? '--priority'
-        : values['peering-namespace'] !== undefined
-          ? '--peering-namespace'
-          : undefined;
+      : sharding
+        ? '--sharding'
+        : values.priority !== undefined
+          ? '--priority'
+          : values['peering-namespace'] !== undefined
+            ? '--peering-namespace'
+            : undefined;
     if (peeringFlag) throw new UsageError(`--standalone and ${peeringFlag} exclude each other`);
     return undefined;
   }
@@ -85,6 +88,7 @@ export function peeringOptions(values: PeeringValues, whereabouts: Whereabouts):
   return {
     namespace: peeringNamespace(values['peering-namespace'], whereabouts),
     ...(priority === undefined ? {} : { priority }),
+    ...(sharding ? { sharding } : {}),
   };
 }
 

@@ -28,6 +28,7 @@ function member(id: string, fields: Partial<Member> = {}): Member {
     durationSeconds: 15,
     acknowledged: '',
     leading: false,
+    sharding: false,
     ...fields,
   };
 }
@@ -123,5 +124,22 @@ describe('peering members', () => {
     );
     const all = viewOf(members.map((each) => ({ ...each, acknowledged: digest })));
     assert.equal(acknowledgedByAll(all), true);
+  });
+
+  it('make every member of the highest priority active, and none while frozen or while they disagree on sharding', () => {
+    const a = member('a', { sharding: true });
+    const b = member('b', { sharding: true });
+    const paused = member('c', { sharding: true, priority: -1 });
+    assert.deepEqual(
+      viewOf([a, b, paused]).active.map((each) => each.id),
+      ['a', 'b'],
+    );
+    assert.notEqual(viewOf([a, b]).digest, viewOf([member('a'), member('b')]).digest);
+    assert.deepEqual(
+      viewOf([a, b, member('freeze', { freeze: { message: '', until: undefined } })]).active,
+      [],
+    );
+    assert.equal(viewOf([a, member('b')]).mixed, true);
+    assert.equal(viewOf([a, b]).mixed, false);
   });
 });

@@ -30,6 +30,8 @@ export interface Member {
   acknowledged: string;
   /** Whether it may be running pipelines, by its own word. */
   leading: boolean;
+  /** Whether it shares the objects with the other active members (`--sharding`) rather than leading alone. */
+  sharding: boolean;
   /** Its last renewal by its own clock, for a tool that cannot watch it renewed (`causeway freeze`). */
   renewedAt?: number;
   /** A freeze (`causeway freeze`): a member that never leads, above every priority, and why. */
@@ -41,9 +43,13 @@ export interface View {
   members: readonly Member[];
   /** The digest every member acknowledges once it has acted on this view. */
   digest: string;
-  /** The member that leads, if any: none while frozen. */
+  /** The members of the highest priority, who run (all of them sharding, or their leader): none while frozen. */
+  active: readonly Member[];
+  /** The oldest active member: the one that runs, when they do not shard. */
   leader: Member | undefined;
   frozen: Member | undefined;
+  /** Some active members shard and others do not: none runs until they agree (a misconfiguration). */
+  mixed: boolean;
 }
 
 /** Annotations and label of a member's Lease, under the gateway's annotation prefix. */
@@ -55,6 +61,7 @@ export function memberKeys(prefix: string) {
     acknowledged: `${prefix}/acknowledged`,
     /** "true" from when a member starts leading until it has stopped again: what `causeway freeze` waits for. */
     leading: `${prefix}/leading`,
+    sharding: `${prefix}/sharding`,
     freeze: `${prefix}/freeze`,
   };
 }
@@ -85,6 +92,7 @@ export function memberOf(lease: KubernetesObject, prefix: string): Member | unde
     durationSeconds,
     acknowledged: textOf(annotations[keys.acknowledged]),
     leading: annotations[keys.leading] === 'true',
+    sharding: annotations[keys.sharding] === 'true',
   };
   const renewed = typeof spec.renewTime === 'string' ? Date.parse(spec.renewTime) : Number.NaN;
   if (!Number.isNaN(renewed)) member.renewedAt = renewed;
@@ -127,19 +135,18 @@ export class Liveness {
 export function viewOf(alive: readonly Member[]): View {
   const members = [...alive].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).slice(0, MAX_MEMBERS);
   const frozen = members.find((member) => member.freeze);
-  const top = Math.max(...members.filter((member) => !member.freeze).map((member) => member.priority));
-  const leader = frozen
-    ? undefined
-    : members
-        .filter((member) => member.priority === top)
-        .sort((a, b) => Date.parse(a.since) - Date.parse(b.since) || (a.id < b.id ? -1 : 1))[0];
-  const digest = createHash('sha256')
-    .update(
-      members.map((member) => `${member.id}\0${member.priority}\0${member.freeze ? 'F' : ''}`).join('\n'),
-    )
-    .digest('hex')
-    .slice(0, 16);
-  return { members, digest, leader, frozen };
+  const gateways = members.filter((member) => !member.freeze);
+  const top = Math.max(...gateways.map((member) => member.priority));
+  const active = frozen ? [] : gateways.filter((member) => member.priority === top);
+  const leader = [...active].sort(
+    (a, b) => Date.parse(a.since) - Date.parse(b.since) || (a.id < b.id ? -1 : 1),
+  )[0];
+  const mixed = active.some((member) => member.sharding) && active.some((member) => !member.sharding);
+  const described = members.map(
+    (member) => `${member.id}\0${member.priority}\0${member.freeze ? 'F' : ''}${member.sharding ? 'S' : ''}`,
+  );
+  const digest = createHash('sha256').update(described.join('\n')).digest('hex').slice(0, 16);
+  return { members, digest, active, leader, frozen, mixed };
 }
 
 /** Whether every live member acknowledges `view` (a freeze needs not: it holds nothing). */

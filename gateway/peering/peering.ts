@@ -24,6 +24,7 @@ import {
   type View,
   viewOf,
 } from './members.ts';
+import { Ring } from './ring.ts';
 
 export interface PeeringOptions {
   /** Where the members' Leases live: the gateway's namespace. */
@@ -32,6 +33,11 @@ export interface PeeringOptions {
   id?: string;
   /** The members of the highest priority lead; the others pause. `causeway run --dev`: 666. */
   priority?: number;
+  /**
+   * Share the objects among every member of the highest priority (all of them must say so), each
+   * handling those a consistent-hash ring of the members gives it, instead of one leading alone.
+   */
+  sharding?: boolean;
 }
 
 export interface PeeringEngineOptions extends PeeringOptions {
@@ -68,6 +74,10 @@ export class Peering implements Component {
   #writing: Promise<void> = Promise.resolve();
   /** Whether any pipeline of this gateway may be running: from leading until following is done. */
   #holding = false;
+  /** The view its pipelines run under: sharding, another view gives it another share. */
+  #heldView = '';
+  /** Sharding: who handles which object under the view held. */
+  #ring: Ring | undefined;
   /** What was last said in the log about the view, so each change is said once. */
   #said = '';
 
@@ -79,12 +89,13 @@ export class Peering implements Component {
   }
 
   /**
-   * Throws FencedOut unless this gateway leads with a Lease renewed within the renew deadline: a
-   * write it lets through reaches the apiserver before any other member may take over.
+   * Throws FencedOut unless this gateway holds its pipelines (leading, or finishing the calls in flight
+   * as it stops: no other member starts before it says it has stopped) with a Lease renewed within the
+   * renew deadline: a write it lets through reaches the apiserver before any other may take over.
    */
   fence(): void {
-    const { components, settings } = this.#options;
-    if (!components.leading) throw new FencedOut('this gateway no longer leads: the write is not made');
+    const { settings } = this.#options;
+    if (!this.#holding) throw new FencedOut('this gateway no longer leads: the write is not made');
     if (Date.now() - this.#renewedAt >= settings.renewDeadlineS * 1000) {
       throw new FencedOut(
         `this gateway has not renewed its Lease for ${settings.renewDeadlineS}s and may no longer lead: the write is not made`,
@@ -191,28 +202,45 @@ export class Peering implements Component {
 
   /** Leads, follows or acknowledges, as `view` has it. */
   #act(view: View): void {
-    const { components, logger } = this.#options;
+    const { logger } = this.#options;
     if (this.#turning) return; // acted on once done, at the next look
-    const leads = view.leader?.id === this.id;
-    this.#say(view, leads);
-    if (!leads) {
-      if (components.leading) this.#follow();
-      else this.#acknowledge(view.digest);
+    const runs = this.#runsUnder(view);
+    this.#say(view, runs);
+    // Sharding, any other view gives it another share: what it holds goes first.
+    const keeps = runs && (!this.#options.sharding || this.#heldView === view.digest);
+    if (this.#holding && !keeps) {
+      this.#follow();
       return;
     }
     this.#acknowledge(view.digest); // what it holds (everything or nothing), this view gives it
-    if (components.leading) return;
+    if (this.#holding || !runs) return;
     // Its own acknowledgement is written now: the Leases it listed may not show it yet.
     const others = { ...view, members: view.members.filter((member) => member.id !== this.id) };
-    if (acknowledgedByAll(others)) this.#lead();
+    if (acknowledgedByAll(others)) this.#lead(view);
     else {
       const waiting = notAcknowledging(others).map((member) => member.id);
-      logger.debug(`to lead once ${waiting.join(', ')} acknowledge the view`);
+      logger.debug(`to run once ${waiting.join(', ')} acknowledge the view`);
     }
   }
 
-  #lead(): void {
+  /**
+   * Whether this gateway handles objects under `view` (sharding, a share of them; else all of them,
+   * as the leader). An object it does not own is still indexed: every replica's indexes are whole.
+   */
+  owns(uid: string): boolean {
+    return !this.#options.sharding || this.#ring?.ownerOf(uid) === this.id;
+  }
+
+  #runsUnder(view: View): boolean {
+    if (view.mixed) return false;
+    if (this.#options.sharding) return view.active.some((member) => member.id === this.id);
+    return view.leader?.id === this.id;
+  }
+
+  #lead(view: View): void {
     this.#holding = true; // from the first part started
+    this.#heldView = view.digest;
+    if (this.#options.sharding) this.#ring = new Ring(view.active.map((member) => member.id));
     this.#turn(() => this.#options.components.lead());
   }
 
@@ -221,6 +249,8 @@ export class Peering implements Component {
     this.#turn(async () => {
       await this.#options.components.follow();
       this.#holding = false;
+      this.#heldView = '';
+      this.#ring = undefined;
       await this.#renew(AbortSignal.timeout(this.#options.settings.retryPeriodS * 1000)).catch(() => {});
     });
   }
@@ -246,24 +276,34 @@ export class Peering implements Component {
     );
   }
 
-  #say(view: View, leads: boolean): void {
-    const said = `${view.digest}/${leads}`;
+  #say(view: View, runs: boolean): void {
+    const said = `${view.digest}/${runs}`;
     if (said === this.#said) return;
     this.#said = said;
     const { logger } = this.#options;
     const peers = view.members.filter((member) => !member.freeze).length;
+    const top = view.active[0]?.priority;
     if (view.frozen) {
       logger.info(
         `paused: peering is frozen by ${view.frozen.id}: ${view.frozen.freeze?.message || '(no message)'}`,
       );
-    } else if (leads) {
+    } else if (view.mixed) {
+      const sharding = view.active.filter((member) => member.sharding).map((member) => member.id);
+      logger.error(
+        `paused: of the gateways of this identity, ${sharding.join(', ')} shard and the others do not: run them all with --sharding, or none`,
+      );
+    } else if (top !== undefined && top > this.#priority) {
+      logger.info(
+        `paused by a higher priority (${top}): ${view.active.map((member) => `"${member.id}"`).join(', ')} run`,
+      );
+    } else if (this.#options.sharding) {
+      logger.info(
+        `shares the objects with the ${view.active.length} gateway(s) of priority ${this.#priority}: a ${view.active.length === 1 ? 'whole' : `1/${view.active.length}`} share, by a consistent-hash ring of their ids`,
+      );
+    } else if (runs) {
       logger.info(`leads the ${peers} gateway(s) of its identity (priority ${this.#priority})`);
     } else if (view.leader) {
-      const paused =
-        view.leader.priority > this.#priority
-          ? `paused by a higher priority (${view.leader.priority}): `
-          : '';
-      logger.info(`${paused}follows "${view.leader.id}" (priority ${view.leader.priority})`);
+      logger.info(`follows "${view.leader.id}" (priority ${view.leader.priority})`);
     }
   }
 
@@ -327,6 +367,7 @@ export class Peering implements Component {
           [this.#keys.since]: this.#since,
           [this.#keys.acknowledged]: this.#acknowledged,
           [this.#keys.leading]: String(this.#holding),
+          [this.#keys.sharding]: String(this.#options.sharding === true),
         },
       },
       spec: {

@@ -1,0 +1,202 @@
+/**
+ * Sharding on the real control plane: gateways started with `sharding` share the objects of their
+ * identity by a consistent-hash ring of their ids, each object handled by one of them; when one
+ * leaves and another joins, every gateway stops before any starts its new share, so no object is
+ * handled by two at once, none is dropped, and timers fire on one replica only.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { operator } from '../../functions/index.ts';
+import type { KubernetesObject } from '../../protocol/index.ts';
+import { testNamespace } from '../support/cluster.ts';
+import {
+  applyFile,
+  eventually,
+  kubeClient,
+  memoryLogger,
+  type RunningOperator,
+  runOperator,
+} from '../support/operator.ts';
+
+const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
+
+interface Call {
+  gateway: string;
+  name: string;
+  handler: string;
+  started: number;
+  ended: number;
+}
+
+function recordingOperator(gateway: string, calls: Call[]) {
+  const op = operator({ name: 'sharded' });
+  op.on.create('kopfexamples', async function create_fn({ name }) {
+    const started = Date.now();
+    await sleep(10); // a handler that takes a while: calls are in flight when the members change
+    calls.push({ gateway, name, handler: 'create_fn', started, ended: Date.now() });
+    return { by: gateway };
+  });
+  op.on.timer('kopfexamples', { interval: 0.3, labels: { ticking: 'yes' } }, function tick_fn({ name }) {
+    const now = Date.now();
+    calls.push({ gateway, name, handler: 'tick_fn', started: now, ended: now });
+  });
+  return op;
+}
+
+async function createObjects(namespace: string, names: readonly string[], labels = {}): Promise<void> {
+  const client = await kubeClient();
+  for (let start = 0; start < names.length; start += 50) {
+    await Promise.all(
+      names.slice(start, start + 50).map((name) =>
+        client.request(`/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`, {
+          method: 'POST',
+          body: {
+            apiVersion: 'kopf.dev/v1',
+            kind: 'KopfExample',
+            metadata: { name, labels },
+            spec: { field: 'x' },
+          },
+        }),
+      ),
+    );
+  }
+}
+
+async function handledCount(namespace: string): Promise<number> {
+  const client = await kubeClient();
+  const list = await client.get<{ items: KubernetesObject[] }>(
+    `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`,
+  );
+  return list.items.filter((item) => item.status?.create_fn).length;
+}
+
+const named = (prefix: string, count: number) =>
+  Array.from({ length: count }, (_, index) => `${prefix}-${String(index).padStart(4, '0')}`);
+
+describe('sharding', () => {
+  it('shares the objects among three gateways, each handled once, and fires each timer on one of them', async (t) => {
+    await applyFile(CRD);
+    const namespace = await testNamespace(t);
+    const calls: Call[] = [];
+    const logs = new Map<string, ReturnType<typeof memoryLogger>>();
+    const gateways: RunningOperator[] = [];
+    for (const id of ['shard-a', 'shard-b', 'shard-c']) {
+      const logger = memoryLogger();
+      logs.set(id, logger);
+      const gateway = await runOperator(recordingOperator(id, calls), {
+        namespaces: [namespace],
+        transport: 'in-process',
+        peering: { namespace, id, sharding: true },
+        logger,
+      });
+      gateways.push(gateway);
+      t.after(() => gateway.stop());
+    }
+    await eventually(
+      'the three gateways running their shares',
+      async () =>
+        gateways.every(({ gateway }) => gateway.leading) &&
+        [...logs.values()].every((log) => log.lines.some((line) => line.includes('a 1/3 share')))
+          ? true
+          : undefined,
+      30_000,
+    );
+    const names = named('kex', 900);
+    await createObjects(namespace, names);
+    const ticking = named('tick', 12);
+    await createObjects(namespace, ticking, { ticking: 'yes' });
+    await eventually(
+      'every object handled',
+      async () => ((await handledCount(namespace)) === names.length + ticking.length ? true : undefined),
+      60_000,
+    );
+    await eventually(
+      'every ticking object ticked three times',
+      async () =>
+        ticking.every(
+          (name) => calls.filter((call) => call.handler === 'tick_fn' && call.name === name).length >= 3,
+        ) || undefined,
+    );
+
+    const creates = calls.filter((call) => call.handler === 'create_fn');
+    const byName = Map.groupBy(creates, (call) => call.name);
+    assert.equal(byName.size, names.length + ticking.length, 'every object was called');
+    assert.deepEqual(
+      [...byName].filter(([, ofName]) => ofName.length > 1).map(([name]) => name),
+      [],
+      'no object was called twice',
+    );
+    for (const id of ['shard-a', 'shard-b', 'shard-c']) {
+      const share = creates.filter((call) => call.gateway === id).length / creates.length;
+      t.diagnostic(`${id}: ${(share * 100).toFixed(1)}%`);
+      assert.ok(share >= 0.2 && share <= 0.47, `${id} handled ${(share * 100).toFixed(1)}%`);
+    }
+    for (const name of ticking) {
+      const tickers = new Set(
+        calls.filter((call) => call.handler === 'tick_fn' && call.name === name).map((call) => call.gateway),
+      );
+      assert.equal(tickers.size, 1, `${name} ticked on ${[...tickers].join(', ')}`);
+    }
+  });
+
+  it('hands the shares over when a gateway leaves and another joins: none dropped, none handled by two at once', async (t) => {
+    await applyFile(CRD);
+    const namespace = await testNamespace(t);
+    const calls: Call[] = [];
+    const start = async (id: string) => {
+      const gateway = await runOperator(recordingOperator(id, calls), {
+        namespaces: [namespace],
+        transport: 'in-process',
+        peering: { namespace, id, sharding: true },
+        settings: { processing: { concurrency: 4 } },
+      });
+      let stopped = false;
+      t.after(() => (stopped ? undefined : gateway.stop()));
+      return {
+        gateway: gateway.gateway,
+        stop: async () => {
+          stopped = true;
+          await gateway.stop();
+        },
+      };
+    };
+    const [a, b, c] = [await start('shard-a'), await start('shard-b'), await start('shard-c')];
+    await eventually(
+      'the three gateways running their shares',
+      async () => (a.gateway.leading && b.gateway.leading && c.gateway.leading) || undefined,
+      30_000,
+    );
+    const names = named('kex', 600);
+    await createObjects(namespace, names);
+    await eventually('a part of the backlog handled', async () => (calls.length >= 150 ? true : undefined));
+    await b.stop();
+    const d = await start('shard-d');
+    await eventually(
+      'every object handled',
+      async () => ((await handledCount(namespace)) === names.length ? true : undefined),
+      60_000,
+    );
+
+    const byName = Map.groupBy(calls, (call) => call.name);
+    assert.equal(byName.size, names.length, 'every object was called');
+    const twice = [...byName].filter(([, ofName]) => ofName.length > 1);
+    assert.deepEqual(
+      twice.map(
+        ([name, ofName]) =>
+          `${name}: ${ofName.map((call) => `${call.gateway} ${call.started}-${call.ended}`).join(', ')}`,
+      ),
+      [],
+      'no object was called twice',
+    );
+    const gateways = new Set(calls.map((call) => call.gateway));
+    t.diagnostic(
+      [...gateways].map((id) => `${id}: ${calls.filter((call) => call.gateway === id).length}`).join(', '),
+    );
+    assert.ok(
+      calls.some((call) => call.gateway === 'shard-d'),
+      'the gateway that joined took a share',
+    );
+    assert.ok(d.gateway.leading, 'the gateway that joined runs its share');
+  });
+});

@@ -2,7 +2,8 @@
  * Peering as users run it: `causeway run` processes of one operator in one peering namespace. The
  * leader is killed with SIGKILL mid-backlog: the other takes over once its Lease expires and finishes,
  * no object is handled by both at once, and the only repeats are calls in flight at the kill, with the
- * same idempotency key. `causeway freeze` pauses them all, `causeway resume` lets them go on.
+ * same idempotency key. `causeway freeze` pauses them all, `causeway resume` lets them go on. A
+ * gateway without the rights peering needs says which at its start.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -11,6 +12,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { testCluster, testNamespace } from '../support/cluster.ts';
+import { writeServiceAccountKubeconfig } from '../support/kubectl.ts';
 import { applyFile, eventually, kubeClient } from '../support/operator.ts';
 import { type CliProcess, causeway } from '../support/processes.ts';
 
@@ -136,5 +138,99 @@ describe('peering between processes', () => {
       const last = byName.get(name)?.at(-1);
       assert.deepEqual(result, { by: last?.gateway }, `${name}'s result is its last call's`);
     }
+  });
+
+  it('pauses with causeway freeze, saying why, and goes on with causeway resume', async (t) => {
+    await applyFile(new URL('../../examples/01-minimal/crd.yaml', import.meta.url));
+    const namespace = await testNamespace(t);
+    const logPath = join(mkdtempSync(join(tmpdir(), 'causeway-freeze-')), 'calls.log');
+    writeFileSync(logPath, '');
+    const env = {
+      ...process.env,
+      KUBECONFIG: (await testCluster()).kubeconfigPath,
+      CAUSEWAY_CALL_LOG: logPath,
+      POD_NAME: 'deployed',
+    };
+    const gateway = causeway(['run', MODULE, '-n', namespace, '--peering-namespace', namespace], env);
+    t.after(() => gateway.stop());
+    await gateway.waitFor(/leads the 1 gateway/);
+
+    const freeze = causeway(
+      ['freeze', '--peering-namespace', namespace, '--message', 'migrating the CRD', '--wait', '30'],
+      env,
+    );
+    assert.equal(await freeze.exited(), 0, freeze.output());
+    assert.match(freeze.output(), /^frozen: 1 gateway\(s\) paused \(deployed\)$/m);
+    await gateway.waitFor(/paused: peering is frozen by .+: migrating the CRD/);
+    const client = await kubeClient();
+    const lease = await client.get<KubernetesObject>(
+      `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/causeway.dev.freeze`,
+    );
+    assert.match(String(lease.spec?.holderIdentity), /^frozen by .+: migrating the CRD$/);
+
+    await createObjects(namespace, 3);
+    // The freeze cannot end before the command that ends it starts, a second or more after the objects
+    // were created: a gateway not paused would have called them by then.
+    const resumedFrom = Date.now();
+    const resume = causeway(['resume', '--peering-namespace', namespace], env);
+    assert.equal(await resume.exited(), 0, resume.output());
+    assert.match(resume.output(), /^resumed$/m);
+    await eventually('the objects handled after the resume', async () =>
+      (await results(namespace)).size === 3 ? true : undefined,
+    );
+    const calls = callsIn(logPath);
+    assert.equal(calls.length, 3);
+    for (const call of calls) {
+      assert.ok(call.started >= resumedFrom, `${call.name} was called while frozen`);
+    }
+  });
+
+  it('stops at its start when it may not keep Leases, naming the rights and --standalone', async (t) => {
+    await applyFile(new URL('../../examples/01-minimal/crd.yaml', import.meta.url));
+    const namespace = await testNamespace(t);
+    const client = await kubeClient();
+    const rbac = `/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}`;
+    await client.request(`/api/v1/namespaces/${namespace}/serviceaccounts`, {
+      method: 'POST',
+      body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'no-leases' } },
+    });
+    await client.request(`${rbac}/roles`, {
+      method: 'POST',
+      body: {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'Role',
+        metadata: { name: 'no-leases' },
+        rules: [
+          { apiGroups: ['kopf.dev'], resources: ['kopfexamples'], verbs: ['get', 'list', 'watch', 'patch'] },
+        ],
+      },
+    });
+    await client.request(`${rbac}/rolebindings`, {
+      method: 'POST',
+      body: {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'RoleBinding',
+        metadata: { name: 'no-leases' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'no-leases' },
+        subjects: [{ kind: 'ServiceAccount', name: 'no-leases', namespace }],
+      },
+    });
+    const kubeconfig = join(mkdtempSync(join(tmpdir(), 'causeway-no-leases-')), 'kubeconfig');
+    // Its context names the namespace: peering's Leases are looked for there.
+    await writeServiceAccountKubeconfig(kubeconfig, namespace, 'no-leases');
+    const gateway = causeway(['run', MODULE, '-n', namespace], {
+      ...process.env,
+      KUBECONFIG: kubeconfig,
+      CAUSEWAY_CALL_LOG: '/dev/null',
+      POD_NAME: 'no-leases',
+    });
+    t.after(() => gateway.stop());
+    assert.equal(await gateway.exited(), 1, gateway.output());
+    assert.match(
+      gateway.output(),
+      new RegExp(
+        `peering needs to get, list, create, update and delete Leases \\(coordination.k8s.io\\) in namespace ${namespace}: grant them to the gateway, or run it alone with --standalone`,
+      ),
+    );
   });
 });

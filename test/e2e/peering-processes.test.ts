@@ -43,7 +43,7 @@ function callsIn(path: string): Call[] {
 
 async function createObjects(namespace: string, count: number): Promise<string[]> {
   const client = await kubeClient();
-  const names = Array.from({ length: count }, (_, index) => `kex-${String(index).padStart(3, '0')}`);
+  const names = Array.from({ length: count }, (_, index) => `kex-${String(index).padStart(4, '0')}`);
   for (let start = 0; start < count; start += 50) {
     await Promise.all(
       names.slice(start, start + 50).map((name) =>
@@ -118,7 +118,11 @@ describe('peering between processes', () => {
     );
     assert.ok(tookOver >= 0, 'the second gateway called nothing while the first led');
     assert.ok(tookOver <= TAKEOVER_BOUND_MS, `took over within ${TAKEOVER_BOUND_MS} ms`);
-    assert.deepEqual([...new Set(calls.map((call) => call.name))].sort(), names, 'every object was called');
+    assert.deepEqual(
+      [...new Set(calls.map((call) => call.name))].sort(),
+      [...names].sort(),
+      'every object was called',
+    );
     const byName = Map.groupBy(calls, (call) => call.name);
     const repeated = [...byName].filter(([, ofName]) => ofName.length > 1);
     t.diagnostic(`${repeated.length} objects called twice`);
@@ -137,6 +141,72 @@ describe('peering between processes', () => {
     for (const [name, result] of handled) {
       const last = byName.get(name)?.at(-1);
       assert.deepEqual(result, { by: last?.gateway }, `${name}'s result is its last call's`);
+    }
+  });
+
+  it('shares 3,000 objects among three --sharding gateways; one killed with SIGKILL and a fourth started, none is dropped or handled by two at once', async (t) => {
+    await applyFile(new URL('../../examples/01-minimal/crd.yaml', import.meta.url));
+    const namespace = await testNamespace(t);
+    const logPath = join(mkdtempSync(join(tmpdir(), 'causeway-sharding-')), 'calls.log');
+    writeFileSync(logPath, '');
+    const { kubeconfigPath } = await testCluster();
+    const start = (id: string): CliProcess => {
+      const env = { ...process.env, KUBECONFIG: kubeconfigPath, CAUSEWAY_CALL_LOG: logPath, POD_NAME: id };
+      const args = [
+        'run',
+        MODULE,
+        '-n',
+        namespace,
+        '--peering-namespace',
+        namespace,
+        '--sharding',
+        '--concurrency',
+        '8',
+      ];
+      const gateway = causeway(args, env);
+      t.after(() => gateway.stop('SIGKILL'));
+      return gateway;
+    };
+    const gateways = ['shard-a', 'shard-b', 'shard-c'].map(start);
+    await Promise.all(gateways.map((gateway) => gateway.waitFor(/a 1\/3 share/)));
+    const count = 3000;
+    const names = await createObjects(namespace, count);
+    await eventually('a part of the backlog handled', async () =>
+      callsIn(logPath).length >= 600 ? true : undefined,
+    );
+    const [, killed] = gateways as [CliProcess, CliProcess, CliProcess];
+    process.kill(killed.child.pid as number, 'SIGKILL');
+    const killedAt = Date.now();
+    assert.equal(await killed.exited(), 'SIGKILL');
+    start('shard-d');
+    await eventually(
+      `status.create_fn on all ${count} objects`,
+      async () => ((await results(namespace)).size === count ? true : undefined),
+      120_000,
+    );
+
+    const calls = callsIn(logPath);
+    assert.deepEqual(
+      [...new Set(calls.map((call) => call.name))].sort(),
+      [...names].sort(),
+      'every object was called',
+    );
+    const shares = Map.groupBy(calls, (call) => call.gateway);
+    t.diagnostic([...shares].map(([id, of]) => `${id}: ${of.length}`).join(', '));
+    assert.ok((shares.get('shard-d')?.length ?? 0) > 0, 'the gateway that joined took a share');
+    const byName = Map.groupBy(calls, (call) => call.name);
+    const repeated = [...byName].filter(([, ofName]) => ofName.length > 1);
+    t.diagnostic(`${repeated.length} objects called twice`);
+    assert.ok(repeated.length <= 8, 'no more repeats than calls in flight at once on the killed gateway');
+    for (const [name, [before, after, ...more]] of repeated) {
+      assert.deepEqual(more, [], `${name} was called at most twice`);
+      assert.equal(before?.gateway, 'shard-b', `${name}: a repeat is of a call of the killed gateway`);
+      assert.ok(
+        (before?.started ?? Infinity) < killedAt,
+        `${name}: only a call made before the kill is repeated`,
+      );
+      assert.ok((after?.started ?? 0) > killedAt, `${name}: repeated after the kill, not alongside`);
+      assert.equal(after?.key, before?.key, `${name}: the repeat has the same idempotency key`);
     }
   });
 

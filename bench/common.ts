@@ -209,7 +209,8 @@ export function withArgs(command: Command, args: string[]): Command {
 export interface Contenders {
   kopf(operator: string, namespace: string): Command;
   /** `causeway run`: the gateway and the functions in one process. */
-  causeway(operator: string, namespace: string): Command;
+  /** `causeway run`, alone (--standalone) as Kopf runs here, unless given other peering flags. */
+  causeway(operator: string, namespace: string, peering?: string[]): Command;
   /** The two deployed apart: `causeway serve` on a port, and `causeway gateway` calling it there. */
   causewayServe(operator: string, port: number): Command;
   causewayGateway(functions: string, namespace: string): Command;
@@ -256,14 +257,19 @@ export async function prepareContenders(nodeFlags = IMAGE_NODE_FLAGS, compare?: 
       env: { ...env, ...IMAGE_ENV },
     });
   const cli = cliOf(bundle);
-  /** `causeway gateway` calling `bench`, its scope pinned where that CLI knows of scopes. */
+  /**
+   * `causeway gateway` calling `bench`, its scope pinned where that CLI knows of scopes, alone as Kopf
+   * runs here (--standalone) where that CLI peers.
+   */
   const gatewayWith =
-    (run: (args: string[]) => Command, scoped: boolean) => (functions: string, namespace: string) =>
+    (run: (args: string[]) => Command, scoped: boolean, peers: boolean) =>
+    (functions: string, namespace: string) =>
       run([
         'gateway',
         '--functions',
         `bench=${functions}`,
         ...(scoped ? ['--function-scope', `bench=${BENCH_SCOPE}`] : []),
+        ...(peers ? ['--standalone'] : []),
         '--namespace',
         namespace,
       ]);
@@ -278,7 +284,7 @@ export async function prepareContenders(nodeFlags = IMAGE_NODE_FLAGS, compare?: 
     baseline = {
       ref: compare,
       causewayServe: serveWith(run),
-      causewayGateway: gatewayWith(run, help.includes('--function-scope')),
+      causewayGateway: gatewayWith(run, help.includes('--function-scope'), help.includes('--standalone')),
     };
   }
   const kopf = ensureKopf(cacheRoot(), say);
@@ -294,9 +300,10 @@ export async function prepareContenders(nodeFlags = IMAGE_NODE_FLAGS, compare?: 
         join(ROOT, 'bench/operators', operator),
       ],
     }),
-    causeway: (operator, namespace) => cli(['run', operators(operator), '--namespace', namespace]),
+    causeway: (operator, namespace, peering = ['--standalone']) =>
+      cli(['run', operators(operator), '--namespace', namespace, ...peering]),
     causewayServe: serveWith(cli),
-    causewayGateway: gatewayWith(cli, true),
+    causewayGateway: gatewayWith(cli, true, true),
     ...(baseline ? { baseline } : {}),
   };
 }

@@ -50,7 +50,7 @@ async function main(): Promise<void> {
         name: 'causeway (installed package)',
         command: (namespace) => ({
           file: join(project, 'node_modules/.bin/causeway'),
-          args: ['run', 'operator.ts', '--quiet', '--namespace', namespace],
+          args: ['run', 'operator.ts', '--quiet', '--standalone', '--namespace', namespace],
           cwd: project,
           env: userEnvironment(),
         }),
@@ -66,6 +66,7 @@ async function main(): Promise<void> {
             'run',
             join(ROOT, 'bench/operators/causeway-operator.ts'),
             '--quiet',
+            '--standalone',
             '--namespace',
             namespace,
           ],

@@ -6,6 +6,7 @@ import { DEV_PRIORITY } from '../peering/members.ts';
 import { UsageError } from './command-line.ts';
 import {
   conformanceOptions,
+  devGatewayOptions,
   devSessionOptions,
   freezeOptions,
   type GatewayOnlyValues,
@@ -474,6 +475,18 @@ describe('peeringOptions: how run, gateway and dev peer', () => {
       () => peeringOptions({ 'peering-namespace': 'Ops!' }, nowhere),
       '--peering-namespace expects a namespace, got "Ops!"',
     );
+  });
+
+  it("runs causeway dev's own gateway at the dev priority, unless told another or --standalone", () => {
+    assert.deepEqual(devGatewayOptions({}, noFiles, nowhere).peering, {
+      namespace: 'default',
+      priority: DEV_PRIORITY,
+    });
+    assert.deepEqual(devGatewayOptions({ priority: '5' }, noFiles, nowhere).peering, {
+      namespace: 'default',
+      priority: 5,
+    });
+    assert.equal(devGatewayOptions({ standalone: true }, noFiles, nowhere).peering, undefined);
   });
 
   it('shares the objects with --sharding', () => {

@@ -100,6 +100,17 @@ export function peeringNamespace(given: string | undefined, whereabouts: Whereab
   return namespace;
 }
 
+/** What `causeway dev` gives its own gateway: as run, at the dev priority unless --priority says another. */
+export function devGatewayOptions(
+  values: GatewayValues,
+  readText: ReadText,
+  whereabouts: Whereabouts,
+): GatewaySettings {
+  const options = gatewayOptions(values, readText, whereabouts);
+  if (!options.peering || options.peering.priority !== undefined) return options;
+  return { ...options, peering: { ...options.peering, priority: DEV_PRIORITY } };
+}
+
 /** What `causeway freeze` holds, but the client and who holds it. */
 export function freezeOptions(
   values: GroupValues<typeof FREEZE | typeof PEERED_IDENTITY>,

@@ -17,7 +17,7 @@ import {
   IDENTITY,
   OBJECTS,
 } from '../flags.ts';
-import { devSessionOptions, gatewayOptions, identityOf, namespacesWarning } from '../options.ts';
+import { devGatewayOptions, devSessionOptions, identityOf, namespacesWarning } from '../options.ts';
 import { readText, untilSignal, whereabouts } from '../process.ts';
 import { readSecretText } from '../secret.ts';
 
@@ -30,7 +30,7 @@ export const devCommand = command({
   note: CLUSTER_NOTE,
   groups: [OBJECTS, ACTIVITIES, ADMISSION, DEV_PEERING, IDENTITY, DEV_SESSION],
   async run({ args: { module }, values, logger }) {
-    const gateway = { ...gatewayOptions(values, readText, whereabouts()), logger };
+    const gateway = { ...devGatewayOptions(values, readText, whereabouts()), logger };
     const session = devSessionOptions(values);
     const serveArgs = values.verbose ? ['--verbose'] : values.quiet ? ['--quiet'] : [];
     const until = untilSignal(logger);

@@ -14,6 +14,7 @@ import type { KubeClient } from './kube/client.ts';
 import type { DiscoveredResource, DiscoveryCache } from './kube/discovery.ts';
 import { ApiError } from './kube/errors.ts';
 import type { Logger } from './logging.ts';
+import type { WriteLeave } from './peering/peering.ts';
 import { kubeReactorApi, type ReactorApi } from './reactor/api.ts';
 import { functionServiceCaller } from './reactor/calls.ts';
 import { ResourceReactor } from './reactor/cycle.ts';
@@ -43,8 +44,8 @@ export interface PipelineOptions {
   logger: Logger;
   /** Receives a promise for each first listing made at a start. */
   onListing(listed: Promise<void>): void;
-  /** Throws unless this gateway may write now (peering: it leads, its Lease renewed in time). */
-  fence?: () => void;
+  /** Throws unless this gateway may write now (peering: it leads, its Lease renewed in time); says how. */
+  fence?: () => WriteLeave;
   /** Sharding: whether this gateway handles the object of this uid. Every object is indexed all the same. */
   owns?: (uid: string) => boolean;
 }
@@ -193,16 +194,19 @@ export class ResourcePipeline implements Component {
   }
 }
 
-/** The API with every write checked by `fence` first: a gateway that may no longer lead writes nothing. */
-function fencedApi(api: ReactorApi, fence: () => void): ReactorApi {
+/**
+ * The API with every write checked by `fence` first: a gateway that may no longer lead writes nothing,
+ * and one whose Lease renewal is overdue guards its writes with the resourceVersion they come from.
+ */
+function fencedApi(api: ReactorApi, fence: () => WriteLeave): ReactorApi {
   return {
     async jsonPatch(object, patch) {
-      fence();
+      fence(); // guarded by its own `test` of the resourceVersion where it matters (finalizers)
       return api.jsonPatch(object, patch);
     },
-    async applyChanges(object, changes) {
-      fence();
-      return api.applyChanges(object, changes);
+    async applyChanges(object, changes, guarded) {
+      const leave = fence();
+      return api.applyChanges(object, changes, guarded || leave === 'guarded');
     },
     async applyObject(object, namespace) {
       fence();

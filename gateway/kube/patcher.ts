@@ -61,24 +61,37 @@ export function copiedChanges(changes: ObjectChanges): ObjectChanges {
 }
 
 /** Returns the object as the API answered the last write, or undefined when nothing was written. */
+/**
+ * Writes the changes as merge patches, the status first where it is a subresource. `guarded`, each
+ * carries the resourceVersion it was computed from (the object's, then the first write's): the
+ * apiserver refuses it (409) if anyone wrote the object meanwhile.
+ */
 export async function applyChanges(
   client: KubeClient,
   resource: DiscoveredResource,
   target: KubernetesObject,
   changes: ObjectChanges,
   fieldManager: string,
+  guarded = false,
 ): Promise<KubernetesObject | undefined> {
   const path = objectPath(resource, target.metadata.name, target.metadata.namespace);
   const query = { fieldManager };
   const hasStatus = Object.keys(changes.status).length > 0;
   const hasObject = Object.keys(changes.object).length > 0;
   let written: KubernetesObject | undefined;
+  const guard = <T extends object>(body: T): T => {
+    if (!guarded) return body;
+    const resourceVersion = (written ?? target).metadata.resourceVersion;
+    const metadata = (body as { metadata?: object }).metadata;
+    return { ...body, metadata: { ...metadata, resourceVersion } };
+  };
   if (resource.subresources.includes('status')) {
-    if (hasStatus) written = await client.patch(`${path}/status`, 'merge', { status: changes.status }, query);
-    if (hasObject) written = await client.patch(path, 'merge', changes.object, query);
+    if (hasStatus)
+      written = await client.patch(`${path}/status`, 'merge', guard({ status: changes.status }), query);
+    if (hasObject) written = await client.patch(path, 'merge', guard(changes.object), query);
   } else if (hasStatus || hasObject) {
     const body = hasStatus ? { ...changes.object, status: changes.status } : changes.object;
-    written = await client.patch(path, 'merge', body, query);
+    written = await client.patch(path, 'merge', guard(body), query);
   }
   return written;
 }

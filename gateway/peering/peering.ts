@@ -52,6 +52,30 @@ export interface PeeringEngineOptions extends PeeringOptions {
 /** A write refused because this gateway may no longer lead: another may have taken over. */
 export class FencedOut extends Error {}
 
+/** How a write may go: as it is, or guarded by the resourceVersion it was computed from. */
+export type WriteLeave = 'free' | 'guarded';
+
+/**
+ * Whether a gateway may write, `renewedAgoMs` after its Lease's last renewal: not unless it holds its
+ * pipelines (leading, or finishing the calls in flight as it stops: no other member starts before it
+ * says it has stopped), nor from the renew deadline on (its writes must reach the apiserver before
+ * another member may take it for gone). Once a renewal is overdue, each write carries the
+ * resourceVersion it was computed from, so one that arrives late over a newer state is refused.
+ */
+export function writeLeave(
+  holding: boolean,
+  renewedAgoMs: number,
+  settings: Settings['peering'],
+): WriteLeave {
+  if (!holding) throw new FencedOut('this gateway no longer leads: the write is not made');
+  if (renewedAgoMs >= settings.renewDeadlineS * 1000) {
+    throw new FencedOut(
+      `this gateway has not renewed its Lease for ${settings.renewDeadlineS}s and may no longer lead: the write is not made`,
+    );
+  }
+  return renewedAgoMs >= 2 * settings.retryPeriodS * 1000 ? 'guarded' : 'free';
+}
+
 export const LEASES = (namespace: string) => `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`;
 
 export class Peering implements Component {
@@ -88,19 +112,9 @@ export class Peering implements Component {
     this.#lease = memberLeaseName(options.prefix, this.id);
   }
 
-  /**
-   * Throws FencedOut unless this gateway holds its pipelines (leading, or finishing the calls in flight
-   * as it stops: no other member starts before it says it has stopped) with a Lease renewed within the
-   * renew deadline: a write it lets through reaches the apiserver before any other may take over.
-   */
-  fence(): void {
-    const { settings } = this.#options;
-    if (!this.#holding) throw new FencedOut('this gateway no longer leads: the write is not made');
-    if (Date.now() - this.#renewedAt >= settings.renewDeadlineS * 1000) {
-      throw new FencedOut(
-        `this gateway has not renewed its Lease for ${settings.renewDeadlineS}s and may no longer lead: the write is not made`,
-      );
-    }
+  /** How this gateway may write now: see `writeLeave`. */
+  fence(): WriteLeave {
+    return writeLeave(this.#holding, Date.now() - this.#renewedAt, this.#options.settings);
   }
 
   async start(): Promise<void> {

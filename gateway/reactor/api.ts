@@ -15,8 +15,15 @@ import type { NamedObject } from './outcomes.ts';
 export interface ReactorApi {
   /** A JSON Patch of the object, guarded by its `test` operations. */
   jsonPatch(object: KubernetesObject, patch: JsonPatch): Promise<KubernetesObject>;
-  /** The changes' merge patches, status first; the object as last written, or undefined if nothing was. */
-  applyChanges(object: KubernetesObject, changes: ObjectChanges): Promise<KubernetesObject | undefined>;
+  /**
+   * The changes' merge patches, status first; the object as last written, or undefined if nothing was.
+   * `guarded`: refused (409) if the object changed since `object` (see kube/patcher.ts).
+   */
+  applyChanges(
+    object: KubernetesObject,
+    changes: ObjectChanges,
+    guarded?: boolean,
+  ): Promise<KubernetesObject | undefined>;
   /**
    * Creates or updates an object a handler asked for, in `namespace` unless it names its own; the
    * object as applied (undefined from fakes that keep none).
@@ -41,7 +48,8 @@ export function kubeReactorApi(
 ): ReactorApi {
   return {
     jsonPatch: (object, patch) => applyJsonPatch(client, resource, object, patch, fieldManager),
-    applyChanges: (object, changes) => applyChanges(client, resource, object, changes, fieldManager),
+    applyChanges: (object, changes, guarded) =>
+      applyChanges(client, resource, object, changes, fieldManager, guarded),
     async applyObject(object, namespace) {
       const kind = await discovery.resolve(kindSelector(object.apiVersion, object.kind));
       return applyObject(client, kind, object, fieldManager, namespace);

@@ -103,6 +103,14 @@ describe('peering members', () => {
     assert.notEqual(view.digest, viewOf([young, old]).digest);
   });
 
+  it('keep the leader that leads now, even when an older member comes back', () => {
+    const old = member('old', { since: '2026-11-27T07:00:00.000Z' });
+    const leading = member('leading', { since: '2026-11-27T08:00:00.000Z', leading: true });
+    assert.equal(viewOf([old, leading]).leader?.id, 'leading');
+    const dev = member('laptop', { priority: 666, since: '2026-11-27T09:00:00.000Z' });
+    assert.equal(viewOf([old, leading, dev]).leader?.id, 'laptop', 'a higher priority still takes over');
+  });
+
   it('let nobody lead while a freeze is held', () => {
     const view = viewOf([member('a'), member('freeze', { freeze: { message: 'hold', until: undefined } })]);
     assert.equal(view.leader, undefined);

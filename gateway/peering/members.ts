@@ -1,7 +1,7 @@
 /**
  * Peering's model, pure: the gateways of one identity each hold a Lease (a member), renewed while they
  * run. From the members it sees alive, each computes the same view: who may lead (the highest
- * priority only; nobody while a freeze is held) and who leads (the oldest of those). A member that
+ * priority only; nobody while a freeze is held) and who leads (the one leading now, else the oldest). A member that
  * is to lead starts only once every live member has acknowledged that view, which each does once it
  * has stopped whatever the view takes from it: so no two gateways lead at once, without any lock
  * beyond the apiserver's own writes.
@@ -45,7 +45,7 @@ export interface View {
   digest: string;
   /** The members of the highest priority, who run (all of them sharding, or their leader): none while frozen. */
   active: readonly Member[];
-  /** The oldest active member: the one that runs, when they do not shard. */
+  /** The active member that runs, when they do not shard: the one leading now, else the oldest. */
   leader: Member | undefined;
   frozen: Member | undefined;
   /** Some active members shard and others do not: none runs until they agree (a misconfiguration). */
@@ -138,9 +138,10 @@ export function viewOf(alive: readonly Member[]): View {
   const gateways = members.filter((member) => !member.freeze);
   const top = Math.max(...gateways.map((member) => member.priority));
   const active = frozen ? [] : gateways.filter((member) => member.priority === top);
-  const leader = [...active].sort(
-    (a, b) => Date.parse(a.since) - Date.parse(b.since) || (a.id < b.id ? -1 : 1),
-  )[0];
+  // The one leading goes on leading (one that comes back after a cut does not take over again); else the oldest.
+  const oldest = (of: Member[]) =>
+    of.sort((a, b) => Date.parse(a.since) - Date.parse(b.since) || (a.id < b.id ? -1 : 1))[0];
+  const leader = oldest(active.filter((member) => member.leading)) ?? oldest([...active]);
   const mixed = active.some((member) => member.sharding) && active.some((member) => !member.sharding);
   const described = members.map(
     (member) => `${member.id}\0${member.priority}\0${member.freeze ? 'F' : ''}${member.sharding ? 'S' : ''}`,

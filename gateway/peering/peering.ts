@@ -165,7 +165,7 @@ export class Peering implements Component {
   }
 
   async #tick(): Promise<void> {
-    const { settings, components, logger } = this.#options;
+    const { settings, logger } = this.#options;
     const started = Date.now();
     try {
       await this.#renew(
@@ -178,7 +178,8 @@ export class Peering implements Component {
       logger.warning(
         `could not renew this gateway's Lease ${this.#lease} (for ${since}s): ${describe(error)}`,
       );
-      if (components.leading && Date.now() - this.#renewedAt >= settings.renewDeadlineS * 1000) {
+      const overdue = Date.now() - this.#renewedAt >= settings.renewDeadlineS * 1000;
+      if (this.#holding && !this.#turning && overdue) {
         logger.error(`stops leading: its Lease was not renewed within ${settings.renewDeadlineS}s`);
         this.#follow();
       }
@@ -269,12 +270,15 @@ export class Peering implements Component {
     });
   }
 
+  /** Runs a change of what this gateway holds once the one under way (if any) is done. */
   #turn(change: () => Promise<void>): void {
-    this.#turning = change()
+    const turning: Promise<void> = (this.#turning ?? Promise.resolve())
+      .then(change)
       .catch((error) => this.#options.logger.error(`peering: ${describe(error)}`))
       .finally(() => {
-        this.#turning = undefined;
+        if (this.#turning === turning) this.#turning = undefined;
       });
+    this.#turning = turning;
   }
 
   #acknowledge(digest: string): void {

@@ -1,7 +1,8 @@
 /**
  * Gateways of one identity, peering through Leases on the real control plane: one leads and handles,
  * the others stand by; the leader's stop hands over to the next, with no object handled by both at
- * once; a gateway of a higher priority (`--dev`) pauses the running one and hands back when it stops.
+ * once; a gateway of a higher priority (`--dev`) pauses the running one and hands back when it stops;
+ * a leader that can no longer renew its Lease stops at the renew deadline, before another takes over.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -9,7 +10,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { operator } from '../../functions/index.ts';
 import { DEV_PRIORITY } from '../../gateway/index.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
-import { testNamespace } from '../support/cluster.ts';
+import { testCluster, testNamespace } from '../support/cluster.ts';
+import { startLaggingProxy } from '../support/lagging-proxy.ts';
 import { applyFile, eventually, kubeClient, memoryLogger, runOperator } from '../support/operator.ts';
 
 const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
@@ -180,5 +182,63 @@ describe('peering', () => {
       devLast < resumedFirst,
       'the dev gateway had stopped its timers before the deployed one resumed',
     );
+  });
+
+  it('stops a leader that cannot renew its Lease at the renew deadline, before the other takes over', async (t) => {
+    await applyFile(CRD);
+    const namespace = await testNamespace(t);
+    const calls: Call[] = [];
+    // The first gateway reaches the apiserver through a proxy that will refuse its Lease requests.
+    const proxy = await startLaggingProxy(await testCluster());
+    t.after(() => proxy.close());
+    const cutLog = memoryLogger();
+    const cut = await runOperator(recordingOperator('cut', calls, { timer: true }), {
+      namespaces: [namespace],
+      transport: 'in-process',
+      peering: { namespace, id: 'cut' },
+      kubeconfig: proxy.kubeConfig(),
+      logger: cutLog,
+    });
+    t.after(() => cut.stop());
+    await eventually('the first gateway leading', async () => cut.gateway.leading || undefined);
+    const otherLog = memoryLogger();
+    const other = await runOperator(recordingOperator('other', calls, { timer: true }), {
+      namespaces: [namespace],
+      transport: 'in-process',
+      peering: { namespace, id: 'other' },
+      logger: otherLog,
+    });
+    t.after(() => other.stop());
+    await createObjects(namespace, 1);
+    const ticks = (gateway: string) =>
+      calls.filter((call) => call.key === 'timer' && call.gateway === gateway);
+    await eventually('timers on the first gateway', async () => ticks('cut').length >= 3 || undefined);
+
+    proxy.refuseLeases(true);
+    const cutAt = Date.now();
+    await eventually(
+      'the first gateway stopping at its renew deadline',
+      async () =>
+        cutLog.lines.some((line) => line.includes('stops leading: its Lease was not renewed within 10s')) ||
+        undefined,
+      20_000,
+    );
+    const stoppedAt = Date.now();
+    await eventually('the other gateway leading', async () => other.gateway.leading || undefined, 30_000);
+    await eventually('timers on the other gateway', async () => ticks('other').length >= 2 || undefined);
+    t.diagnostic(`stopped ${stoppedAt - cutAt} ms after the cut; the other leads after it`);
+    // Its writes are refused from the deadline (10 s) on; it says so at its next look, within the Lease's 15 s.
+    assert.ok(stoppedAt - cutAt < 15_000, 'it stopped before its Lease could be taken for gone');
+    const lastCut = Math.max(...ticks('cut').map((call) => call.ended));
+    const firstOther = Math.min(...ticks('other').map((call) => call.started));
+    assert.ok(lastCut < firstOther, 'the cut gateway ran its last timer before the other ran its first');
+
+    proxy.refuseLeases(false);
+    await eventually(
+      'the first gateway following once it renews again',
+      async () => cutLog.lines.some((line) => line.includes('follows "other"')) || undefined,
+      20_000,
+    );
+    assert.equal(cut.gateway.leading, false);
   });
 });

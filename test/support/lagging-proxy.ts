@@ -1,7 +1,8 @@
 /**
  * A plain-HTTP reverse proxy to the test apiserver that can hold back watch streams, as a congested
  * network or a busy apiserver does: the apiserver and its events are real, only their delivery lags.
- * Everything else (lists, reads, writes) passes at once.
+ * Everything else (lists, reads, writes) passes at once, but for Leases when told to refuse them, as
+ * an apiserver that one client can no longer reach for them would (503).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { request } from 'node:https';
@@ -16,6 +17,8 @@ export interface LaggingProxy {
   holdAfterNextEvent(): void;
   /** Delivers what was held back, and holds nothing from now on. */
   release(): void;
+  /** Answers every request for Leases with 503 while `refused`. */
+  refuseLeases(refused: boolean): void;
   close(): Promise<void>;
 }
 
@@ -23,6 +26,7 @@ type Valve = 'open' | 'after-next' | 'held';
 
 export async function startLaggingProxy(target: ApiTarget): Promise<LaggingProxy> {
   let valve: Valve = 'open';
+  let leasesRefused = false;
   /** What the valve keeps: lines, and the end of a stream that ended meanwhile (no data). */
   const held: Array<{ response: ServerResponse; data?: string }> = [];
 
@@ -45,6 +49,13 @@ export async function startLaggingProxy(target: ApiTarget): Promise<LaggingProxy
 
   const forward = (incoming: IncomingMessage, response: ServerResponse) => {
     const url = new URL(incoming.url ?? '/', target.server);
+    if (leasesRefused && url.pathname.includes('/leases')) {
+      response.writeHead(503, { 'content-type': 'application/json' });
+      response.end(
+        JSON.stringify({ kind: 'Status', status: 'Failure', code: 503, message: 'refused by the test' }),
+      );
+      return;
+    }
     const watching = ['true', '1'].includes(url.searchParams.get('watch') ?? '');
     const { host: _host, ...headers } = incoming.headers;
     const upstream = request(url, { method: incoming.method, headers, ca: target.caPem }, (answer) => {
@@ -76,6 +87,9 @@ export async function startLaggingProxy(target: ApiTarget): Promise<LaggingProxy
     },
     holdAfterNextEvent() {
       valve = 'after-next';
+    },
+    refuseLeases(refused) {
+      leasesRefused = refused;
     },
     release() {
       valve = 'open';

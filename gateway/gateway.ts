@@ -275,7 +275,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       },
     }),
   );
-  await addDevSessions(options, { client, services, identity, settings, logger }, components);
+  await addDevSessions(options, { client, services, identity, settings, logger, peering }, components);
   try {
     await components.start();
   } catch (error) {
@@ -314,10 +314,11 @@ async function addDevSessions(
     identity: Identity;
     settings: Settings;
     logger: Logger;
+    peering: Peering | undefined;
   },
   components: Components,
 ): Promise<void> {
-  const { client, services, identity, settings, logger } = parts;
+  const { client, services, identity, settings, logger, peering } = parts;
   let objects: FunctionServiceObjects | undefined;
   const routes = new DevSessionRoutes({
     redirect: (name, to) => services.redirect(name, to),
@@ -341,6 +342,7 @@ async function addDevSessions(
       settings,
       logger,
       given: new Set(services.current.map((service) => service.name)),
+      ...(peering ? { announces: () => peering.isLeader() } : {}),
     });
     await components.add(objects);
   }

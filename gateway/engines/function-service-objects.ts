@@ -245,6 +245,11 @@ export interface FunctionServiceObjectsOptions {
   logger: Logger;
   /** The services the gateway was given otherwise (--functions, in its process): no FunctionService takes their names. */
   given: ReadonlySet<string>;
+  /**
+   * Whether this replica posts the Events every replica sees the reason for (peering: the one that
+   * leads), so that each is posted once. Undefined: it does.
+   */
+  announces?: () => boolean;
 }
 
 interface Known {
@@ -472,12 +477,13 @@ export class FunctionServiceObjects implements Component {
           ]
         : ['DevSessionEnded', `the calls of "${serviceName}" go to ${String(known.object.spec?.url)} again`];
       known.away = away;
-      await postEvents(
-        this.#options.client,
-        known.object,
-        [{ type: 'Normal', reason, message }],
-        this.#options.logger,
-      );
+      if (this.#options.announces?.() !== false)
+        await postEvents(
+          this.#options.client,
+          known.object,
+          [{ type: 'Normal', reason, message }],
+          this.#options.logger,
+        );
     }
     await this.#writeStatus(known);
   }

@@ -102,6 +102,8 @@ export class Peering implements Component {
   #heldView = '';
   /** Sharding: who handles which object under the view held. */
   #ring: Ring | undefined;
+  /** The view as last seen. */
+  #view: View | undefined;
   /** What was last said in the log about the view, so each change is said once. */
   #said = '';
 
@@ -188,9 +190,18 @@ export class Peering implements Component {
     const members = await this.#members();
     const alive = this.#liveness.alive(members, Date.now());
     const view = viewOf(alive);
+    this.#view = view;
     this.#act(view);
     // The leader clears away the Leases of members gone (pods replaced, laptops closed), and freezes over.
     if (view.leader?.id === this.id) await this.#collect(members.filter((member) => !alive.includes(member)));
+  }
+
+  /**
+   * Whether this gateway is the view's leader (sharding: the oldest active member): the one replica
+   * that posts what every replica would otherwise post once each.
+   */
+  isLeader(): boolean {
+    return this.#view?.leader?.id === this.id;
   }
 
   /** Whether another gateway of this identity runs now: the last one to stop takes its webhooks away. */

@@ -26,6 +26,7 @@ import {
 import { jsonPatchOf } from '../../webhooks/patch.ts';
 import {
   chooseMode,
+  localHosts,
   localReach,
   ngrokReach,
   type Reach,
@@ -272,7 +273,7 @@ export class Admission implements Component {
         });
       }
       default:
-        return localReach();
+        return localReach(settings.url);
     }
   }
 
@@ -484,7 +485,7 @@ export class Admission implements Component {
         `${name}.${namespace}.svc.cluster.local`,
       ];
     }
-    return [settings.listen.host === '0.0.0.0' ? '127.0.0.1' : settings.listen.host, 'localhost'];
+    return localHosts(settings.listen.host, settings.url);
   }
 
   /**

@@ -92,6 +92,11 @@ export interface Settings {
     ngrok?: { authtokenSecret?: { namespace: string; name: string }; domain?: string; forward?: Forward };
     /** Where the server listens: port 0 takes any free one (`local` only). */
     listen: { host: string; port: number };
+    /**
+     * `local` only: the URL the webhook configurations name when the apiserver reaches the server
+     * through something in front of it (a load balancer over replicas); the listen address by default.
+     */
+    url?: string;
     service?: { namespace: string; name: string; port: number };
     /** The Secret that keeps the certificates, so restarts and replicas share them; in memory when absent. */
     certificates?: { namespace: string; name: string };

@@ -1,6 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { chooseMode, type Forward, localReach, ngrokReach, serviceReach, TunnelError } from './reach.ts';
+import {
+  chooseMode,
+  type Forward,
+  localHosts,
+  localReach,
+  ngrokReach,
+  serviceReach,
+  TunnelError,
+} from './reach.ts';
 
 describe('how the apiserver reaches the webhook server', () => {
   it('auto: service in a pod, local when the apiserver is on this host, ngrok otherwise', () => {
@@ -21,6 +29,19 @@ describe('how the apiserver reaches the webhook server', () => {
     const service = { namespace: 'ops', name: 'gateway', port: 443 };
     const way = await serviceReach(service)({ host: '0.0.0.0', port: 9443 });
     assert.deepEqual([way.clientConfig, way.bundle], [{ service }, true]);
+  });
+
+  it('local with a URL in front (a load balancer over replicas): names that URL, and its host in the certificate', async () => {
+    const way = await localReach('https://10.0.0.5:9443')({ host: '127.0.0.1', port: 41234 });
+    assert.deepEqual([way.clientConfig, way.bundle], [{ url: 'https://10.0.0.5:9443' }, true]);
+    assert.deepEqual(localHosts('127.0.0.1', 'https://10.0.0.5:9443'), [
+      '127.0.0.1',
+      'localhost',
+      '10.0.0.5',
+    ]);
+    assert.deepEqual(localHosts('0.0.0.0', 'https://[::1]:9443'), ['127.0.0.1', 'localhost', '::1']);
+    assert.deepEqual(localHosts('127.0.0.1', 'https://127.0.0.1:9443'), ['127.0.0.1', 'localhost']);
+    assert.deepEqual(localHosts('127.0.0.1'), ['127.0.0.1', 'localhost'], 'this host only, without one');
   });
 
   it('ngrok: forwards to the server over TLS with the given authtoken, and names the tunnel without a CA bundle', async () => {

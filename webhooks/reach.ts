@@ -30,12 +30,23 @@ export interface Listening {
 
 export type Reach = (server: Listening) => Promise<Way>;
 
-export function localReach(): Reach {
+/** `url`: what the apiserver calls instead of the server's own address (a load balancer in front of replicas). */
+export function localReach(url?: string): Reach {
   return async ({ host, port, scheme = 'https' }) => ({
-    clientConfig: { url: `${scheme}://${host.includes(':') ? `[${host}]` : host}:${port}` },
+    clientConfig: { url: url ?? `${scheme}://${host.includes(':') ? `[${host}]` : host}:${port}` },
     bundle: true,
     close: async () => {},
   });
+}
+
+/**
+ * The names the serving certificate holds for `local`: this host's, and the host of `url` when the
+ * apiserver calls the server there, as it checks the certificate against the host it calls.
+ */
+export function localHosts(listenHost: string, url?: string): string[] {
+  const listening = listenHost === '0.0.0.0' ? '127.0.0.1' : listenHost;
+  const called = url ? new URL(url).hostname.replace(/^\[|\]$/g, '') : listening;
+  return [...new Set([listening, 'localhost', called])];
 }
 
 export function serviceReach(service: { namespace: string; name: string; port: number }): Reach {

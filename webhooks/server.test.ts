@@ -410,4 +410,22 @@ describe('the webhook server', () => {
     await within(5000, closed, 'the server to close');
     await within(5000, spareClosed, 'the spare connection to be closed');
   });
+
+  it('drains when asked: reviews on kept connections are answered and close those connections; one left idle goes at the limit', async (t) => {
+    const { server, post } = await serve(t, async () => ({ allowed: true }));
+    const before = await post('/v', review());
+    await before.arrayBuffer(); // its connection stays open, for the next review
+    const idle = await rawConnection(t, server.port); // as the apiserver's spare one
+    const idleClosed = closing(idle);
+
+    const began = Date.now();
+    const closed = server.close({ drainMs: 1000 });
+    const during = await post('/v', review());
+    assert.equal(during.status, 200, 'answered while draining');
+    assert.equal(during.headers.get('connection'), 'close', 'its client sends the next elsewhere');
+    await during.arrayBuffer();
+    await within(5000, closed, 'the server to close');
+    await within(5000, idleClosed, 'the idle connection to be closed');
+    assert.ok(Date.now() - began >= 950, 'the idle connection held the drain to its limit');
+  });
 });

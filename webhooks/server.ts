@@ -8,7 +8,7 @@
 
 import type { IncomingMessage } from 'node:http';
 import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { getRequestListener, type HttpBindings } from '@hono/node-server';
 import { Hono } from 'hono';
 import { MalformedReview, parseReview, type ReviewRequest, reviewResponse, type Verdict } from './review.ts';
@@ -49,7 +49,15 @@ export interface WebhookServer {
   readonly port: number;
   /** Serves with another certificate from the next connection on (a renewal), without a restart. */
   setCertificate(key: string, cert: string): void;
-  close(): Promise<void>;
+  /**
+   * Stops listening, and closes every connection once no review is being answered. With `drainMs`,
+   * first hands its clients over, until their connections are gone or for that long at most: it
+   * answers on (new connections too: a Service learns of a stop late), and every answer closes its
+   * connection (`Connection: close`), so a client sends its next review on a new one, which a Service
+   * gives another replica, and never on one as it closes; connections left idle go at Node's
+   * keep-alive timeout (5 s). A connection closed between two reviews loses the second.
+   */
+  close(options?: { drainMs?: number }): Promise<void>;
 }
 
 const DEFAULT_BODY_LIMIT = 4 * 1024 * 1024;
@@ -119,6 +127,10 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   /** Reviews being answered now; once closing, the connections go when the last is answered. */
   let answering = 0;
   let closing: (() => void) | undefined;
+  /** Client connections open now: a drain ends when the last has gone. */
+  const connections = new Set<Socket>();
+  /** Set while draining: ends the drain. */
+  let drained: (() => void) | undefined;
   const server: Server = createServer(
     {
       key: options.key,
@@ -131,6 +143,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       ...(options.clientCa ? { ca: options.clientCa, requestCert: true, rejectUnauthorized: true } : {}),
     },
     (request, response) => {
+      if (drained) response.setHeader('connection', 'close');
       answering++;
       response.once('close', () => {
         answering--;
@@ -148,6 +161,13 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       `webhook server: refused a TLS connection${from}: ${error.reason ?? error.message}`,
     );
   });
+  server.on('connection', (socket: Socket) => {
+    connections.add(socket);
+    socket.once('close', () => {
+      connections.delete(socket);
+      if (connections.size === 0) drained?.();
+    });
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => {
@@ -162,14 +182,23 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     port,
     setCertificate: (key, cert) =>
       server.setSecureContext({ key, cert, ...(options.clientCa ? { ca: options.clientCa } : {}) }),
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async ({ drainMs = 0 } = {}) => {
+      if (drainMs > 0 && connections.size > 0) {
+        let timer: NodeJS.Timeout | undefined;
+        await new Promise<void>((resolve) => {
+          drained = resolve;
+          timer = setTimeout(resolve, drainMs);
+        });
+        clearTimeout(timer);
+      }
+      return new Promise<void>((resolve) => {
         server.close(() => resolve());
         // The apiserver keeps connections open between reviews (90 s idle, a client certificate's
         // too, which closing idle connections leaves be): all go once no review is being answered.
         closing = () => server.closeAllConnections();
         if (answering === 0) closing();
-      }),
+      });
+    },
   };
 }
 

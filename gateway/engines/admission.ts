@@ -26,6 +26,7 @@ import {
 import { jsonPatchOf } from '../../webhooks/patch.ts';
 import {
   chooseMode,
+  localHosts,
   localReach,
   ngrokReach,
   type Reach,
@@ -95,6 +96,8 @@ const authorityName = (secret: SecretName) => `${secret.name}-ca`;
 /** The apiserver gives up at the webhook's timeout: answer well before it. */
 const DECISION_MARGIN_MS = 1000;
 const KINDS = ['validating', 'mutating'] as const;
+/** The longest a replica that others take over from waits for its connections to go: past Node's keep-alive timeout (5 s), after which idle ones go of themselves. */
+const DRAIN_MS = 10_000;
 
 export class Admission implements Component {
   readonly name = 'admission webhooks';
@@ -231,9 +234,11 @@ export class Admission implements Component {
   async stop(): Promise<void> {
     clearTimeout(this.#renewal);
     if (!this.#server) return;
-    if (await this.#last()) await this.#configure({ persistentOnly: true });
+    const last = await this.#last();
+    if (last) await this.#configure({ persistentOnly: true });
     await this.#way?.close();
-    await this.#server.close();
+    // Others answer on: the apiserver's connections are handed to them without losing a review.
+    await this.#server.close(last ? {} : { drainMs: DRAIN_MS });
     this.#server = undefined;
   }
 
@@ -272,7 +277,7 @@ export class Admission implements Component {
         });
       }
       default:
-        return localReach();
+        return localReach(settings.url);
     }
   }
 
@@ -484,7 +489,7 @@ export class Admission implements Component {
         `${name}.${namespace}.svc.cluster.local`,
       ];
     }
-    return [settings.listen.host === '0.0.0.0' ? '127.0.0.1' : settings.listen.host, 'localhost'];
+    return localHosts(settings.listen.host, settings.url);
   }
 
   /**

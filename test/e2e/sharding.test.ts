@@ -2,12 +2,14 @@
  * Sharding on the real control plane: gateways started with `sharding` share the objects of their
  * identity by a consistent-hash ring of their ids, each object handled by one of them; when one
  * leaves and another joins, every gateway stops before any starts its new share, so no object is
- * handled by two at once, none is dropped, and timers fire on one replica only.
+ * handled by two at once, none is dropped, and timers fire on one replica only. An index stays whole on
+ * every replica, whichever owns the object that reads it.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { operator } from '../../functions/index.ts';
+import { type Index, operator } from '../../functions/index.ts';
+import { freeze, resume } from '../../gateway/peering/freeze.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { testNamespace } from '../support/cluster.ts';
 import {
@@ -198,5 +200,65 @@ describe('sharding', () => {
       'the gateway that joined took a share',
     );
     assert.ok(d.gateway.leading, 'the gateway that joined runs its share');
+  });
+
+  it('keeps every index whole on every replica: a handler on either sees every object', async (t) => {
+    await applyFile(CRD);
+    const namespace = await testNamespace(t);
+    const client = await kubeClient();
+    const seen: Array<{ gateway: string; name: string; indexed: number }> = [];
+    const indexingOperator = (gateway: string) => {
+      const op = operator({ name: 'sharded' });
+      op.index('kopfexamples', { id: 'names' }, { value: 'metadata.name' });
+      op.on.create('kopfexamples', { indexes: ['names'] }, function create_fn({ name, indexes }) {
+        seen.push({ gateway, name, indexed: (indexes.names as Index<string>).get(null)?.length ?? 0 });
+      });
+      return op;
+    };
+    // Frozen until both have joined, so that both take a share of objects listed at their start.
+    await freeze({
+      client,
+      namespace,
+      prefix: 'causeway.dev',
+      message: 'until both join',
+      holder: 'test',
+      waitS: 0,
+    });
+    const names = named('kex', 40);
+    await createObjects(namespace, names);
+    const logs = [memoryLogger(), memoryLogger()];
+    for (const [index, id] of ['shard-a', 'shard-b'].entries()) {
+      const gateway = await runOperator(indexingOperator(id), {
+        namespaces: [namespace],
+        transport: 'in-process',
+        peering: { namespace, id, sharding: true },
+        logger: logs[index],
+      });
+      t.after(() => gateway.stop());
+    }
+    await eventually(
+      'both gateways paused by the freeze',
+      async () =>
+        logs.every((log) => log.lines.some((line) => line.includes('peering is frozen'))) || undefined,
+    );
+    await resume({ client, namespace, prefix: 'causeway.dev' });
+    await eventually(
+      'every object handled',
+      async () => (seen.length >= names.length ? true : undefined),
+      30_000,
+    );
+
+    assert.deepEqual(
+      new Set(seen.map((call) => call.gateway)),
+      new Set(['shard-a', 'shard-b']),
+      'both took a share',
+    );
+    for (const call of seen) {
+      assert.equal(
+        call.indexed,
+        names.length,
+        `${call.name} on ${call.gateway} saw ${call.indexed} of ${names.length}`,
+      );
+    }
   });
 });

@@ -30,13 +30,26 @@ interface Call {
   ended?: number;
 }
 
+/** What the fixture recorded, one per line: the event, the gateway, the object, a key and when. */
+function linesIn(
+  path: string,
+): Array<{ event: string; gateway: string; name: string; key: string; at: number }> {
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => {
+      const [event, gateway, name, key, at] = line.split(' ') as [string, string, string, string, string];
+      return { event, gateway, name, key, at: Number(at) };
+    });
+}
+
+/** The create handler's calls. */
 function callsIn(path: string): Call[] {
   const calls = new Map<string, Call>();
-  for (const line of readFileSync(path, 'utf8').split('\n').filter(Boolean)) {
-    const [event, gateway, name, key, at] = line.split(' ') as [string, string, string, string, string];
+  for (const { event, gateway, name, key, at } of linesIn(path)) {
     const id = `${gateway} ${name} ${key}`;
-    if (event === 'start') calls.set(id, { gateway, name, key, started: Number(at) });
-    else (calls.get(id) as Call).ended = Number(at);
+    if (event === 'start') calls.set(id, { gateway, name, key, started: at });
+    else if (event === 'end') (calls.get(id) as Call).ended = at;
   }
   return [...calls.values()];
 }
@@ -208,6 +221,71 @@ describe('peering between processes', () => {
       assert.ok((after?.started ?? 0) > killedAt, `${name}: repeated after the kill, not alongside`);
       assert.equal(after?.key, before?.key, `${name}: the repeat has the same idempotency key`);
     }
+  });
+
+  it('pauses the deployed gateway while a --dev one runs, timers and daemons too, and resumes when the dev one is killed', async (t) => {
+    await applyFile(new URL('../../examples/01-minimal/crd.yaml', import.meta.url));
+    const namespace = await testNamespace(t);
+    const logPath = join(mkdtempSync(join(tmpdir(), 'causeway-dev-peering-')), 'calls.log');
+    writeFileSync(logPath, '');
+    const { kubeconfigPath } = await testCluster();
+    const start = (id: string, flags: string[]): CliProcess => {
+      const env = { ...process.env, KUBECONFIG: kubeconfigPath, CAUSEWAY_CALL_LOG: logPath, POD_NAME: id };
+      const gateway = causeway(
+        ['run', MODULE, '-n', namespace, '--peering-namespace', namespace, ...flags],
+        env,
+      );
+      t.after(() => gateway.stop('SIGKILL'));
+      return gateway;
+    };
+    const of = (event: string, gateway: string, after = 0) =>
+      linesIn(logPath).filter((line) => line.event === event && line.gateway === gateway && line.at > after);
+    const deployed = start('deployed', []);
+    await deployed.waitFor(/leads the 1 gateway/);
+    await (await kubeClient()).request(`/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`, {
+      method: 'POST',
+      body: {
+        apiVersion: 'kopf.dev/v1',
+        kind: 'KopfExample',
+        metadata: { name: 'ticking', labels: { ticking: 'yes' } },
+        spec: { field: 'x' },
+      },
+    });
+    await eventually('the deployed gateway ticking, its daemon running', async () =>
+      of('tick', 'deployed').length >= 3 && of('daemon-start', 'deployed').length === 1 ? true : undefined,
+    );
+
+    const laptop = start('laptop', ['--dev']);
+    await deployed.waitFor(/paused by a higher priority \(666\)/);
+    await eventually('the laptop ticking, its daemon running', async () =>
+      of('tick', 'laptop').length >= 3 && of('daemon-start', 'laptop').length === 1 ? true : undefined,
+    );
+    const [laptopDaemon] = of('daemon-start', 'laptop');
+    const firstLaptopTick = Math.min(...of('tick', 'laptop').map((line) => line.at));
+    const [deployedDaemonEnd] = of('daemon-end', 'deployed');
+    assert.ok(deployedDaemonEnd, "the deployed gateway's daemon was stopped");
+    assert.ok(
+      deployedDaemonEnd.at < (laptopDaemon?.at ?? 0),
+      "the deployed daemon ended before the laptop's began",
+    );
+    assert.deepEqual(
+      of('tick', 'deployed', firstLaptopTick),
+      [],
+      'the paused gateway ran no timer once the laptop did',
+    );
+
+    process.kill(laptop.child.pid as number, 'SIGKILL');
+    const killedAt = Date.now();
+    assert.equal(await laptop.exited(), 'SIGKILL');
+    await eventually(
+      'the deployed gateway ticking again',
+      async () => (of('tick', 'deployed', killedAt).length >= 2 ? true : undefined),
+      30_000,
+    );
+    const handedBack = Math.min(...of('tick', 'deployed', killedAt).map((line) => line.at)) - killedAt;
+    t.diagnostic(`the deployed gateway ran again ${handedBack} ms after the kill of the dev one`);
+    assert.ok(handedBack >= 0 && handedBack < 20_000, 'within the Lease and a look');
+    assert.equal(of('daemon-start', 'deployed', killedAt).length, 1, 'its daemon started again');
   });
 
   it('pauses with causeway freeze, saying why, and goes on with causeway resume', async (t) => {

@@ -272,12 +272,17 @@ describe('causeway init: crd.yaml and deploy/', () => {
     const cli = join(project.dir, 'node_modules/causeway/dist/cli/causeway.mjs');
     const port = await freePort();
     const gatewayContainer = onlyContainer(find<Deployment>(objects, 'Deployment', project.gateway));
-    // The gateway's startup and liveness probes ask its --liveness endpoint, at its path and port.
+    // The gateway's startup and liveness probes ask its --liveness endpoint, at its path and port; its
+    // readiness probe /readyz on that port.
     const declared = new URL(flagValue(gatewayContainer.args ?? [], '--liveness') ?? '');
     const livenessPort = gatewayContainer.ports?.find((each) => each.containerPort === Number(declared.port));
     assert.ok(livenessPort, `no container port ${declared.port} for the liveness endpoint`);
-    for (const probe of [gatewayContainer.startupProbe, gatewayContainer.livenessProbe]) {
-      assert.equal(probe?.httpGet?.path, declared.pathname);
+    for (const [probe, path] of [
+      [gatewayContainer.startupProbe, declared.pathname],
+      [gatewayContainer.livenessProbe, declared.pathname],
+      [gatewayContainer.readinessProbe, '/readyz'],
+    ] as const) {
+      assert.equal(probe?.httpGet?.path, path);
       assert.ok([livenessPort.name, livenessPort.containerPort].includes(probe?.httpGet?.port));
     }
     const gatewayDeployment = find<Deployment>(objects, 'Deployment', project.gateway);
@@ -324,6 +329,11 @@ describe('causeway init: crd.yaml and deploy/', () => {
     );
     assert.deepEqual(handled.status?.create_fn, { message: 'Hello, example-1!' });
     assert.equal((await fetch(liveness)).status, 200, 'the liveness endpoint says the gateway is healthy');
+    assert.equal(
+      (await fetch(new URL('/readyz', liveness))).status,
+      200,
+      'the readiness endpoint says it is ready',
+    );
     const [kid, ...more] = await keptKeys(project.name, KEYS);
     assert.deepEqual(more, []);
     assert.deepEqual(

@@ -1,0 +1,192 @@
+/**
+ * The two token checkers, node:crypto's (on Node) and jose's (everywhere else), held to one another:
+ * every token, good or bad in each way a gateway or an attacker could make it, gets the same claims
+ * or the same refusal from both.
+ */
+import assert from 'node:assert/strict';
+import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
+import { describe, it } from 'node:test';
+import { type JWK, SignJWT } from 'jose';
+import { nodeCrypto } from './node-verify.ts';
+import { ISSUER, TrustError, tokenClaims } from './trust.ts';
+
+const ed = generateKeyPairSync('ed25519');
+const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+const other = generateKeyPairSync('ed25519');
+const jwks = {
+  keys: [
+    { ...(ed.publicKey.export({ format: 'jwk' }) as JWK), kid: 'ed-1' },
+    { ...(ec.publicKey.export({ format: 'jwk' }) as JWK), kid: 'ec-1' },
+  ],
+};
+const secret = new TextEncoder().encode('a secret shared with one service, 32+ bytes long');
+const AUDIENCE = 'billing';
+
+interface Token {
+  alg?: 'EdDSA' | 'ES256' | 'HS256';
+  kid?: string;
+  claims?: Record<string, unknown>;
+  /** Claims to leave out. */
+  without?: string[];
+  /** Signed with another Ed25519 key than the one its kid names. */
+  forged?: boolean;
+}
+
+async function token({ alg = 'EdDSA', kid, claims = {}, without = [], forged }: Token): Promise<string> {
+  const now = Math.floor(Date.now() / 1000);
+  const payload: Record<string, unknown> = {
+    iss: ISSUER,
+    aud: AUDIENCE,
+    iat: now,
+    exp: now + 30,
+    jti: randomUUID(),
+    req: 'POST /causeway/v1/invoke',
+    bsh: 'digest',
+    ...claims,
+  };
+  for (const claim of without) delete payload[claim];
+  const key =
+    alg === 'HS256' ? secret : alg === 'ES256' ? ec.privateKey : forged ? other.privateKey : ed.privateKey;
+  const defaultKid = alg === 'HS256' ? undefined : alg === 'ES256' ? 'ec-1' : 'ed-1';
+  return new SignJWT(payload)
+    .setProtectedHeader({
+      alg,
+      typ: 'JWT',
+      ...((kid ?? defaultKid) ? { kid: kid ?? defaultKid } : {}),
+    })
+    .sign(key);
+}
+
+/** What a checker makes of a token: its claims, or its refusal's words. */
+async function outcome(keys: typeof jwks | Uint8Array, text: string, withNode: boolean) {
+  try {
+    return { claims: await tokenClaims(keys, text, AUDIENCE, withNode ? nodeCrypto : undefined) };
+  } catch (error) {
+    assert.ok(error instanceof TrustError, `a TrustError, not ${error}`);
+    return { refusal: error.message };
+  }
+}
+
+const now = () => Math.floor(Date.now() / 1000);
+
+describe('the token checkers, on Node and elsewhere', () => {
+  it('run on Node with node:crypto', () => {
+    assert.ok(nodeCrypto, 'node:crypto is taken on Node');
+  });
+
+  const cases: Array<[string, () => Promise<string>, typeof jwks | Uint8Array, RegExp]> = [
+    ['an EdDSA token', () => token({}), jwks, /^$/],
+    ['an ES256 token', () => token({ alg: 'ES256' }), jwks, /^$/],
+    ['an HS256 token, to a service with the secret', () => token({ alg: 'HS256' }), secret, /^$/],
+    [
+      'an expired token',
+      () => token({ claims: { iat: now() - 100, exp: now() - 50 } }),
+      jwks,
+      /^token expired$/,
+    ],
+    [
+      'a token issued too long ago',
+      () => token({ claims: { iat: now() - 70 } }),
+      jwks,
+      /issued more than 60s ago/,
+    ],
+    [
+      'a token issued in the future',
+      () => token({ claims: { iat: now() + 60, exp: now() + 80 } }),
+      jwks,
+      /in the future/,
+    ],
+    ['a token for another service', () => token({ claims: { aud: 'other' } }), jwks, /another audience/],
+    [
+      'a token for several, this one among them',
+      () => token({ claims: { aud: ['other', AUDIENCE] } }),
+      jwks,
+      /^$/,
+    ],
+    [
+      'a token not from the gateway',
+      () => token({ claims: { iss: 'someone' } }),
+      jwks,
+      /not from the gateway/,
+    ],
+    ['a token without an id', () => token({ without: ['jti'] }), jwks, /has no "jti" claim/],
+    ['a token without an issuer', () => token({ without: ['iss'] }), jwks, /not from the gateway/],
+    ['a token without an audience', () => token({ without: ['aud'] }), jwks, /another audience/],
+    [
+      'a token whose iat is text',
+      () => token({ claims: { iat: 'now' } }),
+      jwks,
+      /"iat" claim must be a number/,
+    ],
+    ['a token signed with another key', () => token({ forged: true }), jwks, /bad signature/],
+    [
+      'an HS256 token, to a service with public keys',
+      () => token({ alg: 'HS256' }),
+      jwks,
+      /not signed with a public-key algorithm/,
+    ],
+    [
+      'an EdDSA token, to a service with a secret',
+      () => token({}),
+      secret,
+      /signed with a public-key algorithm/,
+    ],
+    [
+      'a token naming a key nobody knows',
+      () => token({ kid: 'ed-9' }),
+      jwks,
+      /a key this service does not know/,
+    ],
+    [
+      'an EdDSA token naming the P-256 key',
+      () => token({ kid: 'ec-1' }),
+      jwks,
+      /a key this service does not know|bad signature/,
+    ],
+    [
+      'a token with critical extensions',
+      async () => {
+        // Signed by hand: jose signs no header with extensions it does not know.
+        const [, payload] = (await token({})).split('.');
+        const header = Buffer.from(JSON.stringify({ alg: 'EdDSA', kid: 'ed-1', crit: ['x'], x: 1 })).toString(
+          'base64url',
+        );
+        const signature = sign(null, Buffer.from(`${header}.${payload}`), ed.privateKey).toString(
+          'base64url',
+        );
+        return `${header}.${payload}.${signature}`;
+      },
+      jwks,
+      /^malformed token/,
+    ],
+    [
+      'a token whose payload was changed',
+      async () => {
+        const [header, , signature] = (await token({})).split('.');
+        const payload = Buffer.from(JSON.stringify({ iss: ISSUER, aud: AUDIENCE })).toString('base64url');
+        return `${header}.${payload}.${signature}`;
+      },
+      jwks,
+      /bad signature/,
+    ],
+    ['two parts', async () => (await token({})).split('.').slice(0, 2).join('.'), jwks, /^malformed token/],
+    ['not base64url', async () => `${await token({})}!`, jwks, /^malformed token|bad signature/],
+  ];
+
+  for (const [name, make, keys, expected] of cases) {
+    it(`agree on ${name}`, async () => {
+      const text = await make();
+      const [onNode, withJose] = [await outcome(keys, text, true), await outcome(keys, text, false)];
+      if ('claims' in withJose) {
+        assert.match('', expected, `jose accepted it: ${JSON.stringify(withJose.claims)}`);
+        assert.deepEqual(onNode, withJose);
+        return;
+      }
+      assert.match(withJose.refusal, expected);
+      assert.ok('refusal' in onNode, `node:crypto accepted what jose refused (${withJose.refusal})`);
+      const refusal = (onNode as { refusal: string }).refusal;
+      if (withJose.refusal.startsWith('malformed token')) assert.match(refusal, /^malformed token/);
+      else assert.equal(refusal, withJose.refusal);
+    });
+  }
+});

@@ -6,7 +6,10 @@
  * WebhookServer (plain HTTP, see kopf_admission.py) with the same handler; in the same run, on one
  * control plane (both need it to start).
  *
+ * `--compare <ref>` adds the two apart at another commit, bundled as this one is: an A/B in one run.
+ *
  *   npm run bench:admission -- [--seconds 10] [--connections 16] [--only kopf|causeway] [--node-flags="…"]
+ *                              [--compare <ref>]
  */
 import { parseArgs } from 'node:util';
 import { Agent, request } from 'undici';
@@ -14,6 +17,7 @@ import { freePorts } from '../deploy/control-plane/ports.ts';
 import type { KubeClient } from '../gateway/kube/client.ts';
 import { ApiError } from '../gateway/kube/errors.ts';
 import {
+  type Contenders,
   createNamespace,
   KOPF_NAME,
   nodeFlagsOption,
@@ -36,6 +40,7 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '16' },
     only: { type: 'string' },
     'node-flags': { type: 'string' },
+    compare: { type: 'string' },
   },
 });
 const SECONDS = Number(values.seconds);
@@ -68,9 +73,27 @@ interface Result {
 }
 
 async function main(): Promise<void> {
-  const commands = await prepareContenders(nodeFlagsOption(values['node-flags']));
+  const commands = await prepareContenders(nodeFlagsOption(values['node-flags']), values.compare);
   await withCluster(async ({ controlPlane, client }) => {
     const webhookOf = (namespace: string) => causewayWebhook(client, namespace);
+    /** `causeway gateway` calling `causeway serve`, of this commit or of the one `--compare` names. */
+    const apart = (name: string, cli: Pick<Contenders, 'causewayGateway' | 'causewayServe'>): Contender => ({
+      name,
+      async start(namespace, kubeconfig) {
+        const [port, functionsPort] = await freePorts(2);
+        const running = await startTogether(
+          [
+            withArgs(cli.causewayGateway(`http://127.0.0.1:${functionsPort}`, namespace), [
+              '--webhook-listen',
+              `127.0.0.1:${port}`,
+            ]),
+            cli.causewayServe('causeway-admission.ts', functionsPort as number),
+          ],
+          { client, kubeconfig, namespace },
+        );
+        return { running, target: await webhookOf(namespace) };
+      },
+    });
     const all: Contender[] = [
       {
         name: KOPF_NAME,
@@ -107,23 +130,10 @@ async function main(): Promise<void> {
           return { running, target: await webhookOf(namespace) };
         },
       },
-      {
-        name: 'causeway, functions apart',
-        async start(namespace, kubeconfig) {
-          const [port, functionsPort] = await freePorts(2);
-          const running = await startTogether(
-            [
-              withArgs(commands.causewayGateway(`http://127.0.0.1:${functionsPort}`, namespace), [
-                '--webhook-listen',
-                `127.0.0.1:${port}`,
-              ]),
-              commands.causewayServe('causeway-admission.ts', functionsPort as number),
-            ],
-            { client, kubeconfig, namespace },
-          );
-          return { running, target: await webhookOf(namespace) };
-        },
-      },
+      apart('causeway, functions apart', commands),
+      ...(commands.baseline
+        ? [apart(`causeway@${commands.baseline.ref}, functions apart`, commands.baseline)]
+        : []),
     ];
     const contenders = all.filter((contender) => !values.only || contender.name.startsWith(values.only));
     const results: Result[] = [];

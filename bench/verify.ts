@@ -1,0 +1,75 @@
+/**
+ * What a function service spends checking one request of the gateway: its token (Ed25519 from the
+ * gateway's keys, or HS256 over a shared secret), its body's digest (2 KB) and the replay check, in
+ * this process, with node:crypto (the SDK on Node) and with jose and Web Crypto (the SDK on every other
+ * runtime), in the same run. CPU per request counts every thread: Web Crypto's work runs on libuv's.
+ *
+ *   npm run bench:verify -- [--requests 5000]
+ */
+import { parseArgs } from 'node:util';
+import { newKey, publicKeys, signingKeyOf } from '../gateway/dispatch/keys.ts';
+import { hmacSigner, keySigner } from '../gateway/dispatch/signer.ts';
+import { nodeCrypto } from '../protocol/node-verify.ts';
+import { ReplayGuard, tokenClaims, type VerificationKeys, verifyBody } from '../protocol/trust.ts';
+import { saveResults, say, table } from './common.ts';
+
+const { values } = parseArgs({ options: { requests: { type: 'string', default: '5000' } } });
+const REQUESTS = Number(values.requests);
+const WARM_UP = 200;
+
+interface Result {
+  name: string;
+  requests: number;
+  cpuMicroseconds: number;
+  wallMicroseconds: number;
+}
+
+async function main(): Promise<void> {
+  const stored = newKey(Date.now());
+  const secret = new TextEncoder().encode('a secret shared with one service, 32+ bytes long');
+  const body = new TextEncoder().encode(JSON.stringify({ object: { data: 'x'.repeat(2000) } }));
+  const request = { audience: 'bench', method: 'POST', path: '/causeway/v1/admit', body };
+  const signers = {
+    EdDSA: { sign: keySigner(() => key), keys: publicKeys([stored]) as VerificationKeys },
+    HS256: { sign: hmacSigner(secret), keys: secret as VerificationKeys },
+  };
+  const key = signingKeyOf(stored);
+  const results: Result[] = [];
+  for (const [algorithm, { sign, keys }] of Object.entries(signers)) {
+    for (const [checker, node] of [
+      ['node:crypto', nodeCrypto],
+      ['jose, Web Crypto', undefined],
+    ] as const) {
+      const tokens = Array.from({ length: REQUESTS + WARM_UP }, () => sign(request));
+      const replays = new ReplayGuard();
+      const check = async (token: string) => {
+        const claims = await tokenClaims(keys, token, request.audience, node);
+        await verifyBody(claims, body, replays, node);
+      };
+      for (const token of tokens.slice(0, WARM_UP)) await check(token);
+      const cpu = process.cpuUsage();
+      const started = performance.now();
+      for (const token of tokens.slice(WARM_UP)) await check(token);
+      const wall = (performance.now() - started) * 1000;
+      const used = process.cpuUsage(cpu);
+      results.push({
+        name: `${algorithm}, ${checker}`,
+        requests: REQUESTS,
+        cpuMicroseconds: (used.user + used.system) / REQUESTS,
+        wallMicroseconds: wall / REQUESTS,
+      });
+    }
+  }
+  const lines = table(
+    ['checker', 'CPU per request', 'wall per request'],
+    results.map((result) => [
+      result.name,
+      `${result.cpuMicroseconds.toFixed(0)} µs`,
+      `${result.wallMicroseconds.toFixed(0)} µs`,
+    ]),
+  );
+  for (const line of lines) say(line);
+  await saveResults('verify', { requests: REQUESTS, results });
+}
+
+await main();

@@ -25,7 +25,7 @@ import {
 } from 'node:os';
 import { dirname, join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { build } from 'esbuild';
+import { build, type Plugin } from 'esbuild';
 import { bundleCli, IMAGE_ENV, IMAGE_NODE_FLAGS } from '../deploy/build.ts';
 import {
   type ControlPlane,
@@ -41,7 +41,6 @@ import { type WatchEvent, Watcher } from '../gateway/kube/watcher.ts';
 import { createLogger } from '../gateway/logging.ts';
 import { DEFAULT_SETTINGS } from '../gateway/settings.ts';
 import type { KubernetesObject } from '../protocol/index.ts';
-import { repositorySources } from '../test/support/sources.ts';
 import { ensureKopf, KOPF_VERSION } from './kopf.ts';
 
 export const ROOT = new URL('..', import.meta.url).pathname;
@@ -229,13 +228,13 @@ const BENCH_SCOPE = join(ROOT, 'bench/operators/scope.yaml');
  * The CLI at `ref`, bundled as this commit's is: a worktree of it (sharing this checkout's
  * node_modules) in `dir`, removed with the scratch directories (`dir` is one: made after the first).
  */
-async function bundleCliAt(ref: string, dir: string): Promise<string> {
+async function bundleCliAt(ref: string, dir: string): Promise<{ entry: string; checkout: string }> {
   const checkout = join(dir, 'checkout');
   execFileSync('git', ['worktree', 'add', '--detach', checkout, ref], { cwd: ROOT, stdio: 'ignore' });
   // After the scratch directories are removed (their listener came first): forgets the worktree.
   process.on('exit', () => execFileSync('git', ['worktree', 'prune'], { cwd: ROOT, stdio: 'ignore' }));
   symlinkSync(join(ROOT, 'node_modules'), join(checkout, 'node_modules'));
-  return bundleCli(join(dir, 'cli'), checkout);
+  return { entry: await bundleCli(join(dir, 'cli'), checkout), checkout };
 }
 
 /**
@@ -273,17 +272,22 @@ export async function prepareContenders(nodeFlags = IMAGE_NODE_FLAGS, compare?: 
         '--namespace',
         namespace,
       ]);
-  const serveWith = (run: (args: string[]) => Command) => (operator: string, port: number) =>
-    run(['serve', operators(operator), '--host', '127.0.0.1', '--port', String(port)]);
+  const serveWith =
+    (run: (args: string[]) => Command, bundled: (operator: string) => string) =>
+    (operator: string, port: number) =>
+      run(['serve', bundled(operator), '--host', '127.0.0.1', '--port', String(port)]);
   let baseline: Contenders['baseline'];
   if (compare) {
-    const entry = await bundleCliAt(compare, scratchDir('bench-baseline'));
+    const baselineDir = scratchDir('bench-baseline');
+    const { entry, checkout } = await bundleCliAt(compare, baselineDir);
+    // Its operators with its own SDK: what the function service verifies and answers with is the ref's too.
+    const baselineOperators = await bundleOperators(join(baselineDir, 'operators'), checkout);
     // The gateway's own help; a CLI older than per-command help prints all of it for any command.
     const help = execFileSync(process.execPath, [entry, 'gateway', '--help'], { env, encoding: 'utf8' });
     const run = cliOf(entry);
     baseline = {
       ref: compare,
-      causewayServe: serveWith(run),
+      causewayServe: serveWith(run, baselineOperators),
       causewayGateway: gatewayWith(run, help.includes('--function-scope'), help.includes('--standalone')),
     };
   }
@@ -302,7 +306,7 @@ export async function prepareContenders(nodeFlags = IMAGE_NODE_FLAGS, compare?: 
     }),
     causeway: (operator, namespace, peering = ['--standalone']) =>
       cli(['run', operators(operator), '--namespace', namespace, ...peering]),
-    causewayServe: serveWith(cli),
+    causewayServe: serveWith(cli, operators),
     causewayGateway: gatewayWith(cli, true, true),
     ...(baseline ? { baseline } : {}),
   };
@@ -310,11 +314,11 @@ export async function prepareContenders(nodeFlags = IMAGE_NODE_FLAGS, compare?: 
 
 /**
  * Bundles the Causeway operators of bench/operators into JavaScript in `outdir`, as an image ships
- * a user's operator compiled; `causeway/*` are this repository's sources. Returns the path of an
- * operator's bundle by the name of its source.
+ * a user's operator compiled; `causeway/*` are the sources of the checkout at `root` (this one unless
+ * given). Returns the path of an operator's bundle by the name of its source.
  */
-async function bundleOperators(outdir: string): Promise<(operator: string) => string> {
-  const sources = join(ROOT, 'bench/operators');
+async function bundleOperators(outdir: string, root = ROOT): Promise<(operator: string) => string> {
+  const sources = join(root, 'bench/operators');
   const names = readdirSync(sources).filter((name) => name.endsWith('.ts'));
   await build({
     entryPoints: names.map((name) => join(sources, name)),
@@ -325,11 +329,23 @@ async function bundleOperators(outdir: string): Promise<(operator: string) => st
     format: 'esm',
     target: 'node22',
     logLevel: 'warning',
-    plugins: [repositorySources],
+    plugins: [sourcesAt(root)],
   });
   return (operator) => {
     if (!names.includes(operator)) throw new Error(`no operator ${operator} in bench/operators`);
     return join(outdir, operator.replace(/\.ts$/, '.mjs'));
+  };
+}
+
+/** esbuild: `causeway/functions` (and the other entries) bundle the sources of the checkout at `root`. */
+function sourcesAt(root: string): Plugin {
+  return {
+    name: 'causeway-sources-at',
+    setup(build) {
+      build.onResolve({ filter: /^causeway\/(functions|gateway|protocol|testing)$/ }, ({ path }) => ({
+        path: join(root, path.slice('causeway/'.length), 'index.ts'),
+      }));
+    },
   };
 }
 

@@ -9,7 +9,7 @@
 import type { JSONWebKeySet, JWK } from 'jose';
 
 /** The part of node:crypto this needs, typed here: protocol/ imports no Node module. */
-interface NodeCrypto {
+export interface NodeCrypto {
   createHash(algorithm: 'sha256'): { update(data: Uint8Array): { digest(encoding: 'base64url'): string } };
   createHmac(algorithm: 'sha256', key: object): { update(data: string): { digest(): Uint8Array } };
   createSecretKey(key: Uint8Array): object;
@@ -24,12 +24,15 @@ interface NodeCrypto {
 }
 
 /** node:buffer's decoding, much faster than atob for the signature and the JSON of a token. */
-interface NodeBuffer {
+export interface NodeBuffer {
   from(text: string, encoding: 'base64url'): Uint8Array;
 }
 
+/** What the Node checker works with: node:crypto and node:buffer's Buffer. */
+export type NodeRuntime = NodeCrypto & { Buffer: NodeBuffer };
+
 /** node:crypto on Node itself (not on a runtime that emulates it), with its Buffer; undefined elsewhere. */
-export const nodeCrypto: (NodeCrypto & { Buffer: NodeBuffer }) | undefined = (() => {
+export const nodeCrypto: NodeRuntime | undefined = (() => {
   const runtime = (globalThis as { navigator?: { userAgent?: string } }).navigator?.userAgent ?? '';
   const host = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process;
   if (!runtime.startsWith('Node.js/') || typeof host?.getBuiltinModule !== 'function') return undefined;
@@ -73,7 +76,7 @@ const publicKeys = new WeakMap<JSONWebKeySet, Map<string, { key: object; algorit
 
 /** The token's claims once every check passes; throws Refused otherwise. */
 export function verifyWithNode(
-  crypto: NodeCrypto & { Buffer: NodeBuffer },
+  crypto: NodeRuntime,
   token: string,
   keys: Uint8Array | JSONWebKeySet,
   checks: TokenChecks,

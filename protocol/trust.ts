@@ -15,7 +15,14 @@ import {
   jwtVerify,
   SignJWT,
 } from 'jose';
-import { digestWithNode, nodeCrypto, type Refusal, Refused, verifyWithNode } from './node-verify.ts';
+import {
+  digestWithNode,
+  type NodeRuntime,
+  nodeCrypto,
+  type Refusal,
+  Refused,
+  verifyWithNode,
+} from './node-verify.ts';
 
 export const ISSUER = 'causeway-gateway';
 /** The environment variable in which the gateway and a function service find their shared secret. */
@@ -92,7 +99,10 @@ function hmacKey(secret: Uint8Array): Promise<HmacKey> {
 }
 
 /** The SHA-256 of the body, base64url: with node:crypto on Node (`node`), else Web Crypto. */
-export async function bodyDigest(body: Uint8Array, node = nodeCrypto): Promise<string> {
+export async function bodyDigest(
+  body: Uint8Array,
+  node: NodeRuntime | undefined = nodeCrypto,
+): Promise<string> {
   if (node) return digestWithNode(node, body);
   const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', body as Uint8Array<ArrayBuffer>));
   let binary = '';
@@ -274,7 +284,7 @@ export async function tokenClaims(
   keys: VerificationKeys,
   token: string,
   audience: string,
-  node: typeof nodeCrypto,
+  node: NodeRuntime | undefined,
 ): Promise<SignedClaims> {
   const checks = {
     issuer: ISSUER,
@@ -314,7 +324,7 @@ export async function verifyBody(
   claims: SignedClaims,
   body: Uint8Array,
   replays: ReplayStore,
-  node = nodeCrypto,
+  node: NodeRuntime | undefined = nodeCrypto,
 ): Promise<void> {
   if (claims.bsh !== (await bodyDigest(body, node))) {
     throw new TrustError('body does not match the signed digest: the request was altered');

@@ -6,7 +6,8 @@
  * WebhookServer (plain HTTP, see kopf_admission.py) with the same handler; in the same run, on one
  * control plane (both need it to start).
  *
- * `--compare <ref>` adds the two apart at another commit, bundled as this one is: an A/B in one run.
+ * `--compare <ref>` adds the same at another commit (in one process, and apart), bundled as this one is:
+ * an A/B in one run.
  *
  *   npm run bench:admission -- [--seconds 10] [--connections 16] [--only kopf|causeway] [--node-flags="…"]
  *                              [--compare <ref>]
@@ -17,6 +18,7 @@ import { freePorts } from '../deploy/control-plane/ports.ts';
 import type { KubeClient } from '../gateway/kube/client.ts';
 import { ApiError } from '../gateway/kube/errors.ts';
 import {
+  type Command,
   type Contenders,
   createNamespace,
   KOPF_NAME,
@@ -76,6 +78,18 @@ async function main(): Promise<void> {
   const commands = await prepareContenders(nodeFlagsOption(values['node-flags']), values.compare);
   await withCluster(async ({ controlPlane, client }) => {
     const webhookOf = (namespace: string) => causewayWebhook(client, namespace);
+    /** `causeway run`, of this commit or of the one `--compare` names. */
+    const inProcess = (name: string, run: (operator: string, namespace: string) => Command): Contender => ({
+      name,
+      async start(namespace, kubeconfig) {
+        const [port] = await freePorts(1);
+        const running = operatorProcess(
+          withArgs(run('causeway-admission.ts', namespace), ['--webhook-listen', `127.0.0.1:${port}`]),
+          kubeconfig,
+        );
+        return { running, target: await webhookOf(namespace) };
+      },
+    });
     /** `causeway gateway` calling `causeway serve`, of this commit or of the one `--compare` names. */
     const apart = (name: string, cli: Pick<Contenders, 'causewayGateway' | 'causewayServe'>): Contender => ({
       name,
@@ -116,20 +130,10 @@ async function main(): Promise<void> {
           return { running, target: { url } };
         },
       },
-      {
-        name: 'causeway',
-        async start(namespace, kubeconfig) {
-          const [port] = await freePorts(1);
-          const running = operatorProcess(
-            withArgs(commands.causeway('causeway-admission.ts', namespace), [
-              '--webhook-listen',
-              `127.0.0.1:${port}`,
-            ]),
-            kubeconfig,
-          );
-          return { running, target: await webhookOf(namespace) };
-        },
-      },
+      inProcess('causeway', commands.causeway),
+      ...(commands.baseline
+        ? [inProcess(`causeway@${commands.baseline.ref}`, commands.baseline.causeway)]
+        : []),
       apart('causeway, functions apart', commands),
       ...(commands.baseline
         ? [apart(`causeway@${commands.baseline.ref}, functions apart`, commands.baseline)]

@@ -207,15 +207,18 @@ export function withArgs(command: Command, args: string[]): Command {
 /** How to start each contender with a given operator file, serving one namespace. */
 export interface Contenders {
   kopf(operator: string, namespace: string): Command;
-  /** `causeway run`: the gateway and the functions in one process. */
-  /** `causeway run`, alone (--standalone) as Kopf runs here, unless given other peering flags. */
+  /**
+   * `causeway run`: the gateway and the functions in one process, alone (--standalone) as Kopf runs
+   * here, unless given other peering flags.
+   */
   causeway(operator: string, namespace: string, peering?: string[]): Command;
   /** The two deployed apart: `causeway serve` on a port, and `causeway gateway` calling it there. */
   causewayServe(operator: string, port: number): Command;
   causewayGateway(functions: string, namespace: string): Command;
-  /** The same two at another commit (`--compare <ref>`), for an A/B in one run; absent unless asked. */
+  /** The same at another commit (`--compare <ref>`), for an A/B in one run; absent unless asked. */
   baseline?: {
     ref: string;
+    causeway(operator: string, namespace: string): Command;
     causewayServe: Contenders['causewayServe'];
     causewayGateway: Contenders['causewayGateway'];
   };
@@ -287,6 +290,14 @@ export async function prepareContenders(nodeFlags = IMAGE_NODE_FLAGS, compare?: 
     const run = cliOf(entry);
     baseline = {
       ref: compare,
+      causeway: (operator, namespace) =>
+        run([
+          'run',
+          baselineOperators(operator),
+          '--namespace',
+          namespace,
+          ...(help.includes('--standalone') ? ['--standalone'] : []),
+        ]),
       causewayServe: serveWith(run, baselineOperators),
       causewayGateway: gatewayWith(run, help.includes('--function-scope'), help.includes('--standalone')),
     };

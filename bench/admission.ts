@@ -10,7 +10,7 @@
  * an A/B in one run.
  *
  *   npm run bench:admission -- [--seconds 10] [--connections 16] [--only kopf|causeway] [--node-flags="…"]
- *                              [--compare <ref>]
+ *                              [--compare <ref>] [--no-apart (Causeway in one process only)]
  */
 import { parseArgs } from 'node:util';
 import { Agent, request } from 'undici';
@@ -43,6 +43,7 @@ const { values } = parseArgs({
     only: { type: 'string' },
     'node-flags': { type: 'string' },
     compare: { type: 'string' },
+    'no-apart': { type: 'boolean', default: false },
   },
 });
 const SECONDS = Number(values.seconds);
@@ -134,10 +135,14 @@ async function main(): Promise<void> {
       ...(commands.baseline
         ? [inProcess(`causeway@${commands.baseline.ref}`, commands.baseline.causeway)]
         : []),
-      apart('causeway, functions apart', commands),
-      ...(commands.baseline
-        ? [apart(`causeway@${commands.baseline.ref}, functions apart`, commands.baseline)]
-        : []),
+      ...(values['no-apart']
+        ? []
+        : [
+            apart('causeway, functions apart', commands),
+            ...(commands.baseline
+              ? [apart(`causeway@${commands.baseline.ref}, functions apart`, commands.baseline)]
+              : []),
+          ]),
     ];
     const contenders = all.filter((contender) => !values.only || contender.name.startsWith(values.only));
     const results: Result[] = [];

@@ -5,7 +5,7 @@
  * certificates are ready before any service is asked for its manifest: that request is signed, and
  * goes over TLS, too.
  */
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { type Components, component } from './components.ts';
 import type { FunctionService } from './dispatch/function-service.ts';
 import { hmacSigner, keySigner, type Signer } from './dispatch/signer.ts';
@@ -14,6 +14,7 @@ import { FunctionCertificates } from './engines/function-certificates.ts';
 import { loginThrough } from './engines/login.ts';
 import { SigningKeys } from './engines/signing-keys.ts';
 import { KubeClient } from './kube/client.ts';
+import { loadKubeConfig } from './kube/kubeconfig.ts';
 import type { Logger } from './logging.ts';
 import type { Settings } from './settings.ts';
 
@@ -42,9 +43,7 @@ export async function setUpCredentials(
   if (loginFrom && options.kubeconfig) {
     throw new Error(`a kubeconfig is given as well as a login through "${loginFrom}": give one`);
   }
-  const client = loginFrom
-    ? undefined
-    : await KubeClient.fromConfig(options.kubeconfig ?? defaultKubeConfig());
+  const client = loginFrom ? undefined : await KubeClient.fromConfig(options.kubeconfig ?? loadKubeConfig());
   let signer: Signer | undefined = options.secret ? hmacSigner(options.secret) : undefined;
   if (settings.signing.keys) {
     if (!client) {
@@ -113,10 +112,4 @@ function serviceNamed(services: readonly FunctionService[], name: string): Funct
     `the gateway is to log in through "${name}", which is none of its function services: ` +
       services.map((candidate) => `"${candidate.name}"`).join(', '),
   );
-}
-
-function defaultKubeConfig(): KubeConfig {
-  const config = new KubeConfig();
-  config.loadFromDefault();
-  return config;
 }

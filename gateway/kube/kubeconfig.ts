@@ -1,4 +1,4 @@
-/** The kubeconfig the CLI reaches the cluster with. */
+/** The kubeconfig the CLI and the gateway reach the cluster with, unless given one. */
 import { KubeConfig } from '@kubernetes/client-node';
 
 /**

@@ -11,7 +11,7 @@ import type { JSONWebKeySet, JWK } from 'jose';
 /** The part of node:crypto this needs, typed here: protocol/ imports no Node module. */
 export interface NodeCrypto {
   createHash(algorithm: 'sha256'): { update(data: Uint8Array): { digest(encoding: 'base64url'): string } };
-  createHmac(algorithm: 'sha256', key: object): { update(data: string): { digest(): Uint8Array } };
+  createHmac(algorithm: 'sha256', key: object): { update(data: Uint8Array): { digest(): Uint8Array } };
   createSecretKey(key: Uint8Array): object;
   createPublicKey(key: { key: JWK; format: 'jwk' }): object;
   verify(
@@ -131,7 +131,7 @@ function signatureHolds(
       key = crypto.createSecretKey(keys);
       secretKeys.set(keys, key);
     }
-    const expected = crypto.createHmac('sha256', key).update(new TextDecoder().decode(signed)).digest();
+    const expected = crypto.createHmac('sha256', key).update(signed).digest();
     return expected.byteLength === signature.byteLength && crypto.timingSafeEqual(expected, signature);
   }
   const key = publicKeyOf(crypto, keys, kid, algorithm);

@@ -17,10 +17,8 @@
 import { parseArgs } from 'node:util';
 import type { KubeClient } from '../gateway/kube/client.ts';
 import { freeze, resume } from '../gateway/peering/freeze.ts';
-import { memberKeys, memberOf } from '../gateway/peering/members.ts';
-import { LEASES } from '../gateway/peering/peering.ts';
+import { listMembers } from '../gateway/peering/leases.ts';
 import { Ring } from '../gateway/peering/ring.ts';
-import type { KubernetesObject } from '../protocol/index.ts';
 import {
   createBacklog,
   forEachName,
@@ -250,11 +248,7 @@ async function startTogether(
   });
   const running = start();
   for (;;) {
-    const list = await client.get<{ items?: KubernetesObject[] }>(LEASES(namespace), {
-      labelSelector: memberKeys(prefix).peering,
-    });
-    const members = (list.items ?? []).flatMap((lease) => memberOf(lease, prefix) ?? []);
-    const gateways = members.filter((member) => !member.freeze);
+    const gateways = (await listMembers(client, namespace, prefix)).filter((member) => !member.freeze);
     const acknowledged = new Set(gateways.map((member) => member.acknowledged));
     if (gateways.length === count && acknowledged.size === 1 && !acknowledged.has('')) break;
     await new Promise((settle) => setTimeout(settle, 100));

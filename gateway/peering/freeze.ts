@@ -4,11 +4,11 @@
  * outranks every priority: the gateways stop their pipelines and say so in their Leases, which
  * `freeze` waits for. It lasts its lifetime, or until `resume` removes it.
  */
-import type { KubernetesObject } from '../../protocol/index.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { ApiError, isNotFound } from '../kube/errors.ts';
-import { type Member, memberKeys, memberOf } from './members.ts';
-import { freezeLeaseName, LEASES } from './peering.ts';
+import { isNotFound } from '../kube/errors.ts';
+import { LEASES, listMembers, writeLease } from './leases.ts';
+import { type Member, memberKeys } from './members.ts';
+import { freezeLeaseName } from './peering.ts';
 
 /** A Lease's duration for a freeze with no lifetime: the longest a Lease takes (some 68 years). */
 const FOREVER_S = 2 ** 31 - 1;
@@ -59,19 +59,10 @@ export async function freeze(options: FreezeOptions): Promise<Frozen> {
       renewTime: now.toISOString().replace('Z', '000Z'),
     },
   };
-  try {
-    await client.request(LEASES(namespace), { method: 'POST', body });
-  } catch (error) {
-    if (!(error instanceof ApiError && error.status === 409)) throw error;
-    const current = await client.get<KubernetesObject>(`${LEASES(namespace)}/${name}`);
-    await client.request(`${LEASES(namespace)}/${name}`, {
-      method: 'PUT',
-      body: { ...body, metadata: { ...body.metadata, resourceVersion: current.metadata.resourceVersion } },
-    });
-  }
+  await writeLease(client, namespace, body, undefined);
   const deadline = Date.now() + options.waitS * 1000;
   for (;;) {
-    const gateways = (await members(client, namespace, prefix)).filter(
+    const gateways = (await listMembers(client, namespace, prefix)).filter(
       (member) => !member.freeze && alive(member, Date.now()),
     );
     const leading = gateways.filter((member) => member.leading).map((member) => member.id);
@@ -97,13 +88,6 @@ export async function resume(options: {
     if (isNotFound(error)) return false;
     throw error;
   }
-}
-
-async function members(client: KubeClient, namespace: string, prefix: string): Promise<Member[]> {
-  const list = await client.get<{ items?: KubernetesObject[] }>(LEASES(namespace), {
-    labelSelector: memberKeys(prefix).peering,
-  });
-  return (list.items ?? []).flatMap((lease) => memberOf(lease, prefix) ?? []);
 }
 
 /** By the wall clock: this tool does not watch long enough to see renewals itself. */

@@ -7,19 +7,18 @@
  * Every replica serves admission and health whatever its role: those are not leader-only.
  */
 import { hostname } from 'node:os';
-import type { KubernetesObject } from '../../protocol/index.ts';
 import type { Component, Components } from '../components.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { ApiError, isNotFound } from '../kube/errors.ts';
 import type { Logger } from '../logging.ts';
 import type { Settings } from '../settings.ts';
 import { sleep } from '../timing.ts';
+import { LEASES, listMembers, writeLease } from './leases.ts';
 import {
   acknowledgedByAll,
   Liveness,
   type Member,
   memberKeys,
-  memberOf,
   notAcknowledging,
   type View,
   viewOf,
@@ -75,8 +74,6 @@ export function writeLeave(
   }
   return renewedAgoMs >= 2 * settings.retryPeriodS * 1000 ? 'guarded' : 'free';
 }
-
-export const LEASES = (namespace: string) => `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`;
 
 export class Peering implements Component {
   readonly name = 'peering';
@@ -344,41 +341,19 @@ export class Peering implements Component {
   }
 
   async #writeLease(signal: AbortSignal): Promise<void> {
-    try {
-      this.#resourceVersion = await this.#put(signal);
-    } catch (error) {
-      if (error instanceof ApiError && error.status === 403)
-        throw new Error(forbidden(this.#options.namespace));
-      if (!(error instanceof ApiError && (error.status === 409 || error.status === 404))) throw error;
-      // Ours changed or went (a restart of this pod; a member that took it for gone): written over afresh.
-      this.#resourceVersion = await this.#currentVersion(signal);
-      this.#resourceVersion = await this.#put(signal);
-    }
-  }
-
-  /** Writes the Lease over the version known (created, when none is): its new version. */
-  async #put(signal: AbortSignal): Promise<string | undefined> {
     const { client, namespace } = this.#options;
-    const body = this.#leaseBody();
-    const written = this.#resourceVersion
-      ? await client.request<KubernetesObject>(`${LEASES(namespace)}/${this.#lease}`, {
-          method: 'PUT',
-          body: { ...body, metadata: { ...body.metadata, resourceVersion: this.#resourceVersion } },
-          signal,
-        })
-      : await client.request<KubernetesObject>(LEASES(namespace), { method: 'POST', body, signal });
-    return written.metadata.resourceVersion;
-  }
-
-  async #currentVersion(signal: AbortSignal): Promise<string | undefined> {
     try {
-      const lease = await this.#options.client.request<KubernetesObject>(
-        `${LEASES(this.#options.namespace)}/${this.#lease}`,
-        { signal },
+      // Over ours as last written, or, when it changed or went (a restart of this pod, a member that
+      // took it for gone), over what is there.
+      this.#resourceVersion = await writeLease(
+        client,
+        namespace,
+        this.#leaseBody(),
+        this.#resourceVersion,
+        signal,
       );
-      return lease.metadata.resourceVersion;
     } catch (error) {
-      if (isNotFound(error)) return undefined;
+      if (error instanceof ApiError && error.status === 403) throw new Error(forbidden(namespace));
       throw error;
     }
   }
@@ -408,13 +383,8 @@ export class Peering implements Component {
     };
   }
 
-  /** The members' Leases of this identity in the namespace; the others (and malformed ones) are ignored. */
-  async #members(): Promise<Member[]> {
-    const { client, namespace, prefix } = this.#options;
-    const list = await client.get<{ items?: KubernetesObject[] }>(LEASES(namespace), {
-      labelSelector: this.#keys.peering,
-    });
-    return (list.items ?? []).flatMap((lease) => memberOf(lease, prefix) ?? []);
+  #members(): Promise<Member[]> {
+    return listMembers(this.#options.client, this.#options.namespace, this.#options.prefix);
   }
 }
 

@@ -35,6 +35,7 @@ import {
   type PEERING,
   PORT,
   type RELEASED_OBJECT,
+  type RESUMED,
   SESSION_SECONDS,
   type SIGNING,
   type SIGNING_AS_GATEWAY,
@@ -119,11 +120,21 @@ export function freezeOptions(
   const lifetime = values.lifetime === undefined ? undefined : integer(values.lifetime, '--lifetime');
   if (lifetime === 0) throw new UsageError('--lifetime expects at least 1');
   return {
-    namespace: peeringNamespace(values['peering-namespace'], whereabouts),
-    prefix: values['annotation-prefix'] ?? DEFAULT_IDENTITY.annotationPrefix,
+    ...frozenGateways(values, whereabouts),
     ...(lifetime === undefined ? {} : { lifetimeS: lifetime }),
     message: values.message ?? '',
     waitS: integer(values.wait ?? '60', '--wait'),
+  };
+}
+
+/** Which gateways `causeway freeze` and `causeway resume` act on: their peering namespace and identity. */
+export function frozenGateways(
+  values: GroupValues<typeof RESUMED | typeof PEERED_IDENTITY>,
+  whereabouts: Whereabouts,
+): { namespace: string; prefix: string } {
+  return {
+    namespace: peeringNamespace(values['peering-namespace'], whereabouts),
+    prefix: values['annotation-prefix'] ?? DEFAULT_IDENTITY.annotationPrefix,
   };
 }
 

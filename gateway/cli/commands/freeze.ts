@@ -1,12 +1,11 @@
 /** `causeway freeze` and `causeway resume`: every gateway of an identity paused by hand, and let go on (../../peering/freeze.ts). */
 import { hostname, userInfo } from 'node:os';
-import { DEFAULT_IDENTITY } from '../../identity.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { loadKubeConfig } from '../../kube/kubeconfig.ts';
 import { freeze, resume } from '../../peering/freeze.ts';
 import { command } from '../command-line.ts';
 import { CLUSTER_NOTE, FREEZE, PEERED_IDENTITY, RESUMED } from '../flags.ts';
-import { freezeOptions, peeringNamespace } from '../options.ts';
+import { freezeOptions, frozenGateways } from '../options.ts';
 import { whereabouts } from '../process.ts';
 
 export const freezeCommand = command({
@@ -42,9 +41,8 @@ export const resumeCommand = command({
   note: CLUSTER_NOTE,
   groups: [RESUMED, PEERED_IDENTITY],
   async run({ values }) {
-    const namespace = peeringNamespace(values['peering-namespace'], whereabouts());
+    const { namespace, prefix } = frozenGateways(values, whereabouts());
     const client = await KubeClient.fromConfig(loadKubeConfig());
-    const prefix = values['annotation-prefix'] ?? DEFAULT_IDENTITY.annotationPrefix;
     const removed = await resume({ client, namespace, prefix });
     process.stdout.write(removed ? 'resumed\n' : `no freeze in namespace ${namespace}: nothing to resume\n`);
   },

@@ -13,7 +13,14 @@ import { describe, it } from 'node:test';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { testCluster, testNamespace } from '../support/cluster.ts';
 import { writeServiceAccountKubeconfig } from '../support/kubectl.ts';
-import { applyFile, eventually, kubeClient } from '../support/operator.ts';
+import {
+  applyFile,
+  createKopfExamples,
+  createResults,
+  eventually,
+  kubeClient,
+  objectNames,
+} from '../support/operator.ts';
 import { type CliProcess, causeway } from '../support/processes.ts';
 
 const MODULE = 'test/fixtures/peer-log-operator.ts';
@@ -54,34 +61,6 @@ function callsIn(path: string): Call[] {
   return [...calls.values()];
 }
 
-async function createObjects(namespace: string, count: number): Promise<string[]> {
-  const client = await kubeClient();
-  const names = Array.from({ length: count }, (_, index) => `kex-${String(index).padStart(4, '0')}`);
-  for (let start = 0; start < count; start += 50) {
-    await Promise.all(
-      names.slice(start, start + 50).map((name) =>
-        client.request(`/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`, {
-          method: 'POST',
-          body: { apiVersion: 'kopf.dev/v1', kind: 'KopfExample', metadata: { name }, spec: { field: 'x' } },
-        }),
-      ),
-    );
-  }
-  return names;
-}
-
-async function results(namespace: string): Promise<Map<string, unknown>> {
-  const client = await kubeClient();
-  const list = await client.get<{ items: KubernetesObject[] }>(
-    `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`,
-  );
-  return new Map(
-    list.items.flatMap((item) =>
-      item.status?.create_fn ? [[item.metadata.name, item.status.create_fn] as const] : [],
-    ),
-  );
-}
-
 describe('peering between processes', () => {
   it('hands over from a leader killed with SIGKILL within the lease, with no object handled by both', async (t) => {
     await applyFile(new URL('../../examples/01-minimal/crd.yaml', import.meta.url));
@@ -106,7 +85,8 @@ describe('peering between processes', () => {
     t.after(() => second.stop());
     await second.waitFor(/follows "first"/);
 
-    const names = await createObjects(namespace, OBJECTS);
+    const names = objectNames('kex', OBJECTS);
+    await createKopfExamples(namespace, names);
     await eventually('the leader well into the backlog', async () =>
       callsIn(logPath).length >= 150 ? true : undefined,
     );
@@ -116,7 +96,7 @@ describe('peering between processes', () => {
     const handled = await eventually(
       `status.create_fn on all ${OBJECTS} objects`,
       async () => {
-        const found = await results(namespace);
+        const found = await createResults(namespace);
         return found.size === OBJECTS ? found : undefined;
       },
       60_000,
@@ -183,7 +163,8 @@ describe('peering between processes', () => {
     const gateways = ['shard-a', 'shard-b', 'shard-c'].map(start);
     await Promise.all(gateways.map((gateway) => gateway.waitFor(/a 1\/3 share/)));
     const count = 3000;
-    const names = await createObjects(namespace, count);
+    const names = objectNames('kex', count);
+    await createKopfExamples(namespace, names);
     await eventually('a part of the backlog handled', async () =>
       callsIn(logPath).length >= 600 ? true : undefined,
     );
@@ -194,7 +175,7 @@ describe('peering between processes', () => {
     start('shard-d');
     await eventually(
       `status.create_fn on all ${count} objects`,
-      async () => ((await results(namespace)).size === count ? true : undefined),
+      async () => ((await createResults(namespace)).size === count ? true : undefined),
       120_000,
     );
 
@@ -316,7 +297,7 @@ describe('peering between processes', () => {
     );
     assert.match(String(lease.spec?.holderIdentity), /^frozen by .+: migrating the CRD$/);
 
-    await createObjects(namespace, 3);
+    await createKopfExamples(namespace, objectNames('kex', 3));
     // The freeze cannot end before the command that ends it starts, a second or more after the objects
     // were created: a gateway not paused would have called them by then.
     const resumedFrom = Date.now();
@@ -324,7 +305,7 @@ describe('peering between processes', () => {
     assert.equal(await resume.exited(), 0, resume.output());
     assert.match(resume.output(), /^resumed$/m);
     await eventually('the objects handled after the resume', async () =>
-      (await results(namespace)).size === 3 ? true : undefined,
+      (await createResults(namespace)).size === 3 ? true : undefined,
     );
     const calls = callsIn(logPath);
     assert.equal(calls.length, 3);

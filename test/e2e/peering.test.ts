@@ -9,10 +9,17 @@ import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { operator } from '../../functions/index.ts';
 import { DEV_PRIORITY } from '../../gateway/index.ts';
-import type { KubernetesObject } from '../../protocol/index.ts';
 import { testCluster, testNamespace } from '../support/cluster.ts';
 import { startLaggingProxy } from '../support/lagging-proxy.ts';
-import { applyFile, eventually, kubeClient, memoryLogger, runOperator } from '../support/operator.ts';
+import {
+  applyFile,
+  createKopfExamples,
+  createResults,
+  eventually,
+  memoryLogger,
+  objectNames,
+  runOperator,
+} from '../support/operator.ts';
 
 const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
 
@@ -40,34 +47,6 @@ function recordingOperator(gateway: string, calls: Call[], options: { timer?: bo
     });
   }
   return op;
-}
-
-async function createObjects(namespace: string, count: number): Promise<string[]> {
-  const client = await kubeClient();
-  const names = Array.from({ length: count }, (_, index) => `kex-${String(index).padStart(3, '0')}`);
-  for (let start = 0; start < count; start += 50) {
-    await Promise.all(
-      names.slice(start, start + 50).map((name) =>
-        client.request(`/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`, {
-          method: 'POST',
-          body: { apiVersion: 'kopf.dev/v1', kind: 'KopfExample', metadata: { name }, spec: { field: 'x' } },
-        }),
-      ),
-    );
-  }
-  return names;
-}
-
-async function handled(namespace: string): Promise<Map<string, unknown>> {
-  const client = await kubeClient();
-  const list = await client.get<{ items: KubernetesObject[] }>(
-    `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`,
-  );
-  return new Map(
-    list.items.flatMap((item) =>
-      item.status?.create_fn ? [[item.metadata.name, item.status.create_fn] as const] : [],
-    ),
-  );
 }
 
 describe('peering', () => {
@@ -98,7 +77,8 @@ describe('peering', () => {
       async () => secondLog.lines.some((line) => line.includes('follows "first"')) || undefined,
     );
 
-    const names = await createObjects(namespace, 300);
+    const names = objectNames('kex', 300);
+    await createKopfExamples(namespace, names);
     await eventually('the first gateway well into the backlog', async () => calls.length >= 60 || undefined);
     await first.stop();
     const stoppedAt = Date.now();
@@ -106,7 +86,7 @@ describe('peering', () => {
     const results = await eventually(
       'every object handled',
       async () => {
-        const found = await handled(namespace);
+        const found = await createResults(namespace);
         return found.size === names.length ? found : undefined;
       },
       60_000,
@@ -143,7 +123,7 @@ describe('peering', () => {
     });
     t.after(() => deployed.stop());
     await eventually('the deployed gateway leading', async () => deployed.gateway.leading || undefined);
-    await createObjects(namespace, 2);
+    await createKopfExamples(namespace, objectNames('kex', 2));
     const ticks = (gateway: string, after = 0) =>
       calls.filter((call) => call.key === 'timer' && call.gateway === gateway && call.started > after);
     await eventually(
@@ -209,7 +189,7 @@ describe('peering', () => {
       logger: otherLog,
     });
     t.after(() => other.stop());
-    await createObjects(namespace, 1);
+    await createKopfExamples(namespace, objectNames('kex', 1));
     const ticks = (gateway: string) =>
       calls.filter((call) => call.key === 'timer' && call.gateway === gateway);
     await eventually('timers on the first gateway', async () => ticks('cut').length >= 3 || undefined);

@@ -10,13 +10,15 @@ import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Index, operator } from '../../functions/index.ts';
 import { freeze, resume } from '../../gateway/peering/freeze.ts';
-import type { KubernetesObject } from '../../protocol/index.ts';
 import { testNamespace } from '../support/cluster.ts';
 import {
   applyFile,
+  createKopfExamples,
+  createResults,
   eventually,
   kubeClient,
   memoryLogger,
+  objectNames,
   type RunningOperator,
   runOperator,
 } from '../support/operator.ts';
@@ -46,36 +48,6 @@ function recordingOperator(gateway: string, calls: Call[]) {
   return op;
 }
 
-async function createObjects(namespace: string, names: readonly string[], labels = {}): Promise<void> {
-  const client = await kubeClient();
-  for (let start = 0; start < names.length; start += 50) {
-    await Promise.all(
-      names.slice(start, start + 50).map((name) =>
-        client.request(`/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`, {
-          method: 'POST',
-          body: {
-            apiVersion: 'kopf.dev/v1',
-            kind: 'KopfExample',
-            metadata: { name, labels },
-            spec: { field: 'x' },
-          },
-        }),
-      ),
-    );
-  }
-}
-
-async function handledCount(namespace: string): Promise<number> {
-  const client = await kubeClient();
-  const list = await client.get<{ items: KubernetesObject[] }>(
-    `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`,
-  );
-  return list.items.filter((item) => item.status?.create_fn).length;
-}
-
-const named = (prefix: string, count: number) =>
-  Array.from({ length: count }, (_, index) => `${prefix}-${String(index).padStart(4, '0')}`);
-
 describe('sharding', () => {
   it('shares the objects among three gateways, each handled once, and fires each timer on one of them', async (t) => {
     await applyFile(CRD);
@@ -104,13 +76,14 @@ describe('sharding', () => {
           : undefined,
       30_000,
     );
-    const names = named('kex', 900);
-    await createObjects(namespace, names);
-    const ticking = named('tick', 12);
-    await createObjects(namespace, ticking, { ticking: 'yes' });
+    const names = objectNames('kex', 900);
+    await createKopfExamples(namespace, names);
+    const ticking = objectNames('tick', 12);
+    await createKopfExamples(namespace, ticking, { ticking: 'yes' });
     await eventually(
       'every object handled',
-      async () => ((await handledCount(namespace)) === names.length + ticking.length ? true : undefined),
+      async () =>
+        (await createResults(namespace)).size === names.length + ticking.length ? true : undefined,
       60_000,
     );
     await eventually(
@@ -169,14 +142,14 @@ describe('sharding', () => {
       async () => (a.gateway.leading && b.gateway.leading && c.gateway.leading) || undefined,
       30_000,
     );
-    const names = named('kex', 600);
-    await createObjects(namespace, names);
+    const names = objectNames('kex', 600);
+    await createKopfExamples(namespace, names);
     await eventually('a part of the backlog handled', async () => (calls.length >= 150 ? true : undefined));
     await b.stop();
     const d = await start('shard-d');
     await eventually(
       'every object handled',
-      async () => ((await handledCount(namespace)) === names.length ? true : undefined),
+      async () => ((await createResults(namespace)).size === names.length ? true : undefined),
       60_000,
     );
 
@@ -224,8 +197,8 @@ describe('sharding', () => {
       holder: 'test',
       waitS: 0,
     });
-    const names = named('kex', 40);
-    await createObjects(namespace, names);
+    const names = objectNames('kex', 40);
+    await createKopfExamples(namespace, names);
     const logs = [memoryLogger(), memoryLogger()];
     for (const [index, id] of ['shard-a', 'shard-b'].entries()) {
       const gateway = await runOperator(indexingOperator(id), {

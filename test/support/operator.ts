@@ -144,6 +144,48 @@ export async function runOperator(
   };
 }
 
+/** Names for `count` objects, `<prefix>-0000` and on, in order. */
+export function objectNames(prefix: string, count: number): string[] {
+  return Array.from({ length: count }, (_, index) => `${prefix}-${String(index).padStart(4, '0')}`);
+}
+
+/** Creates KopfExamples of these names in `namespace`, with `labels`, 50 at a time. */
+export async function createKopfExamples(
+  namespace: string,
+  names: readonly string[],
+  labels: Record<string, string> = {},
+): Promise<void> {
+  const client = await kubeClient();
+  for (let start = 0; start < names.length; start += 50) {
+    await Promise.all(
+      names.slice(start, start + 50).map((name) =>
+        client.request(`/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`, {
+          method: 'POST',
+          body: {
+            apiVersion: 'kopf.dev/v1',
+            kind: 'KopfExample',
+            metadata: { name, labels },
+            spec: { field: 'x' },
+          },
+        }),
+      ),
+    );
+  }
+}
+
+/** The create handler's results (`status.create_fn`) of the namespace's KopfExamples, by name. */
+export async function createResults(namespace: string): Promise<Map<string, unknown>> {
+  const client = await kubeClient();
+  const list = await client.get<{ items: KubernetesObject[] }>(
+    `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`,
+  );
+  return new Map(
+    list.items.flatMap((item) =>
+      item.status?.create_fn === undefined ? [] : [[item.metadata.name, item.status.create_fn] as const],
+    ),
+  );
+}
+
 /** What a handler stored under `status.<key>` of the object at `path`, once it is there. */
 export async function statusOnceThere(path: string, key: string, timeoutMs = 30_000): Promise<unknown> {
   const client = await kubeClient();

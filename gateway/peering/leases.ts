@@ -2,14 +2,18 @@
 import type { KubernetesObject } from '../../protocol/index.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { ApiError, isNotFound } from '../kube/errors.ts';
-import { type Member, memberKeys, memberOf } from './members.ts';
+import { MAX_MEMBERS, type Member, memberKeys, memberOf } from './members.ts';
 
 export const LEASES = (namespace: string) => `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`;
 
-/** The members' Leases of an identity in a namespace; the others (and malformed ones) are left out. */
+/**
+ * The members' Leases of an identity in a namespace, the first MAX_MEMBERS by name (a namespace
+ * flooded with Leases does not flood the gateway); the others, and malformed ones, are left out.
+ */
 export async function listMembers(client: KubeClient, namespace: string, prefix: string): Promise<Member[]> {
   const list = await client.get<{ items?: KubernetesObject[] }>(LEASES(namespace), {
     labelSelector: memberKeys(prefix).peering,
+    limit: MAX_MEMBERS,
   });
   return (list.items ?? []).flatMap((lease) => memberOf(lease, prefix) ?? []);
 }

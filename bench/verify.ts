@@ -1,6 +1,7 @@
 /**
  * What a function service spends checking one request of the gateway: its token (Ed25519 from the
- * gateway's keys, or HS256 over a shared secret), its body's digest (2 KB) and the replay check, in
+ * gateway's keys, HS256 in a session the gateway signed with them, or HS256 over a shared secret), its
+ * body's digest (2 KB) and the replay check, in
  * this process, with node:crypto (the SDK on Node) and with jose and Web Crypto (the SDK on every other
  * runtime), in the same run. CPU per request counts every thread: Web Crypto's work runs on libuv's.
  *
@@ -10,7 +11,13 @@ import { parseArgs } from 'node:util';
 import { newKey, publicKeys, signingKeyOf } from '../gateway/dispatch/keys.ts';
 import { hmacSigner, keySigner } from '../gateway/dispatch/signer.ts';
 import { nodeCrypto } from '../protocol/node-verify.ts';
-import { ReplayGuard, tokenClaims, type VerificationKeys, verifyBody } from '../protocol/trust.ts';
+import {
+  ReplayGuard,
+  SESSION_HEADER,
+  type VerificationKeys,
+  verifyBody,
+  verifyToken,
+} from '../protocol/trust.ts';
 import { saveResults, say, table } from './common.ts';
 
 const { values } = parseArgs({ options: { requests: { type: 'string', default: '5000' } } });
@@ -29,27 +36,29 @@ async function main(): Promise<void> {
   const secret = new TextEncoder().encode('a secret shared with one service, 32+ bytes long');
   const body = new TextEncoder().encode(JSON.stringify({ object: { data: 'x'.repeat(2000) } }));
   const request = { audience: 'bench', method: 'POST', path: '/causeway/v1/admit', body };
+  const keys = publicKeys([stored]) as VerificationKeys;
   const signers = {
-    EdDSA: { sign: keySigner(() => key), keys: publicKeys([stored]) as VerificationKeys },
-    HS256: { sign: hmacSigner(secret), keys: secret as VerificationKeys },
+    EdDSA: { sign: keySigner(() => key), keys, inSession: false },
+    'EdDSA session': { sign: keySigner(() => key), keys, inSession: true },
+    HS256: { sign: hmacSigner(secret), keys: secret as VerificationKeys, inSession: false },
   };
   const key = signingKeyOf(stored);
   const results: Result[] = [];
-  for (const [algorithm, { sign, keys }] of Object.entries(signers)) {
+  for (const [algorithm, { sign, keys, inSession }] of Object.entries(signers)) {
     for (const [checker, node] of [
       ['node:crypto', nodeCrypto],
       ['jose, Web Crypto', undefined],
     ] as const) {
-      const tokens = Array.from({ length: REQUESTS + WARM_UP }, () => sign(request));
+      const proofs = Array.from({ length: REQUESTS + WARM_UP }, () => sign(request, inSession));
       const replays = new ReplayGuard();
-      const check = async (token: string) => {
-        const claims = await tokenClaims(keys, token, request.audience, node);
+      const check = async (proof: (typeof proofs)[number]) => {
+        const claims = await verifyToken(keys, proof.authorization, request, proof[SESSION_HEADER], node);
         await verifyBody(claims, body, replays, node);
       };
-      for (const token of tokens.slice(0, WARM_UP)) await check(token);
+      for (const proof of proofs.slice(0, WARM_UP)) await check(proof);
       const cpu = process.cpuUsage();
       const started = performance.now();
-      for (const token of tokens.slice(WARM_UP)) await check(token);
+      for (const proof of proofs.slice(WARM_UP)) await check(proof);
       const wall = (performance.now() - started) * 1000;
       const used = process.cpuUsage(cpu);
       results.push({

@@ -47,6 +47,7 @@ describe('operator', () => {
           resource: { group: 'apps', version: 'v1', name: 'deployments' },
         },
       ],
+      sessions: true,
     });
   });
 

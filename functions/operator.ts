@@ -106,6 +106,7 @@ export function operator(options: OperatorOptions): Operator {
       handlers: [...handlers.values()].map(specOf),
       ...(activities.size > 0 ? { activities: [...activities.values()].map(activitySpecOf) } : {}),
       ...(options.scope ? { scope: options.scope } : {}),
+      sessions: true,
     };
   };
   const app = new Hono()

@@ -173,6 +173,12 @@ export interface Manifest {
   activities?: ActivitySpec[];
   /** What it needs (the deployment's RBAC and the gateway's pin are made from it); absent when undeclared. */
   scope?: ServiceScope;
+  /**
+   * It takes calls in a session (trust.ts's SessionClaims) where it checks the gateway's public keys:
+   * the gateway then proves itself with its Ed25519 key once per session, and signs each call HS256
+   * with the session's key. Absent: every call carries a signature of the gateway's own.
+   */
+  sessions?: boolean;
 }
 
 /** The unsigned health answer; it names the service so a gateway knows which audience to sign for. */

@@ -48,6 +48,7 @@ export type Refusal =
   | { reason: 'signature' }
   | { reason: 'missing'; claim: string }
   | { reason: 'invalid'; claim: string; detail: string }
+  | { reason: 'type' }
   | { reason: 'issuer' }
   | { reason: 'audience' }
   | { reason: 'future' }
@@ -69,6 +70,8 @@ export interface TokenChecks {
   clockToleranceS: number;
   maxAgeS: number;
   requiredClaims: readonly string[];
+  /** The `typ` the header must carry (as jose compares it: case aside, `application/` implied). */
+  type?: string;
 }
 
 const secretKeys = new WeakMap<Uint8Array, object>();
@@ -108,6 +111,7 @@ export function verifyWithNode(
     throw new Refused({ reason: 'signature' });
   }
   const claims = decodeJson(decode(encodedPayload), 'payload');
+  if (checks.type !== undefined && !sameType(header.typ, checks.type)) throw new Refused({ reason: 'type' });
   checkClaims(claims, checks);
   return claims;
 }
@@ -165,6 +169,11 @@ function publicKeyOf(crypto: NodeCrypto, set: JSONWebKeySet, kid: unknown, algor
   const candidates = [...imported.values()].filter(fitting);
   if (candidates.length !== 1) throw new Refused({ reason: 'unknown-key' });
   return (candidates[0] as { key: object }).key;
+}
+
+function sameType(typ: unknown, expected: string): boolean {
+  const normal = (value: string) => value.toLowerCase().replace(/^application\//, '');
+  return typeof typ === 'string' && normal(typ) === normal(expected);
 }
 
 /** jose's order: required claims, issuer, audience (a missing one refused as another), then the times. */

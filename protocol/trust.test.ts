@@ -8,7 +8,7 @@ import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { type JWK, SignJWT } from 'jose';
 import { nodeCrypto } from './node-verify.ts';
-import { ISSUER, TrustError, tokenClaims } from './trust.ts';
+import { ISSUER, SESSION_TYPE, type TokenRole, TrustError, tokenClaims } from './trust.ts';
 
 const ed = generateKeyPairSync('ed25519');
 const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' });
@@ -30,9 +30,17 @@ interface Token {
   without?: string[];
   /** Signed with another Ed25519 key than the one its kid names. */
   forged?: boolean;
+  typ?: string;
 }
 
-async function token({ alg = 'EdDSA', kid, claims = {}, without = [], forged }: Token): Promise<string> {
+async function token({
+  alg = 'EdDSA',
+  kid,
+  claims = {},
+  without = [],
+  forged,
+  typ = 'JWT',
+}: Token): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
   const payload: Record<string, unknown> = {
     iss: ISSUER,
@@ -51,16 +59,26 @@ async function token({ alg = 'EdDSA', kid, claims = {}, without = [], forged }: 
   return new SignJWT(payload)
     .setProtectedHeader({
       alg,
-      typ: 'JWT',
+      typ,
       ...((kid ?? defaultKid) ? { kid: kid ?? defaultKid } : {}),
     })
     .sign(key);
 }
 
+/** A session's token: its type, a key, and none of a call's claims. */
+function session(change: Token): Promise<string> {
+  return token({
+    typ: SESSION_TYPE,
+    ...change,
+    claims: { key: Buffer.alloc(32, 7).toString('base64url'), ...change.claims },
+    without: ['jti', 'req', 'bsh', ...(change.without ?? [])],
+  });
+}
+
 /** What a checker makes of a token: its claims, or its refusal's words. */
-async function outcome(keys: typeof jwks | Uint8Array, text: string, withNode: boolean) {
+async function outcome(keys: typeof jwks | Uint8Array, text: string, withNode: boolean, role: TokenRole) {
   try {
-    return { claims: await tokenClaims(keys, text, AUDIENCE, withNode ? nodeCrypto : undefined) };
+    return { claims: await tokenClaims(keys, text, AUDIENCE, withNode ? nodeCrypto : undefined, role) };
   } catch (error) {
     assert.ok(error instanceof TrustError, `a TrustError, not ${error}`);
     return { refusal: error.message };
@@ -74,7 +92,7 @@ describe('the token checkers, on Node and elsewhere', () => {
     assert.ok(nodeCrypto, 'node:crypto is taken on Node');
   });
 
-  const cases: Array<[string, () => Promise<string>, typeof jwks | Uint8Array, RegExp]> = [
+  const cases: Array<[string, () => Promise<string>, typeof jwks | Uint8Array, RegExp, TokenRole?]> = [
     ['an EdDSA token', () => token({}), jwks, /^$/],
     ['an ES256 token', () => token({ alg: 'ES256' }), jwks, /^$/],
     ['an HS256 token, to a service with the secret', () => token({ alg: 'HS256' }), secret, /^$/],
@@ -171,12 +189,59 @@ describe('the token checkers, on Node and elsewhere', () => {
     ],
     ['two parts', async () => (await token({})).split('.').slice(0, 2).join('.'), jwks, /^malformed token/],
     ['not base64url', async () => `${await token({})}!`, jwks, /^malformed token|bad signature/],
+    ['a session', () => session({}), jwks, /^$/, 'session'],
+    [
+      'a session whose header does not say so',
+      () => session({ typ: 'JWT' }),
+      jwks,
+      /not a session/,
+      'session',
+    ],
+    ["a call's token as a session", () => token({}), jwks, /not a session/, 'session'],
+    [
+      'a session without a key',
+      () => session({ without: ['key'] }),
+      jwks,
+      /^session has no "key"/,
+      'session',
+    ],
+    [
+      'an expired session',
+      () => session({ claims: { iat: now() - 100, exp: now() - 50 } }),
+      jwks,
+      /^session expired$/,
+      'session',
+    ],
+    [
+      'a session living longer than 60 s',
+      () => session({ claims: { exp: now() + 600 } }),
+      jwks,
+      /^session lifetime 600s exceeds the 60s limit$/,
+      'session',
+    ],
+    [
+      'a session signed with another key',
+      () => session({ forged: true }),
+      jwks,
+      /^bad session's signature/,
+      'session',
+    ],
+    [
+      "a call signed with another key than its session's",
+      () => token({ alg: 'HS256' }),
+      new TextEncoder().encode('the key of another session, 32 bytes'),
+      /^bad signature: not signed with the key of the session it came with$/,
+      'in-session',
+    ],
   ];
 
-  for (const [name, make, keys, expected] of cases) {
+  for (const [name, make, keys, expected, role = 'call'] of cases) {
     it(`agree on ${name}`, async () => {
       const text = await make();
-      const [onNode, withJose] = [await outcome(keys, text, true), await outcome(keys, text, false)];
+      const [onNode, withJose] = [
+        await outcome(keys, text, true, role),
+        await outcome(keys, text, false, role),
+      ];
       if ('claims' in withJose) {
         assert.match('', expected, `jose accepted it: ${JSON.stringify(withJose.claims)}`);
         assert.deepEqual(onNode, withJose);

@@ -37,6 +37,15 @@ export const KEY_ALGORITHM = 'EdDSA';
 export const MAX_TOKEN_SECONDS = 60;
 export const DEFAULT_TOKEN_SECONDS = 30;
 const CLOCK_TOLERANCE_SECONDS = 5;
+/**
+ * The header that carries a session: a key for HS256, vouched for by the gateway's signature, under
+ * which the calls that come with it are signed (see `SessionClaims`).
+ */
+export const SESSION_HEADER = 'causeway-session';
+/** The `typ` of a session's token, so that no call's token passes for a session, nor a session for a call. */
+export const SESSION_TYPE = 'causeway-session+jwt';
+/** Bytes of a session's key. */
+export const SESSION_KEY_BYTES = 32;
 const MIN_SECRET_BYTES = 32;
 
 export interface RequestToSign {
@@ -56,6 +65,23 @@ export interface SignedClaims {
   req: string;
   /** base64url SHA-256 of the body bytes. */
   bsh: string;
+}
+
+/**
+ * A session: the gateway signs, with its Ed25519 key, a fresh random `key` (base64url) for one service
+ * (audience) and at most MAX_TOKEN_SECONDS; each call that carries the session is signed HS256 with
+ * that key, over the same claims as a token of its own. A service checks the Ed25519 signature once
+ * per session instead of once per call (an HMAC costs a twentieth of it), and remembers nothing it
+ * could not check again: every call carries its session, so any replica, or any isolate, takes it.
+ * The key travels inside the request, as the body does, which is why services are reached over TLS
+ * and never log the header. Services declare that they take sessions (`Manifest.sessions`).
+ */
+export interface SessionClaims {
+  iss: string;
+  aud: string;
+  iat: number;
+  exp: number;
+  key: string;
 }
 
 /** Whether `hostname` (as URL.hostname gives it) is this host: the one place plain HTTP crosses no network. */
@@ -130,6 +156,18 @@ export function claimsFor(
     req: `${request.method} ${request.path}`,
     bsh: digest,
   };
+}
+
+/** The claims of a session for `audience` under `key` (base64url), living `ttlSeconds`. */
+export function sessionClaimsFor(
+  audience: string,
+  key: string,
+  ttlSeconds = MAX_TOKEN_SECONDS,
+): SessionClaims {
+  if (ttlSeconds > MAX_TOKEN_SECONDS)
+    throw new TrustError(`a session's lifetime is capped at ${MAX_TOKEN_SECONDS}s`);
+  const now = Math.floor(Date.now() / 1000);
+  return { iss: ISSUER, aud: audience, iat: now, exp: now + ttlSeconds, key };
 }
 
 /** Signs with Web Crypto, so it runs anywhere; the gateway has a faster Node signer for the same claims. */
@@ -239,41 +277,107 @@ function verificationKey(keys: VerificationKeys): {
   return { key: set, algorithms: PUBLIC_KEY_ALGORITHMS };
 }
 
-/** Verifies a request as a whole: its token, then its body, then that it is no replay. */
+/** Verifies a request as a whole: its token (in its session, if it came with one), then its body, then that it is no replay. */
 export async function verifyRequest(
   keys: VerificationKeys,
   authorization: string | null | undefined,
   request: RequestToSign,
   replays: ReplayStore,
+  session?: string | null,
 ): Promise<SignedClaims> {
-  const claims = await verifyToken(keys, authorization, request);
+  const claims = await verifyToken(keys, authorization, request, session);
   await verifyBody(claims, request.body, replays);
   return claims;
 }
 
 /**
  * The token alone, before the body is read: a request nobody signed for this service and route is
- * refused before its body costs anything.
+ * refused before its body costs anything. With `session` (the SESSION_HEADER's value), the token is
+ * checked against the session's key, once the session holds.
  */
 export async function verifyToken(
   keys: VerificationKeys,
   authorization: string | null | undefined,
   request: Omit<RequestToSign, 'body'>,
+  session?: string | null,
+  node: NodeRuntime | undefined = nodeCrypto,
 ): Promise<SignedClaims> {
   const token = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1];
   if (!token)
     throw new TrustError('unsigned request: expected "Authorization: Bearer <token>" from the gateway');
-  const claims = await tokenClaims(keys, token, request.audience, nodeCrypto);
-  if (claims.exp - claims.iat > MAX_TOKEN_SECONDS) {
-    throw new TrustError(
-      `token lifetime ${claims.exp - claims.iat}s exceeds the ${MAX_TOKEN_SECONDS}s limit`,
-    );
-  }
+  const claims = session
+    ? await tokenClaims(
+        await sessionKey(keys, session, request.audience, node),
+        token,
+        request.audience,
+        node,
+        'in-session',
+      )
+    : await tokenClaims(keys, token, request.audience, node);
   const expected = `${request.method} ${request.path}`;
   if (claims.req !== expected)
     throw new TrustError(`token was signed for "${claims.req}", not "${expected}"`);
   return claims;
 }
+
+interface OpenSession {
+  keys: VerificationKeys;
+  audience: string;
+  exp: number;
+  key: Uint8Array;
+}
+
+/** Sessions checked, by their token: the signature is checked once, the lifetime at every call. */
+const sessions = new Map<string, OpenSession>();
+/** A gateway opens a session per service every 30 s or so: this holds many gateways' worth. */
+const MAX_SESSIONS = 256;
+
+/** The key of the session `session` (its token) for `audience`, once its signature, claims and lifetime hold. */
+async function sessionKey(
+  keys: VerificationKeys,
+  session: string,
+  audience: string,
+  node: NodeRuntime | undefined,
+): Promise<Uint8Array> {
+  if (keys instanceof Uint8Array) {
+    throw new TrustError(
+      'this service checks HS256 with a secret it shares with the gateway: it takes no session',
+    );
+  }
+  const now = Math.floor(Date.now() / 1000);
+  const known = sessions.get(session);
+  if (known && sameKeys(known.keys, keys) && known.audience === audience) {
+    if (known.exp <= now - CLOCK_TOLERANCE_SECONDS) throw new TrustError('session expired');
+    return known.key;
+  }
+  const claims = (await tokenClaims(keys, session, audience, node, 'session')) as unknown as SessionClaims;
+  const key = typeof claims.key === 'string' ? decodeKey(claims.key) : undefined;
+  if (key?.byteLength !== SESSION_KEY_BYTES) {
+    throw new TrustError(`session claim "key" is not ${SESSION_KEY_BYTES} bytes in base64url`);
+  }
+  if (sessions.size >= MAX_SESSIONS) {
+    for (const [id, open] of sessions) if (open.exp + CLOCK_TOLERANCE_SECONDS < now) sessions.delete(id);
+    if (sessions.size >= MAX_SESSIONS) sessions.delete(sessions.keys().next().value as string);
+  }
+  sessions.set(session, { keys, audience, exp: claims.exp, key });
+  return key;
+}
+
+function sameKeys(a: VerificationKeys, b: VerificationKeys): boolean {
+  return a === b || (a instanceof URL && b instanceof URL && a.href === b.href);
+}
+
+function decodeKey(text: string): Uint8Array | undefined {
+  if (!/^[A-Za-z0-9_-]+$/.test(text)) return undefined;
+  const binary = atob(text.replaceAll('-', '+').replaceAll('_', '/'));
+  return Uint8Array.from(binary, (char) => char.charCodeAt(0));
+}
+
+/**
+ * What a token is checked as: a call's own (`call`), signed with the gateway's key or shared secret;
+ * a session's (`session`); or a call's in a session (`in-session`), signed with the session's key.
+ */
+export type TokenRole = 'call' | 'session' | 'in-session';
 
 /**
  * The token's claims once its algorithm, key, signature, issuer, audience and times hold; a TrustError
@@ -285,38 +389,49 @@ export async function tokenClaims(
   token: string,
   audience: string,
   node: NodeRuntime | undefined,
+  role: TokenRole = 'call',
 ): Promise<SignedClaims> {
   const checks = {
     issuer: ISSUER,
     audience,
     clockToleranceS: CLOCK_TOLERANCE_SECONDS,
     maxAgeS: MAX_TOKEN_SECONDS, // and an iat in the future is refused
-    requiredClaims: ['iat', 'exp', 'jti', 'req', 'bsh'],
+    requiredClaims: role === 'session' ? ['iat', 'exp', 'key'] : ['iat', 'exp', 'jti', 'req', 'bsh'],
+    ...(role === 'session' ? { type: SESSION_TYPE } : {}),
   };
+  let claims: SignedClaims;
   if (node && !(keys instanceof URL)) {
     const algorithms = keys instanceof Uint8Array ? ['HS256'] : PUBLIC_KEY_ALGORITHMS;
     try {
-      return verifyWithNode(node, token, keys, { ...checks, algorithms }) as unknown as SignedClaims;
+      claims = verifyWithNode(node, token, keys, { ...checks, algorithms }) as unknown as SignedClaims;
     } catch (error) {
       if (!(error instanceof Refused)) throw error;
-      throw new TrustError(describeRefusal(error.refusal, audience, algorithms));
+      throw new TrustError(describeRefusal(error.refusal, audience, algorithms, role));
+    }
+  } else {
+    const { key, algorithms } = verificationKey(keys);
+    try {
+      const verified = await jwtVerify<SignedClaims>(token, typeof key === 'function' ? key : await key, {
+        algorithms,
+        issuer: checks.issuer,
+        audience: checks.audience,
+        clockTolerance: checks.clockToleranceS,
+        maxTokenAge: checks.maxAgeS,
+        requiredClaims: checks.requiredClaims,
+        ...(checks.type ? { typ: checks.type } : {}),
+      });
+      claims = verified.payload;
+    } catch (error) {
+      if (isKeySetFailure(error)) throw error; // the service cannot fetch its keys: its own fault, not the caller's
+      throw new TrustError(describeRefusal(refusalOf(error), audience, algorithms, role));
     }
   }
-  const { key, algorithms } = verificationKey(keys);
-  try {
-    const verified = await jwtVerify<SignedClaims>(token, typeof key === 'function' ? key : await key, {
-      algorithms,
-      issuer: checks.issuer,
-      audience: checks.audience,
-      clockTolerance: checks.clockToleranceS,
-      maxTokenAge: checks.maxAgeS,
-      requiredClaims: checks.requiredClaims,
-    });
-    return verified.payload;
-  } catch (error) {
-    if (isKeySetFailure(error)) throw error; // the service cannot fetch its keys: its own fault, not the caller's
-    throw new TrustError(describeRefusal(refusalOf(error), audience, algorithms));
+  if (claims.exp - claims.iat > MAX_TOKEN_SECONDS) {
+    throw new TrustError(
+      `${role === 'session' ? 'session' : 'token'} lifetime ${claims.exp - claims.iat}s exceeds the ${MAX_TOKEN_SECONDS}s limit`,
+    );
   }
+  return claims;
 }
 
 /** The body against the token's digest, then the token's id against those seen. */
@@ -345,6 +460,7 @@ function isKeySetFailure(error: unknown): boolean {
 function refusalOf(error: unknown): Refusal {
   if (error instanceof errors.JWTExpired) return { reason: error.claim === 'iat' ? 'too-old' : 'expired' };
   if (error instanceof errors.JWTClaimValidationFailed) {
+    if (error.claim === 'typ') return { reason: 'type' };
     if (error.claim === 'aud') return { reason: 'audience' };
     if (error.claim === 'iss') return { reason: 'issuer' };
     if (error.claim === 'iat' && error.reason === 'check_failed') return { reason: 'future' };
@@ -357,32 +473,46 @@ function refusalOf(error: unknown): Refusal {
   return { reason: 'malformed', detail: error instanceof Error ? error.message : String(error) };
 }
 
-function describeRefusal(refusal: Refusal, audience: string, algorithms: readonly string[]): string {
-  const shared = algorithms.includes('HS256');
+function describeRefusal(
+  refusal: Refusal,
+  audience: string,
+  algorithms: readonly string[],
+  role: TokenRole,
+): string {
+  const noun = role === 'session' ? 'session' : 'token';
+  const signedWith =
+    role === 'in-session'
+      ? 'the key of the session it came with'
+      : algorithms.includes('HS256')
+        ? 'the secret this service shares with the gateway'
+        : "the gateway's key";
   switch (refusal.reason) {
     case 'too-old':
-      return `token issued more than ${MAX_TOKEN_SECONDS}s ago`;
+      return `${noun} issued more than ${MAX_TOKEN_SECONDS}s ago`;
     case 'expired':
-      return 'token expired';
+      return `${noun} expired`;
     case 'audience':
-      return `token is for another audience, not "${audience}"`;
+      return `${noun} is for another audience, not "${audience}"`;
     case 'issuer':
-      return `token is not from the gateway: its issuer is not "${ISSUER}"`;
+      return `${noun} is not from the gateway: its issuer is not "${ISSUER}"`;
     case 'future':
-      return `token issued in the future: the clocks of gateway and service differ by more than ${CLOCK_TOLERANCE_SECONDS}s`;
+      return `${noun} issued in the future: the clocks of gateway and service differ by more than ${CLOCK_TOLERANCE_SECONDS}s`;
     case 'missing':
-      return `token has no "${refusal.claim}" claim`;
+      return `${noun} has no "${refusal.claim}" claim`;
     case 'invalid':
-      return `token claim "${refusal.claim}" is invalid: ${refusal.detail}`;
+      return `${noun} claim "${refusal.claim}" is invalid: ${refusal.detail}`;
+    case 'type':
+      return `not a session: its header's "typ" is not "${SESSION_TYPE}"`;
     case 'signature':
-      return `bad signature: not signed with ${shared ? 'the secret this service shares with the gateway' : "the gateway's key"}`;
+      return `bad ${role === 'session' ? "session's " : ''}signature: not signed with ${signedWith}`;
     case 'algorithm':
-      return shared
+      if (role === 'in-session') return "a call in a session is signed HS256 with the session's key";
+      return algorithms.includes('HS256')
         ? 'the token is signed with a public-key algorithm, but this service checks HS256 with a shared secret'
-        : 'the token is not signed with a public-key algorithm this service accepts (EdDSA, ES256): an HS256 token, for a service with a shared secret';
+        : `the ${noun} is not signed with a public-key algorithm this service accepts (EdDSA, ES256): an HS256 token, for a service with a shared secret`;
     case 'unknown-key':
-      return "signed with a key this service does not know: its copy of the gateway's public keys is out of date, or the token is not the gateway's";
+      return `${noun} signed with a key this service does not know: its copy of the gateway's public keys is out of date, or the ${noun} is not the gateway's`;
     case 'malformed':
-      return `malformed token: ${refusal.detail}`;
+      return `malformed ${noun}: ${refusal.detail}`;
   }
 }

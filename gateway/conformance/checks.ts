@@ -4,9 +4,10 @@
  * every probe) in the manifest, signed by the gateway's own signer and read by its own validation;
  * the error model; and a refusal for every forged request (unsigned, wrong key, expired,
  * future-dated, too long-lived, other issuer, no id, other audience, other route, altered body,
- * replayed, oversized).
+ * replayed, oversized); for a service that takes sessions, the same round trip in a session and a
+ * refusal for every forged session or call in one.
  */
-import { createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, type KeyObject, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { SignJWT } from 'jose';
 import { Agent, request } from 'undici';
@@ -22,9 +23,12 @@ import {
   PATHS,
   PROTOCOL,
   type Reason,
+  SESSION_HEADER,
+  SESSION_KEY_BYTES,
+  SESSION_TYPE,
 } from '../../protocol/index.ts';
 import { activityRequest, invocationRequest } from '../dispatch/invocation.ts';
-import { hmacSigner, keySigner, type Signer, type SigningKey } from '../dispatch/signer.ts';
+import { hmacSigner, keySigner, type Proof, type Signer, type SigningKey } from '../dispatch/signer.ts';
 import {
   parseActivityResponse,
   parseHealth,
@@ -79,7 +83,7 @@ export async function runConformance(target: ConformanceTarget): Promise<CheckRe
   await check(
     'health: unsigned GET answers 200 with its status, the protocol and the expected name',
     async () => {
-      const answer = await client.send('GET', PATHS.health, { token: null });
+      const answer = await client.send('GET', PATHS.health, { proof: null });
       expect(answer.status === 200, `status ${answer.status}, not 200`);
       const health = parseHealth(answer.body);
       expect(health.name === target.name, `it calls itself "${health.name}", not "${target.name}"`);
@@ -135,7 +139,7 @@ export async function runConformance(target: ConformanceTarget): Promise<CheckRe
 
   type Refusal = [string, () => Promise<Answer>];
   const refusals: Refusal[] = [
-    ['unsigned', () => client.send('GET', PATHS.manifest, { token: null })],
+    ['unsigned', () => client.send('GET', PATHS.manifest, { proof: null })],
     ['signed with another secret or key', () => client.forged({ otherKey: true })],
     ...('key' in target.signing
       ? [['signed with HS256 over the public key', () => client.forged({ confused: true })] as Refusal]
@@ -155,16 +159,53 @@ export async function runConformance(target: ConformanceTarget): Promise<CheckRe
     );
   }
   await check('refuses a replayed request with 401', async () => {
-    const token = client.token('GET', PATHS.manifest, new Uint8Array());
-    const first = await client.send('GET', PATHS.manifest, { token });
+    const proof = client.proof('GET', PATHS.manifest, new Uint8Array());
+    const first = await client.send('GET', PATHS.manifest, { proof });
     expect(first.status === 200, `the first use answered ${first.status}, not 200`);
-    expectError(await client.send('GET', PATHS.manifest, { token }), 401);
+    expectError(await client.send('GET', PATHS.manifest, { proof }), 401);
   });
+  if (manifest?.sessions && 'key' in target.signing) await checkSessions(client, target.name, check);
   await check(`refuses a body of ${OVERSIZED_BYTES} bytes with 413, unread`, async () => {
     expectError(await client.oversized(), 413);
   });
   await client.close();
   return results;
+}
+
+/** A service that takes sessions: a call in one answers, and every forged session or call is refused. */
+async function checkSessions(
+  client: Client,
+  name: string,
+  check: (name: string, run: () => Promise<void>) => Promise<void>,
+): Promise<void> {
+  await check('sessions: a signed GET in a session answers the manifest', async () => {
+    const answer = await client.send('GET', PATHS.manifest, { inSession: true });
+    expect(answer.status === 200, `status ${answer.status}, not 200: ${JSON.stringify(answer.body)}`);
+  });
+  const refusals: Array<[string, Parameters<Client['forgedSession']>[0]]> = [
+    ['in a session signed with another key', { otherKey: true }],
+    ['in a session for another audience', { audience: `not-${name}` }],
+    ['in an expired session', { iat: now() - 120, exp: now() - 90 }],
+    ['in a session living longer than 60 s', { iat: now(), exp: now() + 600 }],
+    ['in a session whose header does not say it is one', { type: 'JWT' }],
+    ['in a session whose key is not 32 bytes', { keyBytes: 16 }],
+    ["signed with another key than its session's", { otherCallKey: true }],
+    ["in a session, with the session's token as its own", { sessionAsToken: true }],
+  ];
+  for (const [what, change] of refusals) {
+    await check(`refuses a request ${what} with 401 and the reason`, async () =>
+      expectError(await client.forgedSession(change), 401),
+    );
+  }
+  await check('refuses a replayed request in a session with 401', async () => {
+    const proof = client.proof('GET', PATHS.manifest, new Uint8Array(), true);
+    const first = await client.send('GET', PATHS.manifest, { proof });
+    expect(first.status === 200, `the first use answered ${first.status}, not 200`);
+    expectError(await client.send('GET', PATHS.manifest, { proof }), 401);
+  });
+  await check('refuses a request in a session with a body other than the signed one', async () =>
+    expectError(await client.tampered(true), 401),
+  );
 }
 
 function expectError(answer: Answer, status: number): void {
@@ -247,24 +288,25 @@ class Client {
     return this.#dispatcher?.close() ?? Promise.resolve();
   }
 
-  token(method: 'GET' | 'POST', path: string, body: Uint8Array): string {
-    return this.#sign({ audience: this.#target.name, method, path, body });
+  proof(method: 'GET' | 'POST', path: string, body: Uint8Array, inSession = false): Proof {
+    return this.#sign({ audience: this.#target.name, method, path, body }, inSession);
   }
 
-  /** `token: null` sends none; undefined signs the request. */
+  /** `proof: null` sends none; undefined signs the request (in a session, with `inSession`). */
   async send(
     method: 'GET' | 'POST',
     path: string,
-    options: { body?: unknown; token?: string | null; rawBody?: Uint8Array } = {},
+    options: { body?: unknown; proof?: Proof | null; rawBody?: Uint8Array; inSession?: boolean } = {},
   ): Promise<Answer> {
     const body =
       options.rawBody ??
       (options.body === undefined ? new Uint8Array() : encode(JSON.stringify(options.body)));
-    const token = options.token === undefined ? this.token(method, path, body) : options.token;
+    const proof =
+      options.proof === undefined ? this.proof(method, path, body, options.inSession) : options.proof;
     const response = await request(`${this.#target.url.replace(/\/+$/, '')}${path}`, {
       method,
       headers: {
-        ...(token ? { authorization: `Bearer ${token}` } : {}),
+        ...proof,
         ...(method === 'POST' ? { 'content-type': 'application/json' } : {}),
       },
       ...(method === 'POST' ? { body } : {}),
@@ -304,15 +346,53 @@ class Client {
     else if (change.confused)
       key = createPublicKey(signing.key.privateKey).export({ format: 'der', type: 'spki' });
     else key = change.otherKey ? generateKeyPairSync('ed25519').privateKey : signing.key.privateKey;
-    return this.send('GET', PATHS.manifest, { token: await jwt.sign(key) });
+    return this.send('GET', PATHS.manifest, { proof: { authorization: `Bearer ${await jwt.sign(key)}` } });
   }
 
-  /** A genuine invocation's token with another body. */
-  tampered(): Promise<Answer> {
+  /** A GET of the manifest in a session, with one thing of the session or of the call changed. */
+  async forgedSession(change: {
+    otherKey?: boolean;
+    audience?: string;
+    iat?: number;
+    exp?: number;
+    type?: string;
+    keyBytes?: number;
+    /** The call signed with a key other than the session's. */
+    otherCallKey?: boolean;
+    /** The session's own token sent as the call's. */
+    sessionAsToken?: boolean;
+  }): Promise<Answer> {
+    const { signing } = this.#target;
+    if (!('key' in signing)) throw new Failure('sessions are for services that check public keys');
+    const iat = change.iat ?? now();
+    const secret = randomBytes(change.keyBytes ?? SESSION_KEY_BYTES);
+    const session = await new SignJWT({ key: secret.toString('base64url') })
+      .setProtectedHeader({ alg: KEY_ALGORITHM, typ: change.type ?? SESSION_TYPE, kid: signing.key.kid })
+      .setIssuer(ISSUER)
+      .setAudience(change.audience ?? this.#target.name)
+      .setIssuedAt(iat)
+      .setExpirationTime(change.exp ?? iat + 60)
+      .sign(change.otherKey ? generateKeyPairSync('ed25519').privateKey : signing.key.privateKey);
+    const call = await new SignJWT({ req: `GET ${PATHS.manifest}`, bsh: await bodyDigest(new Uint8Array()) })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setIssuer(ISSUER)
+      .setAudience(this.#target.name)
+      .setIssuedAt(now())
+      .setExpirationTime(now() + 30)
+      .setJti(crypto.randomUUID())
+      .sign(change.otherCallKey ? randomBytes(SESSION_KEY_BYTES) : secret);
+    const token = change.sessionAsToken ? session : call;
+    return this.send('GET', PATHS.manifest, {
+      proof: { authorization: `Bearer ${token}`, [SESSION_HEADER]: session },
+    });
+  }
+
+  /** A genuine invocation's proof (in a session, with `inSession`) with another body. */
+  tampered(inSession = false): Promise<Answer> {
     const signed = encode(JSON.stringify({ protocol: PROTOCOL, signed: true }));
-    const token = this.token('POST', PATHS.invoke, signed);
+    const proof = this.proof('POST', PATHS.invoke, signed, inSession);
     return this.send('POST', PATHS.invoke, {
-      token,
+      proof,
       rawBody: encode(JSON.stringify({ protocol: PROTOCOL, signed: false })),
     });
   }

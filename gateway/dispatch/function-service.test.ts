@@ -7,7 +7,8 @@ import type { IndexContents } from '../../protocol/index.ts';
 import { deepFreeze } from '../../protocol/json.ts';
 import { FunctionService } from './function-service.ts';
 import { invocationRequest } from './invocation.ts';
-import { hmacSigner } from './signer.ts';
+import { newKey, publicKeys, signingKeyOf } from './keys.ts';
+import { hmacSigner, keySigner } from './signer.ts';
 import { inProcessTransport } from './transport.ts';
 import { ProtocolError } from './validation.ts';
 
@@ -81,6 +82,82 @@ describe('a function service in the same process', () => {
     await assert.rejects(
       service.invoke(invocationRequest('create', resource, object, [due('missing')], 5000)),
       /no handler "missing" here/,
+    );
+  });
+});
+
+describe("the signatures on a service's calls", () => {
+  /** A service checking the gateway's public keys, reached through its fetch handler; `sessions: false` hides that it takes them. */
+  function recorded(sessions: boolean) {
+    const stored = newKey(Date.now());
+    const op = operator({ name: 'signed', keys: publicKeys([stored]) });
+    op.on.create('kopfexamples', function create_fn() {
+      return 'done';
+    });
+    const seen: Array<{ path: string; algorithm: string; session: string | null }> = [];
+    const handler = {
+      fetch: async (request: Request) => {
+        const token = request.headers.get('authorization')?.slice('Bearer '.length);
+        if (!token) return op.fetch(request); // the health check
+        const header = JSON.parse(Buffer.from(token.split('.')[0] ?? '', 'base64url').toString());
+        seen.push({
+          path: new URL(request.url).pathname,
+          algorithm: header.alg,
+          session: request.headers.get('causeway-session'),
+        });
+        const response = await op.fetch(request);
+        if (sessions || !request.url.endsWith('/manifest')) return response;
+        const { sessions: _, ...manifest } = (await response.json()) as Record<string, unknown>;
+        return Response.json(manifest);
+      },
+    };
+    const sign = keySigner(() => signingKeyOf(stored));
+    return { handler, sign, seen };
+  }
+
+  it('are HS256 in one session, signed EdDSA, where the service takes sessions', async () => {
+    const { handler, sign, seen } = recorded(true);
+    const service = await FunctionService.connect({
+      transport: inProcessTransport(handler),
+      name: 'signed',
+      sign,
+    });
+    const request = () => invocationRequest('create', resource, object, [due('create_fn')], 5000);
+    for (let call = 0; call < 2; call++) {
+      assert.deepEqual((await service.invoke(request())).outcomes.create_fn, {
+        status: 'success',
+        result: 'done',
+      });
+    }
+    assert.deepEqual(
+      seen.map(({ path, algorithm, session }) => [path, algorithm, session !== null]),
+      [
+        ['/causeway/v1/manifest', 'EdDSA', false],
+        ['/causeway/v1/invoke', 'HS256', true],
+        ['/causeway/v1/invoke', 'HS256', true],
+      ],
+    );
+    assert.equal(seen[1]?.session, seen[2]?.session, 'one session for both calls');
+  });
+
+  it('are EdDSA each where the service does not say it takes sessions', async () => {
+    const { handler, sign, seen } = recorded(false);
+    const service = await FunctionService.connect({
+      transport: inProcessTransport(handler),
+      name: 'signed',
+      sign,
+    });
+    const request = invocationRequest('create', resource, object, [due('create_fn')], 5000);
+    assert.deepEqual((await service.invoke(request)).outcomes.create_fn, {
+      status: 'success',
+      result: 'done',
+    });
+    assert.deepEqual(
+      seen.map(({ algorithm, session }) => [algorithm, session]),
+      [
+        ['EdDSA', null],
+        ['EdDSA', null],
+      ],
     );
   });
 });

@@ -281,7 +281,7 @@ export class FunctionService {
     const body = encoder.encode(encodeRequest(request));
     let answer: unknown;
     try {
-      const signer = { sign: this.#sign, audience: this.name };
+      const signer = { sign: this.#sign, audience: this.name, inSession: this.manifest.sessions === true };
       answer = await send(
         this.#transport,
         signer,
@@ -322,7 +322,7 @@ export async function readHealth(transport: Transport): Promise<Health> {
 /** Signs for `signer.audience` (unsigned without a signer), sends, and returns the parsed 200 answer. */
 async function send(
   transport: Transport,
-  signer: { sign: Signer; audience: string } | undefined,
+  signer: { sign: Signer; audience: string; inSession?: boolean } | undefined,
   method: 'GET' | 'POST',
   path: string,
   body: Uint8Array | undefined,
@@ -335,7 +335,7 @@ async function send(
   if (method === 'POST') headers['content-type'] = 'application/json';
   if (signer) {
     const signed = { audience: signer.audience, method, path, body: body ?? new Uint8Array() };
-    headers.authorization = `Bearer ${signer.sign(signed)}`;
+    Object.assign(headers, signer.sign(signed, signer.inSession));
   }
   let answer: Reply;
   try {

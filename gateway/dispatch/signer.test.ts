@@ -1,8 +1,14 @@
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { encodeSecret, ReplayGuard, TrustError, verifyRequest } from '../../protocol/index.ts';
-import { hmacSigner, keySigner, type SigningKey } from './signer.ts';
+import {
+  encodeSecret,
+  ReplayGuard,
+  SESSION_HEADER,
+  TrustError,
+  verifyRequest,
+} from '../../protocol/index.ts';
+import { hmacSigner, keySigner, type Proof, type SigningKey } from './signer.ts';
 
 const secret = encodeSecret('a secret of at least thirty-two bytes!');
 const request = {
@@ -11,7 +17,7 @@ const request = {
   path: '/causeway/v1/invoke',
   body: new TextEncoder().encode('{"a":1}'),
 };
-const bearer = (token: string) => `Bearer ${token}`;
+const bearer = (proof: Proof) => proof.authorization;
 
 function keyPair(kid: string): { signing: SigningKey; published: Record<string, unknown> } {
   const { publicKey, privateKey } = generateKeyPairSync('ed25519');
@@ -56,10 +62,12 @@ describe('EdDSA signer', () => {
     for (const [token, kid] of [
       [first, 'one'],
       [second, 'two'],
-    ]) {
-      const header = JSON.parse(Buffer.from(String(token).split('.')[0] ?? '', 'base64url').toString());
+    ] as const) {
+      const header = JSON.parse(
+        Buffer.from(token.authorization.slice(7).split('.')[0] ?? '', 'base64url').toString(),
+      );
       assert.deepEqual(header, { alg: 'EdDSA', typ: 'JWT', kid });
-      const claims = await verifyRequest(jwks, bearer(String(token)), request, new ReplayGuard());
+      const claims = await verifyRequest(jwks, bearer(token), request, new ReplayGuard());
       assert.equal(claims.aud, 'kopfexample');
     }
   });
@@ -91,5 +99,73 @@ describe('EdDSA signer', () => {
       verifyRequest(secret, bearer(signed), request, new ReplayGuard()),
       /signed with a public-key algorithm, but this service checks HS256/,
     );
+  });
+});
+
+describe('EdDSA signer, in a session', () => {
+  const one = keyPair('one');
+  const two = keyPair('two');
+  const jwks = { keys: [one.published, two.published] };
+  const partOf = (token: string, index: number) =>
+    JSON.parse(Buffer.from(token.split('.')[index] ?? '', 'base64url').toString());
+  const inSession = (proof: Proof) =>
+    verifyRequest(jwks, proof.authorization, request, new ReplayGuard(), proof[SESSION_HEADER]);
+
+  it('signs each call HS256 under a session it signed EdDSA, which the verifier takes', async () => {
+    const proof = keySigner(() => one.signing)(request, true);
+    const session = proof[SESSION_HEADER] ?? '';
+    assert.deepEqual(partOf(session, 0), { alg: 'EdDSA', typ: 'causeway-session+jwt', kid: 'one' });
+    assert.equal(partOf(session, 1).aud, 'kopfexample');
+    assert.equal(partOf(session, 1).exp - partOf(session, 1).iat, 60);
+    assert.deepEqual(partOf(proof.authorization.slice(7), 0), { alg: 'HS256', typ: 'JWT' });
+    const claims = await inSession(proof);
+    assert.equal(claims.req, 'POST /causeway/v1/invoke');
+  });
+
+  it('keeps one session per service until halfway through its life, or until the key changes', (t) => {
+    t.mock.timers.enable({ apis: ['Date'], now: 1_800_000_000_000 });
+    let current = one.signing;
+    const signer = keySigner(() => current);
+    const first = signer(request, true)[SESSION_HEADER];
+    assert.equal(signer(request, true)[SESSION_HEADER], first);
+    assert.notEqual(signer({ ...request, audience: 'another' }, true)[SESSION_HEADER], first);
+    t.mock.timers.tick(29_000);
+    assert.equal(signer(request, true)[SESSION_HEADER], first);
+    t.mock.timers.tick(1_000);
+    const second = signer(request, true)[SESSION_HEADER];
+    assert.notEqual(second, first);
+    current = two.signing;
+    const third = signer(request, true)[SESSION_HEADER] ?? '';
+    assert.notEqual(third, second);
+    assert.equal(partOf(third, 0).kid, 'two');
+  });
+
+  it('is refused without its session, in another session, and by a service with a shared secret', async () => {
+    const signer = keySigner(() => one.signing);
+    const proof = signer(request, true);
+    await assert.rejects(
+      verifyRequest(jwks, proof.authorization, request, new ReplayGuard()),
+      /not signed with a public-key algorithm this service accepts/,
+    );
+    const other = keySigner(() => one.signing)(request, true);
+    await assert.rejects(
+      inSession({ ...proof, [SESSION_HEADER]: other[SESSION_HEADER] ?? '' }),
+      /bad signature: not signed with the key of the session it came with/,
+    );
+    await assert.rejects(
+      verifyRequest(secret, proof.authorization, request, new ReplayGuard(), proof[SESSION_HEADER]),
+      /checks HS256 with a secret it shares with the gateway: it takes no session/,
+    );
+  });
+
+  it('is refused once the session has expired, though the service took it before', async (t) => {
+    t.mock.timers.enable({ apis: ['Date'], now: Date.now() });
+    const proof = keySigner(() => one.signing)(request, true);
+    await inSession(proof);
+    t.mock.timers.tick(66_000); // its 60 s and the 5 s of clock tolerance
+    const session = proof[SESSION_HEADER] ?? '';
+    // A fresh call, signed with the session's key (which travels in the session).
+    const late = hmacSigner(Buffer.from(partOf(session, 1).key, 'base64url'))(request);
+    await assert.rejects(inSession({ ...late, [SESSION_HEADER]: session }), /session expired/);
   });
 });

@@ -187,6 +187,16 @@ describe('keys that reach a prototype', () => {
     );
   });
 
+  it('keep whether a service takes sessions, and refuse a manifest that says so in anything but a boolean', () => {
+    const manifest = { protocol: PROTOCOL, name: 's', handlers: [] };
+    assert.equal(parseManifest({ ...manifest, sessions: true }).manifest.sessions, true);
+    assert.equal(parseManifest({ ...manifest, sessions: false }).manifest.sessions, undefined);
+    assert.throws(
+      () => parseManifest({ ...manifest, sessions: 'yes' }),
+      new ProtocolError('manifest.sessions is not a boolean'),
+    );
+  });
+
   it('refuse a reply nested deeper than the merges go', () => {
     const deep = `${'{"a":'.repeat(REPLY_LIMITS.depth)}1${'}'.repeat(REPLY_LIMITS.depth)}`;
     const reply = `{"protocol":"${PROTOCOL}","outcomes":{"h":{"status":"success","result":${deep}}}}`;

@@ -149,6 +149,9 @@ export function parseManifest(value: unknown): { manifest: Manifest; unknownKind
     handlers.push(handler as unknown as HandlerSpec);
   }
   const activities = parseActivities(value.activities, unknownKinds);
+  if (value.sessions !== undefined && typeof value.sessions !== 'boolean') {
+    throw new ProtocolError('manifest.sessions is not a boolean');
+  }
   return {
     manifest: {
       protocol: PROTOCOL,
@@ -156,6 +159,7 @@ export function parseManifest(value: unknown): { manifest: Manifest; unknownKind
       handlers,
       ...(activities.length > 0 ? { activities } : {}),
       ...(value.scope === undefined ? {} : { scope: parseScope(value.scope, 'manifest.scope') }),
+      ...(value.sessions === true ? { sessions: true } : {}),
     },
     unknownKinds,
   };

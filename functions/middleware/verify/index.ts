@@ -1,6 +1,7 @@
 import type { MiddlewareHandler } from 'hono';
 import {
   type ReplayStore,
+  SESSION_HEADER,
   TrustError,
   type VerificationKeys,
   verifyBody,
@@ -23,8 +24,8 @@ export interface VerifyOptions {
 export type Verified = { Variables: { body: Uint8Array } };
 
 /**
- * Refuses every request the gateway did not sign for this service, this route and this body, or that
- * was seen before. In that order: the size as declared, the token, then the body read up to the limit.
+ * Refuses every request the gateway did not sign for this service, this route and this body (itself,
+ * or in a session it signed), or that was seen before. In that order: the size as declared, the token, then the body read up to the limit.
  */
 export function verify({
   audience,
@@ -43,7 +44,8 @@ export function verify({
     if (Number(c.req.header('content-length') ?? 0) > maxBodyBytes) return errorResponse(c, 413, tooLarge);
     const route = { audience, method: c.req.method, path: c.req.path };
     try {
-      const claims = await verifyToken(key, c.req.header('authorization'), route);
+      const session = c.req.header(SESSION_HEADER);
+      const claims = await verifyToken(key, c.req.header('authorization'), route, session);
       const body = await readUpTo(c.req.raw, maxBodyBytes);
       if (!body) return errorResponse(c, 413, tooLarge);
       await verifyBody(claims, body, replays);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { InvocationResponse } from '../protocol/index.ts';
+import type { IndexContents, InvocationResponse } from '../protocol/index.ts';
 import { operator } from './index.ts';
 import { indexOutcome } from './indexes.ts';
 import { invocation, SECRET, signedInvoke, signedManifest } from './test-helpers.ts';
@@ -94,6 +94,48 @@ describe('handlers that read indexes', () => {
     const request = invocation(['both', 'none'], {}, { indexes: { phases: [['Running', ['a', 'b']]] } });
     assert.equal((await answer(op, request)).status, 200);
     assert.deepEqual(seen, { both: { phases: [['Running', ['a', 'b']]], byNode: [] }, none: [] });
+  });
+
+  it('keep an index sent whole at its version, and take a later call naming that version only', async () => {
+    const op = operator({ name: 'idx', secret: SECRET });
+    op.index('pods', function phases({ name }) {
+      return name;
+    });
+    const seen: unknown[] = [];
+    op.on.create('kex', { indexes: ['phases'] }, function reads({ indexes }) {
+      seen.push([...(indexes.phases ?? [])]);
+    });
+    const named = (version: string, contents?: IndexContents) =>
+      invocation(
+        ['reads'],
+        {},
+        { indexVersions: { phases: version }, ...(contents ? { indexes: { phases: contents } } : {}) },
+      );
+    const missing = await answer(op, named('g.1'));
+    assert.equal(missing.status, 200);
+    assert.deepEqual(missing.body, { protocol: 'causeway.dev/v1', missingIndexes: ['phases'] });
+    assert.deepEqual(seen, [], 'no handler runs without its index');
+    assert.equal((await answer(op, named('g.1', [['Running', ['a']]]))).status, 200);
+    assert.equal((await answer(op, named('g.1'))).status, 200);
+    assert.deepEqual(seen, [[['Running', ['a']]], [['Running', ['a']]]]);
+    const newer = await answer(op, named('g.2'));
+    assert.deepEqual(newer.body, { protocol: 'causeway.dev/v1', missingIndexes: ['phases'] });
+  });
+
+  it('keep no index the operator does not declare, whatever a call names', async () => {
+    const op = operator({ name: 'idx', secret: SECRET });
+    op.on.create('kex', function reads() {});
+    const call = (contents?: IndexContents) =>
+      invocation(
+        ['reads'],
+        {},
+        { indexVersions: { other: 'g.1' }, ...(contents ? { indexes: { other: contents } } : {}) },
+      );
+    assert.equal((await answer(op, call([['k', ['v']]]))).status, 200);
+    assert.deepEqual((await answer(op, call())).body, {
+      protocol: 'causeway.dev/v1',
+      missingIndexes: ['other'],
+    });
   });
 
   it('are refused when they name an index the operator does not declare, or name it badly', async () => {

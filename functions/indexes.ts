@@ -4,7 +4,7 @@
  * the handlers that name them in their `indexes` option, as read-only maps of key to values.
  */
 import type { IndexContents, IndexDefinition, IndexEntries, ObjectPart, Outcome } from '../protocol/index.ts';
-import { isObject } from '../protocol/json.ts';
+import { deepFreeze, isObject } from '../protocol/json.ts';
 import { asJson } from './json.ts';
 
 /**
@@ -48,6 +48,41 @@ class IndexMap extends Map<string | null, readonly unknown[]> {
 }
 
 const mapsOfContents = new WeakMap<Readonly<IndexContents>, Index>();
+
+type WithIndexes = { indexes?: Record<string, IndexContents>; indexVersions?: Record<string, string> };
+
+/**
+ * The indexes a service was sent whole, each at the version the gateway named: a later call that
+ * names the same version only is given them, neither sent nor parsed again. One version per index,
+ * the last one sent, and only the operator's own indexes (`declared`), so that no call can make it grow.
+ */
+export class KeptIndexes {
+  readonly #declared: (id: string) => boolean;
+  readonly #kept = new Map<string, { version: string; contents: Readonly<IndexContents> }>();
+
+  constructor(declared: (id: string) => boolean) {
+    this.#declared = declared;
+  }
+
+  /** The call with each index it names by version, or the ids of those this service does not have. */
+  fill<Call extends WithIndexes>(call: Call): Call | { missing: string[] } {
+    const versions = call.indexVersions;
+    if (!versions) return call;
+    const indexes = { ...call.indexes };
+    const missing: string[] = [];
+    for (const [id, version] of Object.entries(versions)) {
+      const given = call.indexes?.[id];
+      if (given) {
+        if (this.#declared(id)) this.#kept.set(id, { version, contents: deepFreeze(given) });
+      } else {
+        const kept = this.#kept.get(id);
+        if (kept?.version === version) indexes[id] = kept.contents as IndexContents;
+        else missing.push(id);
+      }
+    }
+    return missing.length > 0 ? { missing } : { ...call, indexes };
+  }
+}
 
 /**
  * The request's indexes as maps, from its frozen contents: the same contents (as a gateway in this

@@ -86,7 +86,7 @@ export function checkActivityInvocation(
   if (request.memo !== undefined && !isObject(request.memo)) {
     throw new BadRequest('"memo" must be an object of keys to values');
   }
-  checkIndexes(request.indexes);
+  checkIndexes(request.indexes, request.indexVersions);
   const seen = new Set<string>();
   for (const due of request.handlers) {
     const activity = activities.get(due?.id);
@@ -112,8 +112,14 @@ export function checkActivityInvocation(
 
 const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
-/** Indexes arrive as lists of [key, values] by id. */
-function checkIndexes(indexes: unknown): void {
+/** Indexes arrive as lists of [key, values] by id; their versions, as text by id. */
+function checkIndexes(indexes: unknown, versions: unknown): void {
+  if (
+    versions !== undefined &&
+    !(isObject(versions) && Object.values(versions).every((version) => typeof version === 'string'))
+  ) {
+    throw new BadRequest('"indexVersions" must map index ids to versions, as text');
+  }
   if (indexes === undefined) return;
   const wellFormed =
     isObject(indexes) &&
@@ -145,7 +151,7 @@ export function checkInvocation(request: InvocationRequest, handlers: ReadonlyMa
   if (request.traceparent !== undefined && !TRACEPARENT.test(String(request.traceparent))) {
     throw new BadRequest(`"traceparent" is not a W3C trace context: ${JSON.stringify(request.traceparent)}`);
   }
-  checkIndexes(request.indexes);
+  checkIndexes(request.indexes, request.indexVersions);
   if (request.reason === 'admission') {
     const review = request.admission;
     if (

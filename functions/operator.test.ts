@@ -48,6 +48,7 @@ describe('operator', () => {
         },
       ],
       sessions: true,
+      indexVersions: true,
     });
   });
 

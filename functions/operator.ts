@@ -9,6 +9,7 @@ import {
   type InvocationRequest,
   isActivityInvocation,
   type Manifest,
+  type MissingIndexes,
   PATHS,
   PROTOCOL,
   ReplayGuard,
@@ -18,7 +19,7 @@ import {
 import { type ActivityOn, activitySpecOf, createActivities, invokeActivities } from './activities.ts';
 import { RunningDaemons } from './daemons.ts';
 import { errorResponse } from './error-response.ts';
-import { checkIndexesDeclared } from './indexes.ts';
+import { checkIndexesDeclared, KeptIndexes } from './indexes.ts';
 import { BadRequest, checkBatch, checkCall, parseInvocation } from './invocation.ts';
 import { invoke, invokeBatch } from './invoke.ts';
 import { keySource } from './keys.ts';
@@ -87,6 +88,7 @@ export function operator(options: OperatorOptions): Operator {
   const { on: onActivities, activities } = createActivities();
   const on = { ...onResources, ...onActivities };
   const daemons = new RunningDaemons();
+  const keptIndexes = new KeptIndexes((id) => handlers.get(id)?.kind === 'index');
   const signed = verify({
     audience: name,
     keys: keySource({ keys: options.keys, secret: options.secret }),
@@ -107,6 +109,7 @@ export function operator(options: OperatorOptions): Operator {
       ...(activities.size > 0 ? { activities: [...activities.values()].map(activitySpecOf) } : {}),
       ...(options.scope ? { scope: options.scope } : {}),
       sessions: true,
+      indexVersions: true,
     };
   };
   const app = new Hono()
@@ -122,8 +125,12 @@ export function operator(options: OperatorOptions): Operator {
       }
       if ('batch' in request)
         return c.json(await invokeBatch(request, handlers, { daemons, cut: c.req.raw.signal }));
-      if (isActivityInvocation(request)) return c.json(await invokeActivities(request, activities));
-      return c.json(await invoke(request, handlers, { daemons, cut: c.req.raw.signal }));
+      const call = keptIndexes.fill(request);
+      if ('missing' in call) {
+        return c.json({ protocol: PROTOCOL, missingIndexes: call.missing } satisfies MissingIndexes);
+      }
+      if (isActivityInvocation(call)) return c.json(await invokeActivities(call, activities));
+      return c.json(await invoke(call, handlers, { daemons, cut: c.req.raw.signal }));
     });
   app.notFound((c) => errorResponse(c, 404, `no route for ${c.req.method} ${c.req.path}`));
   app.onError((error, c) => errorResponse(c, 500, `internal error: ${error.message}`));

@@ -145,8 +145,17 @@ export interface InvocationRequest {
    * its `stopped` signal is aborted with this reason from the start, so it finishes as it would have.
    */
   stopped?: DaemonStopReason;
-  /** The indexes the due handlers declare (`indexes` option), by id, complete. */
+  /**
+   * The indexes the due handlers declare (`indexes` option), by id, complete; to a service that keeps
+   * indexes (`Manifest.indexVersions`), only those whose version it may not have.
+   */
   indexes?: Record<string, IndexContents>;
+  /**
+   * To a service that keeps indexes: the version of each index the due handlers declare, by id. An
+   * index in `indexes` is that version's contents, to keep; one left out is the version kept before,
+   * or, if the service does not have it, it answers `MissingIndexes` and is sent the contents.
+   */
+  indexVersions?: Record<string, string>;
   /**
    * The W3C trace context of the gateway's call (`00-<trace id>-<span id>-01`), also sent as the
    * `traceparent` header: here it is signed, and reaches a service in the gateway's process too.
@@ -248,6 +257,15 @@ export interface LogLine {
   handler?: string;
 }
 
+/**
+ * A service's answer to a call naming versions of indexes it does not keep (any more): no handler
+ * ran; the gateway sends the call again with the contents of these.
+ */
+export interface MissingIndexes {
+  protocol: typeof PROTOCOL;
+  missingIndexes: string[];
+}
+
 export interface InvocationResponse {
   protocol: typeof PROTOCOL;
   /** One outcome per handler of the request, by id. */
@@ -285,8 +303,10 @@ export interface ActivityInvocation {
   deadline: string;
   /** What the service's activities kept in earlier calls (the operator's memo, in the gateway's memory). */
   memo?: Record<string, unknown>;
-  /** Probes: the indexes the due handlers declare, by id, complete. */
+  /** Probes: the indexes the due handlers declare, by id, as in InvocationRequest. */
   indexes?: Record<string, IndexContents>;
+  /** Probes: their versions, as in InvocationRequest. */
+  indexVersions?: Record<string, string>;
   /** As in InvocationRequest: the gateway's trace of the call, also sent as the `traceparent` header. */
   traceparent?: string;
 }

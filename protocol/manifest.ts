@@ -179,6 +179,12 @@ export interface Manifest {
    * with the session's key. Absent: every call carries a signature of the gateway's own.
    */
   sessions?: boolean;
+  /**
+   * It keeps the indexes it is sent, by version: a call may then name an index's version without its
+   * contents (InvocationRequest.indexVersions), which saves sending and parsing an index whole with
+   * every call while it does not change.
+   */
+  indexVersions?: boolean;
 }
 
 /** The unsigned health answer; it names the service so a gateway knows which audience to sign for. */

@@ -52,6 +52,25 @@ describe('causeway conformance', () => {
     assert.equal(results.filter((result) => result.name.startsWith('refuses')).length, 12);
   });
 
+  it('passes the SDK keeping indexes: named by a version it never got, sent whole, then by version', async (t) => {
+    const op = operator({ name: 'indexed', secret: SECRET });
+    op.index('widgets.example.com', function names({ name }) {
+      return name;
+    });
+    const seen: unknown[] = [];
+    op.on.create('widgets.example.com', { indexes: ['names'] }, function reads({ indexes }) {
+      seen.push([...(indexes.names ?? [])]);
+    });
+    const results = await runConformance({ url: await serve(t, op), name: 'indexed', signing });
+    assert.deepEqual(
+      results.filter((result) => result.failure),
+      [],
+    );
+    assert.ok(results.some((result) => result.name.startsWith('indexes: "reads"')));
+    // The round trip without indexes, then the call with the index whole, then by its version.
+    assert.deepEqual(seen, [[], [['conformance', ['a']]], [['conformance', ['a']]]]);
+  });
+
   it('passes the SDK with activities, calling its probes and never its startup, cleanup or login', async (t) => {
     const op = operator({ name: 'activities', secret: SECRET });
     const called: string[] = [];

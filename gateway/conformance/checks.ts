@@ -5,7 +5,8 @@
  * the error model; and a refusal for every forged request (unsigned, wrong key, expired,
  * future-dated, too long-lived, other issuer, no id, other audience, other route, altered body,
  * replayed, oversized); for a service that takes sessions, the same round trip in a session and a
- * refusal for every forged session or call in one.
+ * refusal for every forged session or call in one; for one that keeps indexes, a call naming them by
+ * version before and after they were sent.
  */
 import { createPublicKey, generateKeyPairSync, type KeyObject, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
@@ -109,6 +110,33 @@ export async function runConformance(target: ConformanceTarget): Promise<CheckRe
         const answer = await client.send('POST', PATHS.invoke, { body: invocation });
         expect(answer.status === 200, `status ${answer.status}, not 200: ${JSON.stringify(answer.body)}`);
         parseInvocationResponse(answer.body, [handler.id], reason === 'admission');
+      },
+    );
+  }
+
+  const reader = manifest?.indexVersions
+    ? manifest.handlers.find((handler) => (handler.options?.indexes ?? []).length > 0)
+    : undefined;
+  if (reader) {
+    await check(
+      `indexes: "${reader.id}" named by versions never sent gets missingIndexes; sent whole, then by version, runs`,
+      async () => {
+        const reason = reasonFor(reader);
+        const ids = reader.options?.indexes ?? [];
+        const versions = Object.fromEntries(ids.map((id) => [id, `conformance.${crypto.randomUUID()}`]));
+        const named = { ...sampleInvocation(reader, reason), indexVersions: versions };
+        const missing = await client.send('POST', PATHS.invoke, { body: named });
+        const said = (missing.body as { missingIndexes?: unknown })?.missingIndexes;
+        expect(
+          missing.status === 200 && Array.isArray(said) && ids.every((id) => said.includes(id)),
+          `not {"missingIndexes": ${JSON.stringify(ids)}}: ${missing.status} ${JSON.stringify(missing.body)}`,
+        );
+        const whole = Object.fromEntries(ids.map((id) => [id, [['conformance', ['a']]]]));
+        for (const call of [{ ...named, indexes: whole }, named]) {
+          const answer = await client.send('POST', PATHS.invoke, { body: call });
+          expect(answer.status === 200, `status ${answer.status}, not 200: ${JSON.stringify(answer.body)}`);
+          parseInvocationResponse(answer.body, [reader.id], reason === 'admission');
+        }
       },
     );
   }

@@ -183,19 +183,33 @@ describe('a reply holding a key that reaches a prototype', () => {
 });
 
 describe('the indexes a call carries', () => {
-  /** A service whose handler reads an index, and a source giving the frozen contents the gateway keeps. */
-  async function reading(direct: boolean) {
+  /** A service whose handler reads an index: `seen` by the handler; `sent`, which index fields each request had. */
+  function readingOperator(seen: Index[]) {
     const op = operator({ name: 'direct', secret: SECRET });
     op.index('kopfexamples', function names({ name }) {
       return name;
     });
-    const seen: Index[] = [];
     op.on.create('kopfexamples', { indexes: ['names'] }, function reader({ indexes }) {
       seen.push(indexes.names as Index);
     });
+    return op;
+  }
+
+  /** The service, and a source giving the frozen contents the gateway keeps. */
+  async function reading(direct: boolean) {
+    const seen: Index[] = [];
+    const sent: string[][] = [];
+    const replica = { op: readingOperator(seen) };
+    const overHttp = {
+      fetch: async (request: Request) => {
+        const body = request.method === 'POST' ? ((await request.clone().json()) as object) : {};
+        if (request.method === 'POST') sent.push(Object.keys(body).filter((key) => key.startsWith('index')));
+        return replica.op.fetch(request);
+      },
+    };
     const source = { contents: deepFreeze<IndexContents>([[null, ['a', 'b']]]) };
     const service = await FunctionService.connect({
-      transport: inProcessTransport(direct ? op : { fetch: (request) => op.fetch(request) }),
+      transport: inProcessTransport(direct ? replica.op : overHttp),
       name: undefined,
       sign: hmacSigner(SECRET),
       indexes: { contents: async () => ({ names: source.contents as IndexContents }) },
@@ -206,7 +220,11 @@ describe('the indexes a call carries', () => {
       );
       assert.deepEqual(response.outcomes.reader, { status: 'success' });
     };
-    return { seen, source, call };
+    /** The service started again: it keeps nothing it was sent before. */
+    const restart = () => {
+      replica.op = readingOperator(seen);
+    };
+    return { seen, sent, source, call, restart };
   }
 
   it('are shared with a service in this process, read-only: the same map until the index changes', async () => {
@@ -226,13 +244,41 @@ describe('the indexes a call carries', () => {
     assert.deepEqual([...(seen[0] as Index)], [[null, ['a', 'b']]], 'left whole');
   });
 
-  it('are sent whole over HTTP, in the signed body, the same after the index has been sent once', async () => {
-    const { seen, call } = await reading(false);
+  it('are sent over HTTP whole once per version to a service that keeps them, then named by version', async () => {
+    const { seen, sent, source, call } = await reading(false);
     await call();
     await call();
+    source.contents = deepFreeze<IndexContents>([[null, ['a']]]);
+    await call();
+    await call();
+    assert.deepEqual(sent, [
+      ['indexVersions', 'indexes'],
+      ['indexVersions'],
+      ['indexVersions', 'indexes'],
+      ['indexVersions'],
+    ]);
     assert.deepEqual(
       seen.map((index) => [...index]),
-      [[[null, ['a', 'b']]], [[null, ['a', 'b']]]],
+      [[[null, ['a', 'b']]], [[null, ['a', 'b']]], [[null, ['a']]], [[null, ['a']]]],
+    );
+  });
+
+  it('are sent again whole, in the same call, to a service that no longer has them', async () => {
+    const { seen, sent, call, restart } = await reading(false);
+    await call();
+    restart();
+    await call();
+    await call();
+    assert.deepEqual(sent, [
+      ['indexVersions', 'indexes'],
+      ['indexVersions'],
+      ['indexVersions', 'indexes'],
+      ['indexVersions'],
+    ]);
+    assert.deepEqual(
+      seen.map((index) => [...index]),
+      [[[null, ['a', 'b']]], [[null, ['a', 'b']]], [[null, ['a', 'b']]]],
+      'every call handled once, with its index',
     );
   });
 });

@@ -129,6 +129,8 @@ export class FunctionService {
   readonly #transport: Transport;
   readonly #sign: Signer;
   readonly #options: FunctionServiceOptions;
+  /** The version of each index the service was last sent whole (by one of its replicas, at least). */
+  readonly #keptIndexes = new Map<string, string>();
 
   private constructor(
     transport: Transport,
@@ -206,12 +208,24 @@ export class FunctionService {
     timeoutMs = this.timeoutMs,
     call: { cut?: AbortSignal; long?: boolean } = {},
   ): Promise<InvocationResponse> {
-    const invocation = await this.#withIndexes(given, timeoutMs);
+    const { invocation, indexes } = await this.#withIndexes(given, timeoutMs);
     const admission = invocation.reason === 'admission';
     const ids = invocation.handlers.map((handler) => handler.id);
-    const answer = await this.#exchange(invocation, invocation.traceparent, timeoutMs, call, (direct, copy) =>
-      direct.invoke(copy),
-    );
+    const exchange = (request: typeof invocation) =>
+      this.#exchange(request, request.traceparent, timeoutMs, call, (direct, copy) => direct.invoke(copy));
+    let answer = await exchange(invocation);
+    if (missingIndexes(answer, invocation.indexVersions)) {
+      // It does not keep (any more) a version it was not sent: sent again, with every index whole.
+      answer = await exchange({ ...invocation, indexes });
+      const missing = missingIndexes(answer, invocation.indexVersions);
+      if (missing) {
+        throw new ProtocolError(
+          `"${this.name}" answered that it does not have the indexes ${missing.join(', ')}, which it was sent whole`,
+        );
+      }
+    }
+    for (const [id, version] of Object.entries(invocation.indexVersions ?? {}))
+      this.#keptIndexes.set(id, version);
     if (isActivityInvocation(invocation)) return parseActivityResponse(answer, ids);
     const response = parseInvocationResponse(answer, ids, admission);
     const { guard } = this.#options;
@@ -237,25 +251,35 @@ export class FunctionService {
 
   /**
    * The indexes the due handlers read, complete, added to the call; its deadline is counted from then,
-   * as waiting for an index after a start may take a while.
+   * as waiting for an index after a start may take a while. To a service that keeps indexes, only
+   * those of a version it was not sent yet, and every index's version; `indexes` is then all of them,
+   * in case it does not keep one after all (another replica, or a restart).
    */
   async #withIndexes<Call extends InvocationRequest | ActivityInvocation>(
     invocation: Call,
     timeoutMs: number,
-  ): Promise<Call> {
+  ): Promise<{ invocation: Call; indexes?: Record<string, IndexContents> }> {
     const { indexes } = this.#options;
-    if (!indexes || ('stop' in invocation && invocation.stop !== undefined)) return invocation;
+    if (!indexes || ('stop' in invocation && invocation.stop !== undefined)) return { invocation };
     const specs = isActivityInvocation(invocation)
       ? (this.manifest.activities ?? [])
       : this.manifest.handlers;
     const due = new Set(invocation.handlers.map((handler) => handler.id));
     const ids = new Set(specs.flatMap((spec) => (due.has(spec.id) ? (spec.options?.indexes ?? []) : [])));
-    if (ids.size === 0) return invocation;
-    return {
-      ...invocation,
-      indexes: await indexes.contents(this.name, [...ids]),
-      deadline: new Date(Date.now() + timeoutMs).toISOString(),
-    };
+    if (ids.size === 0) return { invocation };
+    const all = await indexes.contents(this.name, [...ids]);
+    const deadline = new Date(Date.now() + timeoutMs).toISOString();
+    if (this.#transport.direct || !this.manifest.indexVersions) {
+      return { invocation: { ...invocation, indexes: all, deadline } };
+    }
+    const indexVersions: Record<string, string> = {};
+    const sent: Record<string, IndexContents> = {};
+    for (const [id, contents] of Object.entries(all)) {
+      indexVersions[id] = versionOf(contents);
+      if (this.#keptIndexes.get(id) !== indexVersions[id]) sent[id] = contents;
+    }
+    const withSent = Object.keys(sent).length > 0 ? { indexes: sent } : {};
+    return { invocation: { ...invocation, ...withSent, indexVersions, deadline }, indexes: all };
   }
 
   /** One request and its JSON answer: directly to a service in this process, signed over HTTP otherwise. */
@@ -400,6 +424,41 @@ function describe(error: unknown): string {
     );
   }
   return said;
+}
+
+/**
+ * Each index's version: the identity of its frozen contents, which stay the same object until the
+ * index changes, named with this process's own prefix, so that no other gateway's version is taken
+ * for one of this one's.
+ */
+const indexVersions = new WeakMap<IndexContents, string>();
+const VERSION_PREFIX = crypto.randomUUID().slice(0, 8);
+let versionsMade = 0;
+
+function versionOf(contents: IndexContents): string {
+  let version = indexVersions.get(contents);
+  if (version === undefined) {
+    version = `${VERSION_PREFIX}.${++versionsMade}`;
+    indexVersions.set(contents, version);
+  }
+  return version;
+}
+
+/**
+ * The indexes a service's answer says it misses (a MissingIndexes), each one the call named; undefined
+ * for any other answer.
+ */
+function missingIndexes(answer: unknown, named: Record<string, string> | undefined): string[] | undefined {
+  if (!isObject(answer) || !('missingIndexes' in answer)) return undefined;
+  const missing = answer.missingIndexes;
+  if (
+    !Array.isArray(missing) ||
+    missing.length === 0 ||
+    !missing.every((id) => Object.hasOwn(named ?? {}, id))
+  ) {
+    throw new ProtocolError('missingIndexes must list indexes the call named by version');
+  }
+  return missing as string[];
 }
 
 /** A request with the indexes its handlers read: their contents, frozen, shared until they change. */

@@ -187,14 +187,16 @@ describe('keys that reach a prototype', () => {
     );
   });
 
-  it('keep whether a service takes sessions, and refuse a manifest that says so in anything but a boolean', () => {
+  it('keep whether a service takes sessions and keeps indexes, and refuse a manifest that says so in anything but a boolean', () => {
     const manifest = { protocol: PROTOCOL, name: 's', handlers: [] };
-    assert.equal(parseManifest({ ...manifest, sessions: true }).manifest.sessions, true);
-    assert.equal(parseManifest({ ...manifest, sessions: false }).manifest.sessions, undefined);
-    assert.throws(
-      () => parseManifest({ ...manifest, sessions: 'yes' }),
-      new ProtocolError('manifest.sessions is not a boolean'),
-    );
+    for (const flag of ['sessions', 'indexVersions'] as const) {
+      assert.equal(parseManifest({ ...manifest, [flag]: true }).manifest[flag], true);
+      assert.equal(parseManifest({ ...manifest, [flag]: false }).manifest[flag], undefined);
+      assert.throws(
+        () => parseManifest({ ...manifest, [flag]: 'yes' }),
+        new ProtocolError(`manifest.${flag} is not a boolean`),
+      );
+    }
   });
 
   it('refuse a reply nested deeper than the merges go', () => {

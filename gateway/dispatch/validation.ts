@@ -149,8 +149,10 @@ export function parseManifest(value: unknown): { manifest: Manifest; unknownKind
     handlers.push(handler as unknown as HandlerSpec);
   }
   const activities = parseActivities(value.activities, unknownKinds);
-  if (value.sessions !== undefined && typeof value.sessions !== 'boolean') {
-    throw new ProtocolError('manifest.sessions is not a boolean');
+  for (const flag of ['sessions', 'indexVersions'] as const) {
+    if (value[flag] !== undefined && typeof value[flag] !== 'boolean') {
+      throw new ProtocolError(`manifest.${flag} is not a boolean`);
+    }
   }
   return {
     manifest: {
@@ -160,6 +162,7 @@ export function parseManifest(value: unknown): { manifest: Manifest; unknownKind
       ...(activities.length > 0 ? { activities } : {}),
       ...(value.scope === undefined ? {} : { scope: parseScope(value.scope, 'manifest.scope') }),
       ...(value.sessions === true ? { sessions: true } : {}),
+      ...(value.indexVersions === true ? { indexVersions: true } : {}),
     },
     unknownKinds,
   };

@@ -496,4 +496,17 @@ describe('protocol JSON Schemas of indexes', () => {
       ),
     );
   });
+
+  it('accept a call naming an index by version only, and the answer of a service that does not have it', async () => {
+    const call = sdkInvocation(
+      ['reads'],
+      {},
+      { indexVersions: { byNode: 'a1b2c3d4.7', phases: 'a1b2c3d4.8' } },
+    );
+    assertValid(requestSchema, call);
+    const response = await indexingOperator().fetch(await signedInvoke('schemas', call, SECRET));
+    const body = await response.json();
+    assert.deepEqual(body, { protocol: PROTOCOL, missingIndexes: ['byNode', 'phases'] });
+    assertValid(schema('missing-indexes'), body);
+  });
 });

@@ -103,7 +103,14 @@ interface LatencyResult {
 }
 
 async function main(): Promise<void> {
-  const commands = await prepareContenders(nodeFlagsOption(values['node-flags']));
+  const nodeFlags = nodeFlagsOption(values['node-flags']);
+  const commands = await prepareContenders(nodeFlags);
+  // How Causeway was started, in the raw figures: its memory settings come from these when set.
+  const started = {
+    nodeFlags,
+    CAUSEWAY_MEMORY_SETTINGS: process.env.CAUSEWAY_MEMORY_SETTINGS ?? null,
+    MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? null,
+  };
   const [port] = await freePorts(1);
   const all: Contender[] = [
     { name: KOPF_NAME, commands: (namespace) => [commands.kopf('kopf_scale.py', namespace)] },
@@ -138,7 +145,7 @@ async function main(): Promise<void> {
       }
       reportLatency(latency);
     }
-    await saveResults('scale', { objects: OBJECTS, scale, latency });
+    await saveResults('scale', { objects: OBJECTS, causeway: started, scale, latency });
   });
 }
 

@@ -1,6 +1,6 @@
 /**
  * What the benchmarks share: one fresh local control plane with the KopfExample CRD, the two
- * contenders' commands (Kopf from PyPI, the Causeway CLI bundled as it is deployed), operator
+ * contenders' commands (Kopf from PyPI, the Causeway CLI bundled as it is published), operator
  * processes, backlogs of KopfExamples, polling, and plain-text tables.
  */
 import { execFileSync, spawn } from 'node:child_process';
@@ -26,7 +26,7 @@ import {
 import { dirname, join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { build, type Plugin } from 'esbuild';
-import { bundleCli, IMAGE_ENV, IMAGE_NODE_FLAGS } from '../deploy/build.ts';
+import { bundleCli } from '../deploy/build.ts';
 import {
   type ControlPlane,
   cacheRoot,
@@ -242,21 +242,22 @@ async function bundleCliAt(ref: string, dir: string): Promise<{ entry: string; c
 
 /**
  * Bundles the Causeway CLI (deploy/build.ts) and installs Kopf into its cached virtualenv. The CLI runs
- * with `nodeFlags`, the image's unless given (`--node-flags` of the benchmarks that take it).
+ * as a user starts it, `node causeway.mjs <command>` with no flags of its own, unless given `nodeFlags`
+ * (`--node-flags` of the benchmarks that take it).
  */
-export async function prepareContenders(nodeFlags = IMAGE_NODE_FLAGS, compare?: string): Promise<Contenders> {
+export async function prepareContenders(nodeFlags: string[] = [], compare?: string): Promise<Contenders> {
   const dir = scratchDir('bench');
   const bundle = await bundleCli(dir);
   const operators = await bundleOperators(join(dir, 'operators'));
-  // As deployed: the image's environment, without the hooks this repository's scripts load
-  // (NODE_OPTIONS), nor Node's type stripper, which they bring in and which alone holds some 18 MiB.
+  // Without the hooks this repository's scripts load (NODE_OPTIONS), nor Node's type stripper, which
+  // they bring in and which alone holds some 18 MiB.
   const { NODE_OPTIONS: _hooks, ...env } = process.env;
   const cliOf =
     (entry: string) =>
     (args: string[]): Command => ({
       file: process.execPath,
       args: [...nodeFlags, entry, ...args, '--quiet'],
-      env: { ...env, ...IMAGE_ENV },
+      env,
     });
   const cli = cliOf(bundle);
   /**
@@ -435,23 +436,37 @@ export async function until<T>(
   }
 }
 
-/** Resident memory now and at its peak (the kernel's high-water mark), and CPU time, of a running process. */
+/**
+ * Resident memory now and at its peak (the kernel's high-water mark), and CPU time, of a running process
+ * and its descendants: whatever a launcher starts is counted with it. The peak is the sum of each
+ * process's own, an upper bound when there is more than one.
+ */
 export function processUsage(pid: number): { rssMiB: number; peakRssMiB: number; cpuSeconds: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kib = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1]);
-  // Fields 14 and 15 of /proc/<pid>/stat, counted after the parenthesised command name.
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return {
-    rssMiB: kib('VmRSS') / 1024,
-    peakRssMiB: kib('VmHWM') / 1024,
-    cpuSeconds: (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND,
-  };
+  const usage = { rssMiB: 0, peakRssMiB: 0, cpuSeconds: 0 };
+  for (const each of [pid, ...descendants(pid)]) {
+    const status = readFileSync(`/proc/${each}/status`, 'utf8');
+    const kib = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1]);
+    // Fields 14 and 15 of /proc/<pid>/stat, counted after the parenthesised command name.
+    const stat = readFileSync(`/proc/${each}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    usage.rssMiB += kib('VmRSS') / 1024;
+    usage.peakRssMiB += kib('VmHWM') / 1024;
+    usage.cpuSeconds += (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+  }
+  return usage;
 }
 
-/** `--node-flags="a b"` as a list; the image's flags when absent. */
+/** The pids of a process's children, theirs, and so on (each of its threads lists those it started). */
+function descendants(pid: number): number[] {
+  const children = readdirSync(`/proc/${pid}/task`).flatMap((task) =>
+    readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean).map(Number),
+  );
+  return children.flatMap((child) => [child, ...descendants(child)]);
+}
+
+/** `--node-flags="a b"` as a list; none when absent. */
 export function nodeFlagsOption(value: string | undefined): string[] {
-  return value === undefined ? IMAGE_NODE_FLAGS : value.split(/\s+/).filter(Boolean);
+  return value === undefined ? [] : value.split(/\s+/).filter(Boolean);
 }
 
 /** Left-aligned columns, two spaces apart. */

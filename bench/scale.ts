@@ -2,16 +2,18 @@
  * Scale: a backlog of KopfExamples (10,000 by default) created while the operator is down, with
  * create, update and delete handlers (so a finalizer); then a restart over the handled objects; then
  * every object deleted. Then latency: objects created at a steady rate into a running operator.
- * Kopf and Causeway (the CLI bundled as deployed, functions in-process) take turns on one fresh control
+ * Kopf and Causeway (the CLI bundled as published, started as a user starts it, `node causeway.mjs run`
+ * with no Node flags unless given --node-flags; functions in-process) take turns on one fresh control
  * plane; the latency runs also measure the apiserver alone (this process writing the status itself).
  *
  * Reported per contender: handler calls per object (exactly 1.00 is the promise) and the objects called
  * more than once, API writes per object by request (the apiserver's own counters), watch requests
- * (each reconnect is one more), peak RSS while handling the backlog, RSS idle after the restart, CPU;
- * and the create → first status write latency percentiles per rate.
+ * (each reconnect is one more), peak RSS while handling the backlog, RSS idle after the restart and CPU
+ * (of the process and whatever it started), and the create → first status write latency percentiles
+ * per rate.
  *
  *   npm run bench:scale -- [--objects 10000 (0: latency only)] [--only causeway|kopf] [--rates 50,200]
- *                          [--no-delete] [--node-flags="--max-semi-space-size=4"]
+ *                          [--no-delete] [--node-flags="--max-semi-space-size=8"]
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -101,7 +103,14 @@ interface LatencyResult {
 }
 
 async function main(): Promise<void> {
-  const commands = await prepareContenders(nodeFlagsOption(values['node-flags']));
+  const nodeFlags = nodeFlagsOption(values['node-flags']);
+  const commands = await prepareContenders(nodeFlags);
+  // How Causeway was started, in the raw figures: its memory settings come from these when set.
+  const started = {
+    nodeFlags,
+    CAUSEWAY_MEMORY_SETTINGS: process.env.CAUSEWAY_MEMORY_SETTINGS ?? null,
+    MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? null,
+  };
   const [port] = await freePorts(1);
   const all: Contender[] = [
     { name: KOPF_NAME, commands: (namespace) => [commands.kopf('kopf_scale.py', namespace)] },
@@ -136,7 +145,7 @@ async function main(): Promise<void> {
       }
       reportLatency(latency);
     }
-    await saveResults('scale', { objects: OBJECTS, scale, latency });
+    await saveResults('scale', { objects: OBJECTS, causeway: started, scale, latency });
   });
 }
 

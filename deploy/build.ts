@@ -17,15 +17,6 @@ import { build } from 'esbuild';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 
-/** The flags deploy/Dockerfile's entrypoint gives Node (a test holds the Dockerfile to them). */
-export const IMAGE_NODE_FLAGS = ['--max-semi-space-size=4', '--heap-growing-percent=50'];
-
-/**
- * The environment deploy/Dockerfile sets for Node (a test holds the Dockerfile to it). glibc's malloc
- * gives each thread that allocates an arena of its own (up to eight per core), and keeps what an arena
- * once held: two arenas take some 12 MiB less for a gateway with 10,000 timers (docs/benchmarks.md).
- */
-export const IMAGE_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
 const DIST = join(ROOT, 'dist');
 
 export async function buildLibrary(): Promise<void> {

@@ -10,7 +10,6 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { IMAGE_ENV, IMAGE_NODE_FLAGS } from '../../deploy/build.ts';
 import { applyRbac, CLUSTER_SCOPED, kubectlOk, type Manifest, parseYaml } from './kubectl.ts';
 import { eventually, kubeClient, readPublishedKeys } from './operator.ts';
 import { freePort } from './processes.ts';
@@ -259,7 +258,6 @@ export async function withMountedCertificate(
 
 export type BundledCli = ChildProcess & { output(): string };
 
-/** Starts `node <bundled CLI> <args>` — the image's entrypoint — in `cwd`, and stops it after `t`. */
 /** What a Dockerfile's last stage runs: its ENTRYPOINT, and the environment its ENV lines set. */
 export function imageOf(dockerfile: string): { entrypoint: string[]; env: Record<string, string> } {
   const stage = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
@@ -272,6 +270,7 @@ export function imageOf(dockerfile: string): { entrypoint: string[]; env: Record
   return { entrypoint, env };
 }
 
+/** Starts `node <bundled CLI> <args>` — the image's entrypoint — in `cwd`, and stops it after `t`. */
 export function startBundledCli(
   t: TestContext,
   cli: string,
@@ -279,9 +278,9 @@ export function startBundledCli(
   env: NodeJS.ProcessEnv,
   cwd = REPO,
 ): BundledCli {
-  const child = spawn(process.execPath, [...IMAGE_NODE_FLAGS, cli, ...args], {
+  const child = spawn(process.execPath, [cli, ...args], {
     cwd,
-    env: { PATH: process.env.PATH, ...IMAGE_ENV, ...env },
+    env: { PATH: process.env.PATH, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

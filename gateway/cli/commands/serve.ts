@@ -22,16 +22,16 @@ export const serveCommand = command({
       secretFile: values['secret-file'],
     });
     const server = await serveFetch(await loadOperatorModule(module), { ...options, logger });
+    // Before saying where it listens: whoever waits for that may stop it at once, and a signal with no
+    // listener yet would end the process there and then.
+    const signalled = untilSignal(logger);
     logger.info(`function service listening on ${server.url}`);
     if (process.send) {
       // Started by `causeway dev`, which asks where, and whose end (even by SIGKILL) is this one's.
       process.send({ listening: server.url });
-      await Promise.race([
-        untilSignal(logger),
-        new Promise((resolve) => process.once('disconnect', resolve)),
-      ]);
+      await Promise.race([signalled, new Promise((resolve) => process.once('disconnect', resolve))]);
     } else {
-      await untilSignal(logger);
+      await signalled;
     }
     stopFollowing();
     await server.close();

@@ -58,8 +58,13 @@ export function verify({
   };
 }
 
-/** The body, or undefined as soon as it grows over `limit` bytes (what a length header does not say). */
+/**
+ * The body, or undefined as soon as it grows over `limit` bytes (what a length header does not say).
+ * A body of a declared length (already held to the limit) is read whole: HTTP's framing gives no more
+ * than that, and a server may read it without a stream (Node's adapter does, for less CPU).
+ */
 async function readUpTo(request: Request, limit: number): Promise<Uint8Array | undefined> {
+  if (request.headers.has('content-length')) return new Uint8Array(await request.arrayBuffer());
   if (!request.body) return new Uint8Array();
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];

@@ -85,6 +85,8 @@ for (const [name, start] of Object.entries(runtimes)) {
             filters: { labels: { app: { present: true } }, field: 'spec.field' },
           },
         ],
+        sessions: true,
+        indexVersions: true,
       });
     });
 

@@ -98,7 +98,7 @@ async function main(): Promise<void> {
         const [port, functionsPort] = await freePorts(2);
         const running = await startTogether(
           [
-            withArgs(cli.causewayGateway(`http://127.0.0.1:${functionsPort}`, namespace), [
+            withArgs(cli.causewayGateway(functionsPort as number, namespace), [
               '--webhook-listen',
               `127.0.0.1:${port}`,
             ]),

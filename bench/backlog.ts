@@ -3,7 +3,7 @@
  * time until every object has status.create_fn. Kopf and Causeway run the same way, on the same
  * fresh control plane, in the same run, and figures are given as ratios against Kopf. Causeway runs
  * twice: `causeway run` (functions in-process) and as deployed (`causeway gateway` calling
- * `causeway serve` over HTTP). A last row shows the ceiling: the apiserver taking the same status
+ * `causeway serve` over HTTPS). A last row shows the ceiling: the apiserver taking the same status
  * writes sent straight to it.
  *
  * `--compare <ref>` adds the two apart at another commit, bundled as this one is: an A/B in one run,
@@ -93,12 +93,12 @@ async function main(): Promise<void> {
     },
     ...first,
     {
-      // As deployed: the gateway calls the function service over HTTP.
+      // As deployed: the gateway calls the function service over HTTPS, trusting its CA only.
       name: 'causeway, functions apart',
       start: (namespace, client, kubeconfig) =>
         startTogether(
           [
-            commands.causewayGateway(`http://127.0.0.1:${port}`, namespace),
+            commands.causewayGateway(port as number, namespace),
             commands.causewayServe('causeway-operator.ts', port as number),
           ],
           { client, kubeconfig, namespace },
@@ -129,7 +129,7 @@ function apartAt(baseline: NonNullable<Contenders['baseline']>, port: number): C
     start: (namespace, client, kubeconfig) =>
       startTogether(
         [
-          baseline.causewayGateway(`http://127.0.0.1:${port}`, namespace),
+          baseline.causewayGateway(port as number, namespace),
           baseline.causewayServe('causeway-operator.ts', port),
         ],
         { client, kubeconfig, namespace },

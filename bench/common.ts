@@ -41,6 +41,7 @@ import { type WatchEvent, Watcher } from '../gateway/kube/watcher.ts';
 import { createLogger } from '../gateway/logging.ts';
 import { DEFAULT_SETTINGS } from '../gateway/settings.ts';
 import type { KubernetesObject } from '../protocol/index.ts';
+import { issueServingCertificate, newAuthority } from '../webhooks/certificates.ts';
 import { ensureKopf, KOPF_VERSION } from './kopf.ts';
 
 export const ROOT = new URL('..', import.meta.url).pathname;
@@ -212,9 +213,13 @@ export interface Contenders {
    * here, unless given other peering flags.
    */
   causeway(operator: string, namespace: string, peering?: string[]): Command;
-  /** The two deployed apart: `causeway serve` on a port, and `causeway gateway` calling it there. */
+  /**
+   * The two deployed apart: `causeway serve` on a port, over HTTPS with a certificate of a CA of the
+   * benchmark's own, as a gateway's --function-tls gives it, and `causeway gateway` calling it there,
+   * trusting that CA only.
+   */
   causewayServe(operator: string, port: number): Command;
-  causewayGateway(functions: string, namespace: string): Command;
+  causewayGateway(port: number, namespace: string): Command;
   /** The same at another commit (`--compare <ref>`), for an A/B in one run; absent unless asked. */
   baseline?: {
     ref: string;
@@ -222,6 +227,21 @@ export interface Contenders {
     causewayServe: Contenders['causewayServe'];
     causewayGateway: Contenders['causewayGateway'];
   };
+}
+
+/** A CA of the benchmark's own and a certificate it signs for 127.0.0.1, as files in `dir`. */
+async function functionCertificates(dir: string): Promise<{ ca: string; cert: string; key: string }> {
+  const authority = await newAuthority('causeway-bench-functions');
+  const serving = await issueServingCertificate(authority, ['127.0.0.1']);
+  const files = {
+    ca: join(dir, 'functions-ca.pem'),
+    cert: join(dir, 'functions.pem'),
+    key: join(dir, 'functions-key.pem'),
+  };
+  writeFileSync(files.ca, authority.cert);
+  writeFileSync(files.cert, serving.cert);
+  writeFileSync(files.key, serving.key);
+  return files;
 }
 
 /** The scope the benchmarks' gateways pin for their operators: KopfExamples, watched and reviewed. */
@@ -264,13 +284,16 @@ export async function prepareContenders(nodeFlags: string[] = [], compare?: stri
    * `causeway gateway` calling `bench`, its scope pinned where that CLI knows of scopes, alone as Kopf
    * runs here (--standalone) where that CLI peers.
    */
+  const tls = await functionCertificates(dir);
   const gatewayWith =
     (run: (args: string[]) => Command, scoped: boolean, peers: boolean) =>
-    (functions: string, namespace: string) =>
+    (port: number, namespace: string) =>
       run([
         'gateway',
         '--functions',
-        `bench=${functions}`,
+        `bench=https://127.0.0.1:${port}`,
+        '--functions-ca',
+        tls.ca,
         ...(scoped ? ['--function-scope', `bench=${BENCH_SCOPE}`] : []),
         ...(peers ? ['--standalone'] : []),
         '--namespace',
@@ -279,7 +302,18 @@ export async function prepareContenders(nodeFlags: string[] = [], compare?: stri
   const serveWith =
     (run: (args: string[]) => Command, bundled: (operator: string) => string) =>
     (operator: string, port: number) =>
-      run(['serve', bundled(operator), '--host', '127.0.0.1', '--port', String(port)]);
+      run([
+        'serve',
+        bundled(operator),
+        '--host',
+        '127.0.0.1',
+        '--port',
+        String(port),
+        '--tls-cert',
+        tls.cert,
+        '--tls-key',
+        tls.key,
+      ]);
   let baseline: Contenders['baseline'];
   if (compare) {
     const baselineDir = scratchDir('bench-baseline');

@@ -119,7 +119,7 @@ async function main(): Promise<void> {
   const separate: Contender = {
     name: 'causeway, functions apart',
     commands: (namespace) => [
-      commands.causewayGateway(`http://127.0.0.1:${port}`, namespace),
+      commands.causewayGateway(port as number, namespace),
       commands.causewayServe('causeway-scale.ts', port as number),
     ],
   };

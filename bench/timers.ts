@@ -5,7 +5,7 @@
  * namespace, which the timer reads ([Causeway](operators/causeway-timers.ts),
  * [Kopf](operators/kopf_timers.py)). Kopf and Causeway take turns on one fresh control plane;
  * Causeway as the CLI bundled as deployed, twice: `causeway run` (the functions in the gateway's
- * process) and functions apart (`causeway gateway` calling `causeway serve` over HTTP, signed with an
+ * process) and functions apart (`causeway gateway` calling `causeway serve` over HTTPS, signed with an
  * Ed25519 key as deployed), whose figures are the gateway's, with the function service's beside them.
  *
  * The operators count their timer calls per object in memory and write the counts to a file at most
@@ -154,13 +154,13 @@ async function main(): Promise<void> {
           operatorProcess(commands.causeway('causeway-timers.ts', namespace), kubeconfig, env),
       },
       {
-        // As deployed: the gateway alone in its process, calling the function service over HTTP, signed.
+        // As deployed: the gateway alone in its process, calling the function service over HTTPS, signed.
         key: 'apart',
         name: 'causeway, functions apart',
         start: (namespace, env) =>
           startTogether(
             [
-              commands.causewayGateway(`http://127.0.0.1:${port}`, namespace),
+              commands.causewayGateway(port as number, namespace),
               commands.causewayServe('causeway-timers.ts', port as number),
             ],
             { client, kubeconfig, namespace },

@@ -11,9 +11,19 @@ import {
   type ResolvedResource,
 } from '../../protocol/index.ts';
 
+const TRACE_ID_BYTES = 24;
+/** Random bytes for trace ids, drawn from OpenSSL for 256 contexts at a time, not for each call. */
+let randomPool = Buffer.alloc(0);
+let randomOffset = 0;
+
 /** A W3C trace context for a new trace: what a call starts when nothing upstream traced it. */
 export function newTraceparent(): string {
-  const ids = randomBytes(24).toString('hex');
+  if (randomOffset + TRACE_ID_BYTES > randomPool.byteLength) {
+    randomPool = randomBytes(TRACE_ID_BYTES * 256);
+    randomOffset = 0;
+  }
+  const ids = randomPool.toString('hex', randomOffset, randomOffset + TRACE_ID_BYTES);
+  randomOffset += TRACE_ID_BYTES;
   return `00-${ids.slice(0, 32)}-${ids.slice(32)}-01`;
 }
 

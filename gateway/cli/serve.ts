@@ -1,6 +1,6 @@
 /** The Node server adapter for function services: the SDK itself stays free of Node built-ins. */
 import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { serve } from '@hono/node-server';
 import { readCertificateFiles } from '../../webhooks/certificates.ts';
 import type { FetchHandler } from '../dispatch/transport.ts';
@@ -35,6 +35,13 @@ export async function serveFetch(handler: FetchHandler, options: ServeOptions): 
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);
+  });
+  // Every connection, from its first byte: closeAllConnections knows only those past their TLS
+  // handshake, and one still in it would keep the server open for as long as the handshake may take.
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
   });
   let watching: NodeJS.Timeout | undefined;
   let closed = false;
@@ -71,7 +78,7 @@ export async function serveFetch(handler: FetchHandler, options: ServeOptions): 
         closed = true;
         clearTimeout(watching);
         server.close(() => resolve());
-        if ('closeAllConnections' in server) server.closeAllConnections();
+        for (const socket of sockets) socket.destroy();
       }),
   };
 }

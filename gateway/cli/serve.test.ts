@@ -16,10 +16,17 @@ describe('a function service served over HTTPS', () => {
     await writeFile(tls.keyFile, served.key);
     const server = await serveFetch({ fetch: () => new Response('{}') }, { port: 0, host: '127.0.0.1', tls });
     // A connection that never says hello: Node would wait for it for its handshake timeout (120 s).
-    const silent = connect(Number(new URL(server.url).port), '127.0.0.1');
+    const port = Number(new URL(server.url).port);
+    const silent = connect(port, '127.0.0.1');
     await new Promise((resolve) => silent.once('connect', resolve));
     const closed = new Promise((resolve) => silent.once('close', resolve));
     await server.close();
     await closed;
+    const again = connect(port, '127.0.0.1');
+    await assert.rejects(
+      new Promise((resolve, reject) => again.once('connect', resolve).once('error', reject)),
+      /ECONNREFUSED/,
+      'no longer listening',
+    );
   });
 });

@@ -432,7 +432,7 @@ function describe(error: unknown): string {
  * for one of this one's.
  */
 const indexVersions = new WeakMap<IndexContents, string>();
-const VERSION_PREFIX = crypto.randomUUID().slice(0, 8);
+const VERSION_PREFIX = crypto.randomUUID();
 let versionsMade = 0;
 
 function versionOf(contents: IndexContents): string {

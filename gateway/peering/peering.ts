@@ -130,6 +130,9 @@ export class Peering implements Component {
     this.#stopping.abort();
     await this.#ticking;
     await this.#turning;
+    // An acknowledgement is written at once, unawaited: removed after it lands, not before, where it
+    // would fail the removal's precondition, or write the Lease anew, and the others wait out its term.
+    await this.#writing;
     // By now the pipelines have stopped (they stop before this part): the others need not wait.
     try {
       await this.#options.client.request(`${LEASES(this.#options.namespace)}/${this.#lease}`, {

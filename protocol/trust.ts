@@ -7,6 +7,7 @@
  * runtime; on Node, node:crypto checks the same things for less CPU (node-verify.ts).
  */
 import {
+  base64url,
   createLocalJWKSet,
   createRemoteJWKSet,
   errors,
@@ -368,9 +369,11 @@ function sameKeys(a: VerificationKeys, b: VerificationKeys): boolean {
 }
 
 function decodeKey(text: string): Uint8Array | undefined {
-  if (!/^[A-Za-z0-9_-]+$/.test(text)) return undefined;
-  const binary = atob(text.replaceAll('-', '+').replaceAll('_', '/'));
-  return Uint8Array.from(binary, (char) => char.charCodeAt(0));
+  try {
+    return base64url.decode(text);
+  } catch {
+    return undefined; // not base64url: refused as a key of the wrong size
+  }
 }
 
 /**

@@ -32,16 +32,16 @@ export async function serveFetch(handler: FetchHandler, options: ServeOptions): 
     hostname: options.host,
     ...(loaded ? { createServer, serverOptions: { cert: loaded.cert, key: loaded.key } } : {}),
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('listening', resolve);
-    server.once('error', reject);
-  });
   // Every connection, from its first byte: closeAllConnections knows only those past their TLS
   // handshake, and one still in it would keep the server open for as long as the handshake may take.
   const sockets = new Set<Socket>();
   server.on('connection', (socket: Socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
   });
   let watching: NodeJS.Timeout | undefined;
   let closed = false;

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { operator, PermanentError, TemporaryError } from '../../functions/index.ts';
 import type { KubeClient } from '../../gateway/kube/client.ts';
-import type { InvocationBatch, KubernetesObject } from '../../protocol/index.ts';
+import type { InvocationBatch, InvocationRequest, KubernetesObject } from '../../protocol/index.ts';
 import { equal } from '../../protocol/json.ts';
 import { testNamespace } from '../support/cluster.ts';
 import {
@@ -17,20 +17,32 @@ import {
   TEST_SECRET,
 } from '../support/operator.ts';
 
-/** The operator, with the size of each batch of index calls it was sent. */
-function countingBatches(op: NamedHandler): { service: NamedHandler; batches: number[] } {
+/**
+ * The operator, with the size of each batch of index calls it was sent, and, of each other call, the
+ * object's name and whether it carried indexes whole or named their versions only.
+ */
+function countingBatches(op: NamedHandler): {
+  service: NamedHandler;
+  batches: number[];
+  calls: Array<{ name: string; whole: boolean; versions: boolean }>;
+} {
   const batches: number[] = [];
+  const calls: Array<{ name: string; whole: boolean; versions: boolean }> = [];
   const service = {
     name: op.name,
     async fetch(request: Request) {
       if (request.method === 'POST') {
-        const body = (await request.clone().json()) as Partial<InvocationBatch>;
+        const body = (await request.clone().json()) as Partial<InvocationBatch & InvocationRequest>;
         if (body.batch) batches.push(body.batch.length);
+        else if (body.body) {
+          const name = String(body.body.metadata.name);
+          calls.push({ name, whole: body.indexes !== undefined, versions: body.indexVersions !== undefined });
+        }
       }
       return op.fetch(request);
     },
   };
-  return { service, batches };
+  return { service, batches, calls };
 }
 
 describe('indexes', () => {
@@ -74,7 +86,7 @@ describe('indexes', () => {
     op.on.create('kopfexamples', function unread({ indexes }) {
       return { indexes: Object.keys(indexes) };
     });
-    const { service, batches } = countingBatches(op);
+    const { service, batches, calls } = countingBatches(op);
     const running = await runOperator(service, { namespaces: [namespace] });
     t.after(() => running.stop());
 
@@ -91,6 +103,21 @@ describe('indexes', () => {
       'each listed object was asked about once',
     );
     assert.ok(batches.length <= 4, `40 objects in a few batches, not one call each: ${batches.join(', ')}`);
+
+    // The indexes unchanged, the next call names their versions only, and the handler reads the same.
+    await createKopfExample(namespace, 'later');
+    const later = await eventually('the later result', async () => {
+      const { status } = await client.get<KubernetesObject>(path.replace(/early$/, 'later'));
+      return status?.counted;
+    });
+    assert.deepEqual(later, { odd: 20, even: 20, running: 30, pending: 10 });
+    assert.deepEqual(
+      calls.map(({ name, whole, versions }) => [name, whole, versions]),
+      [
+        ['early', true, true],
+        ['later', false, true],
+      ],
+    );
   });
 
   it('follows objects added, changed, no longer matching and deleted; retries temporary failures; gives up permanent ones until the object changes', async (t) => {

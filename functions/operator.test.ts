@@ -49,6 +49,7 @@ describe('operator', () => {
       ],
       sessions: true,
       indexVersions: true,
+      batches: true,
     });
   });
 

@@ -110,6 +110,7 @@ export function operator(options: OperatorOptions): Operator {
       ...(options.scope ? { scope: options.scope } : {}),
       sessions: true,
       indexVersions: true,
+      batches: true,
     };
   };
   const app = new Hono()

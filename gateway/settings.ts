@@ -31,6 +31,13 @@ export interface Settings {
     indexBatchSize: number;
     /** Bytes of those objects in one such call, at most: well below what a service takes (16 MiB by default). */
     indexBatchBytes: number;
+    /**
+     * Calls of one service made together (in one turn of the event loop) sent in one request, at most,
+     * when the service takes batches (its manifest says `batches`); 1 sends each call alone.
+     */
+    callBatchSize: number;
+    /** Bytes of those calls in one request, at most. */
+    callBatchBytes: number;
     /** How often the services' manifests are read again, so that a service redeployed with other handlers is served as it is now. */
     manifestRefreshMs: number;
     /** Calls at once to one function service over HTTP, each on a connection of its own; the others wait their turn. */
@@ -170,6 +177,8 @@ export const DEFAULT_SETTINGS: Settings = {
     daemonRoundMs: 60_000,
     indexBatchSize: 100,
     indexBatchBytes: 4 * 1024 * 1024,
+    callBatchSize: 64,
+    callBatchBytes: 4 * 1024 * 1024,
     manifestRefreshMs: 30_000,
     concurrencyPerService: 128,
     breakerThreshold: 5,

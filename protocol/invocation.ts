@@ -177,7 +177,8 @@ export type IndexEntries = [key: string | null, value: unknown][];
 
 /**
  * Several calls in one request, answered in one BatchResponse in the same order: the gateway sends
- * the calls of a service's indexes (reason `index`, one per object) this way.
+ * the calls of a service's indexes (reason `index`, one per object) this way; and, to a service that
+ * declares `batches` (Manifest), the calls about objects it makes together, each one on its own.
  */
 export interface InvocationBatch {
   protocol: typeof PROTOCOL;

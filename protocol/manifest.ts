@@ -185,6 +185,12 @@ export interface Manifest {
    * every call while it does not change.
    */
   indexVersions?: boolean;
+  /**
+   * It takes any calls about objects in a batch (InvocationBatch), daemons' and admission reviews'
+   * aside, and runs a batch's calls at once: the gateway may then send the calls it makes together in
+   * one request. Absent: it is sent batches of index calls only.
+   */
+  batches?: boolean;
 }
 
 /** The unsigned health answer; it names the service so a gateway knows which audience to sign for. */

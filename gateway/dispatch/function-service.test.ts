@@ -282,3 +282,110 @@ describe('the indexes a call carries', () => {
     );
   });
 });
+
+describe('calls made together', () => {
+  /**
+   * A service of causeway/functions reached through its fetch handler (as over HTTP: signed, in
+   * JSON), each request's calls recorded; `batches: false` hides that it takes batches, `answer`
+   * replaces what it answers to a batch.
+   */
+  function recorded({
+    batches = true,
+    answer,
+  }: {
+    batches?: boolean;
+    answer?: (batch: unknown[]) => unknown;
+  } = {}) {
+    const op = operator({ name: 'batched', secret: SECRET });
+    op.on.create('kopfexamples', function create_fn({ name }) {
+      return `hello ${name}`;
+    });
+    op.on.create('kopfexamples', async function slow_fn() {
+      // Slow as a handler that waits on another system: what keeps its calls out of batches.
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      return 'late';
+    });
+    const requests: string[][] = [];
+    const handler = {
+      fetch: async (request: Request) => {
+        const path = new URL(request.url).pathname;
+        if (path.endsWith('/invoke')) {
+          const body = JSON.parse(await request.clone().text());
+          const calls: { body: { metadata: { name: string } } }[] = body.batch ?? [body];
+          requests.push(calls.map((call) => call.body.metadata.name));
+          if (body.batch && answer) return Response.json(answer(body.batch));
+        }
+        const response = await op.fetch(request);
+        if (batches || !path.endsWith('/manifest')) return response;
+        const { batches: _, ...manifest } = (await response.json()) as Record<string, unknown>;
+        return Response.json(manifest);
+      },
+    };
+    const connected = FunctionService.connect({
+      transport: inProcessTransport(handler),
+      name: 'batched',
+      sign: hmacSigner(SECRET),
+      batches: { calls: 64, bytes: 1024 * 1024 },
+    });
+    const call = async (name: string, id = 'create_fn') => {
+      const named = { ...object, metadata: { ...object.metadata, name, uid: name } };
+      return (await connected).invoke(invocationRequest('create', resource, named, [due(id)], 5000));
+    };
+    return { requests, call };
+  }
+
+  it('reach a service that takes batches in one request, each answered on its own', async () => {
+    const { requests, call } = recorded();
+    await call('first');
+    const responses = await Promise.all(['a', 'b', 'c'].map((name) => call(name)));
+    assert.deepEqual(
+      responses.map((response) => response.outcomes.create_fn),
+      ['a', 'b', 'c'].map((name) => ({ status: 'success', result: `hello ${name}` })),
+    );
+    assert.deepEqual(requests, [['first'], ['a', 'b', 'c']], 'the first call alone: its pace unknown yet');
+  });
+
+  it('reach a service that does not say it takes batches one request each', async () => {
+    const { requests, call } = recorded({ batches: false });
+    await call('first');
+    await Promise.all(['a', 'b'].map((name) => call(name)));
+    assert.deepEqual(requests, [['first'], ['a'], ['b']]);
+  });
+
+  it('fail alone when the answer for one of them is malformed', async () => {
+    const { call } = recorded({
+      answer: (batch) => ({
+        protocol: 'causeway.dev/v1',
+        batch: batch.map((_, position) =>
+          position === 1
+            ? { protocol: 'causeway.dev/v1', outcomes: {}, logs: [] }
+            : { protocol: 'causeway.dev/v1', outcomes: { create_fn: { status: 'success' } }, logs: [] },
+        ),
+      }),
+    });
+    await call('first');
+    const results = await Promise.allSettled(['a', 'b', 'c'].map((name) => call(name)));
+    assert.deepEqual(
+      results.map((result) => result.status),
+      ['fulfilled', 'rejected', 'fulfilled'],
+    );
+    assert.match(String((results[1] as PromiseRejectedResult).reason), /create_fn/);
+  });
+
+  it('all fail, each with the reason, when the batch answer is not one for them', async () => {
+    const { call } = recorded({ answer: () => ({ protocol: 'causeway.dev/v1', batch: [] }) });
+    await call('first');
+    const results = await Promise.allSettled(['a', 'b'].map((name) => call(name)));
+    for (const result of results) {
+      assert.equal(result.status, 'rejected');
+      assert.match(String(result.reason), /batch response must hold 2 responses/);
+    }
+  });
+
+  it('go alone when their handler was slow last time', async () => {
+    const { requests, call } = recorded();
+    await call('first', 'slow_fn');
+    await Promise.all(['a', 'b'].map((name) => call(name, 'slow_fn')));
+    assert.deepEqual(requests, [['first'], ['a'], ['b']]);
+  });
+});

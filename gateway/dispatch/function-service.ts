@@ -19,6 +19,7 @@ import {
   type ServiceScope,
 } from '../../protocol/index.ts';
 import { equal, isObject, jsonCopy } from '../../protocol/json.ts';
+import { type BatchLimits, CallBatches, type EncodedCall, HandlerPace } from './batches.ts';
 import type { CircuitBreaker } from './breaker.ts';
 import { type AnswerGuard, beyondPin, confineOutcomes, narrowedToScope, ScopeError } from './scope.ts';
 import type { Signer } from './signer.ts';
@@ -31,6 +32,7 @@ import {
   withDeadline,
 } from './transport.ts';
 import {
+  batchAnswers,
   ProtocolError,
   parseActivityResponse,
   parseBatchResponse,
@@ -63,6 +65,8 @@ export interface FunctionServiceOptions {
   scope?: ServiceScope | 'declared';
   /** Holds what its answers ask to its scope and off the gateway's own state (dispatch/scope.ts). */
   guard?: AnswerGuard;
+  /** Calls made together, sent in one request to a service that takes batches; each alone otherwise. */
+  batches?: BatchLimits;
 }
 
 /** The gateway's indexes, as the calls of the handlers that read them need them. */
@@ -131,6 +135,9 @@ export class FunctionService {
   readonly #options: FunctionServiceOptions;
   /** The version of each index the service was last sent whole (by one of its replicas, at least). */
   readonly #keptIndexes = new Map<string, string>();
+  /** Its calls made together, to a service over HTTP that takes batches. */
+  readonly #batches: CallBatches | undefined;
+  readonly #pace = new HandlerPace();
 
   private constructor(
     transport: Transport,
@@ -145,6 +152,10 @@ export class FunctionService {
     this.scope = options.scope === 'declared' ? parsed.manifest.scope : options.scope;
     this.manifest = { ...parsed.manifest, handlers: narrowedToScope(parsed.manifest.handlers, this.scope) };
     this.unknownKinds = parsed.unknownKinds;
+    const limits = options.batches;
+    if (parsed.manifest.batches && !transport.direct && limits && limits.calls > 1) {
+      this.#batches = new CallBatches((calls, timeoutMs) => this.#postCalls(calls, timeoutMs), limits);
+    }
   }
 
   get name(): string {
@@ -213,7 +224,15 @@ export class FunctionService {
     const ids = invocation.handlers.map((handler) => handler.id);
     const exchange = (request: typeof invocation) =>
       this.#exchange(request, request.traceparent, timeoutMs, call, (direct, copy) => direct.invoke(copy));
-    let answer = await exchange(invocation);
+    const started = performance.now();
+    const batches = this.#batchesFor(invocation, call);
+    let answer = batches
+      ? await batches.add(
+          { json: JSON.stringify(invocation), traceparent: invocation.traceparent },
+          timeoutMs,
+        )
+      : await exchange(invocation);
+    if (!this.#transport.direct) this.#pace.took(ids, performance.now() - started);
     if (missingIndexes(answer, invocation.indexVersions)) {
       // It does not keep (any more) a version it was not sent: sent again, with every index whole.
       answer = await exchange({ ...invocation, indexes });
@@ -235,6 +254,38 @@ export class FunctionService {
           outcomes: await confineOutcomes(response.outcomes, this.scope, guard, invocation.body),
         }
       : response;
+  }
+
+  /**
+   * Where a call may join a batch, if it may: to a service that takes them, about an object, quick
+   * last time, and carrying no index (a service that misses one answers for the call alone).
+   */
+  #batchesFor(
+    invocation: InvocationRequest | ActivityInvocation,
+    call: { cut?: AbortSignal; long?: boolean },
+  ): CallBatches | undefined {
+    const batchable =
+      !call.long &&
+      !call.cut &&
+      !isActivityInvocation(invocation) &&
+      invocation.reason !== 'admission' &&
+      invocation.stop === undefined &&
+      invocation.indexes === undefined &&
+      invocation.indexVersions === undefined &&
+      this.#pace.quick(invocation.handlers.map((handler) => handler.id));
+    return batchable ? this.#batches : undefined;
+  }
+
+  /** Calls made together: alone as they are, or more in one batch; their answers in order. */
+  async #postCalls(calls: readonly EncodedCall[], timeoutMs: number): Promise<readonly unknown[]> {
+    const [first] = calls as [EncodedCall];
+    if (calls.length === 1)
+      return [await this.#post(encoder.encode(first.json), first.traceparent, timeoutMs, {})];
+    const json = `{"protocol":${JSON.stringify(PROTOCOL)},"batch":[${calls.map((one) => one.json).join(',')}]}`;
+    return batchAnswers(
+      await this.#post(encoder.encode(json), first.traceparent, timeoutMs, {}),
+      calls.length,
+    );
   }
 
   /** Sends several calls in one request (an index's objects), answered in order. */
@@ -300,9 +351,18 @@ export class FunctionService {
         throw new ServiceError(`invoke ${this.url}: ${describe(error)}`);
       }
     }
+    return this.#post(encoder.encode(encodeRequest(request)), traceparent, timeoutMs, { cut, long });
+  }
+
+  /** A request signed and sent over HTTP, and its JSON answer; its outcome tells the breaker. */
+  async #post(
+    body: Uint8Array,
+    traceparent: string | undefined,
+    timeoutMs: number,
+    { cut, long }: { cut?: AbortSignal | undefined; long?: boolean | undefined },
+  ): Promise<unknown> {
     const { breaker } = this.#options;
     if (breaker?.down) throw new ServiceDown(`${this.name} at ${this.url} is down`, breaker.recovered());
-    const body = encoder.encode(encodeRequest(request));
     let answer: unknown;
     try {
       const signer = { sign: this.#sign, audience: this.name, inSession: this.manifest.sessions === true };

@@ -325,6 +325,10 @@ export class FunctionServices {
             timeoutMs,
             indexes: this.#options.indexes,
             guard: this.#options.guard,
+            batches: {
+              calls: this.#options.settings.callBatchSize,
+              bytes: this.#options.settings.callBatchBytes,
+            },
           }),
         ),
         way,

@@ -149,7 +149,7 @@ export function parseManifest(value: unknown): { manifest: Manifest; unknownKind
     handlers.push(handler as unknown as HandlerSpec);
   }
   const activities = parseActivities(value.activities, unknownKinds);
-  for (const flag of ['sessions', 'indexVersions'] as const) {
+  for (const flag of ['sessions', 'indexVersions', 'batches'] as const) {
     if (value[flag] !== undefined && typeof value[flag] !== 'boolean') {
       throw new ProtocolError(`manifest.${flag} is not a boolean`);
     }
@@ -163,6 +163,7 @@ export function parseManifest(value: unknown): { manifest: Manifest; unknownKind
       ...(value.scope === undefined ? {} : { scope: parseScope(value.scope, 'manifest.scope') }),
       ...(value.sessions === true ? { sessions: true } : {}),
       ...(value.indexVersions === true ? { indexVersions: true } : {}),
+      ...(value.batches === true ? { batches: true } : {}),
     },
     unknownKinds,
   };
@@ -309,15 +310,7 @@ export function parseBatchResponse(
   value: unknown,
   handlerIds: readonly (readonly string[])[],
 ): BatchResponse {
-  if (!isObject(value)) throw new ProtocolError('batch response is not a JSON object');
-  checkReply(value, 'batch');
-  checkProtocol(value, 'batch response');
-  if (!Array.isArray(value.batch) || value.batch.length !== handlerIds.length) {
-    throw new ProtocolError(
-      `batch response must hold ${handlerIds.length} responses, in the order of the calls`,
-    );
-  }
-  const answers = value.batch as unknown[];
+  const answers = batchAnswers(value, handlerIds.length);
   return {
     protocol: PROTOCOL,
     batch: handlerIds.map((ids, position) => {
@@ -328,6 +321,20 @@ export function parseBatchResponse(
       }
     }),
   };
+}
+
+/**
+ * A batch response's answers, one per call, each still to be read as a response: checked as a whole
+ * (its size, keys and depth) before any is.
+ */
+export function batchAnswers(value: unknown, calls: number): unknown[] {
+  if (!isObject(value)) throw new ProtocolError('batch response is not a JSON object');
+  checkReply(value, 'batch');
+  checkProtocol(value, 'batch response');
+  if (!Array.isArray(value.batch) || value.batch.length !== calls) {
+    throw new ProtocolError(`batch response must hold ${calls} responses, in the order of the calls`);
+  }
+  return value.batch;
 }
 
 /** An index function's result for one object: a list of [key, value], the key a string or null. */

@@ -50,6 +50,31 @@ describe('causeway conformance', () => {
     );
     assert.equal(results.filter((result) => result.name.startsWith('invoke:')).length, 9);
     assert.equal(results.filter((result) => result.name.startsWith('refuses')).length, 12);
+    assert.ok(
+      results.some((result) => result.name.startsWith('batches: 7 calls in one request')),
+      'every handler but the admission ones in one batch',
+    );
+  });
+
+  it('fails a service that says it takes batches but answers one for the first call only', async (t) => {
+    const op = everyKind();
+    const url = await serve(t, {
+      fetch: async (request) => {
+        const response = await op.fetch(request);
+        const answer = (await response
+          .clone()
+          .json()
+          .catch(() => undefined)) as { batch?: unknown[] } | undefined;
+        if (!answer?.batch) return response;
+        return Response.json({ protocol: 'causeway.dev/v1', batch: answer.batch.slice(0, 1) });
+      },
+    });
+    const failed = (await runConformance({ url, name: 'every-kind', signing })).filter(
+      (result) => result.failure,
+    );
+    assert.equal(failed.length, 1);
+    assert.match(failed[0]?.name ?? '', /^batches: /);
+    assert.match(failed[0]?.failure ?? '', /batch response must hold 7 responses/);
   });
 
   it('passes the SDK keeping indexes: named by a version it never got, sent whole, then by version', async (t) => {
@@ -67,8 +92,9 @@ describe('causeway conformance', () => {
       [],
     );
     assert.ok(results.some((result) => result.name.startsWith('indexes: "reads"')));
-    // The round trip without indexes, then the call with the index whole, then by its version.
-    assert.deepEqual(seen, [[], [['conformance', ['a']]], [['conformance', ['a']]]]);
+    // The round trip without indexes, then the call with the index whole, then by its version; then
+    // in a batch, without indexes.
+    assert.deepEqual(seen, [[], [['conformance', ['a']]], [['conformance', ['a']]], []]);
   });
 
   it('passes the SDK with activities, calling its probes and never its startup, cleanup or login', async (t) => {

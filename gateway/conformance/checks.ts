@@ -6,7 +6,7 @@
  * future-dated, too long-lived, other issuer, no id, other audience, other route, altered body,
  * replayed, oversized); for a service that takes sessions, the same round trip in a session and a
  * refusal for every forged session or call in one; for one that keeps indexes, a call naming them by
- * version before and after they were sent.
+ * version before and after they were sent; for one that takes batches, a batch of calls.
  */
 import { createPublicKey, generateKeyPairSync, type KeyObject, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
@@ -31,6 +31,7 @@ import {
 import { activityRequest, invocationRequest } from '../dispatch/invocation.ts';
 import { hmacSigner, keySigner, type Proof, type Signer, type SigningKey } from '../dispatch/signer.ts';
 import {
+  batchAnswers,
   parseActivityResponse,
   parseHealth,
   parseInvocationResponse,
@@ -137,6 +138,25 @@ export async function runConformance(target: ConformanceTarget): Promise<CheckRe
           expect(answer.status === 200, `status ${answer.status}, not 200: ${JSON.stringify(answer.body)}`);
           parseInvocationResponse(answer.body, [reader.id], reason === 'admission');
         }
+      },
+    );
+  }
+
+  const batchable = manifest?.batches
+    ? manifest.handlers.filter((handler) => !isAdmissionKind(handler.kind) && handler.kind !== 'daemon')
+    : [];
+  if (batchable.length > 0) {
+    await check(
+      `batches: ${batchable.length} calls in one request (${batchable.map((handler) => handler.id).join(', ')}) answered each, in order`,
+      async () => {
+        const calls = batchable.map((handler) => sampleInvocation(handler, reasonFor(handler)));
+        const answer = await client.send('POST', PATHS.invoke, {
+          body: { protocol: PROTOCOL, batch: calls },
+        });
+        expect(answer.status === 200, `status ${answer.status}, not 200: ${JSON.stringify(answer.body)}`);
+        const answers = batchAnswers(answer.body, calls.length);
+        for (const [position, handler] of batchable.entries())
+          parseInvocationResponse(answers[position], [handler.id]);
       },
     );
   }

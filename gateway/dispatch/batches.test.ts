@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { batched, CallBatches, type EncodedCall, HandlerPace } from './batches.ts';
+import { batched, CallBatches, type EncodedCall } from './batches.ts';
 
 const call = (json: string): EncodedCall => ({ json, traceparent: undefined });
 
@@ -34,16 +34,18 @@ describe('batched', () => {
 describe('CallBatches', () => {
   it('sends the calls of one turn together and answers each with its own answer', async () => {
     const { batches, sent } = recorded();
-    const answers = await Promise.all(['a', 'b', 'c'].map((json) => batches.add(call(json), 1000)));
+    const answers = await Promise.all(
+      ['a', 'b', 'c'].map((json) => batches.add(call(json), 1000, 'create a')),
+    );
     assert.deepEqual(answers, ['A', 'B', 'C']);
     assert.deepEqual(sent, [{ calls: ['a', 'b', 'c'], timeoutMs: 1000 }]);
   });
 
   it('sends the calls of a later turn in a batch of their own', async () => {
     const { batches, sent } = recorded();
-    const first = batches.add(call('a'), 1000);
+    const first = batches.add(call('a'), 1000, 'create a');
     await new Promise((resolve) => setImmediate(resolve));
-    const second = batches.add(call('b'), 1000);
+    const second = batches.add(call('b'), 1000, 'create a');
     assert.deepEqual(await Promise.all([first, second]), ['A', 'B']);
     assert.deepEqual(
       sent.map((batch) => batch.calls),
@@ -51,18 +53,20 @@ describe('CallBatches', () => {
     );
   });
 
-  it('keeps calls of different deadlines apart, and within its limits', async () => {
+  it('keeps calls of other handlers or deadlines apart, and within its limits', async () => {
     const { batches, sent } = recorded({ calls: 2, bytes: 1000 });
     await Promise.all([
-      batches.add(call('a'), 1000),
-      batches.add(call('b'), 50),
-      batches.add(call('c'), 1000),
-      batches.add(call('d'), 1000),
+      batches.add(call('a'), 1000, 'create a'),
+      batches.add(call('b'), 50, 'create a'),
+      batches.add(call('c'), 1000, 'create a'),
+      batches.add(call('d'), 1000, 'create a'),
+      batches.add(call('e'), 1000, 'create a b'),
     ]);
     assert.deepEqual(sent, [
       { calls: ['a', 'c'], timeoutMs: 1000 },
       { calls: ['d'], timeoutMs: 1000 },
       { calls: ['b'], timeoutMs: 50 },
+      { calls: ['e'], timeoutMs: 1000 },
     ]);
   });
 
@@ -73,22 +77,13 @@ describe('CallBatches', () => {
       },
       { calls: 10, bytes: 1000 },
     );
-    const results = await Promise.allSettled([batches.add(call('a'), 1000), batches.add(call('b'), 1000)]);
+    const results = await Promise.allSettled([
+      batches.add(call('a'), 1000, 'create a'),
+      batches.add(call('b'), 1000, 'create a'),
+    ]);
     assert.deepEqual(
       results.map((result) => result.status === 'rejected' && (result.reason as Error).message),
       ['unreachable', 'unreachable'],
     );
-  });
-});
-
-describe('HandlerPace', () => {
-  it('takes a handler as quick only once a call of it was', () => {
-    const pace = new HandlerPace(20);
-    assert.equal(pace.quick(['a']), false, 'unknown yet');
-    pace.took(['a', 'b'], 3);
-    assert.equal(pace.quick(['a', 'b']), true);
-    pace.took(['b'], 25);
-    assert.equal(pace.quick(['a']), true);
-    assert.equal(pace.quick(['a', 'b']), false, 'a call is as slow as its slowest handler');
   });
 });

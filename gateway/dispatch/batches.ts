@@ -3,6 +3,9 @@
  * (an InvocationBatch) to a service that declares it takes them: one signature, one verification, one
  * exchange and one JSON document for the calls a backlog or a burst of changes makes at once. Each call
  * is still answered, checked, failed and retried on its own; none waits for a later turn.
+ *
+ * A batch is answered when its slowest call is: only calls of the same handlers go together (a
+ * backlog's creations, say), so that a quick handler's call never waits on another handler's.
  */
 
 /** A batch's size at most: calls, and bytes of their JSON (a call beyond it goes alone). */
@@ -28,8 +31,8 @@ interface Waiting extends EncodedCall {
 export class CallBatches {
   readonly #send: SendCalls;
   readonly #limits: BatchLimits;
-  /** By timeout: the calls of a batch share one deadline. */
-  readonly #waiting = new Map<number, Waiting[]>();
+  /** By what the calls are alike in: their handlers, and their timeout (a batch has one deadline). */
+  readonly #waiting = new Map<string, { timeoutMs: number; calls: Waiting[] }>();
   #flushing = false;
 
   constructor(send: SendCalls, limits: BatchLimits) {
@@ -37,12 +40,16 @@ export class CallBatches {
     this.#limits = limits;
   }
 
-  /** The call's answer, once the batch it joins (at the end of this turn) is answered. */
-  add(call: EncodedCall, timeoutMs: number): Promise<unknown> {
+  /**
+   * The call's answer, once the batch it joins (at the end of this turn) is answered. `handlers`: what
+   * it calls (the reason and the handlers' ids, say); only calls of the same go together.
+   */
+  add(call: EncodedCall, timeoutMs: number, handlers: string): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      const group = this.#waiting.get(timeoutMs);
-      if (group) group.push({ ...call, resolve, reject });
-      else this.#waiting.set(timeoutMs, [{ ...call, resolve, reject }]);
+      const key = `${timeoutMs} ${handlers}`;
+      const group = this.#waiting.get(key);
+      if (group) group.calls.push({ ...call, resolve, reject });
+      else this.#waiting.set(key, { timeoutMs, calls: [{ ...call, resolve, reject }] });
       if (this.#flushing) return;
       this.#flushing = true;
       // After the I/O callbacks of this turn: the cycles that a page of watch events or a service's
@@ -53,9 +60,9 @@ export class CallBatches {
 
   #flush(): void {
     this.#flushing = false;
-    const groups = [...this.#waiting];
+    const groups = [...this.#waiting.values()];
     this.#waiting.clear();
-    for (const [timeoutMs, calls] of groups) {
+    for (const { timeoutMs, calls } of groups) {
       for (const batch of batched(calls, this.#limits)) void this.#sendBatch(batch, timeoutMs);
     }
   }
@@ -88,32 +95,3 @@ export function batched<Call extends EncodedCall>(calls: readonly Call[], limits
   if (current.length > 0) batches.push(current);
   return batches;
 }
-
-/**
- * How long each handler's calls took last time, round trip: a batch is answered when its slowest call
- * is, so only the calls of handlers known to be quick join one, and a slow handler's calls go alone
- * (a call in a batch with it would wait as long). Held per handler id of the service's manifest.
- */
-export class HandlerPace {
-  readonly #lastMs = new Map<string, number>();
-  readonly #quickMs: number;
-
-  constructor(quickMs = QUICK_MS) {
-    this.#quickMs = quickMs;
-  }
-
-  /** Whether a call of these handlers may join a batch: each one's last call was quick. */
-  quick(ids: readonly string[]): boolean {
-    return ids.every((id) => (this.#lastMs.get(id) ?? Number.POSITIVE_INFINITY) < this.#quickMs);
-  }
-
-  took(ids: readonly string[], ms: number): void {
-    for (const id of ids) this.#lastMs.set(id, ms);
-  }
-}
-
-/**
- * A handler quicker than this joins batches: a call's way over HTTPS costs the gateway and the service
- * about half a millisecond each, which only matters beside handlers this quick.
- */
-const QUICK_MS = 20;

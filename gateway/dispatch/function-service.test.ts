@@ -300,10 +300,8 @@ describe('calls made together', () => {
     op.on.create('kopfexamples', function create_fn({ name }) {
       return `hello ${name}`;
     });
-    op.on.create('kopfexamples', async function slow_fn() {
-      // Slow as a handler that waits on another system: what keeps its calls out of batches.
-      await new Promise((resolve) => setTimeout(resolve, 30));
-      return 'late';
+    op.on.create('kopfexamples', function other_fn() {
+      return 'other';
     });
     const requests: string[][] = [];
     const handler = {
@@ -327,29 +325,43 @@ describe('calls made together', () => {
       sign: hmacSigner(SECRET),
       batches: { calls: 64, bytes: 1024 * 1024 },
     });
-    const call = async (name: string, id = 'create_fn') => {
+    const call = async (name: string, ids = ['create_fn']) => {
       const named = { ...object, metadata: { ...object.metadata, name, uid: name } };
-      return (await connected).invoke(invocationRequest('create', resource, named, [due(id)], 5000));
+      return (await connected).invoke(invocationRequest('create', resource, named, ids.map(due), 5000));
     };
     return { requests, call };
   }
 
   it('reach a service that takes batches in one request, each answered on its own', async () => {
     const { requests, call } = recorded();
-    await call('first');
     const responses = await Promise.all(['a', 'b', 'c'].map((name) => call(name)));
     assert.deepEqual(
       responses.map((response) => response.outcomes.create_fn),
       ['a', 'b', 'c'].map((name) => ({ status: 'success', result: `hello ${name}` })),
     );
-    assert.deepEqual(requests, [['first'], ['a', 'b', 'c']], 'the first call alone: its pace unknown yet');
+    await call('later');
+    assert.deepEqual(
+      requests,
+      [['a', 'b', 'c'], ['later']],
+      'a call of a later turn in a request of its own',
+    );
   });
 
   it('reach a service that does not say it takes batches one request each', async () => {
     const { requests, call } = recorded({ batches: false });
-    await call('first');
     await Promise.all(['a', 'b'].map((name) => call(name)));
-    assert.deepEqual(requests, [['first'], ['a'], ['b']]);
+    assert.deepEqual(requests, [['a'], ['b']]);
+  });
+
+  it('go together only with calls of the same handlers', async () => {
+    const { requests, call } = recorded();
+    const both = ['create_fn', 'other_fn'];
+    const responses = await Promise.all([call('a'), call('b', both), call('c'), call('d', both)]);
+    assert.deepEqual(requests, [
+      ['a', 'c'],
+      ['b', 'd'],
+    ]);
+    assert.deepEqual(responses[1]?.outcomes.other_fn, { status: 'success', result: 'other' });
   });
 
   it('fail alone when the answer for one of them is malformed', async () => {
@@ -363,7 +375,6 @@ describe('calls made together', () => {
         ),
       }),
     });
-    await call('first');
     const results = await Promise.allSettled(['a', 'b', 'c'].map((name) => call(name)));
     assert.deepEqual(
       results.map((result) => result.status),
@@ -374,18 +385,10 @@ describe('calls made together', () => {
 
   it('all fail, each with the reason, when the batch answer is not one for them', async () => {
     const { call } = recorded({ answer: () => ({ protocol: 'causeway.dev/v1', batch: [] }) });
-    await call('first');
     const results = await Promise.allSettled(['a', 'b'].map((name) => call(name)));
     for (const result of results) {
       assert.equal(result.status, 'rejected');
       assert.match(String(result.reason), /batch response must hold 2 responses/);
     }
-  });
-
-  it('go alone when their handler was slow last time', async () => {
-    const { requests, call } = recorded();
-    await call('first', 'slow_fn');
-    await Promise.all(['a', 'b'].map((name) => call(name, 'slow_fn')));
-    assert.deepEqual(requests, [['first'], ['a'], ['b']]);
   });
 });

@@ -19,7 +19,7 @@ import {
   type ServiceScope,
 } from '../../protocol/index.ts';
 import { equal, isObject, jsonCopy } from '../../protocol/json.ts';
-import { type BatchLimits, CallBatches, type EncodedCall, HandlerPace } from './batches.ts';
+import { type BatchLimits, CallBatches, type EncodedCall } from './batches.ts';
 import type { CircuitBreaker } from './breaker.ts';
 import { type AnswerGuard, beyondPin, confineOutcomes, narrowedToScope, ScopeError } from './scope.ts';
 import type { Signer } from './signer.ts';
@@ -137,7 +137,6 @@ export class FunctionService {
   readonly #keptIndexes = new Map<string, string>();
   /** Its calls made together, to a service over HTTP that takes batches. */
   readonly #batches: CallBatches | undefined;
-  readonly #pace = new HandlerPace();
 
   private constructor(
     transport: Transport,
@@ -224,15 +223,14 @@ export class FunctionService {
     const ids = invocation.handlers.map((handler) => handler.id);
     const exchange = (request: typeof invocation) =>
       this.#exchange(request, request.traceparent, timeoutMs, call, (direct, copy) => direct.invoke(copy));
-    const started = performance.now();
     const batches = this.#batchesFor(invocation, call);
     let answer = batches
       ? await batches.add(
           { json: JSON.stringify(invocation), traceparent: invocation.traceparent },
           timeoutMs,
+          `${invocation.reason} ${ids.join(' ')}`,
         )
       : await exchange(invocation);
-    if (!this.#transport.direct) this.#pace.took(ids, performance.now() - started);
     if (missingIndexes(answer, invocation.indexVersions)) {
       // It does not keep (any more) a version it was not sent: sent again, with every index whole.
       answer = await exchange({ ...invocation, indexes });
@@ -257,8 +255,8 @@ export class FunctionService {
   }
 
   /**
-   * Where a call may join a batch, if it may: to a service that takes them, about an object, quick
-   * last time, and carrying no index (a service that misses one answers for the call alone).
+   * Where a call may join a batch, if it may: to a service that takes them, about an object, and
+   * carrying no index (a service that misses one answers for the call alone).
    */
   #batchesFor(
     invocation: InvocationRequest | ActivityInvocation,
@@ -271,8 +269,7 @@ export class FunctionService {
       invocation.reason !== 'admission' &&
       invocation.stop === undefined &&
       invocation.indexes === undefined &&
-      invocation.indexVersions === undefined &&
-      this.#pace.quick(invocation.handlers.map((handler) => handler.id));
+      invocation.indexVersions === undefined;
     return batchable ? this.#batches : undefined;
   }
 

@@ -3,14 +3,16 @@
  * create, update and delete handlers (so a finalizer); then a restart over the handled objects; then
  * every object deleted. Then latency: objects created at a steady rate into a running operator.
  * Kopf and Causeway (the CLI bundled as published, started as a user starts it, `node causeway.mjs run`
- * with no Node flags unless given --node-flags; functions in-process) take turns on one fresh control
- * plane; the latency runs also measure the apiserver alone (this process writing the status itself).
+ * with no Node flags unless given --node-flags) take turns on one fresh control plane, Causeway twice:
+ * functions in-process (`causeway run`), and as deployed (`causeway gateway` calling `causeway serve`
+ * over HTTPS); the latency runs also measure the apiserver alone (this process writing the status
+ * itself).
  *
  * Reported per contender: handler calls per object (exactly 1.00 is the promise) and the objects called
  * more than once, API writes per object by request (the apiserver's own counters), watch requests
  * (each reconnect is one more), peak RSS while handling the backlog, RSS idle after the restart and CPU
- * (of the process and whatever it started), and the create → first status write latency percentiles
- * per rate.
+ * (of the process and whatever it started; as deployed, of both processes together), and the create →
+ * first status write latency percentiles per rate.
  *
  *   npm run bench:scale -- [--objects 10000 (0: latency only)] [--only causeway|kopf] [--rates 50,200]
  *                          [--no-delete] [--node-flags="--max-semi-space-size=8"]
@@ -124,9 +126,7 @@ async function main(): Promise<void> {
     ],
   };
   const only = (contender: Contender) => !values.only || contender.name.startsWith(values.only);
-  const contenders = all.filter(only);
-  // The functions as a service of their own: for latency, where the call crosses the network.
-  const latencyContenders = [...all, separate].filter(only);
+  const contenders = [...all, separate].filter(only);
 
   await withCluster(async ({ controlPlane, client }) => {
     const metrics = () => controlPlane.metrics();
@@ -140,7 +140,7 @@ async function main(): Promise<void> {
     const latency: LatencyResult[] = [];
     for (const rate of RATES) {
       latency.push(await latencyRun(undefined, rate, `latency-${rate}-floor`, client, kubeconfig));
-      for (const [index, contender] of latencyContenders.entries()) {
+      for (const [index, contender] of contenders.entries()) {
         latency.push(await latencyRun(contender, rate, `latency-${rate}-${index}`, client, kubeconfig));
       }
       reportLatency(latency);
@@ -207,7 +207,7 @@ async function scaleRun(
     const backlogSeconds = (performance.now() - started) / 1000;
     await settled(metrics);
     const backlogWrites = difference(countWrites(await metrics(), WRITTEN), before);
-    const { peakRssMiB, cpuSeconds } = processUsage(first.pid as number);
+    const { peakRssMiB, cpuSeconds } = usageOf(first);
     await first.stop();
 
     say(`${contender.name}: restarted over the handled objects`);
@@ -216,7 +216,7 @@ async function scaleRun(
     // Listing 10,000 objects and finding nothing to do: give it the time, then let the writes settle.
     await sleep(Math.max(5000, OBJECTS / 2));
     await settled(metrics);
-    const idleRssMiB = processUsage(second.pid as number).rssMiB;
+    const idleRssMiB = usageOf(second).rssMiB;
     const restartWrites = difference(countWrites(await metrics(), WRITTEN), before);
 
     let deletion: Pick<ScaleResult, 'deleteSeconds' | 'delete' | 'deleteWrites'> = {};
@@ -255,6 +255,16 @@ async function scaleRun(
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** What a contender's processes use together: its one, or its gateway's and function service's. */
+function usageOf(running: OperatorProcess & { pids?: number[] }): ReturnType<typeof processUsage> {
+  const each = (running.pids ?? [running.pid as number]).map(processUsage);
+  return {
+    rssMiB: each.reduce((sum, usage) => sum + usage.rssMiB, 0),
+    peakRssMiB: each.reduce((sum, usage) => sum + usage.peakRssMiB, 0),
+    cpuSeconds: each.reduce((sum, usage) => sum + usage.cpuSeconds, 0),
+  };
 }
 
 /** Starts a contender's one process, or its gateway and function service as deployed. */

@@ -186,8 +186,8 @@ export interface Manifest {
    */
   indexVersions?: boolean;
   /**
-   * It takes any calls about objects in a batch (InvocationBatch), daemons' and admission reviews'
-   * aside, and runs a batch's calls at once: the gateway may then send the calls it makes together in
+   * It takes any calls about objects in a batch (InvocationBatch), admission reviews' included and
+   * daemons' aside, and runs a batch's calls at once: the gateway may then send the calls it makes together in
    * one request. Absent: it is sent batches of index calls only.
    */
   batches?: boolean;

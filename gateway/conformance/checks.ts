@@ -142,9 +142,7 @@ export async function runConformance(target: ConformanceTarget): Promise<CheckRe
     );
   }
 
-  const batchable = manifest?.batches
-    ? manifest.handlers.filter((handler) => !isAdmissionKind(handler.kind) && handler.kind !== 'daemon')
-    : [];
+  const batchable = manifest?.batches ? manifest.handlers.filter((handler) => handler.kind !== 'daemon') : [];
   if (batchable.length > 0) {
     await check(
       `batches: ${batchable.length} calls in one request (${batchable.map((handler) => handler.id).join(', ')}) answered each, in order`,
@@ -156,7 +154,7 @@ export async function runConformance(target: ConformanceTarget): Promise<CheckRe
         expect(answer.status === 200, `status ${answer.status}, not 200: ${JSON.stringify(answer.body)}`);
         const answers = batchAnswers(answer.body, calls.length);
         for (const [position, handler] of batchable.entries())
-          parseInvocationResponse(answers[position], [handler.id]);
+          parseInvocationResponse(answers[position], [handler.id], isAdmissionKind(handler.kind));
       },
     );
   }

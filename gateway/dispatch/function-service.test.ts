@@ -1,7 +1,7 @@
 /** A function service in the gateway's process: asked directly, with the same checks and deadlines. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type Index, operator } from '../../functions/index.ts';
+import { AdmissionError, type Index, operator } from '../../functions/index.ts';
 import { KOPF_EXAMPLES } from '../../functions/test-helpers.ts';
 import type { IndexContents } from '../../protocol/index.ts';
 import { deepFreeze } from '../../protocol/json.ts';
@@ -303,6 +303,9 @@ describe('calls made together', () => {
     op.on.create('kopfexamples', function other_fn() {
       return 'other';
     });
+    op.on.validate('kopfexamples', function validate_fn({ name }) {
+      if (name === 'bad') throw new AdmissionError('not this one');
+    });
     const requests: string[][] = [];
     const handler = {
       fetch: async (request: Request) => {
@@ -329,7 +332,13 @@ describe('calls made together', () => {
       const named = { ...object, metadata: { ...object.metadata, name, uid: name } };
       return (await connected).invoke(invocationRequest('create', resource, named, ids.map(due), 5000));
     };
-    return { requests, call };
+    const review = async (name: string) => {
+      const named = { ...object, metadata: { ...object.metadata, name, uid: name } };
+      const request = invocationRequest('admission', resource, named, [due('validate_fn')], 5000);
+      const admission = { uid: name, operation: 'CREATE' as const, dryRun: false, userInfo: {} };
+      return (await connected).invoke({ ...request, admission });
+    };
+    return { requests, call, review };
   }
 
   it('reach a service that takes batches in one request, each answered on its own', async () => {
@@ -362,6 +371,18 @@ describe('calls made together', () => {
       ['b', 'd'],
     ]);
     assert.deepEqual(responses[1]?.outcomes.other_fn, { status: 'success', result: 'other' });
+  });
+
+  it('hold admission reviews arriving at once, each decided on its own', async () => {
+    const { requests, review } = recorded();
+    const responses = await Promise.all(['good', 'bad'].map(review));
+    assert.deepEqual(requests, [['good', 'bad']]);
+    assert.equal(responses[0]?.outcomes.validate_fn?.status, 'success');
+    assert.deepEqual(responses[1]?.outcomes.validate_fn, {
+      status: 'denied',
+      message: 'not this one',
+      code: 500,
+    });
   });
 
   it('fail alone when the answer for one of them is malformed', async () => {

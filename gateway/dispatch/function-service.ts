@@ -266,7 +266,6 @@ export class FunctionService {
       !call.long &&
       !call.cut &&
       !isActivityInvocation(invocation) &&
-      invocation.reason !== 'admission' &&
       invocation.stop === undefined &&
       invocation.indexes === undefined &&
       invocation.indexVersions === undefined;

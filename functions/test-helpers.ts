@@ -2,6 +2,7 @@
 import {
   type ActivityInvocation,
   type DueHandler,
+  type InvocationBatch,
   type InvocationRequest,
   PATHS,
   PROTOCOL,
@@ -45,7 +46,7 @@ export function signedManifest(audience: string, secret?: string): Promise<Reque
 
 export function signedInvoke(
   audience: string,
-  request: InvocationRequest | ActivityInvocation,
+  request: InvocationRequest | ActivityInvocation | InvocationBatch,
   secret?: string,
 ): Promise<Request> {
   return signed({ audience, path: PATHS.invoke, body: JSON.stringify(request), secret });

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { PATHS, PROTOCOL } from '../../protocol/index.ts';
+import { type InvocationBatch, PATHS, PROTOCOL } from '../../protocol/index.ts';
 import { type ServerRuntime, startOnRuntime } from '../../test/support/runtimes.ts';
 import { startWorker } from '../../test/support/workerd.ts';
 import { invocation, SECRET, signed, signedInvoke, signedManifest } from '../test-helpers.ts';
@@ -87,6 +87,7 @@ for (const [name, start] of Object.entries(runtimes)) {
         ],
         sessions: true,
         indexVersions: true,
+        batches: true,
       });
     });
 
@@ -102,6 +103,25 @@ for (const [name, start] of Object.entries(runtimes)) {
         },
         logs: [{ level: 'info', message: 'creating kex-1', handler: 'create_fn' }],
       });
+    });
+
+    it('runs a batch of calls, answered each in order', async () => {
+      const first = invocation(['create_fn']);
+      const second = {
+        ...first,
+        body: { ...first.body, metadata: { ...first.body.metadata, name: 'kex-2' } },
+      };
+      const batch: InvocationBatch = { protocol: PROTOCOL, batch: [first, second] };
+      const response = await runtime.fetch(await signedInvoke('kopfexample', batch));
+      assert.equal(response.status, 200);
+      const answers = ((await response.json()) as { batch: { outcomes: Record<string, unknown> }[] }).batch;
+      assert.deepEqual(
+        answers.map((answer) => answer.outcomes.create_fn),
+        ['kex-1', 'kex-2'].map((name) => ({
+          status: 'success',
+          result: { message: `hello ${name}`, field: 'value' },
+        })),
+      );
     });
 
     it('runs a field handler with memo and patch', async () => {

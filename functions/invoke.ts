@@ -9,6 +9,7 @@ import {
   isAdmissionKind,
   type KubernetesEvent,
   type LogLine,
+  type MissingIndexes,
   type ObjectToApply,
   type Outcome,
   PROTOCOL,
@@ -17,7 +18,7 @@ import { deepFreeze, equal } from '../protocol/json.ts';
 import { type Handler, type HandlerContext, handlerContext, type Patch } from './context.ts';
 import { RunningDaemons } from './daemons.ts';
 import { AdmissionError, PermanentError, TemporaryError } from './errors.ts';
-import { declaredIndexes, indexMaps, indexOutcome } from './indexes.ts';
+import { declaredIndexes, indexMaps, indexOutcome, type KeptIndexes } from './indexes.ts';
 import { asJson } from './json.ts';
 import { collectingLogger, type Logger } from './logger.ts';
 import type { Registered } from './registry.ts';
@@ -85,13 +86,24 @@ export async function invoke(
   };
 }
 
-/** A batch's calls, all at once, as the gateway would have made them one by one; answered in order. */
+/**
+ * A batch's calls, all at once, as the gateway would have made them one by one; answered in order. A
+ * call naming an index by a version not `kept` is answered MissingIndexes, and runs nothing.
+ */
 export async function invokeBatch(
   request: InvocationBatch,
   handlers: ReadonlyMap<string, Registered>,
   scope?: InvokeScope,
+  kept?: KeptIndexes,
 ): Promise<BatchResponse> {
-  const batch = await Promise.all(request.batch.map((call) => invoke(call, handlers, scope)));
+  const batch = await Promise.all(
+    request.batch.map((given) => {
+      const call = kept ? kept.fill(given) : given;
+      if (!('missing' in call)) return invoke(call, handlers, scope);
+      const answer: MissingIndexes = { protocol: PROTOCOL, missingIndexes: call.missing };
+      return answer;
+    }),
+  );
   return { protocol: PROTOCOL, batch };
 }
 

@@ -124,8 +124,8 @@ export function operator(options: OperatorOptions): Operator {
         if (error instanceof BadRequest) return errorResponse(c, 400, error.message);
         throw error;
       }
-      if ('batch' in request)
-        return c.json(await invokeBatch(request, handlers, { daemons, cut: c.req.raw.signal }));
+      const scope = { daemons, cut: c.req.raw.signal };
+      if ('batch' in request) return c.json(await invokeBatch(request, handlers, scope, keptIndexes));
       const call = keptIndexes.fill(request);
       if ('missing' in call) {
         return c.json({ protocol: PROTOCOL, missingIndexes: call.missing } satisfies MissingIndexes);

@@ -185,9 +185,13 @@ export interface InvocationBatch {
   batch: InvocationRequest[];
 }
 
+/**
+ * One answer per call, in order: a MissingIndexes only for a call that named an index by a version
+ * the service does not have (the gateway then sends that call again alone, with the indexes whole).
+ */
 export interface BatchResponse {
   protocol: typeof PROTOCOL;
-  batch: InvocationResponse[];
+  batch: (InvocationResponse | MissingIndexes)[];
 }
 
 /**

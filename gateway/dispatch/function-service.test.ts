@@ -196,14 +196,21 @@ describe('the indexes a call carries', () => {
   }
 
   /** The service, and a source giving the frozen contents the gateway keeps. */
-  async function reading(direct: boolean) {
+  async function reading(direct: boolean, batches = false) {
     const seen: Index[] = [];
     const sent: string[][] = [];
+    /** Each request's calls: what of the indexes each carries. */
+    const requests: string[][][] = [];
     const replica = { op: readingOperator(seen) };
+    const indexKeys = (call: object) => Object.keys(call).filter((key) => key.startsWith('index'));
     const overHttp = {
       fetch: async (request: Request) => {
-        const body = request.method === 'POST' ? ((await request.clone().json()) as object) : {};
-        if (request.method === 'POST') sent.push(Object.keys(body).filter((key) => key.startsWith('index')));
+        const body =
+          request.method === 'POST' ? ((await request.clone().json()) as { batch?: object[] }) : {};
+        if (request.method === 'POST') {
+          sent.push(indexKeys(body));
+          requests.push((body.batch ?? [body]).map(indexKeys));
+        }
         return replica.op.fetch(request);
       },
     };
@@ -213,6 +220,7 @@ describe('the indexes a call carries', () => {
       name: undefined,
       sign: hmacSigner(SECRET),
       indexes: { contents: async () => ({ names: source.contents as IndexContents }) },
+      ...(batches ? { batches: { calls: 64, bytes: 1024 * 1024 } } : {}),
     });
     const call = async () => {
       const response = await service.invoke(
@@ -224,7 +232,7 @@ describe('the indexes a call carries', () => {
     const restart = () => {
       replica.op = readingOperator(seen);
     };
-    return { seen, sent, source, call, restart };
+    return { seen, sent, requests, source, call, restart };
   }
 
   it('are shared with a service in this process, read-only: the same map until the index changes', async () => {
@@ -261,6 +269,23 @@ describe('the indexes a call carries', () => {
       seen.map((index) => [...index]),
       [[[null, ['a', 'b']]], [[null, ['a', 'b']]], [[null, ['a']]], [[null, ['a']]]],
     );
+  });
+
+  it('go in batches once named by version only; a call the service misses is sent again alone, whole', async () => {
+    const { seen, requests, call, restart } = await reading(false, true);
+    await call();
+    await Promise.all([call(), call()]);
+    restart();
+    await Promise.all([call(), call()]);
+    assert.deepEqual(requests, [
+      [['indexVersions', 'indexes']],
+      [['indexVersions'], ['indexVersions']],
+      [['indexVersions'], ['indexVersions']],
+      [['indexVersions', 'indexes']],
+      [['indexVersions', 'indexes']],
+    ]);
+    assert.equal(seen.length, 5, 'every call handled once, with its index');
+    for (const index of seen) assert.deepEqual([...index], [[null, ['a', 'b']]]);
   });
 
   it('are sent again whole, in the same call, to a service that no longer has them', async () => {

@@ -5,7 +5,6 @@
  */
 import {
   type ActivityInvocation,
-  type BatchResponse,
   type Health,
   type IndexContents,
   type InProcessCalls,
@@ -33,6 +32,7 @@ import {
 } from './transport.ts';
 import {
   batchAnswers,
+  type IndexBatchResponse,
   ProtocolError,
   parseActivityResponse,
   parseBatchResponse,
@@ -256,7 +256,8 @@ export class FunctionService {
 
   /**
    * Where a call may join a batch, if it may: to a service that takes them, about an object, and
-   * carrying no index (a service that misses one answers for the call alone).
+   * carrying no index whole (one naming its indexes by version may: if the service misses one, it
+   * says so for that call, which is sent again alone with them).
    */
   #batchesFor(
     invocation: InvocationRequest | ActivityInvocation,
@@ -267,8 +268,7 @@ export class FunctionService {
       !call.cut &&
       !isActivityInvocation(invocation) &&
       invocation.stop === undefined &&
-      invocation.indexes === undefined &&
-      invocation.indexVersions === undefined;
+      invocation.indexes === undefined;
     return batchable ? this.#batches : undefined;
   }
 
@@ -285,7 +285,7 @@ export class FunctionService {
   }
 
   /** Sends several calls in one request (an index's objects), answered in order. */
-  async invokeBatch(batch: InvocationRequest[], timeoutMs = this.timeoutMs): Promise<BatchResponse> {
+  async invokeBatch(batch: InvocationRequest[], timeoutMs = this.timeoutMs): Promise<IndexBatchResponse> {
     const request: InvocationBatch = { protocol: PROTOCOL, batch };
     const answer = await this.#exchange(request, batch[0]?.traceparent, timeoutMs, {}, (direct, copy) =>
       direct.invokeBatch(copy),

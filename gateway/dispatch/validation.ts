@@ -4,7 +4,6 @@
  */
 import {
   type ActivitySpec,
-  type BatchResponse,
   type Effects,
   type HandlerSpec,
   type Health,
@@ -306,10 +305,16 @@ const EFFECT_NAMES: Record<keyof EffectCounts, string> = {
 };
 
 /** A batch's answer: one response per call, in order, each with an outcome for each of its handlers. */
+/** A batch of index calls answered: a response for each, as none of them names an index by version. */
+export interface IndexBatchResponse {
+  protocol: typeof PROTOCOL;
+  batch: InvocationResponse[];
+}
+
 export function parseBatchResponse(
   value: unknown,
   handlerIds: readonly (readonly string[])[],
-): BatchResponse {
+): IndexBatchResponse {
   const answers = batchAnswers(value, handlerIds.length);
   return {
     protocol: PROTOCOL,

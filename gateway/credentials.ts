@@ -13,7 +13,7 @@ import type { Activities } from './engines/activities.ts';
 import { FunctionCertificates } from './engines/function-certificates.ts';
 import { loginThrough } from './engines/login.ts';
 import { SigningKeys } from './engines/signing-keys.ts';
-import { KubeClient } from './kube/client.ts';
+import { KubeClient, type RequestObserver } from './kube/client.ts';
 import { loadKubeConfig } from './kube/kubeconfig.ts';
 import type { Logger } from './logging.ts';
 import type { Settings } from './settings.ts';
@@ -25,6 +25,8 @@ export interface CredentialsOptions {
   secret: Uint8Array | undefined;
   settings: Settings;
   logger: Logger;
+  /** Told of every request of the cluster client (the metrics'). */
+  observe?: RequestObserver;
 }
 
 export interface Credentials {
@@ -43,7 +45,9 @@ export async function setUpCredentials(
   if (loginFrom && options.kubeconfig) {
     throw new Error(`a kubeconfig is given as well as a login through "${loginFrom}": give one`);
   }
-  const client = loginFrom ? undefined : await KubeClient.fromConfig(options.kubeconfig ?? loadKubeConfig());
+  const client = loginFrom
+    ? undefined
+    : await KubeClient.fromConfig(options.kubeconfig ?? loadKubeConfig(), options.observe);
   let signer: Signer | undefined = options.secret ? hmacSigner(options.secret) : undefined;
   if (settings.signing.keys) {
     if (!client) {
@@ -88,10 +92,11 @@ export async function clusterClient(
   login: { from: string | undefined; services: readonly FunctionService[]; activities: Activities },
   stopping: AbortSignal,
   logger: Logger,
+  observe?: RequestObserver,
 ): Promise<KubeClient> {
   if (credentials.client) return credentials.client;
   const service = serviceNamed(login.services, login.from as string);
-  return KubeClient.fromLogin(loginThrough(service, login.activities, stopping, logger));
+  return KubeClient.fromLogin(loginThrough(service, login.activities, stopping, logger), observe);
 }
 
 /** Runs a step of the start; when it fails, what did start stops again before the failure is thrown. */

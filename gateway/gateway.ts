@@ -22,6 +22,8 @@ import { DEFAULT_IDENTITY, type Identity } from './identity.ts';
 import type { KubeClient } from './kube/client.ts';
 import { DiscoveryCache, kindSelector } from './kube/discovery.ts';
 import { createLogger, type Logger } from './logging.ts';
+import { MetricsEndpoint, metricsAddress } from './metrics/endpoint.ts';
+import { GatewayMetrics } from './metrics/metrics.ts';
 import { Peering, type PeeringOptions } from './peering/peering.ts';
 import { ResourcePipeline, stateLocation } from './pipeline.ts';
 import type { ServedResource } from './reactor/model.ts';
@@ -80,6 +82,11 @@ export interface GatewayOptions {
    * others stand by, serving admission and health. Undefined: this gateway is alone, and leads.
    */
   peering?: PeeringOptions;
+  /**
+   * Serve Prometheus metrics at `/metrics` on this address (`HOST:PORT`, `:9090` for every address,
+   * port 0 for any free one), on every replica (docs/observability.md). Undefined: none are kept.
+   */
+  metrics?: string;
 }
 
 export interface Gateway {
@@ -89,6 +96,8 @@ export interface Gateway {
   readonly liveness: string | undefined;
   /** The readiness endpoint's URL, beside the liveness endpoint's, when there is one. */
   readonly readiness: string | undefined;
+  /** The metrics endpoint's URL, its port known, when there is one. */
+  readonly metrics: string | undefined;
   /** Reads the function services' manifests again now (as it does every `calls.manifestRefreshMs`). */
   refresh(): Promise<void>;
   /** Whether this gateway leads now: always when alone; with peering, as its peers and it agree. */
@@ -102,6 +111,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const settings = settingsWith(options.settings);
   const components = new Components(logger, { leading: !options.peering });
   const stopping = new AbortController();
+  const metrics = options.metrics ? new GatewayMetrics() : undefined;
+  // First: it starts before the rest, and stops after it.
+  const metricsEndpoint =
+    metrics && new MetricsEndpoint(metrics, metricsAddress(options.metrics as string), logger);
+  if (metricsEndpoint) await components.add(metricsEndpoint);
 
   const credentials = await setUpCredentials(
     {
@@ -110,6 +124,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       secret: options.secret,
       settings,
       logger,
+      ...(metrics ? { observe: metrics.apiRequest } : {}),
     },
     components,
   );
@@ -141,7 +156,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       // Asked only about objects, which come once the watches (and so `discovery`) are up.
       resourceOf: (apiVersion, kind) => discovery.resolve(kindSelector(apiVersion, kind)),
     },
+    ...(metrics ? { observer: metrics.calls } : {}),
   });
+  metrics?.watchBreakers(() => services.current.map(({ name, down }) => [name, down !== undefined]));
   await services.connect(options.functions, stopping.signal);
   await components.add(component('function services', false, { stop: () => services.close() }));
   const activities = new Activities({
@@ -153,7 +170,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const client = await stoppedOnFailure(components, async () => {
     await activities.startup();
     const login = { from: options.loginFrom, services: services.current, activities };
-    return clusterClient(credentials, login, stopping.signal, logger);
+    return clusterClient(credentials, login, stopping.signal, logger, metrics?.apiRequest);
   });
   let listed = false; // the watched resources' first lists are in: Gateway.synced resolved
   const webhookServerDown = () =>
@@ -219,6 +236,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       serves: (namespace) => namespace === undefined || !selection || selection.matches(namespace),
       ...(peering ? { othersRunning: () => peering.othersRunning() } : {}),
       logger,
+      ...(metrics ? { observeReview: metrics.webhookAnswered } : {}),
     },
     components,
   );
@@ -251,6 +269,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         onListing: (listed) => synced.push(listed),
         ...(peering ? { fence: () => peering.fence() } : {}),
         ...(peering && options.peering?.sharding ? { owns: (uid: string) => peering.owns(uid) } : {}),
+        ...(metrics
+          ? { observeQueue: (depth: () => number) => metrics.queue(resourceKey(resource), depth) }
+          : {}),
       });
       await components.add(pipeline);
       return pipeline;
@@ -289,6 +310,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     }),
     liveness: health?.url,
     readiness: health?.readinessUrl,
+    metrics: metricsEndpoint?.url,
     refresh: () => services.refresh(),
     get leading() {
       return components.leading;

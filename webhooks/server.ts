@@ -41,6 +41,8 @@ export interface WebhookServerOptions {
   clientCa?: string;
   /** How long a client may take to send a whole request, headers and body (a slow client holds a socket). */
   requestTimeoutMs?: number;
+  /** Told of every POST answered: its path, its status, and how long it took (the metrics'). */
+  observe?: (path: string, status: number, tookMs: number) => void;
 }
 
 export interface WebhookServer {
@@ -67,11 +69,19 @@ const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 const HANDSHAKE_TIMEOUT_MS = 10_000;
 
 function webhookApp(
-  options: Pick<WebhookServerOptions, 'decide' | 'deadlineMs' | 'logger' | 'bodyLimitBytes'>,
+  options: Pick<WebhookServerOptions, 'decide' | 'deadlineMs' | 'logger' | 'bodyLimitBytes' | 'observe'>,
 ) {
   const limit = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT;
   // Served by Node's https server only (startWebhookServer), which gives every request its `incoming`.
   const app = new Hono<{ Bindings: HttpBindings }>();
+  const { observe } = options;
+  if (observe) {
+    app.post('*', async (c, next) => {
+      const started = performance.now();
+      await next();
+      observe(c.req.path, c.res.status, performance.now() - started);
+    });
+  }
   app.post('*', async (c) => {
     const body = await readBody(c.env.incoming, limit);
     if (body === undefined) {

@@ -173,6 +173,17 @@ export const ACTIVITIES = group(
   }),
 );
 
+/** What the gateway tells of itself (run, gateway, dev). */
+export const OBSERVABILITY = group(
+  'Observability (docs/observability.md)',
+  flag({
+    name: 'metrics',
+    value: '<host:port>',
+    description:
+      'Serve Prometheus metrics at /metrics on this address, e.g. 0.0.0.0:9090 or :9090 (every address).',
+  }),
+);
+
 /** For operators with validate or mutate handlers (run, gateway, dev). */
 export const ADMISSION = group(
   'Admission webhooks, for operators with validate or mutate handlers',

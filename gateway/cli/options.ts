@@ -13,6 +13,7 @@ import { livenessAddress } from '../engines/liveness.ts';
 import type { GatewayOptions } from '../gateway.ts';
 import { DEFAULT_IDENTITY, type Identity } from '../identity.ts';
 import type { SecretName } from '../kube/secrets.ts';
+import { metricsAddress } from '../metrics/endpoint.ts';
 import { DEV_PRIORITY } from '../peering/members.ts';
 import type { PeeringOptions } from '../peering/peering.ts';
 import type { SettingsPatch } from '../settings.ts';
@@ -31,6 +32,7 @@ import {
   type IDENTITY,
   type LISTENING,
   type OBJECTS,
+  type OBSERVABILITY,
   type PEERED_IDENTITY,
   type PEERING,
   PORT,
@@ -59,7 +61,7 @@ export type ReadText = (path: string) => string;
 export type GatewaySettings = Omit<GatewayOptions, 'functions' | 'secret' | 'logger'>;
 
 export type GatewayValues = GroupValues<
-  typeof OBJECTS | typeof ACTIVITIES | typeof ADMISSION | typeof IDENTITY
+  typeof OBJECTS | typeof ACTIVITIES | typeof ADMISSION | typeof IDENTITY | typeof OBSERVABILITY
 > &
   PeeringValues;
 
@@ -161,6 +163,7 @@ export function gatewayOptions(
     ...(peering ? { peering } : {}),
     ...(values.namespace?.length ? { namespaces: values.namespace } : {}),
     ...(values.liveness ? { liveness: livenessUrl(values.liveness) } : {}),
+    ...(values.metrics ? { metrics: metricsListen(values.metrics) } : {}),
     ...(values['login-from'] ? { loginFrom: values['login-from'] } : {}),
     settings: {
       persistence: { stateIn, ...(adoptKopf === undefined ? {} : { adoptKopf }) },
@@ -329,6 +332,16 @@ function livenessUrl(url: string): string {
     throw new UsageError(`--liveness: ${(error as Error).message}`);
   }
   return url;
+}
+
+/** The address, once the metrics endpoint could listen there. */
+function metricsListen(address: string): string {
+  try {
+    metricsAddress(address);
+  } catch (error) {
+    throw new UsageError(`--metrics: ${(error as Error).message}`);
+  }
+  return address;
 }
 
 function signingSettings(values: GroupValues<typeof SIGNING>): SettingsPatch['signing'] {

@@ -13,6 +13,7 @@ import {
   type InvocationResponse,
   isActivityInvocation,
   type Manifest,
+  type Outcome,
   PATHS,
   PROTOCOL,
   type ServiceScope,
@@ -67,6 +68,21 @@ export interface FunctionServiceOptions {
   guard?: AnswerGuard;
   /** Calls made together, sent in one request to a service that takes batches; each alone otherwise. */
   batches?: BatchLimits;
+  /** Told of its requests and calls (the metrics'). */
+  observer?: CallObserver;
+}
+
+/** Told of the requests to function services and of the calls of their handlers (the metrics'). */
+export interface CallObserver {
+  /** One HTTP request to a service (a batch of calls is one): its status, undefined when no answer came. */
+  requested(service: string, status: number | undefined, tookMs: number): void;
+  /** The handlers of one call, each with its outcome, or all `failed` when the call failed. */
+  called(
+    service: string,
+    cause: string,
+    outcomes: Readonly<Record<string, Outcome['status'] | 'failed'>>,
+    tookMs: number,
+  ): void;
 }
 
 /** The gateway's indexes, as the calls of the handlers that read them need them. */
@@ -84,6 +100,8 @@ export class ServiceError extends Error {
   readonly retryAfterMs: number | undefined;
   /** Not reached at all, or its proxy said it was not there (502, 503, 504): what the breaker counts. */
   readonly unreachable: boolean;
+  /** The HTTP status it answered with; undefined when no answer came. */
+  readonly status: number | undefined;
   /**
    * What went wrong in the gateway's words alone, without what the service said: for a status that
    * whoever may set the service's URL reads (the URL might reach what they may not read).
@@ -92,11 +110,17 @@ export class ServiceError extends Error {
 
   constructor(
     message: string,
-    options: { retryAfterMs?: number | undefined; unreachable?: boolean; reason?: string } = {},
+    options: {
+      retryAfterMs?: number | undefined;
+      unreachable?: boolean;
+      reason?: string;
+      status?: number;
+    } = {},
   ) {
     super(message);
     this.retryAfterMs = options.retryAfterMs;
     this.unreachable = options.unreachable ?? false;
+    this.status = options.status;
     this.reason = options.reason ?? message;
   }
 }
@@ -219,8 +243,36 @@ export class FunctionService {
     call: { cut?: AbortSignal; long?: boolean } = {},
   ): Promise<InvocationResponse> {
     const { invocation, indexes } = await this.#withIndexes(given, timeoutMs);
-    const admission = invocation.reason === 'admission';
     const ids = invocation.handlers.map((handler) => handler.id);
+    const { observer } = this.#options;
+    if (!observer) return this.#invoke(invocation, indexes, ids, timeoutMs, call);
+    const started = performance.now();
+    let response: InvocationResponse;
+    try {
+      response = await this.#invoke(invocation, indexes, ids, timeoutMs, call);
+    } catch (error) {
+      // A service known to be down was not called.
+      if (!(error instanceof ServiceDown)) {
+        const failed = Object.fromEntries(ids.map((id) => [id, 'failed' as const]));
+        observer.called(this.name, invocation.reason, failed, performance.now() - started);
+      }
+      throw error;
+    }
+    const outcomes = Object.fromEntries(
+      Object.entries(response.outcomes).map(([id, outcome]) => [id, outcome.status]),
+    );
+    observer.called(this.name, invocation.reason, outcomes, performance.now() - started);
+    return response;
+  }
+
+  async #invoke(
+    invocation: InvocationRequest | ActivityInvocation,
+    indexes: Record<string, IndexContents> | undefined,
+    ids: string[],
+    timeoutMs: number,
+    call: { cut?: AbortSignal; long?: boolean },
+  ): Promise<InvocationResponse> {
+    const admission = invocation.reason === 'admission';
     const exchange = (request: typeof invocation) =>
       this.#exchange(request, request.traceparent, timeoutMs, call, (direct, copy) => direct.invoke(copy));
     const batches = this.#batchesFor(invocation, call);
@@ -357,8 +409,9 @@ export class FunctionService {
     timeoutMs: number,
     { cut, long }: { cut?: AbortSignal | undefined; long?: boolean | undefined },
   ): Promise<unknown> {
-    const { breaker } = this.#options;
+    const { breaker, observer } = this.#options;
     if (breaker?.down) throw new ServiceDown(`${this.name} at ${this.url} is down`, breaker.recovered());
+    const started = performance.now();
     let answer: unknown;
     try {
       const signer = { sign: this.#sign, audience: this.name, inSession: this.manifest.sessions === true };
@@ -375,9 +428,12 @@ export class FunctionService {
     } catch (error) {
       if (error instanceof ServiceError && error.unreachable) breaker?.unreachable(error.reason);
       else breaker?.succeeded();
+      const status = error instanceof ServiceError ? error.status : undefined;
+      observer?.requested(this.name, status, performance.now() - started);
       throw error;
     }
     breaker?.succeeded();
+    observer?.requested(this.name, 200, performance.now() - started);
     return answer;
   }
 
@@ -452,6 +508,7 @@ async function send(
   } catch {
     throw new ServiceError(`${where}: answered ${answer.status} with a body that is not JSON (${bytes})`, {
       unreachable,
+      status: answer.status,
     });
   }
   if (answer.status !== 200) {
@@ -462,7 +519,7 @@ async function send(
     const reason = `${where}: answered ${answer.status} (${bytes}${said})`;
     throw new ServiceError(
       typeof message === 'string' ? `${where}: ${answer.status} ${message.slice(0, 200)}` : reason,
-      { retryAfterMs: later, unreachable, reason },
+      { retryAfterMs: later, unreachable, reason, status: answer.status },
     );
   }
   return parsed;

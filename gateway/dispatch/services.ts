@@ -9,7 +9,7 @@ import type { Logger } from '../logging.ts';
 import type { Settings } from '../settings.ts';
 import { jitter, sleep } from '../timing.ts';
 import { CircuitBreaker } from './breaker.ts';
-import { FunctionService, type IndexSource, readHealth } from './function-service.ts';
+import { type CallObserver, FunctionService, type IndexSource, readHealth } from './function-service.ts';
 import { type AnswerGuard, ScopeError } from './scope.ts';
 import { hmacSigner, type Signer } from './signer.ts';
 import { type FetchHandler, httpTransport, inProcessTransport, type Transport } from './transport.ts';
@@ -62,6 +62,8 @@ export interface FunctionServicesOptions {
   vet?(service: FunctionService): Promise<void>;
   /** Holds what the services' answers ask to their scopes. */
   guard?: AnswerGuard;
+  /** Told of the services' requests and calls (the metrics'). */
+  observer?: CallObserver;
 }
 
 /** What engines/function-certificates.ts does for the services given a certificate Secret. */
@@ -150,6 +152,7 @@ export class FunctionServices {
                       timeoutMs,
                       indexes: this.#options.indexes,
                       guard: this.#options.guard,
+                      ...(this.#options.observer ? { observer: this.#options.observer } : {}),
                     }),
                   ),
                 signal,
@@ -325,6 +328,7 @@ export class FunctionServices {
             timeoutMs,
             indexes: this.#options.indexes,
             guard: this.#options.guard,
+            ...(this.#options.observer ? { observer: this.#options.observer } : {}),
             batches: {
               calls: this.#options.settings.callBatchSize,
               bytes: this.#options.settings.callBatchBytes,

@@ -65,6 +65,8 @@ export interface AdmissionOptions {
    */
   othersRunning?: () => Promise<boolean>;
   logger: Logger;
+  /** Told of every review answered: the webhook (`other` for a path not served), its status, how long it took. */
+  observeReview?: (webhook: string, status: number, tookMs: number) => void;
 }
 
 interface Served {
@@ -186,8 +188,18 @@ export class Admission implements Component {
     return this.#server !== undefined;
   }
 
+  /** A review's webhook, as its path names it: `other` for one not served (a label must stay bounded). */
+  #webhookOf(path: string): string {
+    try {
+      const decoded = decodeURIComponent(path);
+      return this.#webhooks.has(decoded) ? decoded : 'other';
+    } catch {
+      return 'other';
+    }
+  }
+
   async start(): Promise<void> {
-    const { settings, logger, client } = this.#options;
+    const { settings, logger, client, observeReview } = this.#options;
     this.#mode = chooseMode(settings.reach, {
       inPod: Boolean(process.env.KUBERNETES_SERVICE_HOST) && existsSync(SERVICE_ACCOUNT_TOKEN),
       apiserverHost: new URL(client.server).hostname,
@@ -215,6 +227,9 @@ export class Admission implements Component {
         Math.max(500, (this.#webhooks.get(path)?.webhook.timeoutSeconds ?? 10) * 1000 - DECISION_MARGIN_MS),
       logger,
       ...(settings.clientCa ? { clientCa: settings.clientCa } : {}),
+      ...(observeReview
+        ? { observe: (path, status, tookMs) => observeReview(this.#webhookOf(path), status, tookMs) }
+        : {}),
     });
     logger.info(`admission webhooks served at ${this.#server.url}`);
     try {

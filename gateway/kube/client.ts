@@ -39,6 +39,9 @@ export interface LoggedIn {
 /** How the client logs in, at first and again. */
 export type Login = () => Promise<LoggedIn>;
 
+/** Told of every request to the API: its method, its path, and its status (undefined: no answer came). */
+export type RequestObserver = (method: string, path: string, status: number | undefined) => void;
+
 /** Logging in again failed. The login retried what it could, so the request is not retried for it. */
 export class LoginFailed extends Error {
   override name = 'LoginFailed';
@@ -67,21 +70,23 @@ export class KubeClient {
   #session: Session;
   readonly #login: Login | undefined;
   #renewing: Promise<Session> | undefined;
+  readonly #observe: RequestObserver | undefined;
 
-  private constructor(session: Session, login: Login | undefined) {
+  private constructor(session: Session, login: Login | undefined, observe: RequestObserver | undefined) {
     this.#session = session;
     this.server = session.server;
     this.#login = login;
+    this.#observe = observe;
   }
 
-  static async fromConfig(config: KubeConfig): Promise<KubeClient> {
-    return new KubeClient(await sessionOf(config), undefined);
+  static async fromConfig(config: KubeConfig, observe?: RequestObserver): Promise<KubeClient> {
+    return new KubeClient(await sessionOf(config), undefined, observe);
   }
 
   /** A client whose credentials come from `login`, asked again before they expire and after a 401. */
-  static async fromLogin(login: Login): Promise<KubeClient> {
+  static async fromLogin(login: Login, observe?: RequestObserver): Promise<KubeClient> {
     const { config, expiresAt } = await login();
-    return new KubeClient(await sessionOf(config, expiresAt), login);
+    return new KubeClient(await sessionOf(config, expiresAt), login, observe);
   }
 
   /** Sends one request and parses the JSON answer; retries transient failures with backoff. */
@@ -115,12 +120,16 @@ export class KubeClient {
   /** Opens a streaming GET (for watches); the caller reads and closes the body. */
   stream(path: string, init: RequestInit): Promise<Dispatcher.ResponseData['body']> {
     return this.#authenticated(async (session) => {
-      const response = await request(this.url(path, init.query), {
-        method: 'GET',
-        headers: await headersOf(session, init),
-        dispatcher: session.watchDispatcher,
-        signal: init.signal,
-      });
+      const response = await this.#observed('GET', path, () =>
+        headersOf(session, init).then((headers) =>
+          request(this.url(path, init.query), {
+            method: 'GET',
+            headers,
+            dispatcher: session.watchDispatcher,
+            signal: init.signal,
+          }),
+        ),
+      );
       if (response.statusCode !== 200) {
         throw new ApiError(
           'GET',
@@ -190,19 +199,39 @@ export class KubeClient {
     return this.#renewing;
   }
 
+  /** Sends, and tells the observer the status, or that no answer came. */
+  async #observed(
+    method: string,
+    path: string,
+    send: () => Promise<Dispatcher.ResponseData>,
+  ): Promise<Dispatcher.ResponseData> {
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await send();
+    } catch (error) {
+      this.#observe?.(method, path, undefined);
+      throw error;
+    }
+    this.#observe?.(method, path, response.statusCode);
+    return response;
+  }
+
   async #once<T>(session: Session, path: string, init: RequestInit): Promise<T> {
     const method = init.method ?? 'GET';
     const hasBody = init.body !== undefined;
-    const response = await request(this.url(path, init.query), {
-      method,
-      headers: await headersOf(session, {
-        ...init,
-        contentType: init.contentType ?? (hasBody ? 'application/json' : ''),
-      }),
-      body: hasBody ? JSON.stringify(init.body) : undefined,
-      dispatcher: session.dispatcher,
-      signal: init.signal,
+    const headers = await headersOf(session, {
+      ...init,
+      contentType: init.contentType ?? (hasBody ? 'application/json' : ''),
     });
+    const response = await this.#observed(method, path, () =>
+      request(this.url(path, init.query), {
+        method,
+        headers,
+        body: hasBody ? JSON.stringify(init.body) : undefined,
+        dispatcher: session.dispatcher,
+        signal: init.signal,
+      }),
+    );
     const body = await readBody(response.body);
     if (response.statusCode >= 300)
       throw new ApiError(method, path, response.statusCode, body, retryAfter(response));

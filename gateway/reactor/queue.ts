@@ -16,11 +16,21 @@ export type Processor = (object: KubernetesObject) => Promise<CycleOutcome>;
 /** Reads the object as it is now; undefined when it is gone. */
 export type Refresh = (object: KubernetesObject) => Promise<KubernetesObject | undefined>;
 
+/** Told what the queue does (the metrics'). */
+export interface QueueObserver {
+  added(): void;
+  /** A cycle started after the object waited `waitedMs` in the queue. */
+  started(waitedMs: number): void;
+  /** A cycle ended: `requeue_after` when it is to run again later, `error` when it failed. */
+  finished(result: 'success' | 'error' | 'requeue_after', tookMs: number): void;
+}
+
 export interface QueueOptions
   extends Pick<Settings['processing'], 'concurrency' | 'consistencyTimeoutMs' | 'errorDelaysS'> {
   process: Processor;
   refresh: Refresh;
   logger: Logger;
+  observer?: QueueObserver;
 }
 
 interface Slot {
@@ -34,6 +44,8 @@ interface Slot {
   /** Waiting for a function service that is down: runs again (with its newest state) when it is back. */
   parked: boolean;
   failures: number;
+  /** When it was last queued (performance.now()). */
+  queuedAt: number;
 }
 
 /** A state the watch has not delivered yet; those before it are stale, and so is it once processed. */
@@ -62,6 +74,11 @@ export class ObjectQueue {
   /** Number of objects with work pending or in progress. */
   get size(): number {
     return this.#slots.size;
+  }
+
+  /** Objects waiting for a cycle now: not those in one, nor those waiting for a delay or a write. */
+  get depth(): number {
+    return this.#ready.length;
   }
 
   push(type: WatchEventType, object: KubernetesObject): void {
@@ -93,6 +110,7 @@ export class ObjectQueue {
         retry: undefined,
         parked: false,
         failures: 0,
+        queuedAt: 0,
       };
       this.#slots.set(key, slot);
     }
@@ -123,7 +141,9 @@ export class ObjectQueue {
     )
       return;
     slot.queued = true;
+    slot.queuedAt = performance.now();
     this.#ready.push(slot);
+    this.#options.observer?.added();
     this.#pump();
   }
 
@@ -131,6 +151,7 @@ export class ObjectQueue {
     while (this.#active.size < this.#options.concurrency && this.#ready.length > 0) {
       const slot = this.#ready.shift() as Slot;
       slot.queued = false;
+      this.#options.observer?.started(performance.now() - slot.queuedAt);
       const cycle = this.#run(slot);
       this.#active.add(cycle);
       void cycle.finally(() => {
@@ -145,11 +166,14 @@ export class ObjectQueue {
     if (!object) return this.#forgetIfIdle(slot);
     slot.latest = undefined;
     slot.running = true;
+    const started = performance.now();
     let outcome: CycleOutcome;
+    let failed = false;
     try {
       outcome = await this.#options.process(object);
       slot.failures = 0;
     } catch (error) {
+      failed = true;
       const delay = delayFor(this.#options.errorDelaysS, slot.failures);
       slot.failures++;
       this.#options.logger
@@ -159,6 +183,8 @@ export class ObjectQueue {
     } finally {
       slot.running = false;
     }
+    const result = failed ? 'error' : outcome.retryAfterMs !== undefined ? 'requeue_after' : 'success';
+    this.#options.observer?.finished(result, performance.now() - started);
     if (this.#stopped) return;
     if (outcome.written) this.#awaitWrite(slot, object, outcome.written);
     else if (outcome.retryAfterMs !== undefined || outcome.wakeOn) slot.latest ??= object;

@@ -123,7 +123,7 @@ describe('causeway serve + causeway gateway', () => {
     );
   });
 
-  it('handles objects for a gateway that holds the same secret, from its file', async (t) => {
+  it('handles objects for a gateway that holds the same secret, from its file, and counts them in its metrics', async (t) => {
     await applyFile(new URL('../../examples/01-minimal/crd.yaml', import.meta.url));
     const namespace = await testNamespace(t);
     const gateway = causeway(
@@ -138,10 +138,13 @@ describe('causeway serve + causeway gateway', () => {
         namespace,
         '--secret-file',
         secretFile,
+        '--metrics',
+        '127.0.0.1:0',
       ],
       withoutSecret,
     );
     t.after(() => gateway.stop());
+    const metrics = (await gateway.waitFor(/metrics at (http:\/\/\S+)/))[1] as string;
     await gateway.waitFor(/watching \/apis\/kopf.dev\/v1\/namespaces\//);
 
     const client = await kubeClient();
@@ -151,6 +154,12 @@ describe('causeway serve + causeway gateway', () => {
       return current.status?.create_fn === undefined ? undefined : current;
     });
     assert.deepEqual(object.status?.create_fn, { message: 'hello over-http' });
+    const scraped = await (await fetch(metrics)).text();
+    assert.match(
+      scraped,
+      /^causeway_handler_calls_total\{service="kopfexample",handler="create_fn",cause="create",outcome="success"\} 1$/m,
+    );
+    assert.match(scraped, /^causeway_function_requests_total\{service="kopfexample",code="200"\} [1-9]/m);
     assert.equal(await gateway.stop(), 0, 'the gateway exits cleanly on SIGTERM');
   });
 

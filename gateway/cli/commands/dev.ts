@@ -16,6 +16,7 @@ import {
   DEV_SESSION,
   IDENTITY,
   OBJECTS,
+  OBSERVABILITY,
 } from '../flags.ts';
 import { devGatewayOptions, devSessionOptions, identityOf, namespacesWarning } from '../options.ts';
 import { readText, untilSignal, whereabouts } from '../process.ts';
@@ -28,7 +29,7 @@ export const devCommand = command({
   summary:
     "Develop an operator: reloaded on save, with no restart of the gateway. Runs a gateway of its own, as run does; or, with --dev-sessions, has a gateway deployed in the cluster send the module's service's calls to this machine.",
   note: CLUSTER_NOTE,
-  groups: [OBJECTS, ACTIVITIES, ADMISSION, DEV_PEERING, IDENTITY, DEV_SESSION],
+  groups: [OBJECTS, ACTIVITIES, ADMISSION, DEV_PEERING, IDENTITY, DEV_SESSION, OBSERVABILITY],
   async run({ args: { module }, values, logger }) {
     const gateway = { ...devGatewayOptions(values, readText, whereabouts()), logger };
     const session = devSessionOptions(values);

@@ -10,6 +10,7 @@ import {
   FUNCTION_SERVICES,
   IDENTITY,
   OBJECTS,
+  OBSERVABILITY,
   PEERING,
   SIGNING,
 } from '../flags.ts';
@@ -32,6 +33,7 @@ export const gatewayCommand = command({
     DEV_SESSIONS_ALLOWED,
     PEERING,
     IDENTITY,
+    OBSERVABILITY,
   ],
   async run({ values, logger }) {
     const options = gatewayOnlyOptions(values, { text: readText, secret: readSecret }, whereabouts());

@@ -2,7 +2,7 @@
 import { startGateway } from '../../gateway.ts';
 import { ensureProcessSecret } from '../../secret.ts';
 import { command } from '../command-line.ts';
-import { ACTIVITIES, ADMISSION, CLUSTER_NOTE, IDENTITY, OBJECTS, PEERING } from '../flags.ts';
+import { ACTIVITIES, ADMISSION, CLUSTER_NOTE, IDENTITY, OBJECTS, OBSERVABILITY, PEERING } from '../flags.ts';
 import { loadOperatorModule } from '../operator-module.ts';
 import { gatewayOptions, namespacesWarning } from '../options.ts';
 import { readText, untilSignal, whereabouts } from '../process.ts';
@@ -14,7 +14,7 @@ export const runCommand = command({
   summary:
     "Run an operator: its function service and a gateway in one process, like `kopf run`. The module's default export is made with causeway/functions.",
   note: CLUSTER_NOTE,
-  groups: [OBJECTS, ACTIVITIES, ADMISSION, PEERING, IDENTITY],
+  groups: [OBJECTS, ACTIVITIES, ADMISSION, PEERING, IDENTITY, OBSERVABILITY],
   async run({ args: { module }, values, logger }) {
     const options = gatewayOptions(values, readText, whereabouts());
     const warning = namespacesWarning(values);

@@ -1,0 +1,121 @@
+/**
+ * Every metric the gateway exports, in one list: what makes them (metrics.ts), what documents them
+ * (docs/observability.md, held to this list by a test) and the example dashboard are read from here.
+ * Names are controller-runtime's (and client-go's) where the meaning is the same, so that the
+ * dashboards and alerts Kubernetes users already have work; Causeway's own start with `causeway_`.
+ */
+
+export type MetricType = 'counter' | 'gauge' | 'histogram';
+
+export interface MetricSpec {
+  name: string;
+  type: MetricType;
+  help: string;
+  labels: readonly string[];
+}
+
+/** Seconds: from a quick handler's call on loopback to a slow function's deadline. */
+export const DURATION_BUCKETS = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+] as const;
+
+export const CATALOGUE = [
+  {
+    name: 'controller_runtime_reconcile_total',
+    type: 'counter',
+    help: 'Processing cycles of an object by result: success, error (the cycle failed and is retried with backoff), requeue_after (handlers asked to be called again later).',
+    labels: ['controller', 'result'],
+  },
+  {
+    name: 'controller_runtime_reconcile_time_seconds',
+    type: 'histogram',
+    help: "How long an object's processing cycle took, calls and writes included.",
+    labels: ['controller'],
+  },
+  {
+    name: 'workqueue_depth',
+    type: 'gauge',
+    help: 'Objects waiting for a processing cycle (not those in one).',
+    labels: ['name'],
+  },
+  {
+    name: 'workqueue_adds_total',
+    type: 'counter',
+    help: 'Objects queued for a processing cycle.',
+    labels: ['name'],
+  },
+  {
+    name: 'workqueue_queue_duration_seconds',
+    type: 'histogram',
+    help: 'How long an object waited in the queue before its cycle started.',
+    labels: ['name'],
+  },
+  {
+    name: 'workqueue_work_duration_seconds',
+    type: 'histogram',
+    help: "How long an object's processing cycle took.",
+    labels: ['name'],
+  },
+  {
+    name: 'workqueue_retries_total',
+    type: 'counter',
+    help: 'Cycles scheduled to run again after a delay: a failed cycle, a handler to retry, a requeue.',
+    labels: ['name'],
+  },
+  {
+    name: 'rest_client_requests_total',
+    type: 'counter',
+    help: "Requests to the Kubernetes API by HTTP status code (`<error>` when no answer came) and method, the watches' included.",
+    labels: ['code', 'method'],
+  },
+  {
+    name: 'causeway_api_writes_total',
+    type: 'counter',
+    help: 'Writes to the Kubernetes API that succeeded, by verb (POST, PUT, PATCH, DELETE) and subresource (empty for the object itself).',
+    labels: ['verb', 'subresource'],
+  },
+  {
+    name: 'causeway_function_requests_total',
+    type: 'counter',
+    help: 'Requests to function services over HTTP by service and status code (`<error>` when no answer came); a batch of calls is one request.',
+    labels: ['service', 'code'],
+  },
+  {
+    name: 'causeway_function_request_duration_seconds',
+    type: 'histogram',
+    help: 'How long a request to a function service took, from sending it to its answer read.',
+    labels: ['service'],
+  },
+  {
+    name: 'causeway_function_breaker_open',
+    type: 'gauge',
+    help: "1 while a function service's circuit is open (it was found unreachable and is not called until its health check answers), 0 otherwise.",
+    labels: ['service'],
+  },
+  {
+    name: 'causeway_handler_calls_total',
+    type: 'counter',
+    help: 'Handler calls by service, handler, cause and outcome: success, temporary (retried), permanent, skipped (filtered out by the service), denied (admission), or failed (the call itself failed: the service could not be asked or answered badly).',
+    labels: ['service', 'handler', 'cause', 'outcome'],
+  },
+  {
+    name: 'causeway_handler_duration_seconds',
+    type: 'histogram',
+    help: 'How long the call that ran a handler took, round trip, by service and handler.',
+    labels: ['service', 'handler'],
+  },
+  {
+    name: 'controller_runtime_webhook_requests_total',
+    type: 'counter',
+    help: 'Admission reviews answered, by webhook path and HTTP status code.',
+    labels: ['webhook', 'code'],
+  },
+  {
+    name: 'controller_runtime_webhook_latency_seconds',
+    type: 'histogram',
+    help: 'How long an admission review took to answer, by webhook path.',
+    labels: ['webhook'],
+  },
+] as const satisfies readonly MetricSpec[];
+
+export type MetricName = (typeof CATALOGUE)[number]['name'];

@@ -1,0 +1,111 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import { CATALOGUE } from './catalogue.ts';
+import { metricsAddress } from './endpoint.ts';
+import { GatewayMetrics, subresourceOf } from './metrics.ts';
+
+describe('GatewayMetrics', () => {
+  it('exports every metric of the catalogue, with its type and help, before anything happened', async () => {
+    const text = (await new GatewayMetrics().text()).body;
+    for (const spec of CATALOGUE) {
+      assert.ok(text.includes(`# TYPE ${spec.name} ${spec.type}\n`), `${spec.name} as a ${spec.type}`);
+      assert.ok(text.includes(`# HELP ${spec.name} `), `${spec.name} with its help`);
+    }
+  });
+
+  it('keeps each gateway apart: a second one counts from zero', async () => {
+    const first = new GatewayMetrics();
+    first.apiRequest('PATCH', '/apis/kopf.dev/v1/namespaces/ns/kopfexamples/a/status', 200);
+    const second = new GatewayMetrics();
+    assert.match((await first.text()).body, /^rest_client_requests_total\{code="200",method="PATCH"\} 1$/m);
+    assert.doesNotMatch((await second.text()).body, /^rest_client_requests_total\{/m);
+  });
+
+  it('counts API writes that succeeded by verb and subresource, and every request by its status', async () => {
+    const metrics = new GatewayMetrics();
+    metrics.apiRequest('PATCH', '/apis/kopf.dev/v1/namespaces/ns/kopfexamples/a/status', 200);
+    metrics.apiRequest('PATCH', '/apis/kopf.dev/v1/namespaces/ns/kopfexamples/a', 409);
+    metrics.apiRequest('POST', '/api/v1/namespaces/ns/events', 201);
+    metrics.apiRequest('GET', '/apis/kopf.dev/v1/kopfexamples', undefined);
+    const { body } = await metrics.text();
+    assert.match(body, /^causeway_api_writes_total\{verb="PATCH",subresource="status"\} 1$/m);
+    assert.match(body, /^causeway_api_writes_total\{verb="POST",subresource=""\} 1$/m);
+    assert.doesNotMatch(body, /^causeway_api_writes_total\{verb="PATCH",subresource=""\}/m, 'not the 409');
+    assert.match(body, /^rest_client_requests_total\{code="409",method="PATCH"\} 1$/m);
+    assert.match(body, /^rest_client_requests_total\{code="<error>",method="GET"\} 1$/m);
+  });
+
+  it("reads a queue's depth when scraped, and a service's circuit", async () => {
+    const metrics = new GatewayMetrics();
+    let depth = 3;
+    metrics.queue('kopfexamples.kopf.dev/v1', () => depth);
+    metrics.watchBreakers(() => [
+      ['up', false],
+      ['down', true],
+    ]);
+    assert.match((await metrics.text()).body, /^workqueue_depth\{name="kopfexamples.kopf.dev\/v1"\} 3$/m);
+    depth = 0;
+    const { body } = await metrics.text();
+    assert.match(body, /^workqueue_depth\{name="kopfexamples.kopf.dev\/v1"\} 0$/m);
+    assert.match(body, /^causeway_function_breaker_open\{service="down"\} 1$/m);
+    assert.match(body, /^causeway_function_breaker_open\{service="up"\} 0$/m);
+  });
+
+  it("counts a queue's cycles by result, a retry for each that runs again later", async () => {
+    const metrics = new GatewayMetrics();
+    const queue = metrics.queue('r', () => 0);
+    queue.added();
+    queue.started(2);
+    queue.finished('success', 5);
+    queue.finished('requeue_after', 5);
+    queue.finished('error', 5);
+    const { body } = await metrics.text();
+    for (const result of ['success', 'requeue_after', 'error'])
+      assert.match(
+        body,
+        new RegExp(`^controller_runtime_reconcile_total\\{controller="r",result="${result}"\\} 1$`, 'm'),
+      );
+    assert.match(body, /^workqueue_retries_total\{name="r"\} 2$/m);
+    assert.match(body, /^workqueue_adds_total\{name="r"\} 1$/m);
+    assert.match(body, /^workqueue_queue_duration_seconds_bucket\{le="0.0025",name="r"\} 1$/m);
+  });
+});
+
+describe('subresourceOf', () => {
+  it('names the subresource of a path, namespaced or not, and none for an object or a collection', () => {
+    assert.equal(subresourceOf('/apis/kopf.dev/v1/namespaces/ns/kopfexamples/a/status'), 'status');
+    assert.equal(subresourceOf('/apis/kopf.dev/v1/clusterthings/a/status'), 'status');
+    assert.equal(subresourceOf('/apis/apps/v1/namespaces/ns/deployments/a/scale?dryRun=All'), 'scale');
+    assert.equal(subresourceOf('/apis/kopf.dev/v1/namespaces/ns/kopfexamples/a'), '');
+    assert.equal(subresourceOf('/api/v1/namespaces/ns/events'), '');
+    assert.equal(subresourceOf('/api/v1/namespaces/ns'), '');
+  });
+});
+
+describe('metricsAddress', () => {
+  it('reads HOST:PORT, [IPv6]:PORT and :PORT (every address)', () => {
+    assert.deepEqual(metricsAddress('127.0.0.1:9090'), { host: '127.0.0.1', port: 9090 });
+    assert.deepEqual(metricsAddress('[::1]:0'), { host: '::1', port: 0 });
+    assert.deepEqual(metricsAddress(':9090'), { host: '0.0.0.0', port: 9090 });
+  });
+
+  it('refuses anything else, saying what it takes', () => {
+    for (const given of ['9090', 'http://0.0.0.0:9090/metrics', 'host:99999', 'host:'])
+      assert.throws(() => metricsAddress(given), /must be HOST:PORT \(such as 0.0.0.0:9090, or :9090\)/);
+  });
+});
+
+describe('docs/observability.md', () => {
+  it('lists every metric of the catalogue, with its type, labels and meaning, and no other', () => {
+    const doc = readFileSync(new URL('../../docs/observability.md', import.meta.url), 'utf8');
+    const documented = doc
+      .split('\n')
+      .filter((line) => /^\| `[a-z_]+` \| (counter|gauge|histogram) \|/.test(line));
+    const expected = CATALOGUE.map(
+      (spec) =>
+        `| \`${spec.name}\` | ${spec.type} | ${spec.labels.map((label) => `\`${label}\``).join(', ')} | ${spec.help} |`,
+    );
+    assert.deepEqual(documented, expected, `the table should read:\n${expected.join('\n')}`);
+  });
+});

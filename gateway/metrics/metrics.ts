@@ -1,0 +1,139 @@
+/**
+ * The gateway's metrics, in a registry of its own (two gateways in one process count apart), made
+ * from the catalogue and fed by what each layer tells its observer: the API client its requests, the
+ * queues their objects, the function services their calls, the webhook server its reviews. The
+ * layers know nothing of Prometheus; only this module does.
+ */
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { CallObserver } from '../dispatch/function-service.ts';
+import type { QueueObserver } from '../reactor/queue.ts';
+import { CATALOGUE, DURATION_BUCKETS, type MetricName } from './catalogue.ts';
+
+type Metric = Counter | Gauge | Histogram;
+
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  readonly #metrics = new Map<MetricName, Metric>();
+  /** What the gauges read when scraped: each queue's depth, each service's circuit. */
+  readonly #depths = new Map<string, () => number>();
+  #breakers: () => Iterable<[service: string, open: boolean]> = () => [];
+
+  constructor() {
+    const depths = this.#depths;
+    const breakers = () => this.#breakers();
+    for (const spec of CATALOGUE) {
+      const common = {
+        name: spec.name,
+        help: spec.help,
+        labelNames: spec.labels,
+        registers: [this.registry],
+      };
+      if (spec.type === 'counter') this.#metrics.set(spec.name, new Counter(common));
+      else if (spec.type === 'histogram')
+        this.#metrics.set(spec.name, new Histogram({ ...common, buckets: [...DURATION_BUCKETS] }));
+      else if (spec.name === 'workqueue_depth') {
+        this.#metrics.set(
+          spec.name,
+          new Gauge({
+            ...common,
+            collect() {
+              for (const [name, depth] of depths) this.set({ name }, depth());
+            },
+          }),
+        );
+      } else {
+        this.#metrics.set(
+          spec.name,
+          new Gauge({
+            ...common,
+            collect() {
+              this.reset();
+              for (const [service, open] of breakers()) this.set({ service }, open ? 1 : 0);
+            },
+          }),
+        );
+      }
+    }
+  }
+
+  /** The metrics as Prometheus text, and its content type. */
+  async text(): Promise<{ body: string; contentType: string }> {
+    return { body: await this.registry.metrics(), contentType: this.registry.contentType };
+  }
+
+  counter(name: MetricName): Counter {
+    return this.#metrics.get(name) as Counter;
+  }
+
+  histogram(name: MetricName): Histogram {
+    return this.#metrics.get(name) as Histogram;
+  }
+
+  /** A request to the Kubernetes API answered (`status`), or not (undefined). */
+  readonly apiRequest = (method: string, path: string, status: number | undefined): void => {
+    this.counter('rest_client_requests_total').inc({
+      code: status === undefined ? '<error>' : String(status),
+      method,
+    });
+    if (method !== 'GET' && status !== undefined && status < 300) {
+      this.counter('causeway_api_writes_total').inc({ verb: method, subresource: subresourceOf(path) });
+    }
+  };
+
+  /** The observer of one resource's queue, named as controller-runtime names a controller's. */
+  queue(name: string, depth: () => number): QueueObserver {
+    this.#depths.set(name, depth);
+    const labels = { name };
+    return {
+      added: () => this.counter('workqueue_adds_total').inc(labels),
+      started: (waitedMs) =>
+        this.histogram('workqueue_queue_duration_seconds').observe(labels, waitedMs / 1000),
+      finished: (result, tookMs) => {
+        this.histogram('workqueue_work_duration_seconds').observe(labels, tookMs / 1000);
+        this.histogram('controller_runtime_reconcile_time_seconds').observe(
+          { controller: name },
+          tookMs / 1000,
+        );
+        this.counter('controller_runtime_reconcile_total').inc({ controller: name, result });
+        if (result !== 'success') this.counter('workqueue_retries_total').inc(labels);
+      },
+    };
+  }
+
+  readonly calls: CallObserver = {
+    requested: (service, status, tookMs) => {
+      const code = status === undefined ? '<error>' : String(status);
+      this.counter('causeway_function_requests_total').inc({ service, code });
+      this.histogram('causeway_function_request_duration_seconds').observe({ service }, tookMs / 1000);
+    },
+    called: (service, cause, outcomes, tookMs) => {
+      for (const [handler, outcome] of Object.entries(outcomes)) {
+        this.counter('causeway_handler_calls_total').inc({ service, handler, cause, outcome });
+        this.histogram('causeway_handler_duration_seconds').observe({ service, handler }, tookMs / 1000);
+      }
+    },
+  };
+
+  /** Where the breakers' gauge reads whether each service's circuit is open. */
+  watchBreakers(source: () => Iterable<[service: string, open: boolean]>): void {
+    this.#breakers = source;
+  }
+
+  /** An admission review answered with `status` on `webhook` (a path the gateway serves, or `other`). */
+  readonly webhookAnswered = (webhook: string, status: number, tookMs: number): void => {
+    this.counter('controller_runtime_webhook_requests_total').inc({ webhook, code: String(status) });
+    this.histogram('controller_runtime_webhook_latency_seconds').observe({ webhook }, tookMs / 1000);
+  };
+}
+
+/**
+ * The subresource a request path names (`/apis/g/v/namespaces/ns/plural/name/status` → `status`), empty
+ * for the object itself or a collection.
+ */
+export function subresourceOf(path: string): string {
+  const parts = path.split('?')[0]?.split('/').filter(Boolean) ?? [];
+  // After /api/v1 or /apis/group/version: [namespaces, ns,] plural[, name[, subresource]].
+  const rest = parts.slice(parts[0] === 'api' ? 2 : 3);
+  const named = rest[0] === 'namespaces' && rest.length > 2 ? rest.slice(2) : rest;
+  return named[2] ?? '';
+}

@@ -8,10 +8,11 @@
  *
  * `--compare <ref>` adds the two apart at another commit, bundled as this one is: an A/B in one run,
  * the baseline after this commit's, or before it with `--baseline-first` (alternate runs to cancel out
- * what the order does).
+ * what the order does). `--with-metrics` adds both shapes again with `--metrics` on (the metrics kept,
+ * not scraped during the run): what keeping them costs.
  *
  *   npm run bench -- [--objects 1000] [--only kopf|causeway|apiserver] [--node-flags="…"]
- *     [--compare <ref> [--baseline-first]]
+ *     [--compare <ref> [--baseline-first]] [--with-metrics]
  */
 import { parseArgs } from 'node:util';
 import { freePorts } from '../deploy/control-plane/ports.ts';
@@ -33,6 +34,7 @@ import {
   startTogether,
   table,
   watchKopfExamples,
+  withArgs,
   withCluster,
 } from './common.ts';
 import { countWrites, difference, type WriteCounts } from './metrics.ts';
@@ -71,6 +73,7 @@ const { values } = parseArgs({
     'node-flags': { type: 'string' },
     compare: { type: 'string' },
     'baseline-first': { type: 'boolean' },
+    'with-metrics': { type: 'boolean' },
   },
 });
 const OBJECTS = Number(values.objects);
@@ -80,6 +83,30 @@ async function main(): Promise<void> {
   const [port] = await freePorts(1);
   const baseline = commands.baseline ? [apartAt(commands.baseline, port as number)] : [];
   const first = values['baseline-first'] ? baseline : [];
+  const metrics = ['--metrics', '127.0.0.1:0'];
+  const withMetrics: Contender[] = values['with-metrics']
+    ? [
+        {
+          name: 'causeway, metrics on',
+          start: (namespace, _client, kubeconfig) =>
+            operatorProcess(
+              withArgs(commands.causeway('causeway-operator.ts', namespace), metrics),
+              kubeconfig,
+            ),
+        },
+        {
+          name: 'causeway, functions apart, metrics on',
+          start: (namespace, client, kubeconfig) =>
+            startTogether(
+              [
+                withArgs(commands.causewayGateway(port as number, namespace), metrics),
+                commands.causewayServe('causeway-operator.ts', port as number),
+              ],
+              { client, kubeconfig, namespace },
+            ),
+        },
+      ]
+    : [];
   const all: Contender[] = [
     {
       name: KOPF_NAME,
@@ -107,7 +134,16 @@ async function main(): Promise<void> {
     ...(first.length > 0 ? [] : baseline),
     { name: 'apiserver alone', start: (namespace, client) => directWrites(namespace, client) },
   ];
-  const contenders = all.filter((contender) => !values.only || contender.name.startsWith(values.only));
+  // Each with metrics on right after the same without: what the order does falls alike on both.
+  const [inProcess, apart] = withMetrics;
+  const ordered = all.flatMap((contender) =>
+    contender.name === 'causeway' && inProcess
+      ? [contender, inProcess]
+      : contender.name === 'causeway, functions apart' && apart
+        ? [contender, apart]
+        : [contender],
+  );
+  const contenders = ordered.filter((contender) => !values.only || contender.name.startsWith(values.only));
 
   await withCluster(async ({ controlPlane, client }) => {
     const results: Result[] = [];

@@ -28,6 +28,7 @@ import {
   type DueHandler,
   HANDLER_KIND_NAMES,
   HANDLER_KINDS,
+  type InvocationBatch,
   type KindRule,
   PROTOCOL,
 } from '../../protocol/index.ts';
@@ -41,6 +42,8 @@ const manifestSchema = schema('manifest');
 const requestSchema = schema('invocation-request');
 const responseSchema = schema('invocation-response');
 const errorSchema = schema('error-response');
+// Before the batch response's, which refers to it.
+const missingIndexesSchema = schema('missing-indexes');
 
 function assertValid(validate: ReturnType<typeof schema>, value: unknown): void {
   assert.ok(validate(value), JSON.stringify(validate.errors));
@@ -507,6 +510,24 @@ describe('protocol JSON Schemas of indexes', () => {
     const response = await indexingOperator().fetch(await signedInvoke('schemas', call, SECRET));
     const body = await response.json();
     assert.deepEqual(body, { protocol: PROTOCOL, missingIndexes: ['byNode', 'phases'] });
-    assertValid(schema('missing-indexes'), body);
+    assertValid(missingIndexesSchema, body);
+  });
+
+  it('accept a batch of such calls, and its answer holding a missingIndexes in the place of each', async () => {
+    const call = sdkInvocation(
+      ['reads'],
+      {},
+      { indexVersions: { byNode: 'a1b2c3d4.7', phases: 'a1b2c3d4.8' } },
+    );
+    const batch: InvocationBatch = { protocol: PROTOCOL, batch: [call, sdkInvocation(['reads'])] };
+    assertValid(batchSchema, batch);
+    const response = await indexingOperator().fetch(await signedInvoke('schemas', batch, SECRET));
+    const body = (await response.json()) as { batch: unknown[] };
+    assert.deepEqual(body.batch[0], { protocol: PROTOCOL, missingIndexes: ['byNode', 'phases'] });
+    assert.equal(
+      (body.batch[1] as { outcomes: { reads: { status: string } } }).outcomes.reads.status,
+      'success',
+    );
+    assertValid(batchResponseSchema, body);
   });
 });

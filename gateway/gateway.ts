@@ -27,6 +27,7 @@ import { GatewayMetrics } from './metrics/metrics.ts';
 import { Peering, type PeeringOptions } from './peering/peering.ts';
 import { ResourcePipeline, stateLocation } from './pipeline.ts';
 import type { ServedResource } from './reactor/model.ts';
+import type { QueueReadings } from './reactor/queue.ts';
 import { type Settings, type SettingsPatch, settingsWith } from './settings.ts';
 import { StateStorage } from './state/storage.ts';
 import { NamespaceWatch, selectNamespaces } from './watching/namespaces.ts';
@@ -212,6 +213,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     : undefined;
   // Before the pipelines, so stopped after them: its Lease goes once nothing of this gateway writes.
   if (peering) await components.add(peering);
+  if (peering) metrics?.watchLeading(identity.annotationPrefix, () => components.leading);
   const discovery = earlyDiscovery ?? new DiscoveryCache(client);
   const selection = options.namespaces ? selectNamespaces(options.namespaces) : undefined;
   const namespaceWatch =
@@ -270,7 +272,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         ...(peering ? { fence: () => peering.fence() } : {}),
         ...(peering && options.peering?.sharding ? { owns: (uid: string) => peering.owns(uid) } : {}),
         ...(metrics
-          ? { observeQueue: (depth: () => number) => metrics.queue(resourceKey(resource), depth) }
+          ? { observeQueue: (queue: QueueReadings) => metrics.queue(resourceKey(resource), queue) }
           : {}),
       });
       await components.add(pipeline);

@@ -20,7 +20,7 @@ import { functionServiceCaller } from './reactor/calls.ts';
 import { ResourceReactor } from './reactor/cycle.ts';
 import { ObjectMemory } from './reactor/memory.ts';
 import type { ServedResource } from './reactor/model.ts';
-import { ObjectQueue, type QueueObserver } from './reactor/queue.ts';
+import { ObjectQueue, type QueueObserver, type QueueReadings } from './reactor/queue.ts';
 import type { Settings } from './settings.ts';
 import { statusKeeps, versionSchema } from './state/schema.ts';
 import type { StateLocation } from './state/storage.ts';
@@ -48,8 +48,8 @@ export interface PipelineOptions {
   fence?: () => WriteLeave;
   /** Sharding: whether this gateway handles the object of this uid. Every object is indexed all the same. */
   owns?: (uid: string) => boolean;
-  /** What tells the metrics of its queue, given where to read the queue's depth. */
-  observeQueue?: (depth: () => number) => QueueObserver;
+  /** What tells the metrics of its queue, given what they read of it. */
+  observeQueue?: (queue: QueueReadings) => QueueObserver;
 }
 
 /** The parts of one run, from a start to its stop. */
@@ -130,7 +130,12 @@ export class ResourcePipeline implements Component {
       memory,
       beforeDeletion: (uid) => daemons.ended(uid),
     });
-    const observer = this.#options.observeQueue?.(() => queue.depth);
+    const observer = this.#options.observeQueue?.({
+      get depth() {
+        return queue.depth;
+      },
+      oldestUnhandledSeconds: () => queue.oldestUnhandledSeconds(),
+    });
     const queue: ObjectQueue = new ObjectQueue({
       ...settings.processing,
       process: (object) => reactor.run(object),

@@ -39,6 +39,12 @@ export const CATALOGUE = [
     labels: ['name'],
   },
   {
+    name: 'causeway_oldest_unhandled_seconds',
+    type: 'gauge',
+    help: "How long the oldest change of a resource's objects that this gateway handles has waited to be handled (queued, in a cycle, to be retried, or waiting for a function service), 0 when none waits.",
+    labels: ['resource'],
+  },
+  {
     name: 'workqueue_adds_total',
     type: 'counter',
     help: 'Objects queued for a processing cycle.',
@@ -115,6 +121,12 @@ export const CATALOGUE = [
     type: 'histogram',
     help: 'How long an admission review took to answer, by webhook path.',
     labels: ['webhook'],
+  },
+  {
+    name: 'leader_election_master_status',
+    type: 'gauge',
+    help: 'With peering: 1 while this replica leads (runs the watches, handlers, timers and daemons), 0 while it stands by.',
+    labels: ['name'],
   },
 ] as const satisfies readonly MetricSpec[];
 

@@ -36,25 +36,38 @@ describe('GatewayMetrics', () => {
     assert.match(body, /^rest_client_requests_total\{code="<error>",method="GET"\} 1$/m);
   });
 
-  it("reads a queue's depth when scraped, and a service's circuit", async () => {
+  it("reads a queue's depth and its oldest change waiting when scraped, a service's circuit, leadership", async () => {
     const metrics = new GatewayMetrics();
     let depth = 3;
-    metrics.queue('kopfexamples.kopf.dev/v1', () => depth);
+    metrics.queue('kopfexamples.kopf.dev/v1', {
+      get depth() {
+        return depth;
+      },
+      oldestUnhandledSeconds: () => depth * 10,
+    });
+    let leads = false;
+    metrics.watchLeading('causeway.dev', () => leads);
     metrics.watchBreakers(() => [
       ['up', false],
       ['down', true],
     ]);
-    assert.match((await metrics.text()).body, /^workqueue_depth\{name="kopfexamples.kopf.dev\/v1"\} 3$/m);
+    const before = (await metrics.text()).body;
+    assert.match(before, /^workqueue_depth\{name="kopfexamples.kopf.dev\/v1"\} 3$/m);
+    assert.match(before, /^causeway_oldest_unhandled_seconds\{resource="kopfexamples.kopf.dev\/v1"\} 30$/m);
+    assert.match(before, /^leader_election_master_status\{name="causeway.dev"\} 0$/m);
     depth = 0;
+    leads = true;
     const { body } = await metrics.text();
     assert.match(body, /^workqueue_depth\{name="kopfexamples.kopf.dev\/v1"\} 0$/m);
+    assert.match(body, /^causeway_oldest_unhandled_seconds\{resource="kopfexamples.kopf.dev\/v1"\} 0$/m);
+    assert.match(body, /^leader_election_master_status\{name="causeway.dev"\} 1$/m);
     assert.match(body, /^causeway_function_breaker_open\{service="down"\} 1$/m);
     assert.match(body, /^causeway_function_breaker_open\{service="up"\} 0$/m);
   });
 
   it("counts a queue's cycles by result, a retry for each that runs again later", async () => {
     const metrics = new GatewayMetrics();
-    const queue = metrics.queue('r', () => 0);
+    const queue = metrics.queue('r', { depth: 0, oldestUnhandledSeconds: () => 0 });
     queue.added();
     queue.started(2);
     queue.finished('success', 5);

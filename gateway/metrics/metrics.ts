@@ -6,7 +6,7 @@
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { CallObserver } from '../dispatch/function-service.ts';
-import type { QueueObserver } from '../reactor/queue.ts';
+import type { QueueObserver, QueueReadings } from '../reactor/queue.ts';
 import { CATALOGUE, DURATION_BUCKETS, type MetricName } from './catalogue.ts';
 
 type Metric = Counter | Gauge | Histogram;
@@ -14,13 +14,28 @@ type Metric = Counter | Gauge | Histogram;
 export class GatewayMetrics {
   readonly registry = new Registry();
   readonly #metrics = new Map<MetricName, Metric>();
-  /** What the gauges read when scraped: each queue's depth, each service's circuit. */
-  readonly #depths = new Map<string, () => number>();
+  /** What the gauges read when scraped: each resource's queue, each service's circuit, leadership. */
+  readonly #queues = new Map<string, QueueReadings>();
   #breakers: () => Iterable<[service: string, open: boolean]> = () => [];
+  #leading: { name: string; leads: () => boolean } | undefined;
 
   constructor() {
-    const depths = this.#depths;
-    const breakers = () => this.#breakers();
+    // What the gauges read when scraped: set by each one's `collect`.
+    const readings: Partial<Record<MetricName, (gauge: Gauge) => void>> = {
+      workqueue_depth: (gauge) => {
+        for (const [name, queue] of this.#queues) gauge.set({ name }, queue.depth);
+      },
+      causeway_oldest_unhandled_seconds: (gauge) => {
+        for (const [resource, queue] of this.#queues) gauge.set({ resource }, queue.oldestUnhandledSeconds());
+      },
+      causeway_function_breaker_open: (gauge) => {
+        gauge.reset();
+        for (const [service, open] of this.#breakers()) gauge.set({ service }, open ? 1 : 0);
+      },
+      leader_election_master_status: (gauge) => {
+        if (this.#leading) gauge.set({ name: this.#leading.name }, this.#leading.leads() ? 1 : 0);
+      },
+    };
     for (const spec of CATALOGUE) {
       const common = {
         name: spec.name,
@@ -28,31 +43,20 @@ export class GatewayMetrics {
         labelNames: spec.labels,
         registers: [this.registry],
       };
-      if (spec.type === 'counter') this.#metrics.set(spec.name, new Counter(common));
-      else if (spec.type === 'histogram')
-        this.#metrics.set(spec.name, new Histogram({ ...common, buckets: [...DURATION_BUCKETS] }));
-      else if (spec.name === 'workqueue_depth') {
-        this.#metrics.set(
-          spec.name,
-          new Gauge({
-            ...common,
-            collect() {
-              for (const [name, depth] of depths) this.set({ name }, depth());
-            },
-          }),
-        );
-      } else {
-        this.#metrics.set(
-          spec.name,
-          new Gauge({
-            ...common,
-            collect() {
-              this.reset();
-              for (const [service, open] of breakers()) this.set({ service }, open ? 1 : 0);
-            },
-          }),
-        );
-      }
+      const read = readings[spec.name];
+      this.#metrics.set(
+        spec.name,
+        spec.type === 'counter'
+          ? new Counter(common)
+          : spec.type === 'histogram'
+            ? new Histogram({ ...common, buckets: [...DURATION_BUCKETS] })
+            : new Gauge({
+                ...common,
+                collect() {
+                  read?.(this);
+                },
+              }),
+      );
     }
   }
 
@@ -81,8 +85,8 @@ export class GatewayMetrics {
   };
 
   /** The observer of one resource's queue, named as controller-runtime names a controller's. */
-  queue(name: string, depth: () => number): QueueObserver {
-    this.#depths.set(name, depth);
+  queue(name: string, readings: QueueReadings): QueueObserver {
+    this.#queues.set(name, readings);
     const labels = { name };
     return {
       added: () => this.counter('workqueue_adds_total').inc(labels),
@@ -113,6 +117,11 @@ export class GatewayMetrics {
       }
     },
   };
+
+  /** With peering: where leadership is read, for the gateways of `name`. */
+  watchLeading(name: string, leads: () => boolean): void {
+    this.#leading = { name, leads };
+  }
 
   /** Where the breakers' gauge reads whether each service's circuit is open. */
   watchBreakers(source: () => Iterable<[service: string, open: boolean]>): void {

@@ -109,6 +109,33 @@ describe('object queue', () => {
     assert.deepEqual(processor.seen, ['a@1', 'a@5']);
   });
 
+  it('says how long the oldest change not yet handled has waited: through a retry, and none once handled', async () => {
+    const processor = controlledProcessor();
+    let cycleEnded = Promise.withResolvers<void>();
+    const queue = queueOf(processor.process, {
+      concurrency: 1,
+      observer: { added() {}, started() {}, finished: () => cycleEnded.resolve() },
+    });
+    assert.equal(queue.oldestUnhandledSeconds(), 0);
+    queue.push('ADDED', version('a', '1'));
+    await processor.started(1);
+    const inCycle = queue.oldestUnhandledSeconds();
+    assert.ok(inCycle > 0, 'in its cycle');
+    processor.finish({ retryAfterMs: 60_000 });
+    await cycleEnded.promise;
+    assert.ok(queue.oldestUnhandledSeconds() >= inCycle, 'to be retried: still waiting, since it came');
+    queue.push('DELETED', version('a', '2'));
+    assert.equal(queue.oldestUnhandledSeconds(), 0, 'gone: nothing to handle');
+
+    cycleEnded = Promise.withResolvers<void>();
+    queue.push('ADDED', version('b', '1'));
+    await processor.started(2);
+    processor.finish();
+    await cycleEnded.promise;
+    assert.equal(queue.oldestUnhandledSeconds(), 0, 'handled');
+    await queue.stop();
+  });
+
   it('runs the same state again when a cycle asks for a retry', async () => {
     const processor = controlledProcessor();
     const queue = queueOf(processor.process, { concurrency: 8 });

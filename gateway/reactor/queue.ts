@@ -16,6 +16,12 @@ export type Processor = (object: KubernetesObject) => Promise<CycleOutcome>;
 /** Reads the object as it is now; undefined when it is gone. */
 export type Refresh = (object: KubernetesObject) => Promise<KubernetesObject | undefined>;
 
+/** What the metrics read of a queue when scraped. */
+export interface QueueReadings {
+  readonly depth: number;
+  oldestUnhandledSeconds(): number;
+}
+
 /** Told what the queue does (the metrics'). */
 export interface QueueObserver {
   added(): void;
@@ -46,6 +52,8 @@ interface Slot {
   failures: number;
   /** When it was last queued (performance.now()). */
   queuedAt: number;
+  /** Since when a change of it has waited to be handled (performance.now()); undefined once none does. */
+  pendingSince: number | undefined;
 }
 
 /** A state the watch has not delivered yet; those before it are stale, and so is it once processed. */
@@ -54,7 +62,7 @@ interface Floor {
   processed: boolean;
 }
 
-export class ObjectQueue {
+export class ObjectQueue implements QueueReadings {
   readonly #options: QueueOptions;
   readonly #slots = new Map<string, Slot>();
   /**
@@ -79,6 +87,17 @@ export class ObjectQueue {
   /** Objects waiting for a cycle now: not those in one, nor those waiting for a delay or a write. */
   get depth(): number {
     return this.#ready.length;
+  }
+
+  /**
+   * How long the oldest change not handled yet has waited, in seconds: queued, in a cycle, retried
+   * later, or waiting for a function service that is down; 0 when none waits.
+   */
+  oldestUnhandledSeconds(): number {
+    let oldest = Number.POSITIVE_INFINITY;
+    for (const slot of this.#slots.values())
+      if (slot.pendingSince !== undefined && slot.pendingSince < oldest) oldest = slot.pendingSince;
+    return oldest === Number.POSITIVE_INFINITY ? 0 : (performance.now() - oldest) / 1000;
   }
 
   push(type: WatchEventType, object: KubernetesObject): void {
@@ -111,10 +130,12 @@ export class ObjectQueue {
         parked: false,
         failures: 0,
         queuedAt: 0,
+        pendingSince: undefined,
       };
       this.#slots.set(key, slot);
     }
     slot.latest = object;
+    slot.pendingSince ??= performance.now();
     // Whatever passed the floor is our write or newer.
     clearTimeout(slot.awaiting);
     slot.awaiting = undefined;
@@ -201,6 +222,8 @@ export class ObjectQueue {
         this.#schedule(slot);
       }, outcome.retryAfterMs);
     }
+    // Handled, unless it runs again (a newer state, a retry, a service to come back).
+    if (!slot.latest && !slot.retry && !slot.parked) slot.pendingSince = undefined;
     this.#forgetIfIdle(slot);
     this.#schedule(slot);
   }
@@ -249,6 +272,7 @@ export class ObjectQueue {
       processed: true,
     });
     slot.latest = fresh;
+    slot.pendingSince ??= performance.now();
     this.#schedule(slot);
   }
 

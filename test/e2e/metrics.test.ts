@@ -117,6 +117,12 @@ describe('the metrics endpoint', () => {
     const flaky = await createKopfExample(namespace, 'flaky', {}, { labels: { flaky: 'yes' } });
     assert.equal(await statusOnceThere(flaky, 'flaky_fn'), 'done');
 
+    // A cycle ends just after its write, which the test may see first: its end counted, nothing waits.
+    await eventually('no change waiting', async () =>
+      sample(await scrape(), 'causeway_oldest_unhandled_seconds', { resource: CONTROLLER }) === 0
+        ? true
+        : undefined,
+    );
     const handled = await scrape();
     const calls = (handler: string, outcome: string) =>
       sample(handled, 'causeway_handler_calls_total', {
@@ -176,6 +182,10 @@ describe('the metrics endpoint', () => {
       return sample(now, 'causeway_function_breaker_open', { service: 'metered' }) === 1 ? now : undefined;
     });
     assert.equal(sample(down, 'causeway_function_breaker_open', { service: 'reviewer' }), 0);
+    assert.ok(
+      sample(down, 'causeway_oldest_unhandled_seconds', { resource: CONTROLLER }) > 0,
+      'down-0 and down-1 wait for their service',
+    );
     assert.ok(sample(down, 'causeway_function_requests_total', { service: 'metered', code: '<error>' }) >= 2);
     const failed = { service: 'metered', handler: 'create_fn', cause: 'create', outcome: 'failed' };
     assert.equal(sample(handled, 'causeway_handler_calls_total', failed), 0);

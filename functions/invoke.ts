@@ -13,6 +13,7 @@ import {
   type ObjectToApply,
   type Outcome,
   PROTOCOL,
+  type ServiceObserver,
 } from '../protocol/index.ts';
 import { deepFreeze, equal } from '../protocol/json.ts';
 import { type Handler, type HandlerContext, handlerContext, type Patch } from './context.ts';
@@ -28,6 +29,8 @@ import { Requeue } from './requeue.ts';
 export interface InvokeScope {
   daemons: RunningDaemons;
   cut?: AbortSignal;
+  /** Told of each handler run, when someone listens (`causeway serve`'s metrics). */
+  observer?: ServiceObserver | undefined;
 }
 
 /** Runs the due handlers one after another, in the request's order, as Kopf runs the handlers of one cause. */
@@ -67,7 +70,9 @@ export async function invoke(
       execute: (fns) => execute(fns, handler, due, context, subhandlers),
       indexes: declaredIndexes(indexes, handler.options?.indexes),
     });
+    const started = performance.now();
     const outcome = await attempt(handler, context).finally(() => daemon?.done());
+    scope.observer?.handled(due.id, frozen.reason, outcome.status, performance.now() - started);
     if (daemon?.stopped.reason === 'round-ended') outcome.roundEnded = true;
     const withSubhandlers = Object.keys(subhandlers).length > 0 ? { ...outcome, subhandlers } : outcome;
     const withAll =

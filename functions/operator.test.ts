@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type InvocationResponse, type Manifest, PATHS, PROTOCOL } from '../protocol/index.ts';
+import { type InvocationResponse, type Manifest, OBSERVED, PATHS, PROTOCOL } from '../protocol/index.ts';
 import { type HandlerContext, PRESENT } from './index.ts';
 import { operator } from './operator.ts';
 import { invocation, SECRET, signed, signedInvoke, signedManifest } from './test-helpers.ts';
@@ -182,4 +182,20 @@ describe('bad invocations are answered with 400', () => {
       assert.match(answer.error, error);
     });
   }
+
+  it('tells whoever observes it of each request refused, and each handler run', async () => {
+    const op = example();
+    const refused: string[] = [];
+    const handled: unknown[][] = [];
+    op[OBSERVED]({
+      refused: (reason) => refused.push(reason),
+      handled: (handler, cause, outcome, ms) => handled.push([handler, cause, outcome, typeof ms]),
+    });
+    const unsigned = new Request(`http://functions.test${PATHS.invoke}`, { method: 'POST', body: '{}' });
+    assert.equal((await op.fetch(unsigned)).status, 401);
+    assert.equal((await op.fetch(await signedManifest('another'))).status, 401);
+    assert.equal((await op.fetch(await signedInvoke('kopfexample', invocation(['create_fn'])))).status, 200);
+    assert.deepEqual(refused, ['unsigned', 'audience']);
+    assert.deepEqual(handled, [['create_fn', 'create', 'success', 'number']]);
+  });
 });

@@ -10,10 +10,12 @@ import {
   isActivityInvocation,
   type Manifest,
   type MissingIndexes,
+  OBSERVED,
   PATHS,
   PROTOCOL,
   ReplayGuard,
   type ReplayStore,
+  type ServiceObserver,
   type ServiceScope,
 } from '../protocol/index.ts';
 import { type ActivityOn, activitySpecOf, createActivities, invokeActivities } from './activities.ts';
@@ -69,6 +71,8 @@ export interface Operator {
   readonly fetch: (request: Request, env?: unknown) => Promise<Response>;
   /** For a gateway in the same process: the same answers, without HTTP, JSON or signatures. */
   readonly [IN_PROCESS]: InProcessCalls;
+  /** Where whoever serves it in its process (`causeway serve`) listens to what it does. */
+  readonly [OBSERVED]: (observer: ServiceObserver) => void;
 }
 
 const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
@@ -89,7 +93,9 @@ export function operator(options: OperatorOptions): Operator {
   const on = { ...onResources, ...onActivities };
   const daemons = new RunningDaemons();
   const keptIndexes = new KeptIndexes((id) => handlers.get(id)?.kind === 'index');
+  let observer: ServiceObserver | undefined;
   const signed = verify({
+    observer: () => observer,
     audience: name,
     keys: keySource({ keys: options.keys, secret: options.secret }),
     maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
@@ -124,14 +130,14 @@ export function operator(options: OperatorOptions): Operator {
         if (error instanceof BadRequest) return errorResponse(c, 400, error.message);
         throw error;
       }
-      const scope = { daemons, cut: c.req.raw.signal };
+      const scope = { daemons, cut: c.req.raw.signal, observer };
       if ('batch' in request) return c.json(await invokeBatch(request, handlers, scope, keptIndexes));
       const call = keptIndexes.fill(request);
       if ('missing' in call) {
         return c.json({ protocol: PROTOCOL, missingIndexes: call.missing } satisfies MissingIndexes);
       }
       if (isActivityInvocation(call)) return c.json(await invokeActivities(call, activities));
-      return c.json(await invoke(call, handlers, { daemons, cut: c.req.raw.signal }));
+      return c.json(await invoke(call, handlers, scope));
     });
   app.notFound((c) => errorResponse(c, 404, `no route for ${c.req.method} ${c.req.path}`));
   app.onError((error, c) => errorResponse(c, 500, `internal error: ${error.message}`));
@@ -141,6 +147,9 @@ export function operator(options: OperatorOptions): Operator {
     on,
     index: on.index,
     fetch: async (request, env) => app.fetch(request, env ?? {}),
+    [OBSERVED]: (given) => {
+      observer = given;
+    },
     [IN_PROCESS]: {
       health,
       manifest,

@@ -1,5 +1,6 @@
 import type { AdmissionOperation } from './invocation.ts';
 import type { ActivityKind, HandlerKind } from './kinds.ts';
+import type { RefusalReason } from './trust.ts';
 import type { PROTOCOL } from './version.ts';
 
 /**
@@ -191,6 +192,17 @@ export interface Manifest {
    * one request. Absent: it is sent batches of index calls only.
    */
   batches?: boolean;
+}
+
+/**
+ * What a function service tells whoever serves it in its own process (`causeway serve`'s metrics):
+ * set through the operator's OBSERVED.
+ */
+export interface ServiceObserver {
+  /** A request refused before any handler ran: unsigned, forged, replayed, too large… */
+  refused(reason: RefusalReason): void;
+  /** A handler ran in a call: its id, the call's reason, its outcome, and how long it took. */
+  handled(handler: string, cause: string, outcome: string, ms: number): void;
 }
 
 /** The unsigned health answer; it names the service so a gateway knows which audience to sign for. */

@@ -91,8 +91,26 @@ export function isLoopback(hostname: string): boolean {
 }
 
 /** Why a request was refused, in words an operator can act on. */
+/** Why a request was refused, in a word from a short list (a metric's label stays bounded). */
+export type RefusalReason =
+  | Refusal['reason']
+  | 'unsigned'
+  | 'route'
+  | 'lifetime'
+  | 'session'
+  | 'body'
+  | 'replay'
+  | 'too-large';
+
+/** What cannot be trusted; `reason` when it is a request refused, not a service's own settings. */
 export class TrustError extends Error {
   override name = 'TrustError';
+  readonly reason: RefusalReason | undefined;
+
+  constructor(message: string, reason?: RefusalReason) {
+    super(message);
+    this.reason = reason;
+  }
 }
 
 export function encodeSecret(secret: string | Uint8Array): Uint8Array {
@@ -305,7 +323,10 @@ export async function verifyToken(
 ): Promise<SignedClaims> {
   const token = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1];
   if (!token)
-    throw new TrustError('unsigned request: expected "Authorization: Bearer <token>" from the gateway');
+    throw new TrustError(
+      'unsigned request: expected "Authorization: Bearer <token>" from the gateway',
+      'unsigned',
+    );
   const claims = session
     ? await tokenClaims(
         await sessionKey(keys, session, request.audience, node),
@@ -317,7 +338,7 @@ export async function verifyToken(
     : await tokenClaims(keys, token, request.audience, node);
   const expected = `${request.method} ${request.path}`;
   if (claims.req !== expected)
-    throw new TrustError(`token was signed for "${claims.req}", not "${expected}"`);
+    throw new TrustError(`token was signed for "${claims.req}", not "${expected}"`, 'route');
   return claims;
 }
 
@@ -343,18 +364,19 @@ async function sessionKey(
   if (keys instanceof Uint8Array) {
     throw new TrustError(
       'this service checks HS256 with a secret it shares with the gateway: it takes no session',
+      'session',
     );
   }
   const now = Math.floor(Date.now() / 1000);
   const known = sessions.get(session);
   if (known && sameKeys(known.keys, keys) && known.audience === audience) {
-    if (known.exp <= now - CLOCK_TOLERANCE_SECONDS) throw new TrustError('session expired');
+    if (known.exp <= now - CLOCK_TOLERANCE_SECONDS) throw new TrustError('session expired', 'expired');
     return known.key;
   }
   const claims = (await tokenClaims(keys, session, audience, node, 'session')) as unknown as SessionClaims;
   const key = typeof claims.key === 'string' ? decodeKey(claims.key) : undefined;
   if (key?.byteLength !== SESSION_KEY_BYTES) {
-    throw new TrustError(`session claim "key" is not ${SESSION_KEY_BYTES} bytes in base64url`);
+    throw new TrustError(`session claim "key" is not ${SESSION_KEY_BYTES} bytes in base64url`, 'session');
   }
   if (sessions.size >= MAX_SESSIONS) {
     for (const [id, open] of sessions) if (open.exp + CLOCK_TOLERANCE_SECONDS < now) sessions.delete(id);
@@ -409,7 +431,7 @@ export async function tokenClaims(
       claims = verifyWithNode(node, token, keys, { ...checks, algorithms }) as unknown as SignedClaims;
     } catch (error) {
       if (!(error instanceof Refused)) throw error;
-      throw new TrustError(describeRefusal(error.refusal, audience, algorithms, role));
+      throw new TrustError(describeRefusal(error.refusal, audience, algorithms, role), error.refusal.reason);
     }
   } else {
     const { key, algorithms } = verificationKey(keys);
@@ -426,12 +448,14 @@ export async function tokenClaims(
       claims = verified.payload;
     } catch (error) {
       if (isKeySetFailure(error)) throw error; // the service cannot fetch its keys: its own fault, not the caller's
-      throw new TrustError(describeRefusal(refusalOf(error), audience, algorithms, role));
+      const refusal = refusalOf(error);
+      throw new TrustError(describeRefusal(refusal, audience, algorithms, role), refusal.reason);
     }
   }
   if (claims.exp - claims.iat > MAX_TOKEN_SECONDS) {
     throw new TrustError(
       `${role === 'session' ? 'session' : 'token'} lifetime ${claims.exp - claims.iat}s exceeds the ${MAX_TOKEN_SECONDS}s limit`,
+      'lifetime',
     );
   }
   return claims;
@@ -445,10 +469,10 @@ export async function verifyBody(
   node: NodeRuntime | undefined = nodeCrypto,
 ): Promise<void> {
   if (claims.bsh !== (await bodyDigest(body, node))) {
-    throw new TrustError('body does not match the signed digest: the request was altered');
+    throw new TrustError('body does not match the signed digest: the request was altered', 'body');
   }
   if (!(await replays.admit(claims.jti, claims.exp)))
-    throw new TrustError('token was already used: replayed request');
+    throw new TrustError('token was already used: replayed request', 'replay');
 }
 
 function isKeySetFailure(error: unknown): boolean {

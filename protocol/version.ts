@@ -13,3 +13,9 @@ export const PATHS = {
  * (`causeway run`): without HTTP, JSON or signatures, which guard a network the call never crosses.
  */
 export const IN_PROCESS = Symbol.for('causeway.dev/v1/in-process');
+
+/**
+ * Where an operator made with causeway/functions takes a ServiceObserver (manifest.ts), told of what
+ * it does: whoever serves it (`causeway serve`) counts it in its metrics.
+ */
+export const OBSERVED = Symbol.for('causeway.dev/v1/observed');

@@ -173,7 +173,7 @@ export const ACTIVITIES = group(
   }),
 );
 
-/** What the gateway tells of itself (run, gateway, dev). */
+/** What the gateway or the function service tells of itself (run, gateway, dev, serve). */
 export const OBSERVABILITY = group(
   'Observability (docs/observability.md)',
   flag({

@@ -335,7 +335,7 @@ function livenessUrl(url: string): string {
 }
 
 /** The address, once the metrics endpoint could listen there. */
-function metricsListen(address: string): string {
+export function metricsListen(address: string): string {
   try {
     metricsAddress(address);
   } catch (error) {

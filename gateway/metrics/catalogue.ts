@@ -1,6 +1,7 @@
 /**
- * Every metric the gateway exports, in one list: what makes them (metrics.ts), what documents them
- * (docs/observability.md, held to this list by a test) and the example dashboard are read from here.
+ * Every metric the gateway exports, and every one `causeway serve` does, in two lists: what makes them
+ * (metrics.ts, service-metrics.ts) and what documents them (docs/observability.md, held to these
+ * lists by a test) are read from here.
  * Names are controller-runtime's (and client-go's) where the meaning is the same, so that the
  * dashboards and alerts Kubernetes users already have work; Causeway's own start with `causeway_`.
  */
@@ -131,3 +132,33 @@ export const CATALOGUE = [
 ] as const satisfies readonly MetricSpec[];
 
 export type MetricName = (typeof CATALOGUE)[number]['name'];
+
+/** What a function service served by `causeway serve` exports. */
+export const SERVICE_CATALOGUE = [
+  {
+    name: 'causeway_service_requests_total',
+    type: 'counter',
+    help: 'Requests the function service answered, by HTTP status code.',
+    labels: ['code'],
+  },
+  {
+    name: 'causeway_service_refused_total',
+    type: 'counter',
+    help: 'Requests refused before any handler ran, by reason: unsigned, signature, expired, audience, route, body (altered), replay, too-large, and the other checks of a token or session.',
+    labels: ['reason'],
+  },
+  {
+    name: 'causeway_service_handler_calls_total',
+    type: 'counter',
+    help: "Handlers run, by handler, the call's cause and outcome (success, temporary, permanent, skipped, denied).",
+    labels: ['handler', 'cause', 'outcome'],
+  },
+  {
+    name: 'causeway_service_handler_duration_seconds',
+    type: 'histogram',
+    help: 'How long a handler ran, by handler.',
+    labels: ['handler'],
+  },
+] as const satisfies readonly MetricSpec[];
+
+export type ServiceMetricName = (typeof SERVICE_CATALOGUE)[number]['name'];

@@ -1,12 +1,12 @@
 /**
- * Serves the metrics as Prometheus text at `/metrics`, over plain HTTP as Prometheus scrapes a pod,
- * on every replica: each counts what it does itself.
+ * Serves the metrics (a gateway's, or a function service's) as Prometheus text at `/metrics`, over
+ * plain HTTP as Prometheus scrapes a pod, on every replica: each counts what it does itself.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Component } from '../components.ts';
 import type { Logger } from '../logging.ts';
-import type { GatewayMetrics } from './metrics.ts';
+import type { Exposition } from './metrics.ts';
 
 export const METRICS_PATH = '/metrics';
 
@@ -28,12 +28,12 @@ export function metricsAddress(given: string): MetricsAddress {
 export class MetricsEndpoint implements Component {
   readonly name = 'metrics endpoint';
   readonly leaderOnly = false;
-  readonly #metrics: GatewayMetrics;
+  readonly #metrics: Exposition;
   readonly #address: MetricsAddress;
   readonly #logger: Logger;
   #server: Server | undefined;
 
-  constructor(metrics: GatewayMetrics, address: MetricsAddress, logger: Logger) {
+  constructor(metrics: Exposition, address: MetricsAddress, logger: Logger) {
     this.#metrics = metrics;
     this.#address = address;
     this.#logger = logger;

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { CATALOGUE } from './catalogue.ts';
+import { CATALOGUE, SERVICE_CATALOGUE } from './catalogue.ts';
 import { metricsAddress } from './endpoint.ts';
 import { GatewayMetrics, subresourceOf } from './metrics.ts';
+import { ServiceMetrics } from './service-metrics.ts';
 
 describe('GatewayMetrics', () => {
   it('exports every metric of the catalogue, with its type and help, before anything happened', async () => {
@@ -85,6 +86,27 @@ describe('GatewayMetrics', () => {
   });
 });
 
+describe('ServiceMetrics', () => {
+  it('counts the answers, the refusals by reason and the handlers run of a function service', async () => {
+    const metrics = new ServiceMetrics();
+    metrics.answered(200);
+    metrics.answered(401);
+    metrics.observer.refused('replay');
+    metrics.observer.handled('create_fn', 'create', 'success', 3);
+    const { body } = await metrics.text();
+    assert.match(body, /^causeway_service_requests_total\{code="401"\} 1$/m);
+    assert.match(body, /^causeway_service_refused_total\{reason="replay"\} 1$/m);
+    assert.match(
+      body,
+      /^causeway_service_handler_calls_total\{handler="create_fn",cause="create",outcome="success"\} 1$/m,
+    );
+    assert.match(
+      body,
+      /^causeway_service_handler_duration_seconds_bucket\{le="0.005",handler="create_fn"\} 1$/m,
+    );
+  });
+});
+
 describe('subresourceOf', () => {
   it('names the subresource of a path, namespaced or not, and none for an object or a collection', () => {
     assert.equal(subresourceOf('/apis/kopf.dev/v1/namespaces/ns/kopfexamples/a/status'), 'status');
@@ -115,7 +137,7 @@ describe('docs/observability.md', () => {
     const documented = doc
       .split('\n')
       .filter((line) => /^\| `[a-z_]+` \| (counter|gauge|histogram) \|/.test(line));
-    const expected = CATALOGUE.map(
+    const expected = [...CATALOGUE, ...SERVICE_CATALOGUE].map(
       (spec) =>
         `| \`${spec.name}\` | ${spec.type} | ${spec.labels.map((label) => `\`${label}\``).join(', ')} | ${spec.help} |`,
     );

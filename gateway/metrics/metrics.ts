@@ -7,13 +7,48 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { CallObserver } from '../dispatch/function-service.ts';
 import type { QueueObserver, QueueReadings } from '../reactor/queue.ts';
-import { CATALOGUE, DURATION_BUCKETS, type MetricName } from './catalogue.ts';
+import { CATALOGUE, DURATION_BUCKETS, type MetricName, type MetricSpec } from './catalogue.ts';
 
-type Metric = Counter | Gauge | Histogram;
+export type Metric = Counter | Gauge | Histogram;
 
-export class GatewayMetrics {
+/**
+ * The metrics of `specs`, made in `registry`: each gauge set, when scraped, by its reading (those
+ * without one are never exported with a value).
+ */
+export function registered<Name extends string>(
+  registry: Registry,
+  specs: readonly (MetricSpec & { name: Name })[],
+  readings: Partial<Record<Name, (gauge: Gauge) => void>> = {},
+): Map<Name, Metric> {
+  const metrics = new Map<Name, Metric>();
+  for (const spec of specs) {
+    const common = { name: spec.name, help: spec.help, labelNames: spec.labels, registers: [registry] };
+    const read = readings[spec.name];
+    metrics.set(
+      spec.name,
+      spec.type === 'counter'
+        ? new Counter(common)
+        : spec.type === 'histogram'
+          ? new Histogram({ ...common, buckets: [...DURATION_BUCKETS] })
+          : new Gauge({
+              ...common,
+              collect() {
+                read?.(this);
+              },
+            }),
+    );
+  }
+  return metrics;
+}
+
+/** What a metrics endpoint serves: the metrics as Prometheus text, and its content type. */
+export interface Exposition {
+  text(): Promise<{ body: string; contentType: string }>;
+}
+
+export class GatewayMetrics implements Exposition {
   readonly registry = new Registry();
-  readonly #metrics = new Map<MetricName, Metric>();
+  readonly #metrics: Map<MetricName, Metric>;
   /** What the gauges read when scraped: each resource's queue, each service's circuit, leadership. */
   readonly #queues = new Map<string, QueueReadings>();
   #breakers: () => Iterable<[service: string, open: boolean]> = () => [];
@@ -36,28 +71,7 @@ export class GatewayMetrics {
         if (this.#leading) gauge.set({ name: this.#leading.name }, this.#leading.leads() ? 1 : 0);
       },
     };
-    for (const spec of CATALOGUE) {
-      const common = {
-        name: spec.name,
-        help: spec.help,
-        labelNames: spec.labels,
-        registers: [this.registry],
-      };
-      const read = readings[spec.name];
-      this.#metrics.set(
-        spec.name,
-        spec.type === 'counter'
-          ? new Counter(common)
-          : spec.type === 'histogram'
-            ? new Histogram({ ...common, buckets: [...DURATION_BUCKETS] })
-            : new Gauge({
-                ...common,
-                collect() {
-                  read?.(this);
-                },
-              }),
-      );
-    }
+    this.#metrics = registered(this.registry, CATALOGUE, readings);
   }
 
   /** The metrics as Prometheus text, and its content type. */

@@ -29,6 +29,7 @@ const SCOPE = 'test/fixtures/kopfexample-scope.yaml';
 describe('causeway serve + causeway gateway', () => {
   let functions: CliProcess;
   let url: string;
+  let functionMetrics: string;
 
   const { CAUSEWAY_SECRET: _unset, ...withoutSecret } = process.env;
   let secretFile: string;
@@ -38,9 +39,21 @@ describe('causeway serve + causeway gateway', () => {
     secretFile = join(mkdtempSync(join(tmpdir(), 'causeway-cli-')), 'secret');
     writeFileSync(secretFile, `${SECRET}\n`);
     functions = causeway(
-      ['serve', EXAMPLE, '--port', '0', '--host', '127.0.0.1', '--secret-file', secretFile],
+      [
+        'serve',
+        EXAMPLE,
+        '--port',
+        '0',
+        '--host',
+        '127.0.0.1',
+        '--secret-file',
+        secretFile,
+        '--metrics',
+        '127.0.0.1:0',
+      ],
       withoutSecret,
     );
+    functionMetrics = (await functions.waitFor(/metrics at (http:\/\/\S+)/))[1] as string;
     url = (await functions.waitFor(/listening on (http:\/\/\S+)/))[1] as string;
   });
 
@@ -161,6 +174,18 @@ describe('causeway serve + causeway gateway', () => {
     );
     assert.match(scraped, /^causeway_function_requests_total\{service="kopfexample",code="200"\} [1-9]/m);
     assert.equal(await gateway.stop(), 0, 'the gateway exits cleanly on SIGTERM');
+  });
+
+  it('counts in its metrics what the function service answered, refused and ran', async () => {
+    const scraped = await (await fetch(functionMetrics)).text();
+    // The refusals above, and the object handled for the gateway.
+    for (const reason of ['unsigned', 'expired', 'audience', 'body'])
+      assert.match(scraped, new RegExp(`^causeway_service_refused_total\\{reason="${reason}"\\} [1-9]`, 'm'));
+    assert.match(scraped, /^causeway_service_requests_total\{code="401"\} [1-9]/m);
+    assert.match(
+      scraped,
+      /^causeway_service_handler_calls_total\{handler="create_fn",cause="create",outcome="success"\} [1-9]/m,
+    );
   });
 
   it('refuses to start a gateway or a function service with nothing to sign or verify with, saying how to give it', async () => {

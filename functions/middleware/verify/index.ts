@@ -1,7 +1,9 @@
 import type { MiddlewareHandler } from 'hono';
 import {
+  type RefusalReason,
   type ReplayStore,
   SESSION_HEADER,
+  type ServiceObserver,
   TrustError,
   type VerificationKeys,
   verifyBody,
@@ -18,6 +20,8 @@ export interface VerifyOptions {
   maxBodyBytes: number;
   /** The token ids seen, shared by the service's replicas where it has several. */
   replays: ReplayStore;
+  /** Told of each request refused, when someone listens (`causeway serve`'s metrics). */
+  observer?: () => ServiceObserver | undefined;
 }
 
 /** Downstream handlers read the body from here: the exact bytes whose digest was verified. */
@@ -32,8 +36,10 @@ export function verify({
   keys,
   maxBodyBytes,
   replays,
+  observer,
 }: VerifyOptions): MiddlewareHandler<Verified> {
   const tooLarge = `the body is larger than ${maxBodyBytes} bytes`;
+  const refused = (reason: RefusalReason) => observer?.()?.refused(reason);
   return async (c, next) => {
     let key: VerificationKeys;
     try {
@@ -41,17 +47,26 @@ export function verify({
     } catch (error) {
       return errorResponse(c, 500, (error as Error).message);
     }
-    if (Number(c.req.header('content-length') ?? 0) > maxBodyBytes) return errorResponse(c, 413, tooLarge);
+    if (Number(c.req.header('content-length') ?? 0) > maxBodyBytes) {
+      refused('too-large');
+      return errorResponse(c, 413, tooLarge);
+    }
     const route = { audience, method: c.req.method, path: c.req.path };
     try {
       const session = c.req.header(SESSION_HEADER);
       const claims = await verifyToken(key, c.req.header('authorization'), route, session);
       const body = await readUpTo(c.req.raw, maxBodyBytes);
-      if (!body) return errorResponse(c, 413, tooLarge);
+      if (!body) {
+        refused('too-large');
+        return errorResponse(c, 413, tooLarge);
+      }
       await verifyBody(claims, body, replays);
       c.set('body', body);
     } catch (error) {
-      if (error instanceof TrustError) return errorResponse(c, 401, error.message);
+      if (error instanceof TrustError) {
+        refused(error.reason ?? 'malformed');
+        return errorResponse(c, 401, error.message);
+      }
       throw error;
     }
     await next();

@@ -27,7 +27,6 @@ import { GatewayMetrics } from './metrics/metrics.ts';
 import { Peering, type PeeringOptions } from './peering/peering.ts';
 import { ResourcePipeline, stateLocation } from './pipeline.ts';
 import type { ServedResource } from './reactor/model.ts';
-import type { QueueReadings } from './reactor/queue.ts';
 import { type Settings, type SettingsPatch, settingsWith } from './settings.ts';
 import { StateStorage } from './state/storage.ts';
 import { NamespaceWatch, selectNamespaces } from './watching/namespaces.ts';
@@ -271,9 +270,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         onListing: (listed) => synced.push(listed),
         ...(peering ? { fence: () => peering.fence() } : {}),
         ...(peering && options.peering?.sharding ? { owns: (uid: string) => peering.owns(uid) } : {}),
-        ...(metrics
-          ? { observeQueue: (queue: QueueReadings) => metrics.queue(resourceKey(resource), queue) }
-          : {}),
+        ...(metrics ? { observer: metrics.pipeline(resourceKey(resource)) } : {}),
       });
       await components.add(pipeline);
       return pipeline;

@@ -48,8 +48,17 @@ export interface PipelineOptions {
   fence?: () => WriteLeave;
   /** Sharding: whether this gateway handles the object of this uid. Every object is indexed all the same. */
   owns?: (uid: string) => boolean;
-  /** What tells the metrics of its queue, given what they read of it. */
-  observeQueue?: (queue: QueueReadings) => QueueObserver;
+  /** What tells the metrics of it. */
+  observer?: PipelineObserver;
+}
+
+/** What the metrics are told of one resource's pipeline, and read of it when scraped. */
+export interface PipelineObserver {
+  queue(readings: QueueReadings): QueueObserver;
+  /** Its timers and its daemons running now. */
+  background(readings: { timers(): number; daemons(): number }): void;
+  /** One of its watches started again after a failure or a 410 Gone. */
+  watchRestarted(): void;
 }
 
 /** The parts of one run, from a start to its stop. */
@@ -130,7 +139,8 @@ export class ResourcePipeline implements Component {
       memory,
       beforeDeletion: (uid) => daemons.ended(uid),
     });
-    const observer = this.#options.observeQueue?.({
+    const { observer: pipelineObserver } = this.#options;
+    const observer = pipelineObserver?.queue({
       get depth() {
         return queue.depth;
       },
@@ -163,6 +173,7 @@ export class ResourcePipeline implements Component {
       annotationPrefix: identity.annotationPrefix,
       logger,
     });
+    pipelineObserver?.background({ timers: () => timers.count, daemons: () => daemons.running });
     const watch = new ResourceWatch({
       client: this.#options.client,
       resource: served.resource,
@@ -174,6 +185,7 @@ export class ResourcePipeline implements Component {
         this.#options.onListing(listed);
         indexFeed.listing(listed);
       },
+      ...(pipelineObserver ? { onRestart: () => pipelineObserver.watchRestarted() } : {}),
       onEvent: ({ type, object, initial }) => {
         indexFeed.observe(type, object);
         if (owns && !owns(object.metadata.uid)) return; // another replica's

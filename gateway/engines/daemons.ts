@@ -119,6 +119,14 @@ export class Daemons {
     }
   }
 
+  /** Daemons running now, over every object (those halted or ended not counted). */
+  get running(): number {
+    let count = 0;
+    for (const watched of this.#objects.values())
+      for (const daemon of watched.daemons.values()) if (!daemon.finished) count++;
+    return count;
+  }
+
   /**
    * Resolves once the object's daemons have ended, or undefined when none runs: a deletion waits for
    * it before our finalizer lets the object go.

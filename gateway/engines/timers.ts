@@ -81,6 +81,13 @@ export class Timers {
     this.#scheduler = new Scheduler((due) => this.#due(due));
   }
 
+  /** Timers kept now, over every object: each calls its handler when its interval has passed. */
+  get count(): number {
+    let count = 0;
+    for (const watched of this.#objects.values()) count += watched.timers.size;
+    return count;
+  }
+
   /** Every watch event: starts, re-times and stops the object's timers. */
   observe(type: WatchEventType, object: KubernetesObject): void {
     if (this.#stopped) return;

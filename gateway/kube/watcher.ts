@@ -28,6 +28,8 @@ export interface WatcherOptions {
   onEvent(event: WatchEvent): void;
   /** Called once the first list has been delivered. */
   onSynced?(): void;
+  /** Called when it starts again after a failure, or lists again after a 410 Gone (not its routine renewal). */
+  onRestart?(): void;
   settings: Settings['watching'];
 }
 
@@ -81,6 +83,7 @@ export class Watcher {
         backoff = this.#options.settings.retryDelayMs.first;
       } catch (error) {
         if (this.#abort.signal.aborted) return;
+        this.#options.onRestart?.();
         if (error instanceof Expired || (error instanceof ApiError && error.status === 410)) {
           this.#resourceVersion = undefined;
           continue;

@@ -82,6 +82,24 @@ export const CATALOGUE = [
     labels: ['verb', 'subresource'],
   },
   {
+    name: 'causeway_watch_restarts_total',
+    type: 'counter',
+    help: 'Watches started again after a failure, or listed again after a 410 Gone, by resource (not their routine renewal).',
+    labels: ['resource'],
+  },
+  {
+    name: 'causeway_timers',
+    type: 'gauge',
+    help: 'Timers kept now, by resource: one per object and timer handler that matches it.',
+    labels: ['resource'],
+  },
+  {
+    name: 'causeway_daemons',
+    type: 'gauge',
+    help: 'Daemons running now, by resource: one per object and daemon handler that matches it, until it ends.',
+    labels: ['resource'],
+  },
+  {
     name: 'causeway_function_requests_total',
     type: 'counter',
     help: 'Requests to function services over HTTP by service and status code (`<error>` when no answer came); a batch of calls is one request.',

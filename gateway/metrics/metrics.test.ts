@@ -66,6 +66,18 @@ describe('GatewayMetrics', () => {
     assert.match(body, /^causeway_function_breaker_open\{service="up"\} 0$/m);
   });
 
+  it("reads a pipeline's timers and daemons when scraped, and counts its watches' restarts", async () => {
+    const metrics = new GatewayMetrics();
+    const pipeline = metrics.pipeline('kopfexamples.kopf.dev/v1');
+    pipeline.background({ timers: () => 4, daemons: () => 2 });
+    pipeline.watchRestarted();
+    pipeline.watchRestarted();
+    const { body } = await metrics.text();
+    assert.match(body, /^causeway_timers\{resource="kopfexamples.kopf.dev\/v1"\} 4$/m);
+    assert.match(body, /^causeway_daemons\{resource="kopfexamples.kopf.dev\/v1"\} 2$/m);
+    assert.match(body, /^causeway_watch_restarts_total\{resource="kopfexamples.kopf.dev\/v1"\} 2$/m);
+  });
+
   it("counts a queue's cycles by result, a retry for each that runs again later", async () => {
     const metrics = new GatewayMetrics();
     const queue = metrics.queue('r', { depth: 0, oldestUnhandledSeconds: () => 0 });

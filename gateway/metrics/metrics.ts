@@ -6,6 +6,7 @@
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { CallObserver } from '../dispatch/function-service.ts';
+import type { PipelineObserver } from '../pipeline.ts';
 import type { QueueObserver, QueueReadings } from '../reactor/queue.ts';
 import { CATALOGUE, DURATION_BUCKETS, type MetricName, type MetricSpec } from './catalogue.ts';
 
@@ -51,6 +52,7 @@ export class GatewayMetrics implements Exposition {
   readonly #metrics: Map<MetricName, Metric>;
   /** What the gauges read when scraped: each resource's queue, each service's circuit, leadership. */
   readonly #queues = new Map<string, QueueReadings>();
+  readonly #background = new Map<string, { timers(): number; daemons(): number }>();
   #breakers: () => Iterable<[service: string, open: boolean]> = () => [];
   #leading: { name: string; leads: () => boolean } | undefined;
 
@@ -66,6 +68,12 @@ export class GatewayMetrics implements Exposition {
       causeway_function_breaker_open: (gauge) => {
         gauge.reset();
         for (const [service, open] of this.#breakers()) gauge.set({ service }, open ? 1 : 0);
+      },
+      causeway_timers: (gauge) => {
+        for (const [resource, background] of this.#background) gauge.set({ resource }, background.timers());
+      },
+      causeway_daemons: (gauge) => {
+        for (const [resource, background] of this.#background) gauge.set({ resource }, background.daemons());
       },
       leader_election_master_status: (gauge) => {
         if (this.#leading) gauge.set({ name: this.#leading.name }, this.#leading.leads() ? 1 : 0);
@@ -98,7 +106,16 @@ export class GatewayMetrics implements Exposition {
     }
   };
 
-  /** The observer of one resource's queue, named as controller-runtime names a controller's. */
+  /** The observer of one resource's pipeline, named as controller-runtime names a controller's. */
+  pipeline(name: string): PipelineObserver {
+    return {
+      queue: (readings) => this.queue(name, readings),
+      background: (readings) => this.#background.set(name, readings),
+      watchRestarted: () => this.counter('causeway_watch_restarts_total').inc({ resource: name }),
+    };
+  }
+
+  /** The observer of one resource's queue. */
   queue(name: string, readings: QueueReadings): QueueObserver {
     this.#queues.set(name, readings);
     const labels = { name };

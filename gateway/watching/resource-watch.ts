@@ -21,6 +21,8 @@ export interface ResourceWatchOptions {
   onEvent(event: WatchEvent): void;
   /** Receives a promise for each first listing made at start. */
   onListing(listed: Promise<void>): void;
+  /** Told when one of its watches starts again after a failure or a 410 Gone. */
+  onRestart?(): void;
 }
 
 export class ResourceWatch {
@@ -78,6 +80,7 @@ export class ResourceWatch {
         listed.resolve();
       },
       onEvent: (event) => onEvent(listing ? { ...event, initial: true } : event),
+      ...(this.#options.onRestart ? { onRestart: this.#options.onRestart } : {}),
       settings,
       ...(this.#selector ? { labelSelector: this.#selector } : {}),
     });

@@ -62,6 +62,8 @@ describe('the metrics endpoint', () => {
       if (retry === 0) throw new TemporaryError('not yet', { delay: 0.1 });
       return 'done';
     });
+    // Kept for every object, and never due during the test.
+    metered.on.timer('kopfexamples', { interval: 3600, initialDelay: 3600 }, function hourly() {});
     // Reviews by a service of their own, which stays up while the other goes down.
     const reviewer = operator({ name: 'reviewer', secret: TEST_SECRET });
     reviewer.on.validate('kopfexamples', function check_fn() {});
@@ -173,6 +175,8 @@ describe('the metrics endpoint', () => {
       sample(handled, 'controller_runtime_webhook_requests_total', { webhook, code: '200' }),
     );
     assert.equal(sample(handled, 'causeway_function_breaker_open', { service: 'metered' }), 0);
+    assert.equal(sample(handled, 'causeway_timers', { resource: CONTROLLER }), 2, "plain's and flaky's");
+    assert.equal(sample(handled, 'causeway_daemons', { resource: CONTROLLER }), 0);
 
     await meteredServer.close();
     await createKopfExample(namespace, 'down-0');

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { CATALOGUE, SERVICE_CATALOGUE } from './catalogue.ts';
+import { dashboard } from './dashboard.ts';
 import { metricsAddress } from './endpoint.ts';
 import { GatewayMetrics, subresourceOf } from './metrics.ts';
 import { ServiceMetrics } from './service-metrics.ts';
@@ -140,6 +141,26 @@ describe('metricsAddress', () => {
   it('refuses anything else, saying what it takes', () => {
     for (const given of ['9090', 'http://0.0.0.0:9090/metrics', 'host:99999', 'host:'])
       assert.throws(() => metricsAddress(given), /must be HOST:PORT \(such as 0.0.0.0:9090, or :9090\)/);
+  });
+});
+
+describe('deploy/grafana/causeway.json', () => {
+  it('is the dashboard made from the catalogues: a panel per metric, and no other', () => {
+    const committed = JSON.parse(
+      readFileSync(new URL('../../deploy/grafana/causeway.json', import.meta.url), 'utf8'),
+    );
+    assert.deepEqual(
+      committed,
+      dashboard(),
+      'write it again: node -e "import(\'./gateway/metrics/dashboard.ts\').then(({ dashboard }) => console.log(JSON.stringify(dashboard(), null, 2)))" > deploy/grafana/causeway.json',
+    );
+    const panels = committed.panels as { title: string; targets: { expr: string }[] }[];
+    assert.deepEqual(
+      panels.map((panel) => panel.title),
+      [...CATALOGUE, ...SERVICE_CATALOGUE].map((spec) => spec.name),
+    );
+    for (const { title, targets } of panels)
+      for (const { expr } of targets) assert.ok(expr.includes(title), `${title}: ${expr}`);
   });
 });
 

@@ -9,10 +9,10 @@
  * `--compare <ref>` adds the two apart at another commit, bundled as this one is: an A/B in one run,
  * the baseline after this commit's, or before it with `--baseline-first` (alternate runs to cancel out
  * what the order does). `--with-metrics` adds both shapes again with `--metrics` on (the metrics kept,
- * not scraped during the run): what keeping them costs.
+ * not scraped during the run), each after the same without, or before it with `--metrics-first`.
  *
  *   npm run bench -- [--objects 1000] [--only kopf|causeway|apiserver] [--node-flags="…"]
- *     [--compare <ref> [--baseline-first]] [--with-metrics]
+ *     [--compare <ref> [--baseline-first]] [--with-metrics [--metrics-first]]
  */
 import { parseArgs } from 'node:util';
 import { freePorts } from '../deploy/control-plane/ports.ts';
@@ -74,6 +74,7 @@ const { values } = parseArgs({
     compare: { type: 'string' },
     'baseline-first': { type: 'boolean' },
     'with-metrics': { type: 'boolean' },
+    'metrics-first': { type: 'boolean' },
   },
 });
 const OBJECTS = Number(values.objects);
@@ -134,13 +135,16 @@ async function main(): Promise<void> {
     ...(first.length > 0 ? [] : baseline),
     { name: 'apiserver alone', start: (namespace, client) => directWrites(namespace, client) },
   ];
-  // Each with metrics on right after the same without: what the order does falls alike on both.
+  // Each with metrics on right after the same without (or before it, `--metrics-first`): alternate
+  // runs cancel out what the order does.
   const [inProcess, apart] = withMetrics;
+  const pair = (without: Contender, on: Contender) =>
+    values['metrics-first'] ? [on, without] : [without, on];
   const ordered = all.flatMap((contender) =>
     contender.name === 'causeway' && inProcess
-      ? [contender, inProcess]
+      ? pair(contender, inProcess)
       : contender.name === 'causeway, functions apart' && apart
-        ? [contender, apart]
+        ? pair(contender, apart)
         : [contender],
   );
   const contenders = ordered.filter((contender) => !values.only || contender.name.startsWith(values.only));

@@ -87,22 +87,22 @@ export class GatewayMetrics implements Exposition {
     return { body: await this.registry.metrics(), contentType: this.registry.contentType };
   }
 
-  counter(name: MetricName): Counter {
+  #counter(name: MetricName): Counter {
     return this.#metrics.get(name) as Counter;
   }
 
-  histogram(name: MetricName): Histogram {
+  #histogram(name: MetricName): Histogram {
     return this.#metrics.get(name) as Histogram;
   }
 
   /** A request to the Kubernetes API answered (`status`), or not (undefined). */
   readonly apiRequest = (method: string, path: string, status: number | undefined): void => {
-    this.counter('rest_client_requests_total').inc({
+    this.#counter('rest_client_requests_total').inc({
       code: status === undefined ? '<error>' : String(status),
       method,
     });
     if (method !== 'GET' && status !== undefined && status < 300) {
-      this.counter('causeway_api_writes_total').inc({ verb: method, subresource: subresourceOf(path) });
+      this.#counter('causeway_api_writes_total').inc({ verb: method, subresource: subresourceOf(path) });
     }
   };
 
@@ -111,7 +111,7 @@ export class GatewayMetrics implements Exposition {
     return {
       queue: (readings) => this.queue(name, readings),
       background: (readings) => this.#background.set(name, readings),
-      watchRestarted: () => this.counter('causeway_watch_restarts_total').inc({ resource: name }),
+      watchRestarted: () => this.#counter('causeway_watch_restarts_total').inc({ resource: name }),
     };
   }
 
@@ -120,17 +120,17 @@ export class GatewayMetrics implements Exposition {
     this.#queues.set(name, readings);
     const labels = { name };
     return {
-      added: () => this.counter('workqueue_adds_total').inc(labels),
+      added: () => this.#counter('workqueue_adds_total').inc(labels),
       started: (waitedMs) =>
-        this.histogram('workqueue_queue_duration_seconds').observe(labels, waitedMs / 1000),
+        this.#histogram('workqueue_queue_duration_seconds').observe(labels, waitedMs / 1000),
       finished: (result, tookMs) => {
-        this.histogram('workqueue_work_duration_seconds').observe(labels, tookMs / 1000);
-        this.histogram('controller_runtime_reconcile_time_seconds').observe(
+        this.#histogram('workqueue_work_duration_seconds').observe(labels, tookMs / 1000);
+        this.#histogram('controller_runtime_reconcile_time_seconds').observe(
           { controller: name },
           tookMs / 1000,
         );
-        this.counter('controller_runtime_reconcile_total').inc({ controller: name, result });
-        if (result !== 'success') this.counter('workqueue_retries_total').inc(labels);
+        this.#counter('controller_runtime_reconcile_total').inc({ controller: name, result });
+        if (result !== 'success') this.#counter('workqueue_retries_total').inc(labels);
       },
     };
   }
@@ -138,13 +138,13 @@ export class GatewayMetrics implements Exposition {
   readonly calls: CallObserver = {
     requested: (service, status, tookMs) => {
       const code = status === undefined ? '<error>' : String(status);
-      this.counter('causeway_function_requests_total').inc({ service, code });
-      this.histogram('causeway_function_request_duration_seconds').observe({ service }, tookMs / 1000);
+      this.#counter('causeway_function_requests_total').inc({ service, code });
+      this.#histogram('causeway_function_request_duration_seconds').observe({ service }, tookMs / 1000);
     },
     called: (service, cause, outcomes, tookMs) => {
       for (const [handler, outcome] of Object.entries(outcomes)) {
-        this.counter('causeway_handler_calls_total').inc({ service, handler, cause, outcome });
-        this.histogram('causeway_handler_duration_seconds').observe({ service, handler }, tookMs / 1000);
+        this.#counter('causeway_handler_calls_total').inc({ service, handler, cause, outcome });
+        this.#histogram('causeway_handler_duration_seconds').observe({ service, handler }, tookMs / 1000);
       }
     },
   };
@@ -161,8 +161,8 @@ export class GatewayMetrics implements Exposition {
 
   /** An admission review answered with `status` on `webhook` (a path the gateway serves, or `other`). */
   readonly webhookAnswered = (webhook: string, status: number, tookMs: number): void => {
-    this.counter('controller_runtime_webhook_requests_total').inc({ webhook, code: String(status) });
-    this.histogram('controller_runtime_webhook_latency_seconds').observe({ webhook }, tookMs / 1000);
+    this.#counter('controller_runtime_webhook_requests_total').inc({ webhook, code: String(status) });
+    this.#histogram('controller_runtime_webhook_latency_seconds').observe({ webhook }, tookMs / 1000);
   };
 }
 

@@ -9,8 +9,8 @@
  * while (10 s, as Kopf does), so that frequent probing costs few calls.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Component } from '../components.ts';
+import { closeNow, listen, origin } from '../listening.ts';
 import type { Logger } from '../logging.ts';
 import type { ProbeRound } from './activities.ts';
 
@@ -180,13 +180,7 @@ export class HealthEndpoint implements Component {
 
   async start(): Promise<void> {
     const server = createServer((request, response) => void this.#answer(request, response));
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.#address.port, this.#address.host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
+    await listen(server, this.#address.port, this.#address.host);
     this.#server = server;
     this.#options.logger.info(`liveness endpoint at ${this.url}, readiness at ${this.readinessUrl}`);
   }
@@ -194,16 +188,11 @@ export class HealthEndpoint implements Component {
   async stop(): Promise<void> {
     const server = this.#server;
     if (!server) return;
-    await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
+    await closeNow(server);
   }
 
   #origin(): string {
-    const { host } = this.#address;
-    const port = (this.#server?.address() as AddressInfo | null)?.port ?? this.#address.port;
-    return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    return origin(this.#server, this.#address);
   }
 
   async #answer(request: IncomingMessage, response: ServerResponse): Promise<void> {

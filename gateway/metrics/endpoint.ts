@@ -3,8 +3,8 @@
  * plain HTTP as Prometheus scrapes a pod, on every replica: each counts what it does itself.
  */
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Component } from '../components.ts';
+import { closeNow, listen, origin } from '../listening.ts';
 import type { Logger } from '../logging.ts';
 import type { Exposition } from './metrics.ts';
 
@@ -41,9 +41,7 @@ export class MetricsEndpoint implements Component {
 
   /** Where the metrics are served, the port known once it listens (port 0 takes any free one). */
   get url(): string {
-    const port = (this.#server?.address() as AddressInfo | null)?.port ?? this.#address.port;
-    const host = this.#address.host.includes(':') ? `[${this.#address.host}]` : this.#address.host;
-    return `http://${host}:${port}${METRICS_PATH}`;
+    return `${origin(this.#server, this.#address)}${METRICS_PATH}`;
   }
 
   async start(): Promise<void> {
@@ -63,13 +61,7 @@ export class MetricsEndpoint implements Component {
         },
       );
     });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.#address.port, this.#address.host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
+    await listen(server, this.#address.port, this.#address.host);
     this.#server = server;
     this.#logger.info(`metrics at ${this.url}`);
   }
@@ -77,10 +69,7 @@ export class MetricsEndpoint implements Component {
   async stop(): Promise<void> {
     const server = this.#server;
     if (!server) return;
-    await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
+    await closeNow(server);
     this.#server = undefined;
   }
 }

@@ -9,6 +9,7 @@ import { collectEffects, emptyEffects } from '../reactor/outcomes.ts';
 import { planWrites } from '../reactor/write-plan.ts';
 import { StateStorage } from '../state/storage.ts';
 import {
+  batchAnswers,
   ProtocolError,
   parseBatchResponse,
   parseHealth,
@@ -142,6 +143,10 @@ describe('keys that reach a prototype', () => {
             [['i']],
           ),
         'batch.batch[0].outcomes.i.result[0][1].prototype: a reply may not hold the key "prototype", which reaches an object\'s prototype',
+      ],
+      [
+        () => batchAnswers(received(`{"protocol":"${PROTOCOL}","batch":[],"__proto__":{"admin":true}}`), 0),
+        'batch.__proto__: a reply may not hold the key "__proto__", which reaches an object\'s prototype',
       ],
       [
         () => parseHealth(received(`{"protocol":"${PROTOCOL}","name":"s","__proto__":{"admin":true}}`)),

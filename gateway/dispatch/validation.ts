@@ -319,6 +319,7 @@ export function parseBatchResponse(
   return {
     protocol: PROTOCOL,
     batch: handlerIds.map((ids, position) => {
+      checkReply(answers[position], `batch.batch[${position}]`);
       try {
         return invocationResponse(answers[position], ids);
       } catch (error) {
@@ -329,17 +330,18 @@ export function parseBatchResponse(
 }
 
 /**
- * A batch response's answers, one per call, each still to be read as a response: checked as a whole
- * (its size, keys and depth) before any is.
+ * A batch response's answers, one per call, each still to be read (and checked, parseInvocationResponse)
+ * as a response: only the envelope around them is checked here, so that none is walked twice.
  */
 export function batchAnswers(value: unknown, calls: number): unknown[] {
   if (!isObject(value)) throw new ProtocolError('batch response is not a JSON object');
-  checkReply(value, 'batch');
+  const { batch, ...envelope } = value;
+  checkReply(envelope, 'batch');
   checkProtocol(value, 'batch response');
-  if (!Array.isArray(value.batch) || value.batch.length !== calls) {
+  if (!Array.isArray(batch) || batch.length !== calls) {
     throw new ProtocolError(`batch response must hold ${calls} responses, in the order of the calls`);
   }
-  return value.batch;
+  return batch;
 }
 
 /** An index function's result for one object: a list of [key, value], the key a string or null. */

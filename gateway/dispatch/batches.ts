@@ -33,7 +33,6 @@ export class CallBatches {
   readonly #limits: BatchLimits;
   /** By what the calls are alike in: their handlers, and their timeout (a batch has one deadline). */
   readonly #waiting = new Map<string, { timeoutMs: number; calls: Waiting[] }>();
-  #flushing = false;
 
   constructor(send: SendCalls, limits: BatchLimits) {
     this.#send = send;
@@ -46,20 +45,17 @@ export class CallBatches {
    */
   add(call: EncodedCall, timeoutMs: number, handlers: string): Promise<unknown> {
     return new Promise((resolve, reject) => {
+      // After the I/O callbacks of this turn: the cycles that a page of watch events or a service's
+      // batch of answers set going make their calls before it.
+      if (this.#waiting.size === 0) setImmediate(() => this.#flush());
       const key = `${timeoutMs} ${handlers}`;
       const group = this.#waiting.get(key);
       if (group) group.calls.push({ ...call, resolve, reject });
       else this.#waiting.set(key, { timeoutMs, calls: [{ ...call, resolve, reject }] });
-      if (this.#flushing) return;
-      this.#flushing = true;
-      // After the I/O callbacks of this turn: the cycles that a page of watch events or a service's
-      // batch of answers set going make their calls before it.
-      setImmediate(() => this.#flush());
     });
   }
 
   #flush(): void {
-    this.#flushing = false;
     const groups = [...this.#waiting.values()];
     this.#waiting.clear();
     for (const { timeoutMs, calls } of groups) {

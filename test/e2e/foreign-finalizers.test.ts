@@ -12,6 +12,7 @@ import { ApiError } from '../../gateway/kube/errors.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { testNamespace } from '../support/cluster.ts';
 import { customResourceDefinition, uniqueGroup } from '../support/crds.ts';
+import { everythingHandled } from '../support/metrics.ts';
 import { eventually, kubeClient, memoryLogger, runOperator, TEST_SECRET } from '../support/operator.ts';
 
 const group = uniqueGroup('foreign');
@@ -33,8 +34,13 @@ describe('another controller’s finalizer', () => {
     op.on.delete(`${kind.plural}.${group}`, async function delete_fn({ name, idempotencyKey }) {
       calls.push(`delete ${name} ${idempotencyKey}`);
     });
+    // Every watch event the gateway sees, as it sees it.
+    const seen: KubernetesObject[] = [];
+    op.on.event(`${kind.plural}.${group}`, async function witness_fn({ body }) {
+      seen.push(body as KubernetesObject);
+    });
     const logger = memoryLogger();
-    const running = await runOperator(op, { namespaces: [namespace], logger });
+    const running = await runOperator(op, { namespaces: [namespace], logger, metrics: '127.0.0.1:0' });
     t.after(() => running.stop());
     const path = `/apis/${group}/v1/namespaces/${namespace}/${kind.plural}/held`;
     const read = () => client.get<KubernetesObject>(path);
@@ -70,10 +76,13 @@ describe('another controller’s finalizer', () => {
     // The held object changes; each change is an event for the gateway about an object being deleted.
     await client.patch(path, 'merge', { metadata: { labels: { poked: 'once' } } });
     await client.patch(path, 'merge', { metadata: { labels: { poked: 'twice' } } });
-    // A repeated call would follow each event within milliseconds (a local service, no retry delay):
-    // half a second without one shows there is none. Removing their finalizer now would end the watch's
-    // interest in the object and hide a call still due, so the wait comes first.
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // A repeated call would come from the cycle of either change: so, both shown to the gateway and
+    // their cycles over. Removing their finalizer now would end the watch's interest in the object and
+    // hide a call still due, so the wait comes first.
+    await eventually('the gateway shown the second change', async () =>
+      seen.some((body) => body.metadata.labels?.poked === 'twice') ? true : undefined,
+    );
+    await everythingHandled(running.gateway);
     assert.equal(calls.length, 1, `the delete handler once:\n${calls.join('\n')}\n${logger.lines.join('')}`);
     assert.match(calls[0] as string, /^delete held /);
   });

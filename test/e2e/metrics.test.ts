@@ -9,6 +9,7 @@ import { operator, TemporaryError } from '../../functions/index.ts';
 import { serveFetch } from '../../gateway/cli/serve.ts';
 import { startGateway } from '../../gateway/gateway.ts';
 import { testNamespace } from '../support/cluster.ts';
+import { sample, samples } from '../support/metrics.ts';
 import {
   applyFile,
   createKopfExample,
@@ -23,30 +24,6 @@ import {
 
 const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
 const CONTROLLER = 'kopfexamples.kopf.dev/v1';
-
-/** Prometheus text as samples: `name{a="1",b="2"}` (labels sorted) → value. */
-function samples(text: string): Map<string, number> {
-  const found = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    assert.ok(match, `a line of the exposition format: ${line}`);
-    const labels = [...(match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)]
-      .map(([, name, value]) => `${name}="${value}"`)
-      .sort();
-    found.set(`${match[1]}{${labels.join(',')}}`, Number(match[3]));
-  }
-  return found;
-}
-
-/** The sample of `name` with these labels, 0 when there is none. */
-function sample(all: Map<string, number>, name: string, labels: Record<string, string>): number {
-  const key = Object.entries(labels)
-    .map(([label, value]) => `${label}="${value}"`)
-    .sort()
-    .join(',');
-  return all.get(`${name}{${key}}`) ?? 0;
-}
 
 describe('the metrics endpoint', () => {
   it('counts cycles, handler calls, retries, API writes, reviews and an open circuit, as they happen', async (t) => {

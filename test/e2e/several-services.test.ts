@@ -9,9 +9,15 @@ import { type Operator, operator } from '../../functions/index.ts';
 import type { FetchHandler } from '../../gateway/dispatch/transport.ts';
 import { applyManifests } from '../../gateway/kube/apply.ts';
 import type { KubeClient } from '../../gateway/kube/client.ts';
-import { type InvocationRequest, type KubernetesObject, PATHS } from '../../protocol/index.ts';
+import {
+  type InvocationBatch,
+  type InvocationRequest,
+  type KubernetesObject,
+  PATHS,
+} from '../../protocol/index.ts';
 import { testNamespace } from '../support/cluster.ts';
 import { customResourceDefinition, uniqueGroup } from '../support/crds.ts';
+import { everythingHandled } from '../support/metrics.ts';
 import { eventually, kubeClient, memoryLogger, runOperator, TEST_SECRET } from '../support/operator.ts';
 
 const group = uniqueGroup('several');
@@ -25,7 +31,7 @@ interface Invocation {
   handlers: string[];
 }
 
-/** The service as the gateway sees it over HTTP, counting the invocations it receives. */
+/** The service as the gateway sees it over HTTP, counting the calls it receives, alone or in batches. */
 function counting(op: Operator): FetchHandler & { name: string; invocations: Invocation[] } {
   const invocations: Invocation[] = [];
   return {
@@ -33,12 +39,14 @@ function counting(op: Operator): FetchHandler & { name: string; invocations: Inv
     invocations,
     async fetch(request: Request): Promise<Response> {
       if (new URL(request.url).pathname === PATHS.invoke) {
-        const body = (await request.clone().json()) as InvocationRequest;
-        invocations.push({
-          reason: body.reason,
-          name: body.body.metadata.name,
-          handlers: body.handlers.map((handler) => handler.id),
-        });
+        const body = (await request.clone().json()) as InvocationRequest | InvocationBatch;
+        for (const call of 'batch' in body ? body.batch : [body]) {
+          invocations.push({
+            reason: call.reason,
+            name: call.body.metadata.name,
+            handlers: call.handlers.map((handler) => handler.id),
+          });
+        }
       }
       return op.fetch(request);
     },
@@ -66,8 +74,18 @@ describe('several function services behind one gateway', () => {
     const namespace = await testNamespace(t);
     const alpha = service('alpha');
     const beta = service('beta');
+    // A third service sees every watch event the gateway sees, its own writes included.
+    const seen: KubernetesObject[] = [];
+    const witness = operator({ name: 'witness', secret: TEST_SECRET });
+    witness.on.event(RESOURCE, async function witness_fn({ body }) {
+      seen.push(body as KubernetesObject);
+    });
     const logger = memoryLogger();
-    const running = await runOperator([alpha, beta], { namespaces: [namespace], logger });
+    const running = await runOperator([alpha, beta, witness], {
+      namespaces: [namespace],
+      logger,
+      metrics: '127.0.0.1:0',
+    });
     t.after(() => running.stop());
     assert.ok(logger.lines.some((line) => /function service "alpha" at http:\/\/127\.0\.0\.1:/.test(line)));
     assert.ok(logger.lines.some((line) => /function service "beta" at http:\/\/127\.0\.0\.1:/.test(line)));
@@ -108,10 +126,18 @@ describe('several function services behind one gateway', () => {
       assert.deepEqual(object.status?.beta_update, { by: 'beta', diff });
     }
 
-    // A second call to either service, or a second write for the other's result, would follow within
-    // milliseconds of the first (the next cycle starts once the watch shows the write): half a second
-    // without one shows there is none.
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // A second call to either service, or a second write for the other's result, would come from the
+    // cycle of the gateway's own write, once the watch shows it: so, that shown and that cycle over.
+    await eventually('the watch to show the gateway its writes', async () =>
+      NAMES.every((name) =>
+        seen.some(
+          (body) => body.metadata.name === name && body.status?.beta_update && body.status?.alpha_update,
+        ),
+      )
+        ? true
+        : undefined,
+    );
+    await everythingHandled(running.gateway);
     for (const [prefix, { invocations }] of [
       ['alpha', alpha],
       ['beta', beta],

@@ -63,7 +63,7 @@ describe('components', () => {
     await components.start();
     await components.stop();
     assert.deepEqual(events.slice(-2), ['stop watch', 'stop services']);
-    assert.match(lines.join(''), /stopping watch failed: stuck/);
+    assert.match(lines.join(''), /stopping a part failed part=watch err=stuck/);
   });
 
   it('refuse a part once stopping', async () => {

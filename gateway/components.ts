@@ -89,7 +89,7 @@ export class Components {
       try {
         await part.stop();
       } catch (error) {
-        this.#logger.error(`stopping ${part.name} failed: ${error instanceof Error ? error.message : error}`);
+        this.#logger.error('stopping a part failed', { part: part.name, err: error });
       }
     }
   }
@@ -97,7 +97,7 @@ export class Components {
   #turn(change: () => Promise<void>): Promise<void> {
     const turned = this.#turning.then(change);
     this.#turning = turned.catch((error) => {
-      this.#logger.error(`changing leadership failed: ${error instanceof Error ? error.message : error}`);
+      this.#logger.error('changing leadership failed', { err: error });
     });
     return turned;
   }

@@ -266,7 +266,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         indexes,
         selection,
         namespaceWatch,
-        logger,
+        logger: logger.child({ resource: resourceKey(resource) }),
         onListing: (listed) => synced.push(listed),
         ...(peering ? { fence: () => peering.fence() } : {}),
         ...(peering && options.peering?.sharding ? { owns: (uid: string) => peering.owns(uid) } : {}),

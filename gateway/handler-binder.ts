@@ -254,9 +254,7 @@ export class HandlerBinder {
             if (resolved.error !== undefined) throw resolved.error;
           });
         } catch (error) {
-          logger.warning(
-            `serving handlers found later failed, retrying: ${error instanceof Error ? error.message : error}`,
-          );
+          logger.warning('serving handlers found later failed, retrying', { err: error });
         }
       }
     })().finally(() => {

@@ -1,40 +1,108 @@
-/** Human-readable log lines on stderr: time, level, the object they are about, message. */
+/**
+ * The gateway's log: constant messages with Kubernetes' structured-logging keys (`object` as ns/name,
+ * `resource`, `handler`, `cause`, `retry`, `idempotencyKey`, `traceId`, `err`), written by pino as
+ * JSON lines for a log pipeline, or as text lines for a person at a terminal.
+ */
+import { pino } from 'pino';
 import type { LogLevel } from '../protocol/index.ts';
 
-const RANK: Record<LogLevel, number> = { debug: 0, info: 1, warning: 2, error: 3 };
+/** What a line is about, beside its message. Values are strings, numbers, booleans or lists of them. */
+export type LogFields = Readonly<Record<string, unknown>>;
 
 export interface Logger {
-  debug(message: string): void;
-  info(message: string): void;
-  warning(message: string): void;
-  error(message: string): void;
-  log(level: LogLevel, message: string): void;
-  /** A logger whose lines name what they are about, e.g. `[default/kopf-example-1]`. */
-  child(scope: string): Logger;
+  debug(message: string, fields?: LogFields): void;
+  info(message: string, fields?: LogFields): void;
+  warning(message: string, fields?: LogFields): void;
+  error(message: string, fields?: LogFields): void;
+  log(level: LogLevel, message: string, fields?: LogFields): void;
+  /** A logger whose lines all carry these fields, e.g. `{ object: 'default/kopf-example-1' }`. */
+  child(fields: LogFields): Logger;
 }
+
+/** `text`: a line a person reads; `json`: one JSON object per line, for a log pipeline. */
+export type LogFormat = 'text' | 'json';
 
 export interface LogSink {
   write(line: string): void;
 }
 
-export function createLogger(options: { level?: LogLevel; sink?: LogSink; scope?: string } = {}): Logger {
-  const threshold = RANK[options.level ?? 'info'];
+export interface LoggerOptions {
+  level?: LogLevel;
+  format?: LogFormat;
+  /** Where the lines go, each ending in a newline: stderr by default. */
+  sink?: LogSink;
+}
+
+/**
+ * Fields never written as they are, wherever they appear at the top or one level down: credentials
+ * and a Secret's data, should one reach a log line through an error or a child object.
+ */
+const REDACTED = ['authorization', 'token', 'password', 'secret', 'data', 'stringData', 'privateKey'];
+export const REDACTION = '[redacted]';
+
+const LEVELS: Record<LogLevel, number> = { debug: 20, info: 30, warning: 40, error: 50 };
+
+export function createLogger(options: LoggerOptions = {}): Logger {
   const sink = options.sink ?? { write: (line: string) => process.stderr.write(line) };
-  const prefix = options.scope ? `[${escapeControls(options.scope)}] ` : '';
-  const log = (level: LogLevel, message: string) => {
-    if (RANK[level] < threshold) return;
-    const line = `${new Date().toISOString()} ${level.toUpperCase().padEnd(7)} ${prefix}${escapeControls(message)}`;
-    sink.write(`${line}\n`);
+  const destination =
+    options.format === 'json' ? sink : { write: (line: string) => sink.write(asText(line)) };
+  const engine = pino<keyof typeof LEVELS, true>(
+    {
+      level: options.level ?? 'info',
+      customLevels: LEVELS,
+      useOnlyCustomLevels: true,
+      base: undefined,
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+      serializers: { err: errorFields },
+      redact: { paths: REDACTED.flatMap((key) => [key, `*.${key}`]), censor: REDACTION },
+    },
+    destination,
+  );
+  return wrap(engine);
+}
+
+type Engine = pino.Logger<keyof typeof LEVELS, boolean>;
+
+function wrap(engine: Engine): Logger {
+  const log = (level: LogLevel, message: string, fields?: LogFields) => {
+    if (fields) engine[level](fields, message);
+    else engine[level](message);
   };
   return {
     log,
-    debug: (message) => log('debug', message),
-    info: (message) => log('info', message),
-    warning: (message) => log('warning', message),
-    error: (message) => log('error', message),
-    child: (scope) =>
-      createLogger({ ...options, scope: options.scope ? `${options.scope}] [${scope}` : scope }),
+    debug: (message, fields) => log('debug', message, fields),
+    info: (message, fields) => log('info', message, fields),
+    warning: (message, fields) => log('warning', message, fields),
+    error: (message, fields) => log('error', message, fields),
+    child: (fields) => wrap(engine.child(fields)),
   };
+}
+
+/** An error as a line shows it: what it says, and its kind when it is not a plain Error. */
+function errorFields(error: unknown): unknown {
+  if (!(error instanceof Error)) return String(error);
+  return error.name === 'Error' ? error.message : { type: error.name, message: error.message };
+}
+
+/**
+ * A JSON line as text: time, level, `[object]`, message, then the other fields as `key=value`, a
+ * string value quoted when it has a space, a quote or an `=` in it.
+ */
+function asText(json: string): string {
+  const { time, level, msg, object, ...fields } = JSON.parse(json) as Record<string, unknown>;
+  let line = `${time} ${String(level).toUpperCase().padEnd(7)} `;
+  if (object !== undefined) line += `[${escapeControls(String(object))}] `;
+  line += escapeControls(String(msg ?? ''));
+  for (const [key, value] of Object.entries(fields)) line += ` ${key}=${textValue(value)}`;
+  return `${line}\n`;
+}
+
+function textValue(value: unknown): string {
+  // An error of a kind of its own is shown by what it says, as a plain one is.
+  if (typeof value === 'object' && value !== null && 'message' in value) value = String(value.message);
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return escapeControls(typeof value === 'string' && /[\s"=]|^$/.test(text) ? JSON.stringify(text) : text);
 }
 
 /**

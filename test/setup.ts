@@ -19,6 +19,9 @@ export async function globalSetup(): Promise<void> {
   ]);
   controlPlane = started;
   process.env.KUBECONFIG = controlPlane.kubeconfigPath;
+  // The commands the tests start write text, as at a terminal, for the tests to read as a person
+  // would; test/e2e/logs.test.ts reads their JSON.
+  process.env.CAUSEWAY_LOG_FORMAT = 'text';
   process.env.CAUSEWAY_TEST_KUBECONFIG = controlPlane.kubeconfigPath;
   process.env.CAUSEWAY_TEST_WEBHOOK_CLIENT_CA = controlPlane.webhookClientCaPath;
   process.env.CAUSEWAY_TEST_TARBALL = tarball;

@@ -119,6 +119,6 @@ describe('the command line', () => {
     ]);
     assert.match(help, /^ {2}release <resource> <name>$/m);
     assert.match(help, /^ {2}conformance <url> --name <name>$/m);
-    assert.deepEqual(listed(help), ['verbose', 'quiet', 'help', 'version']);
+    assert.deepEqual(listed(help), ['verbose', 'quiet', 'log-level', 'log-format', 'help', 'version']);
   });
 });

@@ -69,6 +69,17 @@ export const COMMON = group(
   'Common options',
   flag({ name: 'verbose', short: 'v', description: 'Log debug lines too.' }),
   flag({ name: 'quiet', short: 'q', description: 'Log only warnings and errors.' }),
+  flag({
+    name: 'log-level',
+    value: '<level>',
+    description: 'Log lines of this level and above: debug, info (the default), warning or error.',
+  }),
+  flag({
+    name: 'log-format',
+    value: '<format>',
+    description:
+      'text (for a person), json (one object per line, for a log pipeline), or auto (the default): text on a terminal, json otherwise. CAUSEWAY_LOG_FORMAT sets it too.',
+  }),
   flag({ name: 'help', short: 'h', description: 'Show this help.' }),
   flag({ name: 'version', short: 'V', description: "Show Causeway's version." }),
 );

@@ -13,7 +13,7 @@ import { releaseCommand } from './commands/release.ts';
 import { runCommand } from './commands/run.ts';
 import { serveCommand } from './commands/serve.ts';
 import { CLUSTER_NOTE } from './flags.ts';
-import { logLevel } from './options.ts';
+import { logFormat, logLevel } from './options.ts';
 
 /** The commands, in the order `causeway --help` lists them. */
 export const COMMANDS = [
@@ -40,7 +40,11 @@ export async function main(argv: string[]): Promise<void> {
   } else {
     const { command, values, args } = line;
     try {
-      await command.run({ values, args, logger: createLogger({ level: logLevel(values) }) });
+      const logger = createLogger({
+        level: logLevel(values),
+        format: logFormat(values, process.stderr.isTTY === true, process.env.CAUSEWAY_LOG_FORMAT),
+      });
+      await command.run({ values, args, logger });
     } catch (error) {
       if (error instanceof UsageError) error.command ??= command.name;
       throw error;

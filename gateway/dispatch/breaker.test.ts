@@ -7,11 +7,13 @@ function breakerWith(probe: () => Promise<void>) {
   const lines: string[] = [];
   const changes: Array<string | undefined> = [];
   const breaker: CircuitBreaker = new CircuitBreaker({
-    service: '"billing" at http://billing:8080',
     threshold: 3,
     probeDelaysS: [0.001],
     probe,
-    logger: createLogger({ level: 'info', sink: { write: (line) => lines.push(line) } }),
+    logger: createLogger({ level: 'info', sink: { write: (line) => lines.push(line) } }).child({
+      service: 'billing',
+      url: 'http://billing:8080',
+    }),
     onChange: () => changes.push(breaker.down),
   });
   return { breaker, lines, changes };
@@ -32,7 +34,7 @@ describe('circuit breaker', () => {
     assert.equal(lines.length, 1);
     assert.match(
       lines[0] ?? '',
-      /WARNING +function service "billing" at http:\/\/billing:8080 is down \(3 calls in a row: no answer within 30000 ms\): its calls wait, and nothing is written for them, until its health check answers/,
+      /WARNING +function service down: its calls wait, and nothing is written for them, until its health check answers service=billing url=http:\/\/billing:8080 failures=3 err="no answer within 30000 ms"$/m,
     );
     breaker.close();
   });
@@ -54,7 +56,7 @@ describe('circuit breaker', () => {
     assert.deepEqual(changes, ['ECONNREFUSED', undefined], 'told when it opened and when it closed');
     assert.match(
       lines.join(''),
-      /INFO +function service "billing" at http:\/\/billing:8080 is back after \d+s: its calls resume/,
+      /INFO +function service back: its calls resume service=billing url=http:\/\/billing:8080 downSeconds=\d+$/m,
     );
     await breaker.recovered(); // closed: at once
   });

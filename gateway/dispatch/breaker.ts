@@ -9,8 +9,6 @@ import type { Logger } from '../logging.ts';
 import { delayFor } from '../settings.ts';
 
 export interface BreakerOptions {
-  /** For the log lines: the service's name and URL. */
-  service: string;
   /** Calls in a row that found the service unreachable before the circuit opens. */
   threshold: number;
   /** Seconds between health checks while open: one per failed check, the last repeated. */
@@ -58,11 +56,11 @@ export class CircuitBreaker {
   unreachable(reason: string): void {
     this.#failures++;
     if (this.#open || this.#failures < this.#options.threshold || this.#closed) return;
-    const { service, logger } = this.#options;
+    const { logger } = this.#options;
     this.#open = { since: Date.now(), reason, recovered: Promise.withResolvers(), probes: 0 };
     logger.warning(
-      `function service ${service} is down (${this.#failures} calls in a row: ${reason}): ` +
-        'its calls wait, and nothing is written for them, until its health check answers',
+      'function service down: its calls wait, and nothing is written for them, until its health check answers',
+      { failures: this.#failures, err: reason },
     );
     this.#scheduleProbe();
     this.#options.onChange?.();
@@ -97,9 +95,7 @@ export class CircuitBreaker {
     this.#open = undefined;
     this.#failures = 0;
     const seconds = Math.round((Date.now() - open.since) / 1000);
-    this.#options.logger.info(
-      `function service ${this.#options.service} is back after ${seconds}s: its calls resume`,
-    );
+    this.#options.logger.info('function service back: its calls resume', { downSeconds: seconds });
     open.recovered.resolve();
     this.#options.onChange?.();
   }

@@ -59,6 +59,8 @@ export interface ServiceAnswer {
   down?: Promise<void>;
   /** Memo updates: `null` removes a key. */
   memo?: Record<string, unknown>;
+  /** The call's trace id (of its `traceparent`), when it was made. */
+  traceId?: string;
 }
 
 export async function callServices(
@@ -69,15 +71,16 @@ export async function callServices(
 ): Promise<ServiceAnswer[]> {
   return Promise.all(
     calls.map(async ({ service, handlers }): Promise<ServiceAnswer> => {
+      const timeoutMs = subject.timeoutMs ?? service.timeoutMs;
+      const request = invocationRequest(
+        subject.reason,
+        subject.resource,
+        subject.object,
+        handlers,
+        timeoutMs,
+      );
+      const traceId = traceIdOf(request.traceparent);
       try {
-        const timeoutMs = subject.timeoutMs ?? service.timeoutMs;
-        const request = invocationRequest(
-          subject.reason,
-          subject.resource,
-          subject.object,
-          handlers,
-          timeoutMs,
-        );
         const response = await service.invoke(
           {
             ...request,
@@ -90,10 +93,15 @@ export async function callServices(
           timeoutMs + (subject.long?.graceMs ?? 0),
           subject.long ? { cut: subject.long.cut, long: true } : {},
         );
-        forwardLogs(response.logs, request.traceparent, log);
-        return { service, outcomes: response.outcomes, ...(response.memo ? { memo: response.memo } : {}) };
+        forwardLogs(response.logs, traceId, log);
+        return {
+          service,
+          outcomes: response.outcomes,
+          ...(response.memo ? { memo: response.memo } : {}),
+          ...(traceId ? { traceId } : {}),
+        };
       } catch (error) {
-        return failedCall(service, error, handlers, retryDelaysS);
+        return { ...failedCall(service, error, handlers, retryDelaysS), ...(traceId ? { traceId } : {}) };
       }
     }),
   );
@@ -117,19 +125,25 @@ export async function callActivity(
   const request = activityRequest(call.activity, call.handlers, call.timeoutMs, call.memo);
   try {
     const response = await service.invoke(request, call.timeoutMs);
-    forwardLogs(response.logs, request.traceparent, log);
+    forwardLogs(response.logs, traceIdOf(request.traceparent), log);
     return { service, outcomes: response.outcomes, ...(response.memo ? { memo: response.memo } : {}) };
   } catch (error) {
     return failedCall(service, error, call.handlers, retryDelaysS);
   }
 }
 
-/** The service's log lines, in the gateway's log. */
-function forwardLogs(lines: readonly LogLine[], traceparent: string | undefined, log: Logger): void {
-  // The trace id joins the service's lines to its own logs and spans, wherever they are exported.
-  const trace = `(trace ${traceIdOf(traceparent)})`;
+/**
+ * The service's log lines, in the gateway's log: the service's words are the message (they are not
+ * constant; the handler and the trace id, which joins them to the service's own logs and spans, are
+ * the fields to query).
+ */
+function forwardLogs(lines: readonly LogLine[], traceId: string | undefined, log: Logger): void {
   for (const line of lines)
-    log.log(line.level, `${line.handler ? `${line.handler}: ` : ''}${line.message} ${trace}`);
+    log.log(line.level, line.message, {
+      ...(line.handler ? { handler: line.handler } : {}),
+      ...(traceId ? { traceId } : {}),
+      origin: 'function',
+    });
 }
 
 /** A call that found the service down (no outcomes: they wait), or failed: each handler to be retried. */

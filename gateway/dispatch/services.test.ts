@@ -171,7 +171,7 @@ describe('a function service named in the configuration', () => {
     await assert.rejects(connecting);
     assert.match(
       warnings[0] ?? '',
-      /answers as "billing", not as "shipping", the name the gateway was given for it/,
+      /err=".* answers as \\"billing\\", not as \\"shipping\\", the name the gateway was given for it"/,
     );
     assert.equal(signedFor, undefined, 'nothing was signed for it');
   });

@@ -223,14 +223,14 @@ export class FunctionServices {
       try {
         this.#checkScheme(name, to.url);
       } catch (error) {
-        logger.warning(`a dev session for "${name}" is not redirected: ${describe(error)}`);
+        logger.warning('a dev session is not redirected', { service: name, err: describe(error) });
         return false;
       }
       let connected: { service: FunctionService; way: Way };
       try {
         connected = await this.#connectOnce({ ...slot.endpoint, name, url: to.url }, slot.sign);
       } catch (error) {
-        logger.warning(`a dev session for "${name}" is not redirected: ${describe(error)}`);
+        logger.warning('a dev session is not redirected', { service: name, err: describe(error) });
         return false;
       }
       const previous = slot.away;
@@ -354,11 +354,10 @@ export class FunctionServices {
       maxReplyBytes,
     );
     const breaker = new CircuitBreaker({
-      service: `"${name}" at ${url}`,
       threshold: breakerThreshold,
       probeDelaysS: serviceRetryDelaysS,
       probe: async () => void (await readHealth(transport)),
-      logger: this.#options.logger,
+      logger: this.#options.logger.child({ service: name, url }),
       onChange: () => this.#tell(name),
     });
     return { transport, breaker };
@@ -457,7 +456,7 @@ export class FunctionServices {
       } catch (error) {
         // Beyond its pin is how it is deployed, not an outage: waiting would not mend it.
         if (signal.aborted || error instanceof ScopeError) throw error;
-        logger.warning(`function service ${where} is not reachable yet: ${describe(error)}`);
+        logger.warning(`function service ${where} is not reachable yet`, { err: describe(error) });
         await sleep(jitter(delay), signal);
       }
     }

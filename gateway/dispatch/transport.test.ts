@@ -174,7 +174,6 @@ describe('a reply over the cap', () => {
           : op.fetch(request),
     };
     const breaker = new CircuitBreaker({
-      service: 'verbose',
       threshold: 1,
       probeDelaysS: [60],
       probe: async () => {},

@@ -269,9 +269,9 @@ export class Admission implements Component {
       if (!(await othersRunning())) return true;
       logger.info('other replicas run: their webhook configurations stay');
     } catch (error) {
-      logger.warning(
-        `the webhook configurations stay: whether other replicas run is not known (${error instanceof Error ? error.message : error})`,
-      );
+      logger.warning('the webhook configurations stay: whether other replicas run is not known', {
+        err: error,
+      });
     }
     return false;
   }
@@ -349,7 +349,7 @@ export class Admission implements Component {
       },
       timeoutMs: webhook.timeoutSeconds * 1000 - DECISION_MARGIN_MS,
     };
-    const log = this.#options.logger.child(`${webhook.type} ${webhook.handler.id}`);
+    const log = this.#options.logger.child({ webhook: webhook.type, handler: webhook.handler.id });
     const [answer] = await callServices([{ service, handlers: [due] }], subject, [0], log);
     if (signal.aborted) throw new Error('no decision before the deadline');
     const outcome = answer?.outcomes[webhook.handler.id];
@@ -535,9 +535,7 @@ export class Admission implements Component {
         }
       } catch (error) {
         // A renewal caught half-written: the next look finds it whole.
-        this.#options.logger.warning(
-          `reading the webhook certificate files failed: ${(error as Error).message}`,
-        );
+        this.#options.logger.warning('reading the webhook certificate files failed', { err: error });
       }
       if (this.#server) this.#watchFiles(files, intervalMs);
     }, intervalMs);
@@ -557,7 +555,7 @@ export class Admission implements Component {
             await this.#switchTo({ ...renewed, bundle: caBundle(renewed) });
           }
         } catch (error) {
-          this.#options.logger.error(`renewing the webhook certificate failed: ${(error as Error).message}`);
+          this.#options.logger.error('renewing the webhook certificate failed', { err: error });
         }
         this.#scheduleRenewal();
       },

@@ -60,6 +60,6 @@ export async function writeEffects(
     if (effects.events.length > 0) await api.postEvents(written ?? current, effects.events, log, applied);
   } catch (error) {
     if (isNotFound(error)) return;
-    log.error(`writing what handlers returned failed: ${error instanceof Error ? error.message : error}`);
+    log.error('writing what handlers returned failed', { err: error });
   }
 }

@@ -170,7 +170,7 @@ export class Daemons {
   async #run(daemon: Daemon): Promise<void> {
     const { served, memory, roundMs, logger } = this.#options;
     const { spec, service, object, stopping } = daemon;
-    const log = logger.child(objectName(object.latest));
+    const log = logger.child({ object: objectName(object.latest) });
     await sleep((spec.options?.initialDelay ?? 0) * 1000, stopping.signal);
     while (!stopping.signal.aborted && stillBound(served, daemon)) {
       const uid = object.latest.metadata.uid;
@@ -204,7 +204,10 @@ export class Daemons {
       await sleep(next, stopping.signal);
     }
     if (stopping.signal.aborted && daemon.betweenRounds) await this.#lastCall(daemon, log);
-    log.debug(`daemon ${spec.id} stopped (${stopping.signal.reason ?? 'its handler was removed'})`);
+    log.debug('daemon stopped', {
+      handler: spec.id,
+      why: stopping.signal.reason ?? 'its handler was removed',
+    });
   }
 
   /** What a call returned, kept: the memo updated and the effects written; its outcome, if it has one. */
@@ -259,28 +262,35 @@ export class Daemons {
           daemon.retry = 0;
           return 0;
         }
-        log.info(`daemon ${spec.id} returned; not called again until the object changes`);
+        log.info('daemon returned; not called again until the object changes', { handler: spec.id });
         return 'halt';
       case 'temporary': {
         const retries = daemon.retry + 1;
         const exhausted = exhaustion(spec, { started: daemon.started, retries }, new Date());
         if (exhausted) {
-          log.error(`daemon ${spec.id} ${exhausted}; not called again until the object changes`);
+          log.error('daemon given up; not called again until the object changes', {
+            handler: spec.id,
+            err: exhausted,
+          });
           return 'halt';
         }
         daemon.retry = retries;
-        log.warning(
-          `daemon ${spec.id} failed temporarily, calling again in ${outcome.delay}s: ${outcome.message}`,
-        );
+        log.warning('daemon failed temporarily', {
+          handler: spec.id,
+          retry: retries,
+          delaySeconds: outcome.delay,
+          err: outcome.message,
+        });
         return outcome.delay * 1000;
       }
       case 'skipped':
         return 'halt';
       case 'permanent':
       case 'denied':
-        log.error(
-          `daemon ${spec.id} failed permanently: ${outcome.message}; not called again until the object changes`,
-        );
+        log.error('daemon failed permanently; not called again until the object changes', {
+          handler: spec.id,
+          err: outcome.message,
+        });
         return 'halt';
     }
   }
@@ -291,7 +301,7 @@ export class Daemons {
     daemon.stopping.abort(reason);
     if (daemon.call) {
       const { served, logger } = this.#options;
-      const log = logger.child(objectName(daemon.object.latest));
+      const log = logger.child({ object: objectName(daemon.object.latest) });
       await callServices(
         [{ service: daemon.service, handlers: [dueOf(daemon)] }],
         { reason: 'daemon', resource: served.resource, object: daemon.object.latest, stop: reason },

@@ -255,7 +255,7 @@ export class DevSessions implements Component {
       client: options.client,
       path: `/apis/coordination.k8s.io/v1/namespaces/${options.namespace}/leases`,
       labelSelector: `${options.identity.annotationPrefix}/dev-session`,
-      logger: options.logger.child(`dev sessions in ${options.namespace}`),
+      logger: options.logger.child({ watching: 'dev sessions', namespace: options.namespace }),
       settings: options.settings,
       onEvent: ({ type, object }) =>
         this.#observe(type === 'DELETED' ? undefined : object, object.metadata.name),

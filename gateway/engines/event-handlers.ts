@@ -52,7 +52,7 @@ export class EventHandlers {
   }
 
   async #deliver(type: WatchEventType, object: KubernetesObject, bindings: Binding<FunctionService>[]) {
-    const log = this.#logger.child(objectName(object));
+    const log = this.#logger.child({ object: objectName(object) });
     const started = new Date().toISOString();
     const { uid, resourceVersion } = object.metadata;
     const calls = bindings.map(({ service, handlers }) => ({
@@ -78,7 +78,7 @@ export class EventHandlers {
         // Each event's children are its own: one with a generateName is made once per event.
         collectEffects(effects, outcome, idempotencyKey(uid, id, type, resourceVersion ?? ''));
         if (outcome.status === 'temporary' || outcome.status === 'permanent') {
-          log.error(`event handler ${id} failed (not retried): ${outcome.message}`);
+          log.error('event handler failed (not retried)', { handler: id, err: outcome.message });
         }
       }
     }
@@ -89,9 +89,7 @@ export class EventHandlers {
       const written = type === 'DELETED' ? undefined : await this.#api.applyChanges(object, effects.changes);
       if (events.length > 0) await this.#api.postEvents(written ?? object, events, log, applied);
     } catch (error) {
-      log.error(
-        `applying what event handlers returned failed: ${error instanceof Error ? error.message : error}`,
-      );
+      log.error('applying what event handlers returned failed', { err: error });
     }
   }
 }

@@ -290,7 +290,7 @@ export class FunctionServiceObjects implements Component {
     this.#watcher = new Watcher({
       client: options.client,
       path: this.#path,
-      logger: options.logger.child(`function services in ${options.namespace}`),
+      logger: options.logger.child({ watching: 'function services', namespace: options.namespace }),
       settings: options.settings.watching,
       onEvent: ({ type, object }) =>
         this.#serially(() => (type === 'DELETED' ? this.#forget(object) : this.#observe(object))),
@@ -333,7 +333,7 @@ export class FunctionServiceObjects implements Component {
 
   #serially(change: () => Promise<void>): void {
     this.#changing = this.#changing.then(change).catch((error) => {
-      this.#options.logger.error(`function services: ${error instanceof Error ? error.message : error}`);
+      this.#options.logger.error('serving FunctionService objects failed', { err: error });
     });
   }
 
@@ -540,7 +540,8 @@ export class FunctionServiceObjects implements Component {
       );
     } catch (error) {
       this.#options.logger.warning(
-        `the status of FunctionService ${this.#options.namespace}/${name} could not be written: ${error instanceof Error ? error.message : error}`,
+        `the status of FunctionService ${this.#options.namespace}/${name} could not be written`,
+        { err: error },
       );
     }
   }

@@ -198,7 +198,7 @@ describe('indexes fed by a watch', () => {
     feed.observe('ADDED', pod('a', '1'));
     assert.deepEqual((await indexes.contents('idx', ['versions'])).versions, [['a', ['1']]]);
     feed.observe('MODIFIED', pod('a', '2'));
-    await until(() => lines.some((line) => line.includes('indexing 1 objects with "idx" failed')));
+    await until(() => lines.some((line) => line.includes('indexing failed service=idx objects=1')));
     assert.deepEqual((await indexes.contents('idx', ['versions'])).versions, [['a', ['1']]], 'kept');
     await until(async () => equal((await indexes.contents('idx', ['versions'])).versions, [['a', ['2']]]));
     assert.deepEqual(batches, [1, 1, 1], 'asked, failed, asked again');
@@ -226,7 +226,9 @@ describe('indexes fed by a watch', () => {
     feed.watching();
     feed.observe('ADDED', pod('a', '1'));
     assert.deepEqual((await indexes.contents('idx', ['names'])).names, [], 'not indexed while failing');
-    assert.ok(lines.some((line) => line.includes('index names failed temporarily, asking again in 0.01s')));
+    assert.ok(
+      lines.some((line) => line.includes('index failed temporarily handler=names retry=0 delaySeconds=0.01')),
+    );
     await until(async () => equal((await indexes.contents('idx', ['names'])).names, [[null, ['a']]]));
     await stop();
   });

@@ -422,7 +422,7 @@ export class IndexFeed {
         const { object, request } = calls[position] as Call;
         for (const line of response.logs) {
           log
-            .child(objectName(object))
+            .child({ object: objectName(object) })
             .log(line.level, `${line.handler ? `${line.handler}: ` : ''}${line.message}`);
         }
         for (const due of request.handlers) {
@@ -443,10 +443,12 @@ export class IndexFeed {
         return;
       }
       const delay = delayFor(this.#options.retryDelaysS, failures);
-      log.warning(
-        `indexing ${calls.length} objects with "${service.name}" failed, again in ${delay}s: ` +
-          `${error instanceof Error ? error.message : error}`,
-      );
+      log.warning('indexing failed', {
+        service: service.name,
+        objects: calls.length,
+        delaySeconds: delay,
+        err: error,
+      });
       await sleep(delay * 1000, this.#options.stopping);
     }
   }
@@ -457,7 +459,7 @@ export class IndexFeed {
     const indexing = this.#indexing.get(uid)?.get(`${service.name}\0${due.id}`);
     if (!indexing) return; // deleted, or no longer matching, meanwhile
     const store = this.#store(service.name, due.id);
-    const log = this.#options.logger.child(objectName(object));
+    const log = this.#options.logger.child({ object: objectName(object) });
     const failure = this.#failure(indexing, due, outcome);
     // Asked again after a temporary failure; otherwise not until the object changes.
     if (typeof failure !== 'number') indexing.answered = object.metadata.resourceVersion;
@@ -471,11 +473,16 @@ export class IndexFeed {
     }
     store.remove(uid);
     if (typeof failure === 'number') {
-      log.warning(`index ${due.id} failed temporarily, asking again in ${failure}s: ${describe(outcome)}`);
+      log.warning('index failed temporarily', {
+        handler: due.id,
+        retry: due.retry,
+        delaySeconds: failure,
+        err: describe(outcome),
+      });
       indexing.failing = { retry: due.retry + 1, started: due.started, object };
       this.#retries.schedule(indexing, Date.now() + failure * 1000);
     } else {
-      log.error(`index ${due.id} ${failure}; not indexed until the object changes`);
+      log.error('index failed; not asked again until the object changes', { handler: due.id, err: failure });
       this.#retries.cancel(indexing);
       indexing.failing = undefined;
     }

@@ -100,9 +100,7 @@ export class SigningKeys implements Component {
       next = (await this.#keep()).next;
     } catch (error) {
       // The key in use stays valid for its whole overlap: a failed look costs nothing yet.
-      this.#options.logger.warning(
-        `signing keys: ${error instanceof Error ? error.message : error}; trying again`,
-      );
+      this.#options.logger.warning('managing the signing keys failed, trying again', { err: error });
     }
     this.#schedule(next);
   }

@@ -195,7 +195,7 @@ export class Timers {
     const object = (timers[0] as Timer).object;
     const service = (timers[0] as Timer).service;
     const uid = object.latest.metadata.uid;
-    const log = logger.child(objectName(object.latest));
+    const log = logger.child({ object: objectName(object.latest) });
     const startedAt = Date.now();
     const started = new Date(startedAt).toISOString();
     const handlers = timers.map((timer): DueHandler => {
@@ -234,7 +234,7 @@ export class Timers {
     const failing = timer.failing as NonNullable<Timer['failing']>;
     collectEffects(effects, outcome, failing.key);
     const halt = (message: string) => {
-      log.error(`timer ${spec.id} ${message}; stopped until the object changes`);
+      log.error('timer stopped until the object changes', { handler: spec.id, err: message });
       effects.events.push({ type: 'Warning', reason: 'HandlerFailed', message: `${spec.id} ${message}` });
       timer.haltedAt = serializeEssence(essenceOf(object.latest, this.#options.annotationPrefix));
       timer.failing = undefined;
@@ -256,7 +256,11 @@ export class Timers {
         const exhausted = exhaustion(spec, { started: failing.started, retries }, new Date());
         if (exhausted) return halt(`failed: ${outcome.message} (${exhausted})`);
         failing.retry = retries;
-        log.warning(`timer ${spec.id} failed temporarily, retrying in ${outcome.delay}s: ${outcome.message}`);
+        log.warning('timer failed temporarily', {
+          handler: spec.id,
+          delaySeconds: outcome.delay,
+          err: outcome.message,
+        });
         return Date.now() + outcome.delay * 1000;
       }
       case 'permanent':

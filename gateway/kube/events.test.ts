@@ -149,7 +149,7 @@ describe('Kubernetes events', () => {
     await postEvents(client, object(), [normal, { ...normal, reason: 'Second' }], logger);
     assert.equal(requests.length, 2);
     assert.equal(lines.length, 1);
-    assert.match(lines[0] as string, /WARNING .*could not post event Created: /);
+    assert.match(lines[0] as string, /WARNING .*could not post an event reason=Created err="POST .* 403 /);
   });
 });
 

@@ -109,9 +109,7 @@ export async function postEvents(
       try {
         await client.request(`/api/v1/namespaces/${namespace}/events`, { method: 'POST', body });
       } catch (error) {
-        logger.warning(
-          `could not post event ${event.reason}: ${error instanceof Error ? error.message : error}`,
-        );
+        logger.warning('could not post an event', { reason: event.reason, err: error });
       }
     }),
   );

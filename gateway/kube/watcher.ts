@@ -88,9 +88,10 @@ export class Watcher {
           this.#resourceVersion = undefined;
           continue;
         }
-        this.#options.logger.warning(
-          `watch of ${this.#options.path} failed, retrying: ${describeError(error)}`,
-        );
+        this.#options.logger.warning('watch failed, retrying', {
+          path: this.#options.path,
+          err: describeError(error),
+        });
         const retryAfter = error instanceof ApiError ? (error.retryAfterSeconds ?? 0) * 1000 : 0;
         await sleep(Math.max(jitter(backoff), retryAfter), this.#abort.signal);
         backoff = Math.min(backoff * 2, this.#options.settings.retryDelayMs.max);
@@ -153,10 +154,12 @@ export class Watcher {
           newline = pending.indexOf('\n');
         }
       }
-      this.#options.logger.debug(
-        `watch of ${this.#options.path} ended by the server after ${((performance.now() - opened) / 1000).toFixed(1)} s ` +
-          `and ${events} events; watching on from resourceVersion ${this.#resourceVersion}`,
-      );
+      this.#options.logger.debug('watch ended by the server; watching on', {
+        path: this.#options.path,
+        seconds: Number(((performance.now() - opened) / 1000).toFixed(1)),
+        events,
+        resourceVersion: this.#resourceVersion,
+      });
     } catch (error) {
       // A silent stream is dropped and reopened from the last position; anything else is a failure.
       if (!silence.signal.aborted) throw error;

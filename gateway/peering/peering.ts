@@ -144,7 +144,8 @@ export class Peering implements Component {
     } catch (error) {
       if (!isNotFound(error)) {
         this.#options.logger.warning(
-          `could not remove this gateway's Lease ${this.#lease}: the others take over once it expires (${describe(error)})`,
+          `could not remove this gateway's Lease ${this.#lease}: the others take over once it expires`,
+          { err: describe(error) },
         );
       }
     }
@@ -160,7 +161,7 @@ export class Peering implements Component {
       try {
         await this.#tick();
       } catch (error) {
-        logger.warning(`peering: ${describe(error)}`);
+        logger.warning('peering failed, trying again', { err: describe(error) });
       }
       await sleep(settings.retryPeriodS * 1000, this.#stopping.signal);
     }
@@ -177,9 +178,9 @@ export class Peering implements Component {
     } catch (error) {
       if (this.#stopping.signal.aborted) return;
       const since = Math.round((Date.now() - this.#renewedAt) / 1000);
-      logger.warning(
-        `could not renew this gateway's Lease ${this.#lease} (for ${since}s): ${describe(error)}`,
-      );
+      logger.warning(`could not renew this gateway's Lease ${this.#lease} (for ${since}s)`, {
+        err: describe(error),
+      });
       const overdue = Date.now() - this.#renewedAt >= settings.renewDeadlineS * 1000;
       if (this.#holding && !this.#turning && overdue) {
         logger.error(`stops leading: its Lease was not renewed within ${settings.renewDeadlineS}s`);
@@ -285,7 +286,7 @@ export class Peering implements Component {
   #turn(change: () => Promise<void>): void {
     const turning: Promise<void> = (this.#turning ?? Promise.resolve())
       .then(change)
-      .catch((error) => this.#options.logger.error(`peering: ${describe(error)}`))
+      .catch((error) => this.#options.logger.error('peering failed', { err: describe(error) }))
       .finally(() => {
         if (this.#turning === turning) this.#turning = undefined;
       });

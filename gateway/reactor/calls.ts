@@ -35,20 +35,28 @@ export const functionServiceCaller =
     const byService = new Map<FunctionService, DueCall<FunctionService>[]>();
     for (const call of due) byService.set(call.service, [...(byService.get(call.service) ?? []), call]);
     const uid = subject.object.metadata.uid;
+    const keys = new Map<DueCall<FunctionService>, string>();
     const answers = await callServices(
       [...byService].map(([service, calls]) => ({
         service,
-        handlers: calls.map((call) => dueHandler(call, uid, subject.reason, subject.stored)),
+        handlers: calls.map((call) => {
+          const handler = dueHandler(call, uid, subject.reason, subject.stored);
+          keys.set(call, handler.idempotencyKey);
+          return handler;
+        }),
       })),
       subject,
       retryDelaysS,
       log,
     );
-    const outcomes = answers.flatMap(({ service, outcomes, down }) =>
+    const outcomes = answers.flatMap(({ service, outcomes, down, traceId }) =>
       down
         ? []
         : (byService.get(service) ?? []).map((call): [DueCall<FunctionService>, Outcome] => [
-            call,
+            {
+              ...call,
+              called: { idempotencyKey: keys.get(call) as string, ...(traceId ? { traceId } : {}) },
+            },
             outcomes[call.spec.id] as Outcome,
           ]),
     );

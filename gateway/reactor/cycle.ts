@@ -90,7 +90,7 @@ export class ResourceReactor<S> {
       existedAtStart: remembered.existedAtStart === true,
       ...(served.storage.adoptKopf === undefined ? {} : { adoptedPrefix: served.storage.adoptKopf }),
     });
-    const log = this.#options.logger.child(objectName(object));
+    const log = this.#options.logger.child({ object: objectName(object), cause: cause.reason });
     try {
       const ending =
         cause.reason === 'delete' ? this.#options.beforeDeletion?.(object.metadata.uid) : undefined;
@@ -258,8 +258,8 @@ export class ResourceReactor<S> {
   ): Promise<KubernetesObject | undefined> {
     const { served, identity } = this.#options;
     log.warning(
-      `the status of ${served.resource.plural}.${served.resource.group} does not keep status.${identity.statusKey} ` +
-        '(its schema prunes unknown fields); keeping state in annotations instead',
+      "the status's schema prunes unknown fields: keeping state in annotations instead (add x-kubernetes-preserve-unknown-fields to status to save a write per change)",
+      { statusKey: identity.statusKey },
     );
     served.storage = served.storage.inAnnotations();
     const changes = emptyChanges();
@@ -273,8 +273,10 @@ export class ResourceReactor<S> {
       if (written.status?.[id] !== undefined || this.#droppedResults.has(id)) continue;
       this.#droppedResults.add(id);
       log.warning(
-        `the status of ${this.#options.served.resource.plural} does not keep status.${id}: the result of handler ${id} was dropped ` +
-          '(store it elsewhere with patch)',
+        "the status's schema does not keep the handler's result: dropped (store it elsewhere with patch)",
+        {
+          handler: id,
+        },
       );
     }
   }

@@ -35,6 +35,8 @@ export interface DueCall<S> extends Candidate<S> {
   old?: unknown;
   new?: unknown;
   diff?: DiffItem[];
+  /** Once called: the call's idempotency key and trace, which its log lines carry. */
+  called?: { idempotencyKey: string; traceId?: string };
 }
 
 export interface Binding<S = FunctionService> {

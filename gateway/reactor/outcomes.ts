@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { KubernetesEvent, ObjectToApply, Outcome } from '../../protocol/index.ts';
 import { addObjectPatch, emptyChanges, type ObjectChanges } from '../kube/patcher.ts';
-import type { Logger } from '../logging.ts';
+import type { LogFields, Logger } from '../logging.ts';
 import type { Progress, ProgressMap } from '../state/storage.ts';
 import type { CauseState, DueCall } from './model.ts';
 import type { Plan } from './plan.ts';
@@ -63,7 +63,7 @@ export function recordOutcome<S>(
         effects.changes.status[id] = outcome.result;
         effects.results.push(id);
       }
-      log.info(`handler ${id} succeeded`);
+      log.info('handler succeeded', handlerFields(due));
       break;
     case 'skipped':
       record.success = true;
@@ -73,7 +73,7 @@ export function recordOutcome<S>(
     case 'denied': // only admission handlers deny; the validation refuses it from others
       record.failure = true;
       record.message = outcome.message;
-      log.error(`handler ${id} failed permanently: ${outcome.message}`);
+      log.error('handler failed permanently', { ...handlerFields(due), err: outcome.message });
       effects.events.push({
         type: 'Warning',
         reason: 'HandlerFailed',
@@ -84,7 +84,11 @@ export function recordOutcome<S>(
       record.retries += 1;
       record.message = outcome.message;
       record.delayedUntil = new Date(now.getTime() + outcome.delay * 1000).toISOString();
-      log.warning(`handler ${id} failed temporarily, retrying in ${outcome.delay}s: ${outcome.message}`);
+      log.warning('handler failed temporarily', {
+        ...handlerFields(due),
+        delaySeconds: outcome.delay,
+        err: outcome.message,
+      });
       effects.events.push({
         type: 'Warning',
         reason: 'HandlerRetrying',
@@ -93,6 +97,11 @@ export function recordOutcome<S>(
       break;
   }
   return record;
+}
+
+/** How a handler's lines name it, its retry and, once called, the call's keys. */
+function handlerFields(due: DueCall<unknown>): LogFields {
+  return { handler: due.spec.id, retry: due.progress.retries, ...due.called };
 }
 
 /**
@@ -171,7 +180,7 @@ export function foldOutcomes<S>(input: FoldInput<S>, log: Logger): Folded {
   const effects = emptyEffects();
   for (const given of plan.givenUp) {
     progress[given.spec.id] = { ...given.progress, failure: true, message: given.message };
-    log.error(`handler ${given.spec.id} ${given.message}`);
+    log.error('handler given up', { ...handlerFields(given), err: given.message });
     effects.events.push({
       type: 'Warning',
       reason: 'HandlerFailed',

@@ -198,8 +198,8 @@ export class ObjectQueue implements QueueReadings {
       const delay = delayFor(this.#options.errorDelaysS, slot.failures);
       slot.failures++;
       this.#options.logger
-        .child(objectName(object))
-        .error(`processing failed, retrying in ${delay}s: ${error instanceof Error ? error.message : error}`);
+        .child({ object: objectName(object) })
+        .error('processing failed', { delaySeconds: delay, err: error });
       outcome = { retryAfterMs: delay * 1000 };
     } finally {
       slot.running = false;
@@ -244,19 +244,17 @@ export class ObjectQueue implements QueueReadings {
   /** The watch lags behind our write: read the object afresh rather than wait longer. */
   async #refresh(slot: Slot, object: KubernetesObject, written: string, failures = 0): Promise<void> {
     slot.awaiting = undefined;
-    const log = this.#options.logger.child(objectName(object));
-    log.debug(
-      `the watch has not shown our write (resourceVersion ${written}) yet: reading the object afresh`,
-    );
+    const log = this.#options.logger.child({ object: objectName(object) });
+    log.debug('the watch has not shown our write yet: reading the object afresh', {
+      resourceVersion: written,
+    });
     let fresh: KubernetesObject | undefined;
     try {
       fresh = await this.#options.refresh(object);
     } catch (error) {
       if (this.#stopped) return;
       const delay = delayFor(this.#options.errorDelaysS, failures);
-      log.warning(
-        `reading the object failed, retrying in ${delay}s: ${error instanceof Error ? error.message : error}`,
-      );
+      log.warning('reading the object failed', { delaySeconds: delay, err: error });
       slot.awaiting = setTimeout(() => void this.#refresh(slot, object, written, failures + 1), delay * 1000);
       return;
     }

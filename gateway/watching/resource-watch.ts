@@ -86,7 +86,7 @@ export class ResourceWatch {
     });
     this.#watchers.set(namespace, watcher);
     watcher.start();
-    logger.info(`watching ${path}${this.#selector ? ` (labels ${this.#selector})` : ''}`);
+    logger.info('watching', { path, ...(this.#selector ? { labels: this.#selector } : {}) });
   }
 
   async #unwatch(namespace: string): Promise<void> {
@@ -94,8 +94,8 @@ export class ResourceWatch {
     if (!watcher) return;
     this.#watchers.delete(namespace);
     await watcher.stop();
-    this.#options.logger.info(
-      `no longer watching ${collectionPath(this.#options.resource, namespace || undefined)}`,
-    );
+    this.#options.logger.info('no longer watching', {
+      path: collectionPath(this.#options.resource, namespace || undefined),
+    });
   }
 }

@@ -333,7 +333,7 @@ describe(DIRECTORY, () => {
     );
     assert.match(
       gateway.output(),
-      new RegExp(`watching /apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`),
+      new RegExp(`watching path=/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`),
     );
 
     // A change of the object reaches the gateway through its watch: the status follows it.

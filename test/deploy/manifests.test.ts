@@ -493,7 +493,7 @@ describe('deploy/examples/01-minimal', () => {
     assert.deepEqual(handled.status?.create_fn, { message: `hello ${example.metadata.name}` });
     assert.match(
       gateway.output(),
-      new RegExp(`watching /apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`),
+      new RegExp(`watching path=/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`),
     );
     // What the kubelet's probes get: healthy, and no probe handler to report; ready.
     const probed = await fetch(liveness);

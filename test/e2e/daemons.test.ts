@@ -202,11 +202,14 @@ describe('daemons', () => {
     assert.equal(await service.stop('SIGKILL'), 'SIGKILL');
 
     // The gateway says which call it lost, where, and that it calls again.
-    const lost = await eventually('the lost call in the log', async () => said(/daemon beat_fn failed/)[0]);
+    const lost = await eventually(
+      'the lost call in the log',
+      async () => said(/daemon failed temporarily .*handler=beat_fn/)[0],
+    );
     assert.match(
       lost,
       new RegExp(
-        `daemon beat_fn failed temporarily, calling again in [\\d.]+s: POST ${url}${PATHS.invoke}: (other side closed|read ECONNRESET)`,
+        `daemon failed temporarily .*handler=beat_fn retry=\\d+ delaySeconds=[\\d.]+ err="POST ${url}${PATHS.invoke}: (other side closed|read ECONNRESET)"`,
       ),
     );
 

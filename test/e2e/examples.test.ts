@@ -186,7 +186,11 @@ describe('examples/01-minimal', async () => {
     });
     assert.deepEqual(handled.status?.create_fn, { message: 'hello kopf-example-1' });
     assert.ok(
-      running.logs.some((line) => line.includes(`[${namespace}/kopf-example-1] handler create_fn succeeded`)),
+      running.logs.some(
+        (line) =>
+          line.includes(`[${namespace}/kopf-example-1] handler succeeded `) &&
+          line.includes(' handler=create_fn '),
+      ),
     );
   });
 });
@@ -278,7 +282,11 @@ describe('examples/03-exceptions', async () => {
     ]);
     assert.equal(retrying.filter((message) => /^buggy_fn: .*spec\.size/.test(message)).length, 3);
     assert.ok(
-      running.logs.some((line) => line.includes(`[${namespace}/kopf-example-1] flaky_fn: done on attempt 3`)),
+      running.logs.some(
+        (line) =>
+          line.includes(`[${namespace}/kopf-example-1] done on attempt 3 `) &&
+          line.includes(' handler=flaky_fn '),
+      ),
     );
   });
 });
@@ -683,8 +691,9 @@ describe('examples/13-hooks', async () => {
 
     await running.stop();
     stopped = true;
-    const cleanup = running.logs.findIndex((line) =>
-      line.includes('cleanup_fn: all pod-tasks are requested to stop...'),
+    const cleanup = running.logs.findIndex(
+      (line) =>
+        line.includes(' all pod-tasks are requested to stop... ') && line.includes(' handler=cleanup_fn '),
     );
     assert.ok(cleanup > 0, running.logs.join('\n'));
     assert.match(
@@ -845,8 +854,11 @@ describe('examples/14-daemons', async () => {
     /** The gateway's lines about `name` that include `text`. */
     const said = (name: string, text: string) =>
       running.logs.filter((line) => line.includes(`[${namespace}/${name}] `) && line.includes(text));
-    const lineOf = (name: string, text: string) =>
-      eventually(`"${text}" about ${name}`, async () => said(name, text)[0], 30_000);
+    /** A daemon's own lines about an object, forwarded by the gateway. */
+    const saidBy = (name: string, daemon: string, text: string) =>
+      said(name, `] ${text}`).filter((line) => line.includes(` handler=${daemon} `));
+    const lineBy = (name: string, daemon: string, text: string) =>
+      eventually(`"${text}" from ${daemon} about ${name}`, async () => saidBy(name, daemon, text)[0], 30_000);
     const messageOf = (path: string, message: string) =>
       eventually(
         `status.message "${message}" on ${path}`,
@@ -857,7 +869,10 @@ describe('examples/14-daemons', async () => {
         30_000,
       );
     const failures = (name: string, daemon: string) =>
-      said(name, `daemon ${daemon} failed temporarily, calling again in 1s: Simulated failure.`).length;
+      said(name, 'daemon failed temporarily ').filter(
+        (line) =>
+          line.includes(` handler=${daemon} `) && line.includes('delaySeconds=1 err="Simulated failure."'),
+      ).length;
     const first = kopfExample(namespace, 'kopf-example-1');
     const second = kopfExample(namespace, 'kopf-example-2');
 
@@ -876,17 +891,17 @@ describe('examples/14-daemons', async () => {
     assert.deepEqual(failing.metadata.finalizers, ['causeway.dev/finalizer'], 'held for its daemons');
 
     // kopf-example-2 loses the annotation background_async is for: it is told so, and returns.
-    await lineOf('kopf-example-2', 'background_async: => ping from an async daemon: field="second"');
+    await lineBy('kopf-example-2', 'background_async', '=> ping from an async daemon: field="second"');
     await client.patch(second, 'merge', { metadata: { annotations: { someannotation: null } } });
-    const mismatch = await lineOf('kopf-example-2', 'background_async: stopped: filters-mismatch');
-
+    const mismatch = await lineBy('kopf-example-2', 'background_async', 'stopped: filters-mismatch');
     // background_sync pings for 5 s, over several rounds of 2 s, and returns for good.
     await messageOf(first, 'Accompanying is finished.');
-    const returned = await lineOf(
+    const returned = await lineBy(
       'kopf-example-1',
-      'daemon background_sync returned; not called again until the object changes',
+      'background_sync',
+      'daemon returned; not called again until the object changes ',
     );
-    const syncPings = said('kopf-example-1', 'background_sync: => ping from a sync daemon:');
+    const syncPings = saidBy('kopf-example-1', 'background_sync', '=> ping from a sync daemon:');
     assert.ok(syncPings.length >= 4, syncPings.join('\n'));
     assert.ok(
       syncPings.every((line) => line.includes('field="value"')),
@@ -898,9 +913,9 @@ describe('examples/14-daemons', async () => {
     );
 
     // background_async pings on, round after round.
-    const asyncPings = said('kopf-example-1', 'background_async: => ping from an async daemon:').length;
+    const asyncPings = saidBy('kopf-example-1', 'background_async', '=> ping from an async daemon:').length;
     await eventually('more pings from background_async', async () =>
-      said('kopf-example-1', 'background_async: => ping from an async daemon: field="value"').length >=
+      saidBy('kopf-example-1', 'background_async', '=> ping from an async daemon: field="value"').length >=
       asyncPings + 2
         ? true
         : undefined,
@@ -916,8 +931,7 @@ describe('examples/14-daemons', async () => {
     assert.deepEqual(
       afterMismatch.filter(
         (line) =>
-          line.includes(`[${namespace}/kopf-example-2] `) &&
-          (line.includes('background_async: ') || line.includes('daemon background_async failed')),
+          line.includes(`[${namespace}/kopf-example-2] `) && line.includes(' handler=background_async '),
       ),
       [],
       'no longer annotated: not called again',
@@ -929,10 +943,10 @@ describe('examples/14-daemons', async () => {
     await eventually('kopf-example-1 gone', async () =>
       (await readOrGone(client, first)) === undefined ? true : undefined,
     );
-    const stopped = said('kopf-example-1', 'background_async: stopped: resource-deleted');
+    const stopped = saidBy('kopf-example-1', 'background_async', 'stopped: resource-deleted');
     assert.equal(stopped.length, 1, 'it was told why, and returned before its object went');
     assert.deepEqual(
-      said('kopf-example-1', 'background_sync: stopped'),
+      saidBy('kopf-example-1', 'background_sync', 'stopped'),
       [],
       'not called again to be stopped',
     );

@@ -58,7 +58,9 @@ describe('failures on a real apiserver', () => {
     );
     assert.equal(calls[0]?.key, calls[1]?.key, 'retries of one change share the idempotency key');
     assert.ok(
-      logger.lines.some((line) => /create_fn failed temporarily, retrying in 0.2s: not ready yet/.test(line)),
+      logger.lines.some((line) =>
+        /handler failed temporarily .*handler=create_fn .*delaySeconds=0\.2 err="not ready yet"/.test(line),
+      ),
     );
   });
 
@@ -83,7 +85,9 @@ describe('failures on a real apiserver', () => {
     assert.equal(calls, 1);
     assert.ok(
       logger.lines.some((line) =>
-        /\[.*\/doomed\] handler create_fn failed permanently: this can never work/.test(line),
+        /\[.*\/doomed\] handler failed permanently .*handler=create_fn .*err="this can never work"/.test(
+          line,
+        ),
       ),
     );
   });
@@ -183,6 +187,6 @@ describe('failures on a real apiserver', () => {
     );
     const log = logger.lines.join('');
     assert.match(log, /ERROR .*ignored_fn.*handler failed, ignored \(errors: 'ignored'\): not worth a retry/);
-    assert.match(log, /handler doomed_fn failed permanently: cannot ever work/);
+    assert.match(log, /handler failed permanently .*handler=doomed_fn .*err="cannot ever work"/);
   });
 });

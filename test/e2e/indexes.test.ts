@@ -166,7 +166,11 @@ describe('indexes', () => {
 
     await configMap(namespace, 'doomed', { indexed: 'yes' }, 'Running');
     await eventually('the permanent failure logged', async () =>
-      logger.lines.some((line) => line.includes('index phases failed permanently: cannot index this'))
+      logger.lines.some(
+        (line) =>
+          line.includes('index failed; not asked again until the object changes ') &&
+          line.includes(' handler=phases err="failed permanently: cannot index this"'),
+      )
         ? true
         : undefined,
     );

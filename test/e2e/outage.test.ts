@@ -90,7 +90,11 @@ describe('a function service that goes down', () => {
       Date.now() - cameBack < 5000,
       `all handled within ${Date.now() - cameBack} ms of the service's return`,
     );
-    assert.ok(logger.lines.some((line) => /function service "outage" at \S+ is back after \d+s/.test(line)));
+    assert.ok(
+      logger.lines.some((line) =>
+        /function service back: its calls resume service=outage url=\S+ downSeconds=\d+/.test(line),
+      ),
+    );
     for (const name of [...failing, ...parked]) {
       assert.equal(linesFor(name, waiting).length, 1, `${name} waited once, not in a loop`);
     }

@@ -23,8 +23,8 @@ describe('examples/07-subhandlers', () => {
       'progress is purged when done',
     );
     const handled = running.logs
-      .filter((line) => line.includes('create_fn: handled'))
-      .map((line) => /create_fn: (.*) \(trace ([0-9a-f]{32})\)$/.exec(line.trim())?.slice(1) ?? [line]);
+      .filter((line) => line.includes('] handled ') && line.includes(' handler=create_fn '))
+      .map((line) => /\] (handled .*?) resource=.* traceId=([0-9a-f]{32})/.exec(line)?.slice(1) ?? [line]);
     assert.deepEqual(
       handled.map(([message]) => message),
       ['handled first (attempt 1)', 'handled third (attempt 1)', 'handled second (attempt 2)'],

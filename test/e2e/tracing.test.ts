@@ -51,8 +51,10 @@ describe('tracing', () => {
     assert.equal(trace.traceparent, `00-${trace.traceId}-${trace.spanId}-01`);
     assert.deepEqual(headers, [trace.traceparent], 'the same context in the header');
     assert.ok(
-      logger.lines.some((line) =>
-        line.includes(`[${namespace}/traced] create_fn: creating (trace ${trace.traceId})`),
+      logger.lines.some(
+        (line) =>
+          line.includes(`[${namespace}/traced] creating `) &&
+          line.includes(` handler=create_fn traceId=${trace.traceId} `),
       ),
       "the handler's line, with the trace id",
     );

@@ -152,11 +152,14 @@ describe('a daemon on workerd', () => {
     assert.equal(await beats(), 1, 'round 1 written when its call ended');
     await worker.close();
 
-    const lost = await eventually('the lost call in the log', async () => said(/daemon beat_fn failed/)[0]);
+    const lost = await eventually(
+      'the lost call in the log',
+      async () => said(/daemon failed temporarily .*handler=beat_fn/)[0],
+    );
     assert.match(
       lost,
       new RegExp(
-        `daemon beat_fn failed temporarily, calling again in [\\d.]+s: POST ${worker.url}${PATHS.invoke}: (other side closed|read ECONNRESET)`,
+        `daemon failed temporarily .*handler=beat_fn retry=\\d+ delaySeconds=[\\d.]+ err="POST ${worker.url}${PATHS.invoke}: (other side closed|read ECONNRESET)"`,
       ),
     );
 

@@ -113,7 +113,7 @@ describe('hostile replies', () => {
     const line = await logged(
       /response\.outcomes\.create_fn\.patch\.__proto__: a reply may not hold the key "__proto__"/,
     );
-    assert.match(line, /\/attacked\].*create_fn failed temporarily/);
+    assert.match(line, /\/attacked\] handler failed temporarily .*handler=create_fn/);
     assert.match(await failureOf(attacked, 'create_fn'), /a reply may not hold the key "__proto__"/);
     const object = await read(attacked);
     assert.deepEqual(object.spec, { field: 'kept' }, 'no part of the patch was applied');

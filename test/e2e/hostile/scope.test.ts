@@ -195,7 +195,7 @@ describe('a hostile function service within its pinned scope', () => {
       body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'noted', labels: { handled: 'yes' } } },
     });
     await eventually('the honest service’s call', async () =>
-      logger.lines.some((line) => /noted\].*handler note succeeded/.test(line)) ? true : undefined,
+      logger.lines.some((line) => /noted\] handler succeeded .*handler=note /.test(line)) ? true : undefined,
     );
   });
 

@@ -156,11 +156,11 @@ describe('hostile clients of the webhook server, and hostile log lines', () => {
       'the call itself is applied',
     );
     const logged = await eventually('the service log line in the gateway log', async () =>
-      logger.lines.find((line) => line.includes('create_fn: done')),
+      logger.lines.find((line) => line.includes('] done\\n') && line.includes(' handler=create_fn ')),
     );
     assert.match(
       logged,
-      /create_fn: done\\n2026-01-01T00:00:00\.000Z ERROR {3}\[causeway\] all webhooks disabled\\r\\u001b\[2Kcleared \(trace /,
+      /\] done\\n2026-01-01T00:00:00\.000Z ERROR {3}\[causeway\] all webhooks disabled\\r\\u001b\[2Kcleared resource=/,
     );
     const asRead = logger.lines.join('').split(/\r\n|\r|\n|\u2028|\u2029/);
     assert.ok(

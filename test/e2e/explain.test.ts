@@ -11,14 +11,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { serveFetch } from '../../gateway/cli/serve.ts';
+import { functionServiceDefinition } from '../../gateway/engines/function-service-objects.ts';
 import type { Explanation } from '../../gateway/explain/explanation.ts';
 import { DEFAULT_IDENTITY } from '../../gateway/identity.ts';
+import { applyManifests } from '../../gateway/kube/apply.ts';
 import type { KubeClient } from '../../gateway/kube/client.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { testCluster, testNamespace } from '../support/cluster.ts';
 import explained from '../support/explain-operator.ts';
 import {
   applyFile,
+  createFunctionService,
   createKopfExample,
   eventually,
   kubeClient,
@@ -93,6 +96,9 @@ describe('causeway explain', () => {
     namespace = await testNamespace();
     operator = await runOperator(explained, { namespaces: [namespace], peering: { namespace } });
     service = await serveFetch(explained, { port: 0, host: '127.0.0.1' });
+    // The same service named by a FunctionService, as a gateway given --function-services would find it.
+    await applyManifests(client, [functionServiceDefinition()], { fieldManager: 'causeway-tests' });
+    await createFunctionService(namespace, 'explained', { url: service.url });
     await createKopfExample(namespace, 'done', { mode: 'ok' });
     await createKopfExample(namespace, 'retrying', { mode: 'retry' });
     await createKopfExample(namespace, 'failing', { mode: 'fail' });
@@ -186,11 +192,12 @@ describe('causeway explain', () => {
     );
   });
 
-  it('explains handlers filtered out: the label that fails, and a when callback left to the service; over HTTP too', async () => {
+  it('explains handlers filtered out: the label that fails, and a when callback left to the service; from a module, --functions and --function-services alike', async () => {
     await eventually('filtered handled', async () => (await read('filtered')).status?.create_fn);
     for (const source of [
       ['--module', MODULE],
       ['--functions', `explained=${service.url}`],
+      ['--function-services', namespace],
     ]) {
       const explanation = await explainJson('filtered', source);
       const webOnly = handler(explanation, 'web_only');
@@ -203,6 +210,11 @@ describe('causeway explain', () => {
       assert.equal(chosen.match, 'callback', source.join(' '));
       assert.match(chosen.reason ?? '', /cannot be evaluated offline/);
       assert.equal(handler(explanation, 'create_fn').match, 'matched');
+      assert.deepEqual(
+        explanation.handlers.map((each) => each.id),
+        ['create_fn', 'web_only', 'chosen_fn', 'delete_fn'],
+        'each handler once, from the one source',
+      );
     }
   });
 

@@ -58,7 +58,7 @@ describe('the command line', () => {
   it('refuses a flag that the command does not take, saying which commands do', () => {
     refuses(
       ['serve', '--functions', 'x=http://y', 'operator.ts'],
-      '--functions is not an option of serve (it is one of gateway)',
+      '--functions is not an option of serve (it is one of gateway and explain)',
       'serve',
     );
     refuses(
@@ -69,7 +69,7 @@ describe('the command line', () => {
     refuses(['run', 'operator.ts', '--frobnicate'], '--frobnicate is not an option of run', 'run');
     refuses(
       ['--functions', 'x=http://y'],
-      '--functions is not an option of causeway without a command (it is one of gateway)',
+      '--functions is not an option of causeway without a command (it is one of gateway and explain)',
     );
   });
 
@@ -113,11 +113,13 @@ describe('the command line', () => {
       'dev',
       'freeze',
       'resume',
+      'explain',
       'conformance',
       'crd',
       'release',
     ]);
     assert.match(help, /^ {2}release <resource> <name>$/m);
+    assert.match(help, /^ {2}explain <object> +Explain what the gateway would do with one object/m);
     assert.match(help, /^ {2}conformance <url> --name <name>$/m);
     assert.deepEqual(listed(help), ['verbose', 'quiet', 'log-level', 'log-format', 'help', 'version']);
   });

@@ -14,6 +14,18 @@ import { flag, group } from './command-line.ts';
 
 const DAY_MS = 24 * 3600_000;
 
+const STATE_IN = flag({
+  name: 'state-in',
+  value: '<where>',
+  description:
+    "Where to record that an object was handled: auto (the status when the resource's status keeps it, else annotations; the default) or annotations.",
+});
+const ADOPT_KOPF_STATE = flag({
+  name: 'adopt-kopf-state',
+  value: '<prefix>',
+  description: `Take over from a Kopf operator that kept its state under this annotation prefix (Kopf's default: ${KOPF_PREFIX}): what it handled is not handled again, what changed since is an update. See docs/migrating-from-kopf.md.`,
+});
+
 /** Which objects a gateway serves, and how (run, gateway, dev). */
 export const OBJECTS = group(
   'Objects',
@@ -42,17 +54,8 @@ export const OBJECTS = group(
     default: String(DEFAULT_SETTINGS.calls.timeoutMs / 1000),
     description: 'Seconds one function call may take.',
   }),
-  flag({
-    name: 'state-in',
-    value: '<where>',
-    description:
-      "Where to record that an object was handled: auto (the status when the resource's status keeps it, else annotations; the default) or annotations.",
-  }),
-  flag({
-    name: 'adopt-kopf-state',
-    value: '<prefix>',
-    description: `Take over from a Kopf operator that kept its state under this annotation prefix (Kopf's default: ${KOPF_PREFIX}): what it handled is not handled again, what changed since is an update. See docs/migrating-from-kopf.md.`,
-  }),
+  STATE_IN,
+  ADOPT_KOPF_STATE,
 );
 
 /** The function services a gateway calls, and how it trusts them (gateway). */
@@ -381,7 +384,7 @@ const ANNOTATION_PREFIX = flag({
 /** Whose gateways a freeze pauses (freeze, resume). */
 export const PEERED_IDENTITY = group('Identity', ANNOTATION_PREFIX);
 
-/** The names a gateway keeps its state under (run, gateway, dev, release). */
+/** The names a gateway keeps its state under (run, gateway, dev, release, explain). */
 export const IDENTITY = group(
   'Identity, so that two deployments can serve the same objects',
   flag({
@@ -468,7 +471,7 @@ export const CHECKED_SERVICE = group(
   }),
 );
 
-/** What `causeway conformance` signs with, as the gateway would (conformance). */
+/** What `causeway conformance` and `causeway explain` sign with, as the gateway would (conformance, explain). */
 export const SIGNING_AS_GATEWAY = group(
   'Signing, as the gateway',
   flag({
@@ -484,17 +487,62 @@ export const SIGNING_AS_GATEWAY = group(
   }),
 );
 
+const OBJECT_NAMESPACE = flag({
+  name: 'namespace',
+  short: 'n',
+  value: '<ns>',
+  default: 'default',
+  description: "The object's namespace, for a namespaced resource.",
+});
+
 /** The object `causeway release` releases (release). */
-export const RELEASED_OBJECT = group(
+export const RELEASED_OBJECT = group('The object', OBJECT_NAMESPACE);
+
+/** The object `causeway explain` explains, and how (explain). */
+export const EXPLAINED_OBJECT = group(
   'The object',
+  OBJECT_NAMESPACE,
   flag({
-    name: 'namespace',
-    short: 'n',
-    value: '<ns>',
-    default: 'default',
-    description: "The object's namespace, for a namespaced resource.",
+    name: 'output',
+    short: 'o',
+    value: '<format>',
+    default: 'text',
+    description:
+      'text, a report for people; or json, an Explanation (apiVersion causeway.dev/v1) whose shape is documented in docs/observability.md and only grows within its version.',
   }),
 );
+
+/** Where `causeway explain` reads the handlers: from where the gateway gets them (explain). */
+export const EXPLAINED_HANDLERS = group(
+  'Handlers, from where the gateway gets them (one or more)',
+  flag({
+    name: 'module',
+    value: '<file>',
+    description: 'An operator module, loaded as `causeway run` loads it.',
+  }),
+  flag({
+    name: 'functions',
+    value: '<name>=<url>',
+    multiple: true,
+    description:
+      'A function service over HTTP, as the gateway is given it: its manifest is read, signed for that name (--signing-keys or --secret-file); repeat for several.',
+  }),
+  flag({
+    name: 'function-services',
+    value: '<ns>',
+    description:
+      'The function services of the FunctionService objects in this namespace, read as the gateway reads them (a secretRef signs for its own service).',
+  }),
+  flag({
+    name: 'functions-ca',
+    value: '<file>',
+    default: "the system's roots",
+    description: 'The CA to trust for an https service that names none.',
+  }),
+);
+
+/** Where `causeway explain` finds the gateway's state and its replicas, as the gateway was told (explain). */
+export const EXPLAINED_STATE = group("The gateway's state", STATE_IN, ADOPT_KOPF_STATE, PEERING_NAMESPACE);
 
 /** The project `causeway init` makes (init). */
 export const PROJECT = group(

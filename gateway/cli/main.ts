@@ -6,6 +6,7 @@ import { commandHelp, overviewHelp, parseCommandLine, UsageError } from './comma
 import { conformanceCommand } from './commands/conformance.ts';
 import { crdCommand } from './commands/crd.ts';
 import { devCommand } from './commands/dev.ts';
+import { explainCommand } from './commands/explain.ts';
 import { freezeCommand, resumeCommand } from './commands/freeze.ts';
 import { gatewayCommand } from './commands/gateway.ts';
 import { initCommand } from './commands/init.ts';
@@ -24,6 +25,7 @@ export const COMMANDS = [
   devCommand,
   freezeCommand,
   resumeCommand,
+  explainCommand,
   conformanceCommand,
   crdCommand,
   releaseCommand,

@@ -10,6 +10,7 @@ import type { ReachMode } from '../../webhooks/reach.ts';
 import { parseScope } from '../dispatch/scope.ts';
 import type { FunctionEndpoint } from '../dispatch/services.ts';
 import { livenessAddress } from '../engines/liveness.ts';
+import type { ExplainRequest, HandlerSources } from '../explain/cluster.ts';
 import type { GatewayOptions } from '../gateway.ts';
 import { DEFAULT_IDENTITY, type Identity } from '../identity.ts';
 import type { SecretName } from '../kube/secrets.ts';
@@ -27,6 +28,9 @@ import {
   type DEV_PEERING,
   type DEV_SESSION,
   type DEV_SESSIONS_ALLOWED,
+  type EXPLAINED_HANDLERS,
+  type EXPLAINED_OBJECT,
+  type EXPLAINED_STATE,
   type FREEZE,
   type FUNCTION_SERVICES,
   HOST,
@@ -150,13 +154,7 @@ export function gatewayOptions(
   if (values.namespace?.length && values['all-namespaces']) {
     throw new UsageError('--namespace and --all-namespaces exclude each other');
   }
-  const stateIn = oneOf(values['state-in'] ?? 'auto', ['auto', 'annotations'], '--state-in');
-  const adoptKopf = values['adopt-kopf-state'];
-  if (adoptKopf !== undefined && !DNS_SUBDOMAIN.test(adoptKopf)) {
-    throw new UsageError(
-      `--adopt-kopf-state expects the annotation prefix of the Kopf operator's state (Kopf's default: ${KOPF_PREFIX}), got "${adoptKopf}"`,
-    );
-  }
+  const { stateIn, adoptKopf } = stateOptions(values);
   const timeout = values['function-timeout'];
   const peering = peeringOptions(values, whereabouts);
   return {
@@ -175,6 +173,21 @@ export function gatewayOptions(
       admission: admissionSettings(values, readText),
     },
   };
+}
+
+/** Where the gateway keeps its state (--state-in) and whose Kopf state it adopts (--adopt-kopf-state). */
+function stateOptions(values: Pick<GroupValues<typeof EXPLAINED_STATE>, 'state-in' | 'adopt-kopf-state'>): {
+  stateIn: 'auto' | 'annotations';
+  adoptKopf: string | undefined;
+} {
+  const stateIn = oneOf(values['state-in'] ?? 'auto', ['auto', 'annotations'], '--state-in');
+  const adoptKopf = values['adopt-kopf-state'];
+  if (adoptKopf !== undefined && !DNS_SUBDOMAIN.test(adoptKopf)) {
+    throw new UsageError(
+      `--adopt-kopf-state expects the annotation prefix of the Kopf operator's state (Kopf's default: ${KOPF_PREFIX}), got "${adoptKopf}"`,
+    );
+  }
+  return { stateIn, adoptKopf };
 }
 
 /** The warning for a gateway told neither --namespace nor --all-namespaces; undefined when told either. */
@@ -491,6 +504,60 @@ export function releaseOptions(
 ): ReleaseOptions {
   const { finalizer, fieldManager } = identityOf(values);
   return { ...target, finalizer, fieldManager, ...(values.namespace ? { namespace: values.namespace } : {}) };
+}
+
+export type ExplainValues = GroupValues<
+  | typeof EXPLAINED_OBJECT
+  | typeof EXPLAINED_HANDLERS
+  | typeof EXPLAINED_STATE
+  | typeof SIGNING_AS_GATEWAY
+  | typeof IDENTITY
+>;
+
+/** What `causeway explain` reads, but the module loaded, the signer and the CA's text. */
+export interface ExplainFlags {
+  request: Omit<ExplainRequest, 'sources' | 'signer' | 'ca'>;
+  sources: Omit<HandlerSources, 'module'>;
+  /** The operator module's path (--module). */
+  module?: string;
+  output: 'text' | 'json';
+  /** The gateway's Secret of signing keys to sign with (--signing-keys); a shared secret otherwise. */
+  signingKeys?: SecretName;
+}
+
+export function explainOptions(
+  object: string,
+  values: ExplainValues,
+  whereabouts: Whereabouts,
+): ExplainFlags {
+  const slash = object.indexOf('/');
+  if (slash < 1 || slash === object.length - 1 || object.indexOf('/', slash + 1) >= 0)
+    throw new UsageError(`expects <resource>/<name>, e.g. kopfexamples/my-object, got "${object}"`);
+  if (!values.module && !values.functions?.length && !values['function-services'])
+    throw new UsageError(
+      `needs the handlers, from where the gateway gets them: --module <file>, --functions ${ENDPOINT} or --function-services <ns>`,
+    );
+  const { stateIn, adoptKopf } = stateOptions(values);
+  const keys = values['signing-keys'];
+  const functionServices = values['function-services'];
+  return {
+    request: {
+      resource: object.slice(0, slash),
+      name: object.slice(slash + 1),
+      ...(values.namespace ? { namespace: values.namespace } : {}),
+      identity: identityOf(values),
+      stateIn,
+      ...(adoptKopf ? { adoptKopf } : {}),
+      peeringNamespace: peeringNamespace(values['peering-namespace'], whereabouts),
+    },
+    sources: {
+      functions: (values.functions ?? []).map(functionEndpoint),
+      ...(functionServices ? { functionServices } : {}),
+    },
+    ...(values.module ? { module: values.module } : {}),
+    output: oneOf(values.output ?? 'text', ['text', 'json'], '--output'),
+    ...(keys ? { signingKeys: namespacedName(keys, '--signing-keys') } : {}),
+  };
 }
 
 export function identityOf(values: GroupValues<typeof IDENTITY>): Identity {

@@ -64,6 +64,45 @@ export function devSessionsAllowedBy(object: KubernetesObject): DevSessionsAllow
   };
 }
 
+/**
+ * How to call the service a FunctionService names: its URL and the name it answers to, the secret it
+ * shares (from the Secret of its `secretRef`, in its namespace), the CA to trust, and its pinned scope.
+ */
+export async function functionServiceEndpoint(
+  client: KubeClient,
+  object: KubernetesObject,
+): Promise<FunctionEndpoint> {
+  const namespace = object.metadata.namespace ?? 'default';
+  const spec = object.spec as {
+    url: string;
+    secretRef?: { name: string; key?: string };
+    caBundle?: string;
+    tls?: { secretName: string };
+    timeoutSeconds?: number;
+    concurrency?: number;
+    scope?: unknown;
+  };
+  let secret: Uint8Array | undefined;
+  if (spec.secretRef) {
+    const { name, key = 'secret' } = spec.secretRef;
+    const read = await client.get<{ data?: Record<string, string> }>(secretPath({ namespace, name }));
+    const value = Object.hasOwn(read.data ?? {}, key) ? read.data?.[key] : undefined;
+    if (!value) throw new Error(`the Secret ${name} has no key "${key}"`);
+    // As text, as a service reads it from its environment; checked for length.
+    secret = encodeSecret(Buffer.from(value, 'base64').toString().trim());
+  }
+  return {
+    name: serviceNameOf(object),
+    url: spec.url,
+    ...(secret ? { secret } : {}),
+    ...(spec.caBundle ? { ca: spec.caBundle } : {}),
+    ...(spec.tls ? { certificate: { namespace, name: spec.tls.secretName } } : {}),
+    ...(spec.timeoutSeconds ? { timeoutMs: spec.timeoutSeconds * 1000 } : {}),
+    ...(spec.concurrency ? { concurrency: spec.concurrency } : {}),
+    ...(spec.scope === undefined ? {} : { scope: parseScope(spec.scope, 'spec.scope') }),
+  };
+}
+
 /** The older of two FunctionServices naming the same service keeps it: by creationTimestamp, then name. */
 function older(a: KubernetesObject, b: KubernetesObject): boolean {
   const [at, bt] = [String(a.metadata.creationTimestamp ?? ''), String(b.metadata.creationTimestamp ?? '')];
@@ -423,7 +462,9 @@ export class FunctionServiceObjects implements Component {
       return;
     }
     try {
-      const service = await this.#options.services.put(await this.#endpointOf(known));
+      const service = await this.#options.services.put(
+        await functionServiceEndpoint(this.#options.client, known.object),
+      );
       known.served = {
         protocol: service.manifest.protocol,
         handlers: service.manifest.handlers.map((handler) => handler.id),
@@ -486,39 +527,6 @@ export class FunctionServiceObjects implements Component {
         );
     }
     await this.#writeStatus(known);
-  }
-
-  async #endpointOf(known: Known): Promise<FunctionEndpoint> {
-    const spec = known.object.spec as {
-      url: string;
-      secretRef?: { name: string; key?: string };
-      caBundle?: string;
-      tls?: { secretName: string };
-      timeoutSeconds?: number;
-      concurrency?: number;
-      scope?: unknown;
-    };
-    let secret: Uint8Array | undefined;
-    if (spec.secretRef) {
-      const { name, key = 'secret' } = spec.secretRef;
-      const read = await this.#options.client.get<{ data?: Record<string, string> }>(
-        secretPath({ namespace: this.#options.namespace, name }),
-      );
-      const value = Object.hasOwn(read.data ?? {}, key) ? read.data?.[key] : undefined;
-      if (!value) throw new Error(`the Secret ${name} has no key "${key}"`);
-      // As text, as a service reads it from its environment; checked for length.
-      secret = encodeSecret(Buffer.from(value, 'base64').toString().trim());
-    }
-    return {
-      name: known.serviceName,
-      url: spec.url,
-      ...(secret ? { secret } : {}),
-      ...(spec.caBundle ? { ca: spec.caBundle } : {}),
-      ...(spec.tls ? { certificate: { namespace: this.#options.namespace, name: spec.tls.secretName } } : {}),
-      ...(spec.timeoutSeconds ? { timeoutMs: spec.timeoutSeconds * 1000 } : {}),
-      ...(spec.concurrency ? { concurrency: spec.concurrency } : {}),
-      ...(spec.scope === undefined ? {} : { scope: parseScope(spec.scope, 'spec.scope') }),
-    };
   }
 
   /** Writes the status when it says something new: the gateway's writes stay few. */

@@ -11,7 +11,8 @@ const EVENT_API_VERSIONS: ReadonlySet<string> = new Set(['v1', 'events.k8s.io/v1
 
 /** The API refuses longer messages. */
 export const MAX_MESSAGE_LENGTH = 1024;
-const COMPONENT = 'causeway';
+/** Who the gateway's events say reported them. */
+export const EVENT_COMPONENT = 'causeway';
 
 /** Cut by code points, so a character outside the BMP (an emoji) is never split in two. */
 export function truncate(message: string): string {
@@ -56,9 +57,9 @@ export function eventFor(
     type: event.type,
     reason: event.reason.slice(0, 128),
     message: truncate(event.message),
-    source: { component: COMPONENT },
-    reportingComponent: COMPONENT,
-    reportingInstance: COMPONENT,
+    source: { component: EVENT_COMPONENT },
+    reportingComponent: EVENT_COMPONENT,
+    reportingInstance: EVENT_COMPONENT,
     firstTimestamp: time,
     lastTimestamp: time,
     count: 1,

@@ -7,13 +7,11 @@
 import type { KubeClient } from '../kube/client.ts';
 import { isNotFound } from '../kube/errors.ts';
 import { LEASES, listMembers, writeLease } from './leases.ts';
-import { type Member, memberKeys } from './members.ts';
+import { aliveByWallClock, memberKeys } from './members.ts';
 import { freezeLeaseName } from './peering.ts';
 
 /** A Lease's duration for a freeze with no lifetime: the longest a Lease takes (some 68 years). */
 const FOREVER_S = 2 ** 31 - 1;
-/** How late another machine's clock may be, when this one judges its renewals. */
-const CLOCK_SKEW_MS = 5000;
 
 export interface FreezeOptions {
   client: KubeClient;
@@ -63,7 +61,7 @@ export async function freeze(options: FreezeOptions): Promise<Frozen> {
   const deadline = Date.now() + options.waitS * 1000;
   for (;;) {
     const gateways = (await listMembers(client, namespace, prefix)).filter(
-      (member) => !member.freeze && alive(member, Date.now()),
+      (member) => !member.freeze && aliveByWallClock(member, Date.now()),
     );
     const leading = gateways.filter((member) => member.leading).map((member) => member.id);
     if (leading.length === 0 || Date.now() >= deadline) {
@@ -88,11 +86,4 @@ export async function resume(options: {
     if (isNotFound(error)) return false;
     throw error;
   }
-}
-
-/** By the wall clock: this tool does not watch long enough to see renewals itself. */
-function alive(member: Member, now: number): boolean {
-  return (
-    member.renewedAt !== undefined && now < member.renewedAt + member.durationSeconds * 1000 + CLOCK_SKEW_MS
-  );
 }

@@ -1,7 +1,17 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from '../../protocol/index.ts';
-import { acknowledgedByAll, Liveness, type Member, memberOf, notAcknowledging, viewOf } from './members.ts';
+import {
+  acknowledgedByAll,
+  aliveByWallClock,
+  Liveness,
+  type Member,
+  memberOf,
+  notAcknowledging,
+  ownerOf,
+  viewOf,
+} from './members.ts';
+import { Ring } from './ring.ts';
 
 const PREFIX = 'causeway.dev';
 
@@ -149,5 +159,29 @@ describe('peering members', () => {
     );
     assert.equal(viewOf([a, member('b')]).mixed, true);
     assert.equal(viewOf([a, b]).mixed, false);
+  });
+
+  it('judge a member alive by the wall clock, for a tool that does not watch: renewed within its duration, a freeze within its lifetime', () => {
+    const now = Date.parse('2026-11-27T08:00:00.000Z');
+    assert.equal(aliveByWallClock(member('gw-a', { renewedAt: now - 10_000 }), now), true);
+    assert.equal(aliveByWallClock(member('gw-a', { renewedAt: now - 60_000 }), now), false);
+    assert.equal(aliveByWallClock(member('gw-a'), now), false, 'never renewed');
+    const freeze = { message: '', until: now - 1 };
+    assert.equal(aliveByWallClock(member('freeze', { freeze }), now), false);
+    assert.equal(
+      aliveByWallClock(member('freeze', { freeze: { message: '', until: undefined } }), now),
+      true,
+    );
+  });
+
+  it('own an object by the leader, or with sharding by its member on the ring; nobody while frozen', () => {
+    const leading = viewOf([member('gw-a', { leading: true }), member('gw-b')]);
+    assert.equal(ownerOf(leading, 'some-uid')?.id, 'gw-a');
+    const sharded = viewOf([member('gw-a', { sharding: true }), member('gw-b', { sharding: true })]);
+    for (const uid of ['uid-1', 'uid-2', 'uid-3', 'uid-4']) {
+      assert.equal(ownerOf(sharded, uid)?.id, new Ring(['gw-a', 'gw-b']).ownerOf(uid));
+    }
+    const frozen = viewOf([member('gw-a'), member('freeze', { freeze: { message: '', until: undefined } })]);
+    assert.equal(ownerOf(frozen, 'some-uid'), undefined);
   });
 });

@@ -9,6 +9,7 @@
 import { createHash } from 'node:crypto';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { isObject } from '../../protocol/json.ts';
+import { Ring } from './ring.ts';
 
 /** Kopf's priority of a development operator (`kopf run --dev`), and `causeway run --dev`'s. */
 export const DEV_PRIORITY = 666;
@@ -131,6 +132,21 @@ export class Liveness {
   }
 }
 
+/** How late another machine's clock may be, when this one judges its renewals. */
+const CLOCK_SKEW_MS = 5000;
+
+/**
+ * Whether a member is alive at `now` by the wall clock, for a tool that does not watch long enough to
+ * see renewals itself (`causeway freeze`, `causeway explain`): renewed within its duration, or a
+ * freeze within its lifetime.
+ */
+export function aliveByWallClock(member: Member, now: number): boolean {
+  if (member.freeze) return member.freeze.until === undefined || now < member.freeze.until;
+  return (
+    member.renewedAt !== undefined && now < member.renewedAt + member.durationSeconds * 1000 + CLOCK_SKEW_MS
+  );
+}
+
 /** The view of these live members: the same members give the same view on every gateway. */
 export function viewOf(alive: readonly Member[]): View {
   const members = [...alive].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).slice(0, MAX_MEMBERS);
@@ -148,6 +164,18 @@ export function viewOf(alive: readonly Member[]): View {
   );
   const digest = createHash('sha256').update(described.join('\n')).digest('hex').slice(0, 16);
   return { members, digest, active, leader, frozen, mixed };
+}
+
+/**
+ * The member that handles the object of `uid` in `view`: with sharding, its member on the ring of the
+ * active members (as each sharding gateway computes it); else the leader. None while frozen, or while
+ * the active members disagree on sharding (none of them runs then).
+ */
+export function ownerOf(view: View, uid: string): Member | undefined {
+  if (view.mixed || view.active.length === 0) return undefined;
+  if (!view.active.every((member) => member.sharding)) return view.leader;
+  const id = new Ring(view.active.map((member) => member.id)).ownerOf(uid);
+  return view.active.find((member) => member.id === id);
 }
 
 /** Whether every live member acknowledges `view` (a freeze needs not: it holds nothing). */

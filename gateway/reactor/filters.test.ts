@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from '../../protocol/index.ts';
-import { changeMatches, objectMatches } from './filters.ts';
+import { changeMatches, filterMiss, objectMatches } from './filters.ts';
 
 const object: KubernetesObject = {
   apiVersion: 'v1',
@@ -20,6 +20,27 @@ describe('handler filters', () => {
     );
     assert.equal(objectMatches(object, { labels: { canary: { present: true } } }), false);
     assert.equal(objectMatches(object, { annotations: { owner: { absent: true } } }), false);
+  });
+
+  it('say which filter an object fails first, and the key or field it fails on', () => {
+    assert.equal(filterMiss(object, undefined), undefined);
+    assert.equal(filterMiss(object, { labels: { app: 'web' }, annotations: { owner: 'me' } }), undefined);
+    assert.deepEqual(filterMiss(object, { labels: { app: 'web', canary: { present: true } } }), {
+      filter: 'labels',
+      key: 'canary',
+    });
+    assert.deepEqual(filterMiss(object, { annotations: { owner: { absent: true } } }), {
+      filter: 'annotations',
+      key: 'owner',
+    });
+    assert.deepEqual(filterMiss(object, { field: 'spec.mode', value: { equals: 'slow' } }), {
+      filter: 'field',
+      field: 'spec.mode',
+    });
+    const inTeam = { ...object, metadata: { ...object.metadata, namespace: 'team-a' } };
+    assert.deepEqual(filterMiss(inTeam, { namespaces: ['default'], labels: { app: 'db' } }), {
+      filter: 'namespaces',
+    });
   });
 
   it("match the namespaces of a service's scope: names, globs, negations; any for a cluster-scoped object", () => {

@@ -7,21 +7,22 @@ import type { HandlerFilters, KubernetesObject, MetaMatch, ValueMatch } from '..
 import { equal, valueAt } from '../../protocol/json.ts';
 import { type NamespaceSelection, selectNamespaces } from '../watching/namespaces.ts';
 
-function metaMatches(
+/** The first key whose label or annotation is not as `wanted` says; undefined when all are. */
+function unmetKey(
   values: Record<string, string> | undefined,
   wanted: Record<string, MetaMatch> | undefined,
-): boolean {
+): string | undefined {
   for (const [key, match] of Object.entries(wanted ?? {})) {
     const value = values?.[key];
     if (typeof match === 'string') {
-      if (value !== match) return false;
+      if (value !== match) return key;
     } else if ('present' in match) {
-      if (value === undefined) return false;
+      if (value === undefined) return key;
     } else if (value !== undefined) {
-      return false;
+      return key;
     }
   }
-  return true;
+  return undefined;
 }
 
 function valueMatches(value: unknown, match: ValueMatch | undefined): boolean {
@@ -44,6 +45,12 @@ function inNamespaces(namespace: string | undefined, patterns: readonly string[]
   return selection.matches(namespace);
 }
 
+/** The filter an object fails first, in the order the gateway checks them: what `causeway explain` shows. */
+export type FilterMiss =
+  | { filter: 'namespaces' }
+  | { filter: 'labels' | 'annotations'; key: string }
+  | { filter: 'field'; field: string };
+
 /**
  * Everything but old/new: what a handler asks of the object as it is now. For an update, given the
  * object's essence `before` it, a field's `value` matches the old value or the new one, as in Kopf:
@@ -54,16 +61,29 @@ export function objectMatches(
   filters: HandlerFilters | undefined,
   before?: unknown,
 ): boolean {
-  if (!filters) return true;
+  return filterMiss(object, filters, before) === undefined;
+}
+
+/** Which of the handler's filters the object fails (see objectMatches); undefined when it fails none. */
+export function filterMiss(
+  object: KubernetesObject,
+  filters: HandlerFilters | undefined,
+  before?: unknown,
+): FilterMiss | undefined {
+  if (!filters) return undefined;
+  if (!inNamespaces(object.metadata.namespace, filters.namespaces)) return { filter: 'namespaces' };
+  const label = unmetKey(object.metadata.labels, filters.labels);
+  if (label !== undefined) return { filter: 'labels', key: label };
+  const annotation = unmetKey(object.metadata.annotations, filters.annotations);
+  if (annotation !== undefined) return { filter: 'annotations', key: annotation };
   const { field, value } = filters;
-  return (
-    inNamespaces(object.metadata.namespace, filters.namespaces) &&
-    metaMatches(object.metadata.labels, filters.labels) &&
-    metaMatches(object.metadata.annotations, filters.annotations) &&
-    (field === undefined ||
-      valueMatches(valueAt(object, field), value) ||
-      (before !== undefined && valueMatches(valueAt(before, field), value)))
-  );
+  if (
+    field === undefined ||
+    valueMatches(valueAt(object, field), value) ||
+    (before !== undefined && valueMatches(valueAt(before, field), value))
+  )
+    return undefined;
+  return { filter: 'field', field };
 }
 
 /** For updates: what the handler asks of the field's value before and after the change. */

@@ -22,6 +22,7 @@ import { checkIndexesOption, declaredIndexes, type Index, indexMaps } from './in
 import { memoUpdates, success } from './invoke.ts';
 import { collectingLogger, type Logger } from './logger.ts';
 import { checkCommonOptions, checkedId, DEFAULT_BACKOFF_SECONDS, pick } from './registry.ts';
+import { inHandlerSpan } from './tracing.ts';
 
 /** What an activity handler receives: no object, as it is about none. */
 export interface ActivityContext {
@@ -150,6 +151,7 @@ export async function invokeActivities(
   const logs: LogLine[] = [];
   const outcomes: [string, Outcome][] = [];
   const indexes = indexMaps(frozen.indexes);
+  const traced = { 'causeway.cause': frozen.reason };
   for (const due of frozen.handlers) {
     const activity = activities.get(due.id) as RegisteredActivity;
     const started = new Date(due.started);
@@ -163,7 +165,10 @@ export async function invokeActivities(
       param: activity.param,
       indexes: declaredIndexes(indexes, activity.options?.indexes),
     };
-    outcomes.push([due.id, await attemptActivity(activity, context)]);
+    const outcome = await inHandlerSpan(frozen.traceparent, due.id, traced, (thrown) =>
+      attemptActivity(activity, context, thrown),
+    );
+    outcomes.push([due.id, outcome]);
   }
   const updates = memoUpdates(before, memo, logs);
   return {
@@ -174,11 +179,17 @@ export async function invokeActivities(
   };
 }
 
-async function attemptActivity(activity: RegisteredActivity, context: ActivityContext): Promise<Outcome> {
+/** Runs the activity's handler; `thrown` is told what it threw (its span records it). */
+async function attemptActivity(
+  activity: RegisteredActivity,
+  context: ActivityContext,
+  thrown: (error: unknown) => void,
+): Promise<Outcome> {
   let returned: unknown;
   try {
     returned = await activity.fn(context);
   } catch (error) {
+    thrown(error);
     const message = error instanceof Error ? error.message || error.name : String(error);
     if (error instanceof PermanentError) return { status: 'permanent', message };
     if (error instanceof TemporaryError) return { status: 'temporary', message, delay: error.delay };

@@ -16,6 +16,7 @@ import {
   type ServiceObserver,
 } from '../protocol/index.ts';
 import { deepFreeze, equal } from '../protocol/json.ts';
+import { subjectAttributes } from '../protocol/span-attributes.ts';
 import { type Handler, type HandlerContext, handlerContext, type Patch } from './context.ts';
 import { RunningDaemons } from './daemons.ts';
 import { AdmissionError, PermanentError, TemporaryError } from './errors.ts';
@@ -24,6 +25,7 @@ import { asJson } from './json.ts';
 import { collectingLogger, type Logger } from './logger.ts';
 import type { Registered } from './registry.ts';
 import { Requeue } from './requeue.ts';
+import { inHandlerSpan } from './tracing.ts';
 
 /** Where a call runs: the daemons running in the process, and the signal of the call being cut off. */
 export interface InvokeScope {
@@ -47,6 +49,7 @@ export async function invoke(
   const logs: LogLine[] = [];
   const outcomes: [string, Outcome][] = [];
   const indexes = indexMaps(frozen.indexes);
+  const traced = { ...subjectAttributes(frozen.resource, frozen.body), 'causeway.cause': frozen.reason };
   for (const due of frozen.handlers) {
     const handler = handlers.get(due.id) as Registered;
     const logger = collectingLogger(logs, due.id);
@@ -71,7 +74,9 @@ export async function invoke(
       indexes: declaredIndexes(indexes, handler.options?.indexes),
     });
     const started = performance.now();
-    const outcome = await attempt(handler, context).finally(() => daemon?.done());
+    const outcome = await inHandlerSpan(frozen.traceparent, due.id, traced, (thrown) =>
+      attempt(handler, context, thrown),
+    ).finally(() => daemon?.done());
     scope.observer?.handled(due.id, frozen.reason, outcome.status, performance.now() - started);
     if (daemon?.stopped.reason === 'round-ended') outcome.roundEnded = true;
     const withSubhandlers = Object.keys(subhandlers).length > 0 ? { ...outcome, subhandlers } : outcome;
@@ -125,13 +130,19 @@ function stopDaemons(
   return { protocol: PROTOCOL, outcomes: Object.fromEntries(outcomes), logs: [] };
 }
 
-async function attempt(handler: Registered, context: HandlerContext): Promise<Outcome> {
+/** Runs the handler; `thrown` is told what it threw (its span records it). */
+async function attempt(
+  handler: Registered,
+  context: HandlerContext,
+  thrown?: (error: unknown) => void,
+): Promise<Outcome> {
   let returned: unknown;
   try {
     if (handler.applies && !(await handler.applies(context))) return { status: 'skipped' };
     // Checked with the request: a declarative index (no function) is never called.
     returned = await (handler.fn as Handler)(context);
   } catch (error) {
+    thrown?.(error);
     return failure(handler, error, context.logger);
   }
   if (returned instanceof Requeue) {

@@ -17,6 +17,11 @@ const NODE_ONLY_PACKAGES = [
   'undici',
   'selfsigned',
   '@ngrok/ngrok',
+  // OpenTelemetry's SDK, which a Node process registers: the SDK's spans use only @opentelemetry/api.
+  '@opentelemetry/context-async-hooks',
+  '@opentelemetry/exporter-trace-otlp-http',
+  '@opentelemetry/resources',
+  '@opentelemetry/sdk-trace',
 ];
 
 interface Rule {

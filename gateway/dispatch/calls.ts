@@ -6,21 +6,26 @@
  * called the same way, one service at a time. Knows the protocol, not the reactor.
  */
 import { createHash } from 'node:crypto';
-import type {
-  ActivityKind,
-  DueActivity,
-  DueHandler,
-  InvocationRequest,
-  KubernetesObject,
-  LogLine,
-  Outcome,
-  Reason,
-  ResolvedResource,
+import { type Attributes, SpanKind } from '@opentelemetry/api';
+import {
+  type ActivityKind,
+  type DueActivity,
+  type DueHandler,
+  type InvocationRequest,
+  type InvocationResponse,
+  type KubernetesObject,
+  type LogLine,
+  type Outcome,
+  PATHS,
+  type Reason,
+  type ResolvedResource,
 } from '../../protocol/index.ts';
+import { subjectAttributes } from '../../protocol/span-attributes.ts';
 import type { Logger } from '../logging.ts';
 import { delayFor } from '../settings.ts';
+import { inSpan, serverAttributes, traceparentOf } from '../tracing/spans.ts';
 import { type FunctionService, ServiceDown, ServiceError } from './function-service.ts';
-import { activityRequest, invocationRequest } from './invocation.ts';
+import { activityRequest, invocationRequest, newTraceparent } from './invocation.ts';
 
 export interface ServiceCall {
   service: FunctionService;
@@ -72,27 +77,34 @@ export async function callServices(
   return Promise.all(
     calls.map(async ({ service, handlers }): Promise<ServiceAnswer> => {
       const timeoutMs = subject.timeoutMs ?? service.timeoutMs;
-      const request = invocationRequest(
-        subject.reason,
-        subject.resource,
-        subject.object,
-        handlers,
-        timeoutMs,
-      );
-      const traceId = traceIdOf(request.traceparent);
+      const about = () => subjectAttributes(subject.resource, subject.object);
+      const traced = { reason: subject.reason, handlers, about };
+      // Known once the call's span is: a failed call's log lines carry it too.
+      let traceId: string | undefined;
       try {
-        const response = await service.invoke(
-          {
-            ...request,
-            ...(subject.memo ? { memo: subject.memo } : {}),
-            ...(subject.event ? { event: subject.event } : {}),
-            ...(subject.admission ? { admission: subject.admission } : {}),
-            ...(subject.stop ? { stop: subject.stop } : {}),
-            ...(subject.stopped ? { stopped: subject.stopped } : {}),
-          },
-          timeoutMs + (subject.long?.graceMs ?? 0),
-          subject.long ? { cut: subject.long.cut, long: true } : {},
-        );
+        const { response } = await inCallSpan(service, traced, async (traceparent) => {
+          traceId = traceIdOf(traceparent);
+          const request = invocationRequest(
+            subject.reason,
+            subject.resource,
+            subject.object,
+            handlers,
+            timeoutMs,
+            traceparent,
+          );
+          return service.invoke(
+            {
+              ...request,
+              ...(subject.memo ? { memo: subject.memo } : {}),
+              ...(subject.event ? { event: subject.event } : {}),
+              ...(subject.admission ? { admission: subject.admission } : {}),
+              ...(subject.stop ? { stop: subject.stop } : {}),
+              ...(subject.stopped ? { stopped: subject.stopped } : {}),
+            },
+            timeoutMs + (subject.long?.graceMs ?? 0),
+            subject.long ? { cut: subject.long.cut, long: true } : {},
+          );
+        });
         forwardLogs(response.logs, traceId, log);
         return {
           service,
@@ -122,14 +134,70 @@ export async function callActivity(
   retryDelaysS: RetryDelays,
   log: Logger,
 ): Promise<ServiceAnswer> {
-  const request = activityRequest(call.activity, call.handlers, call.timeoutMs, call.memo);
   try {
-    const response = await service.invoke(request, call.timeoutMs);
-    forwardLogs(response.logs, traceIdOf(request.traceparent), log);
+    const traced = { reason: call.activity, handlers: call.handlers };
+    const { response, traceparent } = await inCallSpan(service, traced, (traceparent) =>
+      service.invoke(
+        activityRequest(call.activity, call.handlers, call.timeoutMs, call.memo, traceparent),
+        call.timeoutMs,
+      ),
+    );
+    forwardLogs(response.logs, traceIdOf(traceparent), log);
     return { service, outcomes: response.outcomes, ...(response.memo ? { memo: response.memo } : {}) };
   } catch (error) {
     return failedCall(service, error, call.handlers, retryDelaysS);
   }
+}
+
+/** What a call's span says it is about: its cause, its handlers, and its object (protocol/span-attributes.ts). */
+interface TracedCall {
+  reason: string;
+  handlers: readonly { id: string }[];
+  about?: () => Record<string, string>;
+}
+
+/**
+ * Makes a call in a span of its own, an HTTP client's for a service over HTTP: the call carries the
+ * span's context as its traceparent (a new trace's when nothing traces), which the service continues.
+ */
+async function inCallSpan(
+  service: FunctionService,
+  traced: TracedCall,
+  call: (traceparent: string) => Promise<InvocationResponse>,
+): Promise<{ response: InvocationResponse; traceparent: string }> {
+  const [name, kind] = service.inProcess
+    ? [`call ${service.name}`, SpanKind.INTERNAL]
+    : [`POST ${PATHS.invoke}`, SpanKind.CLIENT];
+  return inSpan(name, { kind }, async (span) => {
+    // Made only for a span that is recorded: a call is made often, and mostly nothing traces.
+    if (span.isRecording()) span.setAttributes(callAttributes(service, traced));
+    const traceparent = traceparentOf(span) ?? newTraceparent();
+    try {
+      const response = await call(traceparent);
+      if (!service.inProcess) span.setAttribute('http.response.status_code', 200);
+      return { response, traceparent };
+    } catch (error) {
+      if (error instanceof ServiceError && error.status !== undefined)
+        span.setAttribute('http.response.status_code', error.status);
+      throw error;
+    }
+  });
+}
+
+function callAttributes(service: FunctionService, { reason, handlers, about }: TracedCall): Attributes {
+  return {
+    ...about?.(),
+    'causeway.service': service.name,
+    'causeway.cause': reason,
+    'causeway.handler': handlers.map((handler) => handler.id),
+    ...(service.inProcess
+      ? {}
+      : {
+          'http.request.method': 'POST',
+          'url.full': `${service.url}${PATHS.invoke}`,
+          ...serverAttributes(service.url),
+        }),
+  };
 }
 
 /**

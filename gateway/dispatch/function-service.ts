@@ -189,6 +189,11 @@ export class FunctionService {
     return this.#transport.url;
   }
 
+  /** An operator in this process, asked directly rather than over HTTP. */
+  get inProcess(): boolean {
+    return this.#transport.direct !== undefined;
+  }
+
   /** While its circuit is open, why: its calls are not made. */
   get down(): string | undefined {
     return this.#options.breaker?.down;

@@ -29,7 +29,8 @@ export function newTraceparent(): string {
 
 /**
  * The request for one cycle of one object. managedFields are left out: they are bookkeeping of the
- * API server, often the largest part of an object, and no handler should decide on them.
+ * API server, often the largest part of an object, and no handler should decide on them. `traceparent`:
+ * the call's span's, when it is traced; a new trace's otherwise.
  */
 export function invocationRequest(
   reason: Reason,
@@ -37,6 +38,7 @@ export function invocationRequest(
   object: KubernetesObject,
   handlers: DueHandler[],
   timeoutMs: number,
+  traceparent = newTraceparent(),
 ): InvocationRequest {
   const { managedFields: _managedFields, ...metadata } = object.metadata;
   return {
@@ -52,7 +54,7 @@ export function invocationRequest(
     body: { ...object, metadata: metadata as KubernetesObject['metadata'] },
     handlers,
     deadline: new Date(Date.now() + timeoutMs).toISOString(),
-    traceparent: newTraceparent(),
+    traceparent,
   };
 }
 
@@ -62,6 +64,7 @@ export function activityRequest(
   handlers: DueActivity[],
   timeoutMs: number,
   memo: Record<string, unknown>,
+  traceparent = newTraceparent(),
 ): ActivityInvocation {
   return {
     protocol: PROTOCOL,
@@ -69,6 +72,6 @@ export function activityRequest(
     handlers,
     deadline: new Date(Date.now() + timeoutMs).toISOString(),
     ...(Object.keys(memo).length > 0 ? { memo } : {}),
-    traceparent: newTraceparent(),
+    traceparent,
   };
 }

@@ -7,8 +7,10 @@
  */
 import type { RequestOptions } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
+import { type Span, SpanKind } from '@opentelemetry/api';
 import { Agent, type Dispatcher, ProxyAgent, request } from 'undici';
 import { jitter, sleep } from '../timing.ts';
+import { inRecordedSpan, inSpan, serverAttributes } from '../tracing/spans.ts';
 import { ApiError, isTransient } from './errors.ts';
 
 export type PatchType = 'merge' | 'json' | 'apply';
@@ -216,8 +218,28 @@ export class KubeClient {
     return response;
   }
 
-  async #once<T>(session: Session, path: string, init: RequestInit): Promise<T> {
+  /**
+   * One try of a request. A write made within a recorded span (a cycle's) is a span of its own, an HTTP
+   * client's; reads are not, nor are writes outside one (Leases renewed, say), which would each start
+   * a trace of their own.
+   */
+  #once<T>(session: Session, path: string, init: RequestInit): Promise<T> {
     const method = init.method ?? 'GET';
+    if (method === 'GET' || !inRecordedSpan()) return this.#send(session, path, init, method);
+    const { template, namespace } = pathTemplate(path);
+    const attributes = {
+      'http.request.method': method,
+      'url.full': this.url(path, init.query),
+      'url.template': template,
+      ...serverAttributes(this.server),
+      ...(namespace === undefined ? {} : { 'k8s.namespace.name': namespace }),
+    };
+    return inSpan(`${method} ${template}`, { kind: SpanKind.CLIENT, attributes }, (span) =>
+      this.#send(session, path, init, method, span),
+    );
+  }
+
+  async #send<T>(session: Session, path: string, init: RequestInit, method: string, span?: Span): Promise<T> {
     const hasBody = init.body !== undefined;
     const headers = await headersOf(session, {
       ...init,
@@ -232,11 +254,30 @@ export class KubeClient {
         signal: init.signal,
       }),
     );
+    span?.setAttribute('http.response.status_code', response.statusCode);
     const body = await readBody(response.body);
     if (response.statusCode >= 300)
       throw new ApiError(method, path, response.statusCode, body, retryAfter(response));
     return body as T;
   }
+}
+
+/**
+ * An API path with its namespace and name as placeholders (`/apis/g/v/namespaces/{namespace}/plural/{name}/status`),
+ * as OpenTelemetry's `url.template`, which names a span; and the namespace it names, if any.
+ */
+export function pathTemplate(path: string): { template: string; namespace?: string } {
+  const parts = path.split('?')[0]?.split('/') ?? [];
+  // After /api/v1 or /apis/group/version: [namespaces, ns,] plural[, name[, subresource]].
+  const prefix = parts[1] === 'api' ? 3 : 4;
+  const rest = parts.slice(prefix);
+  const namespaced = rest[0] === 'namespaces' && rest.length > 2;
+  const namespace = namespaced ? rest[1] : undefined;
+  const nameAt = namespaced ? 3 : 1;
+  if (namespaced) rest[1] = '{namespace}';
+  if (rest.length > nameAt) rest[nameAt] = '{name}';
+  const template = [...parts.slice(0, prefix), ...rest].join('/');
+  return namespace === undefined ? { template } : { template, namespace };
 }
 
 async function sessionOf(config: KubeConfig, expiresAt?: number): Promise<Session> {

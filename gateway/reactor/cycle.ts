@@ -4,12 +4,15 @@
  * and tell the queue when to look again. The decisions are pure functions of other modules; this one
  * only sequences them, so every write the cycle makes goes through the small ReactorApi.
  */
+import type { Span } from '@opentelemetry/api';
 import type { KubernetesObject, Reason } from '../../protocol/index.ts';
+import { subjectAttributes } from '../../protocol/span-attributes.ts';
 import type { Identity } from '../identity.ts';
 import { isNotFound, isStaleWrite } from '../kube/errors.ts';
 import { addObjectPatch, emptyChanges } from '../kube/patcher.ts';
 import type { Logger } from '../logging.ts';
 import type { StoredState } from '../state/storage.ts';
+import { inSpan } from '../tracing/spans.ts';
 import { applyObjects, type ReactorApi } from './api.ts';
 import type { CallHandlers } from './calls.ts';
 import { detectCause } from './causes.ts';
@@ -77,7 +80,16 @@ export class ResourceReactor<S> {
     this.#listedAtStart.add(uid);
   }
 
-  async run(object: KubernetesObject): Promise<CycleOutcome> {
+  /** One cycle, in a span that the spans of its calls and writes are children of. */
+  run(object: KubernetesObject): Promise<CycleOutcome> {
+    const { resource } = this.#options.served;
+    const attributes = subjectAttributes(resource, object);
+    return inSpan(`cycle ${attributes['causeway.resource']}`, { attributes }, (span) =>
+      this.#cycle(object, span),
+    );
+  }
+
+  async #cycle(object: KubernetesObject, span: Span): Promise<CycleOutcome> {
     const { served, identity } = this.#options;
     const { remembered, firstSight } = this.#memory.recall(object.metadata.uid);
     if (firstSight && this.#listedAtStart.delete(object.metadata.uid)) remembered.existedAtStart = true;
@@ -90,6 +102,7 @@ export class ResourceReactor<S> {
       existedAtStart: remembered.existedAtStart === true,
       ...(served.storage.adoptKopf === undefined ? {} : { adoptedPrefix: served.storage.adoptKopf }),
     });
+    span.setAttribute('causeway.cause', cause.reason);
     const log = this.#options.logger.child({ object: objectName(object), cause: cause.reason });
     try {
       const ending =

@@ -1,6 +1,7 @@
 /** `causeway gateway`: the gateway alone, calling function services deployed elsewhere over HTTP(S). */
 import { SECRET_VARIABLE } from '../../../protocol/index.ts';
 import { startGateway } from '../../gateway.ts';
+import { startTracing } from '../../tracing/sdk.ts';
 import { command } from '../command-line.ts';
 import {
   ACTIVITIES,
@@ -41,8 +42,10 @@ export const gatewayCommand = command({
     if (warning) logger.warning(warning);
     const secretFile = values['secret-file'];
     const secret = secretFile || process.env[SECRET_VARIABLE] ? readSecret(secretFile) : undefined;
+    const tracing = await startTracing('causeway-gateway', logger);
     const gateway = await startGateway({ ...options, logger, ...(secret ? { secret } : {}) });
     await untilSignal(logger);
     await gateway.stop();
+    await tracing?.shutdown(); // the spans still buffered, exported
   },
 });

@@ -1,6 +1,7 @@
 /** `causeway run <module>`: one process, in which the gateway calls the module's fetch handler directly, still signed and verified. */
 import { startGateway } from '../../gateway.ts';
 import { ensureProcessSecret } from '../../secret.ts';
+import { startTracing } from '../../tracing/sdk.ts';
 import { command } from '../command-line.ts';
 import { ACTIVITIES, ADMISSION, CLUSTER_NOTE, IDENTITY, OBJECTS, OBSERVABILITY, PEERING } from '../flags.ts';
 import { loadOperatorModule } from '../operator-module.ts';
@@ -20,9 +21,12 @@ export const runCommand = command({
     const warning = namespacesWarning(values);
     if (warning) logger.warning(warning);
     const secret = ensureProcessSecret();
+    // The gateway's spans and the module's handlers', exported together.
+    const tracing = await startTracing('causeway', logger);
     const functions = await loadOperatorModule(module);
     const gateway = await startGateway({ ...options, logger, functions: [functions], secret });
     await untilSignal(logger);
     await gateway.stop();
+    await tracing?.shutdown();
   },
 });

@@ -4,6 +4,7 @@ import { OBSERVED } from '../../../protocol/index.ts';
 import type { FetchHandler } from '../../dispatch/transport.ts';
 import { MetricsEndpoint, metricsAddress } from '../../metrics/endpoint.ts';
 import { ServiceMetrics } from '../../metrics/service-metrics.ts';
+import { startTracing } from '../../tracing/sdk.ts';
 import { command } from '../command-line.ts';
 import { LISTENING, OBSERVABILITY, VERIFYING } from '../flags.ts';
 import { loadOperatorModule } from '../operator-module.ts';
@@ -27,6 +28,8 @@ export const serveCommand = command({
       secretFile: values['secret-file'],
     });
     const listen = values.metrics ? metricsAddress(metricsListen(values.metrics)) : undefined;
+    // Its handlers' spans continue the gateway's calls (causeway/functions).
+    const tracing = await startTracing('causeway-functions', logger);
     const loaded = await loadOperatorModule(module);
     const metrics = listen && new ServiceMetrics();
     const endpoint = metrics && listen && new MetricsEndpoint(metrics, listen, logger);
@@ -46,6 +49,7 @@ export const serveCommand = command({
     stopFollowing();
     await server.close();
     await endpoint?.stop();
+    await tracing?.shutdown();
   },
 });
 

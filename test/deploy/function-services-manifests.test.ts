@@ -333,7 +333,8 @@ describe(DIRECTORY, () => {
     );
     assert.match(
       gateway.output(),
-      new RegExp(`watching path=/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`),
+      // As in a container: no terminal, so JSON.
+      new RegExp(`"msg":"watching","path":"/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples"`),
     );
 
     // A change of the object reaches the gateway through its watch: the status follows it.

@@ -493,7 +493,8 @@ describe('deploy/examples/01-minimal', () => {
     assert.deepEqual(handled.status?.create_fn, { message: `hello ${example.metadata.name}` });
     assert.match(
       gateway.output(),
-      new RegExp(`watching path=/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`),
+      // As in a container: no terminal, so JSON.
+      new RegExp(`"msg":"watching","path":"/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples"`),
     );
     // What the kubelet's probes get: healthy, and no probe handler to report; ready.
     const probed = await fetch(liveness);

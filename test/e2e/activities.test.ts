@@ -341,7 +341,7 @@ describe('activities, with the CLI', () => {
     const path = await createKopfExample(namespace, 'one');
     assert.equal(await statusOnceThere(path, 'create_fn'), 'created');
     assert.equal(await run.stop('SIGTERM'), 0);
-    assert.match(run.output(), /prepare: prepared/);
+    assert.match(run.output(), /prepared handler=prepare /);
     assert.match(
       run.output(),
       /tidy: tidied up[\s\S]*cleanup handler "tidy" of function service "activities" succeeded/,

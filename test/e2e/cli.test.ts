@@ -158,7 +158,7 @@ describe('causeway serve + causeway gateway', () => {
     );
     t.after(() => gateway.stop());
     const metrics = (await gateway.waitFor(/metrics at (http:\/\/\S+)/))[1] as string;
-    await gateway.waitFor(/watching \/apis\/kopf.dev\/v1\/namespaces\//);
+    await gateway.waitFor(/watching .*path=\/apis\/kopf.dev\/v1\/namespaces\//);
 
     const client = await kubeClient();
     const path = await createKopfExample(namespace, 'over-http', { field: 'x' });
@@ -251,7 +251,7 @@ describe('causeway serve over HTTPS, and a gateway that trusts its CA', () => {
     );
     t.after(() => untrusting.stop());
     await untrusting.waitFor(
-      /function service https:\/\/127\.0\.0\.1:\d+ is not reachable yet: .+: its certificate is not one this gateway trusts for it \(give the CA that signed it: --functions-ca/,
+      /function service https:\/\/127\.0\.0\.1:\d+ is not reachable yet err=".+: its certificate is not one this gateway trusts for it \(give the CA that signed it: --functions-ca/,
     );
     await untrusting.stop();
 

@@ -24,6 +24,7 @@ const group = uniqueGroup('clustered');
 const kind = { group, kind: 'Clustered', plural: 'clustereds', scope: 'Cluster' } as const;
 const CRD_PATH = `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${kind.plural}.${group}`;
 const COLLECTION = `/apis/${group}/v1/${kind.plural}`;
+const RESOURCE_KEY = `${kind.plural}.${group}/v1`;
 
 /** Create and update handlers on the cluster-scoped resource; `create_fn` also posts an event. */
 function clusterOperator(name: string) {
@@ -98,9 +99,11 @@ describe('cluster-scoped resources', () => {
     assert.deepEqual(updated.status?.update_fn, { diff: [['change', ['spec', 'size'], 1, 2]] });
     assert.deepEqual(running.calls, [`create ${name}`, `update ${name} [["change",["spec","size"],1,2]]`]);
 
-    assert.ok(running.lines.some((line) => line.includes(`watching ${COLLECTION}`)));
     assert.ok(
-      !running.lines.some((line) => /watching \S*\/namespaces\//.test(line)),
+      running.lines.some((line) => line.includes(` watching resource=${RESOURCE_KEY} path=${COLLECTION}\n`)),
+    );
+    assert.ok(
+      !running.lines.some((line) => /watching .*path=\S*\/namespaces\//.test(line)),
       'no watch is per namespace',
     );
 
@@ -130,7 +133,9 @@ describe('cluster-scoped resources', () => {
     const handled = await statusOf(name, 'create_fn');
     assert.deepEqual(handled.status?.create_fn, { name, namespace: '(none)' });
     assert.deepEqual(running.calls, [`create ${name}`]);
-    assert.ok(running.lines.some((line) => line.includes(`watching ${COLLECTION}`)));
+    assert.ok(
+      running.lines.some((line) => line.includes(` watching resource=${RESOURCE_KEY} path=${COLLECTION}\n`)),
+    );
     assert.ok(!running.lines.some((line) => line.includes(`/namespaces/${namespace}/`)));
   });
 
@@ -143,7 +148,9 @@ describe('cluster-scoped resources', () => {
     const handled = await statusOf(name, 'create_fn');
     assert.deepEqual(handled.status?.create_fn, { name, namespace: '(none)' });
     assert.deepEqual(running.calls, [`create ${name}`]);
-    assert.ok(running.lines.some((line) => line.includes(`watching ${COLLECTION}`)));
+    assert.ok(
+      running.lines.some((line) => line.includes(` watching resource=${RESOURCE_KEY} path=${COLLECTION}\n`)),
+    );
   });
 });
 

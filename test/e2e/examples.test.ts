@@ -284,7 +284,7 @@ describe('examples/03-exceptions', async () => {
     assert.ok(
       running.logs.some(
         (line) =>
-          line.includes(`[${namespace}/kopf-example-1] done on attempt 3 `) &&
+          line.includes(`[${namespace}/kopf-example-1] done on attempt 3,`) &&
           line.includes(' handler=flaky_fn '),
       ),
     );
@@ -357,7 +357,12 @@ describe('examples/05-handlers', async () => {
     const client = await kubeClient();
     const path = kopfExample(namespace, 'kopf-example-1');
     const lines = (running: Started, handler: string) =>
-      running.logs.filter((line) => line.includes(`[${namespace}/kopf-example-1] ${handler}: `));
+      running.logs.filter(
+        (line) =>
+          line.includes(`[${namespace}/kopf-example-1] `) &&
+          line.includes(` handler=${handler} `) &&
+          line.includes(' origin=function'),
+      );
 
     const first = await start(t, op, namespace);
     await applyFile(example('05-handlers', 'object.yaml'), namespace);
@@ -546,7 +551,11 @@ describe('examples/10-builtins', async () => {
     );
     assert.ok(!running.logs.some((line) => line.includes(`[${namespace}/unrelated]`)), 'not a word about it');
     assert.equal(
-      running.logs.filter((line) => line.includes('does not keep status.configmap_fn')).length,
+      running.logs.filter(
+        (line) =>
+          line.includes("does not keep the handler's result: dropped") &&
+          line.includes(' handler=configmap_fn'),
+      ).length,
       1,
       'the dropped result is said once',
     );
@@ -971,7 +980,7 @@ describe('examples/15-timers', async () => {
     const pings = (name: string, handler: string) =>
       running.logs.flatMap((line) => {
         const match = new RegExp(
-          `^(\\S+) .*\\[${namespace}/${name}\\] ${handler}: ping from an? \\w+ timer: field=(\\S+) `,
+          `^(\\S+) .*\\[${namespace}/${name}\\] ping from an? \\w+ timer: field=(\\S+) .* handler=${handler} `,
         ).exec(line);
         return match ? [{ at: Date.parse(match[1] as string), field: JSON.parse(match[2] as string) }] : [];
       });

@@ -62,7 +62,7 @@ describe('namespace patterns', () => {
     }
     assert.ok(
       logger.lines.some((line) =>
-        line.includes(`watching path=/apis/kopf.dev/v1/namespaces/${served}/kopfexamples`),
+        line.includes(`path=/apis/kopf.dev/v1/namespaces/${served}/kopfexamples\n`),
       ),
     );
     for (const ns of [negated, other])

@@ -60,7 +60,7 @@ describe('a function service that goes down', () => {
     const failing = ['failing-0', 'failing-1', 'failing-2'];
     for (const name of failing) await createKopfExample(namespace, name, {});
     await eventually('the service taken as down', async () =>
-      logger.lines.find((line) => /function service "outage" at \S+ is down \(3 calls in a row/.test(line)),
+      logger.lines.find((line) => /function service down: .* service=outage url=\S+ failures=3 /.test(line)),
     );
     // Objects created now wait: no call, no write.
     const parked = ['parked-0', 'parked-1', 'parked-2', 'parked-3'];

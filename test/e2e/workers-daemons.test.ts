@@ -96,7 +96,11 @@ describe('a daemon on workerd', () => {
       );
       assert.equal(said(new RegExp(`round ${round} stopped: round-ended`)).length, 1, `round ${round}`);
     }
-    assert.deepEqual(said(/daemon beat_fn (failed|returned)/), [], 'no round failed or returned for good');
+    assert.deepEqual(
+      said(/daemon (failed|returned|given up).* handler=beat_fn /),
+      [],
+      'no round failed or returned for good',
+    );
     assert.ok(
       (await client.get<KubernetesObject>(path)).metadata.finalizers?.length,
       'the daemon holds its object with a finalizer',
@@ -105,7 +109,7 @@ describe('a daemon on workerd', () => {
     await client.request(path, { method: 'DELETE' });
     await gone(path);
     assert.equal(
-      said(/daemon beat_fn stopped \(resource-deleted\)/).length,
+      said(/daemon stopped .*handler=beat_fn why=resource-deleted/).length,
       1,
       'the gateway stopped the daemon for the deletion',
     );
@@ -174,6 +178,6 @@ describe('a daemon on workerd', () => {
 
     await client.request(path, { method: 'DELETE' });
     await gone(path);
-    assert.equal(said(/daemon beat_fn stopped \(resource-deleted\)/).length, 1);
+    assert.equal(said(/daemon stopped .*handler=beat_fn why=resource-deleted/).length, 1);
   });
 });

@@ -111,7 +111,7 @@ describe('hostile replies', () => {
 
     assert.deepEqual(await statusOnceThere(bystander, 'honest_fn'), { hello: 'bystander' });
     const line = await logged(
-      /response\.outcomes\.create_fn\.patch\.__proto__: a reply may not hold the key "__proto__"/,
+      /response\.outcomes\.create_fn\.patch\.__proto__: a reply may not hold the key \\"__proto__\\"/,
     );
     assert.match(line, /\/attacked\] handler failed temporarily .*handler=create_fn/);
     assert.match(await failureOf(attacked, 'create_fn'), /a reply may not hold the key "__proto__"/);
@@ -139,7 +139,7 @@ describe('hostile replies', () => {
       { labels: { side: 'hostile' } },
     );
     await logged(
-      /the reply of service "hostile" is over 16 MiB, the most the gateway reads \(calls\.maxReplyBytes\)/,
+      /the reply of service \\"hostile\\" is over 16 MiB, the most the gateway reads \(calls\.maxReplyBytes\)/,
     );
     clearInterval(sampler);
     assert.match(await failureOf(flooded, 'create_fn'), /is over 16 MiB/);

@@ -53,10 +53,17 @@ export interface PipelineOptions {
 }
 
 /** What the metrics are told of one resource's pipeline, and read of it when scraped. */
+export interface ObjectReadings {
+  seen(): number;
+  owned(): number;
+}
+
 export interface PipelineObserver {
   queue(readings: QueueReadings): QueueObserver;
   /** Its timers and its daemons running now. */
   background(readings: { timers(): number; daemons(): number }): void;
+  /** Its objects the watches show, and those of them this gateway handles. */
+  objects(readings: ObjectReadings): void;
   /** One of its watches started again after a failure or a 410 Gone. */
   watchRestarted(): void;
 }
@@ -195,6 +202,16 @@ export class ResourcePipeline implements Component {
         daemons.observe(type, object);
         if (type === 'DELETED') reactor.forget(object.metadata.uid);
         queue.push(type, object);
+      },
+    });
+    pipelineObserver?.objects({
+      seen: () => watch.objectCount,
+      // Counted when scraped: a walk of the uids, the ring's hash for each when sharding.
+      owned: () => {
+        if (!owns) return watch.objectCount;
+        let owned = 0;
+        for (const uid of watch.uids()) if (owns(uid)) owned++;
+        return owned;
       },
     });
     return {

@@ -58,6 +58,16 @@ export class Watcher {
     this.#options = options;
   }
 
+  /** How many objects it shows now. */
+  get objectCount(): number {
+    return this.#known.size;
+  }
+
+  /** The uids of the objects it shows now. */
+  uids(): IterableIterator<string> {
+    return this.#known.keys();
+  }
+
   start(): void {
     this.#running ??= this.#loop();
   }

@@ -88,6 +88,18 @@ export const CATALOGUE = [
     labels: ['resource'],
   },
   {
+    name: 'causeway_objects',
+    type: 'gauge',
+    help: "Objects of a resource this gateway's watches show now (every replica watches them all, sharded or not).",
+    labels: ['resource'],
+  },
+  {
+    name: 'causeway_owned_objects',
+    type: 'gauge',
+    help: 'Of those, the objects this gateway handles now: all of them, or its share when sharding. Summed over the replicas, as many as causeway_objects; fewer means objects no replica handles.',
+    labels: ['resource'],
+  },
+  {
     name: 'causeway_timers',
     type: 'gauge',
     help: 'Timers kept now, by resource: one per object and timer handler that matches it.',

@@ -6,7 +6,7 @@
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { CallObserver } from '../dispatch/function-service.ts';
-import type { PipelineObserver } from '../pipeline.ts';
+import type { ObjectReadings, PipelineObserver } from '../pipeline.ts';
 import type { QueueObserver, QueueReadings } from '../reactor/queue.ts';
 import { CATALOGUE, DURATION_BUCKETS, type MetricName, type MetricSpec } from './catalogue.ts';
 
@@ -53,6 +53,7 @@ export class GatewayMetrics implements Exposition {
   /** What the gauges read when scraped: each resource's queue, each service's circuit, leadership. */
   readonly #queues = new Map<string, QueueReadings>();
   readonly #background = new Map<string, { timers(): number; daemons(): number }>();
+  readonly #objects = new Map<string, ObjectReadings>();
   #breakers: () => Iterable<[service: string, open: boolean]> = () => [];
   #leading: { name: string; leads: () => boolean } | undefined;
 
@@ -68,6 +69,12 @@ export class GatewayMetrics implements Exposition {
       causeway_function_breaker_open: (gauge) => {
         gauge.reset();
         for (const [service, open] of this.#breakers()) gauge.set({ service }, open ? 1 : 0);
+      },
+      causeway_objects: (gauge) => {
+        for (const [resource, objects] of this.#objects) gauge.set({ resource }, objects.seen());
+      },
+      causeway_owned_objects: (gauge) => {
+        for (const [resource, objects] of this.#objects) gauge.set({ resource }, objects.owned());
       },
       causeway_timers: (gauge) => {
         for (const [resource, background] of this.#background) gauge.set({ resource }, background.timers());
@@ -111,6 +118,7 @@ export class GatewayMetrics implements Exposition {
     return {
       queue: (readings) => this.queue(name, readings),
       background: (readings) => this.#background.set(name, readings),
+      objects: (readings) => this.#objects.set(name, readings),
       watchRestarted: () => this.#counter('causeway_watch_restarts_total').inc({ resource: name }),
     };
   }

@@ -37,6 +37,18 @@ export class ResourceWatch {
     this.#options = options;
   }
 
+  /** How many objects its watches show now. */
+  get objectCount(): number {
+    let count = 0;
+    for (const watcher of this.#watchers.values()) count += watcher.objectCount;
+    return count;
+  }
+
+  /** The uids of the objects its watches show now. */
+  *uids(): Generator<string> {
+    for (const watcher of this.#watchers.values()) yield* watcher.uids();
+  }
+
   start(selector: string | undefined): void {
     this.#selector = selector;
     this.#started = true;

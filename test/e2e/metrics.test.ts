@@ -110,6 +110,12 @@ describe('the metrics endpoint', () => {
         cause: 'create',
         outcome,
       });
+    assert.equal(sample(handled, 'causeway_objects', { resource: CONTROLLER }), 2, 'plain and flaky');
+    assert.equal(
+      sample(handled, 'causeway_owned_objects', { resource: CONTROLLER }),
+      2,
+      'alone, it handles all',
+    );
     assert.equal(calls('create_fn', 'success'), 2);
     assert.equal(calls('flaky_fn', 'temporary'), 1);
     assert.equal(calls('flaky_fn', 'success'), 1);

@@ -11,6 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type Index, operator } from '../../functions/index.ts';
 import { freeze, resume } from '../../gateway/peering/freeze.ts';
 import { testNamespace } from '../support/cluster.ts';
+import { sample, scrape } from '../support/metrics.ts';
 import {
   applyFile,
   createKopfExamples,
@@ -63,6 +64,7 @@ describe('sharding', () => {
         transport: 'in-process',
         peering: { namespace, id, sharding: true },
         logger,
+        metrics: '127.0.0.1:0',
       });
       gateways.push(gateway);
       t.after(() => gateway.stop());
@@ -107,6 +109,25 @@ describe('sharding', () => {
       t.diagnostic(`${id}: ${(share * 100).toFixed(1)}%`);
       assert.ok(share >= 0.2 && share <= 0.47, `${id} handled ${(share * 100).toFixed(1)}%`);
     }
+    // Each sees every object and owns its share; together they own them all, as the alert on these
+    // gauges (docs/observability.md) expects.
+    const owned: number[] = [];
+    for (const [index, { gateway }] of gateways.entries()) {
+      const scraped = await scrape(gateway);
+      const resource = { resource: 'kopfexamples.kopf.dev/v1' };
+      assert.equal(sample(scraped, 'causeway_objects', resource), creates.length);
+      owned.push(sample(scraped, 'causeway_owned_objects', resource));
+      const id = ['shard-a', 'shard-b', 'shard-c'][index];
+      assert.equal(
+        owned.at(-1),
+        creates.filter((call) => call.gateway === id).length,
+        `${id} owns what it handled`,
+      );
+    }
+    assert.equal(
+      owned.reduce((sum, each) => sum + each, 0),
+      creates.length,
+    );
     for (const name of ticking) {
       const tickers = new Set(
         calls.filter((call) => call.handler === 'tick_fn' && call.name === name).map((call) => call.gateway),

@@ -334,7 +334,7 @@ describe(DIRECTORY, () => {
     assert.match(
       gateway.output(),
       // As in a container: no terminal, so JSON.
-      new RegExp(`"msg":"watching","path":"/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples"`),
+      new RegExp(`"path":"/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples","msg":"watching"`),
     );
 
     // A change of the object reaches the gateway through its watch: the status follows it.

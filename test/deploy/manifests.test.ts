@@ -494,7 +494,7 @@ describe('deploy/examples/01-minimal', () => {
     assert.match(
       gateway.output(),
       // As in a container: no terminal, so JSON.
-      new RegExp(`"msg":"watching","path":"/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples"`),
+      new RegExp(`"path":"/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples","msg":"watching"`),
     );
     // What the kubelet's probes get: healthy, and no probe handler to report; ready.
     const probed = await fetch(liveness);

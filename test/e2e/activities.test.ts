@@ -344,7 +344,7 @@ describe('activities, with the CLI', () => {
     assert.match(run.output(), /prepared handler=prepare /);
     assert.match(
       run.output(),
-      /tidy: tidied up[\s\S]*cleanup handler "tidy" of function service "activities" succeeded/,
+      /tidied up handler=tidy [\s\S]*cleanup handler "tidy" of function service "activities" succeeded/,
     );
   });
 });

@@ -129,7 +129,7 @@ describe('failures on a real apiserver', () => {
     assert.equal(untouched.status?.create_fn, undefined, 'no result from a malformed answer');
     assert.equal(handled(untouched), false, 'not recorded as handled');
     assert.ok(
-      logger.lines.some((line) => /status "maybe" is not success/.test(line)),
+      logger.lines.some((line) => /status \\"maybe\\" is not success/.test(line)),
       logger.lines.join(''),
     );
 

@@ -29,7 +29,7 @@ describe('label selectors', () => {
     const running = await runOperator(op, { namespaces: [namespace], logger, transport: 'in-process' });
     t.after(() => running.stop());
     assert.ok(
-      logger.lines.some((line) => line.includes(`namespaces/${namespace}/kopfexamples labels=team=a`)),
+      logger.lines.some((line) => line.includes(`namespaces/${namespace}/kopfexamples labels="team=a"`)),
     );
 
     const client = await kubeClient();

@@ -130,7 +130,7 @@ describe('traces', () => {
       exporting('kopfexample-gateway'),
     );
     t.after(() => gateway.stop());
-    await gateway.waitFor(/watching \/apis\/kopf.dev\/v1\/namespaces\//);
+    await gateway.waitFor(/watching .*path=\/apis\/kopf.dev\/v1\/namespaces\//);
 
     const path = await createKopfExample(namespace, 'traced', { field: 'x' });
     assert.deepEqual(await statusOnceThere(path, 'create_fn'), { message: 'hello traced' });

@@ -42,10 +42,11 @@ export async function main(argv: string[]): Promise<void> {
   } else {
     const { command, values, args } = line;
     try {
-      const logger = createLogger({
-        level: logLevel(values),
-        format: logFormat(values, process.stderr.isTTY === true, process.env.CAUSEWAY_LOG_FORMAT),
-      });
+      const format = logFormat(values, process.stderr.isTTY === true, process.env.CAUSEWAY_LOG_FORMAT);
+      // The commands this one starts (causeway dev's function service, whose stderr is a pipe to this
+      // process) write their lines as it does.
+      process.env.CAUSEWAY_LOG_FORMAT = format;
+      const logger = createLogger({ level: logLevel(values), format });
       await command.run({ values, args, logger });
     } catch (error) {
       if (error instanceof UsageError) error.command ??= command.name;

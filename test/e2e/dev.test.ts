@@ -95,8 +95,11 @@ async function environment(t: TestContext, { keys = false } = {}) {
   t.after(async () => {
     for (const each of processes.reverse()) await each.stop();
   });
-  const start = (args: string[]) => {
-    const started = causeway(args, env);
+  /** `causeway args`; `format` given, with no CAUSEWAY_LOG_FORMAT but `--log-format format`. */
+  const start = (args: string[], format?: 'text' | 'json') => {
+    const unset: NodeJS.ProcessEnv = { ...env };
+    delete unset.CAUSEWAY_LOG_FORMAT;
+    const started = format ? causeway([...args, '--log-format', format], unset) : causeway(args, env);
     processes.push(started);
     return started;
   };
@@ -109,16 +112,13 @@ describe('causeway dev', () => {
     const { namespace, start } = await environment(t);
     const folder = mkdtempSync(join(tmpdir(), 'causeway-dev-module-'));
     const module = moduleIn(folder, operatorSource('v1'));
-    const dev = start([
-      'dev',
-      module,
-      '--standalone',
-      '-n',
-      namespace,
-      '--annotation-prefix',
-      `${namespace}.causeway.dev`,
-    ]);
+    const dev = start(
+      ['dev', module, '--standalone', '-n', namespace, '--annotation-prefix', `${namespace}.causeway.dev`],
+      'text',
+    );
     await dev.waitFor(/dev: serving "dev-e2e"/);
+    // Its function service, a process of its own writing to a pipe, writes text as it was told to.
+    assert.match(dev.output(), /^\S+ INFO +function service listening on http:\/\/127\.0\.0\.1:\d+$/m);
 
     await createKopfExample(namespace, 'first');
     assert.equal(await handledBy(namespace, 'first'), 'v1');

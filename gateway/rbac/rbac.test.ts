@@ -180,4 +180,21 @@ describe('rbacFor', () => {
       { apiGroups: ['admissionregistration.k8s.io'], resources: webhooks, verbs: ['create'] },
     ]);
   });
+
+  it('lets it read, by name only, the shared secrets FunctionService objects name', () => {
+    const objects = rbacFor({
+      ...MINIMAL,
+      functionServices: 'operators',
+      readSecrets: [
+        { namespace: 'operators', name: 'billing-secret' },
+        { namespace: 'operators', name: 'shipping-secret' },
+      ],
+    });
+    assert.deepEqual(rulesOf(objects, 'Role').at(-1), {
+      apiGroups: [''],
+      resources: ['secrets'],
+      resourceNames: ['billing-secret', 'shipping-secret'],
+      verbs: ['get'],
+    });
+  });
 });

@@ -43,6 +43,8 @@ export interface RbacRequest {
   functionTls: readonly NamespacedName[];
   /** The namespace of the FunctionService objects it serves (--function-services). */
   functionServices?: string;
+  /** Secrets it reads only: the shared secrets FunctionService objects name (`spec.secretRef`). */
+  readSecrets?: readonly NamespacedName[];
   /** Set when a handler validates or mutates: the gateway keeps webhook configurations. */
   admission?: {
     /** The configurations' name: the annotation prefix. */
@@ -182,6 +184,10 @@ export function rbacFor(request: RbacRequest): RbacObject[] {
       rule('causeway.dev', ['functionservices'], ['get', 'list', 'watch']),
     );
     grants.add(request.functionServices, rule('causeway.dev', ['functionservices/status'], ['patch']));
+  }
+
+  for (const { namespace, name } of request.readSecrets ?? []) {
+    grants.add(namespace, { ...rule('', ['secrets'], ['get']), resourceNames: [name] });
   }
 
   const { admission } = request;

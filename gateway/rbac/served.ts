@@ -3,11 +3,11 @@
  * resources its handlers watch, the kinds their answers may apply, whether it reviews admission.
  * rbac.ts turns this into rules.
  */
-import { isAdmissionKind } from '../../protocol/index.ts';
+import { isAdmissionKind, type KubernetesObject } from '../../protocol/index.ts';
 import { outsideScope, resourceKey, resourcesNamed } from '../binding.ts';
 import type { FunctionService } from '../dispatch/function-service.ts';
 import { type DiscoveredResource, type Discovery, describe, selectsSeveral } from '../kube/discovery.ts';
-import type { RbacResource } from './rbac.ts';
+import type { NamespacedName, RbacResource } from './rbac.ts';
 
 export interface Served {
   /** What the resource handlers name, within their service's scope: watched and patched. */
@@ -61,4 +61,24 @@ export function servedBy(services: readonly FunctionService[], discovery: Discov
 
 function rbacResource({ group, plural, namespaced, subresources }: DiscoveredResource): RbacResource {
   return { group, plural, namespaced, subresources };
+}
+
+/**
+ * The Secrets FunctionService objects name (engines/function-service-objects.ts): the one the gateway
+ * issues the service's certificate into (`spec.tls.secretName`), and the shared secret it reads
+ * (`spec.secretRef`).
+ */
+export function functionServiceSecrets(objects: readonly KubernetesObject[]): {
+  certificates: NamespacedName[];
+  read: NamespacedName[];
+} {
+  const certificates: NamespacedName[] = [];
+  const read: NamespacedName[] = [];
+  for (const object of objects) {
+    const namespace = object.metadata.namespace ?? 'default';
+    const spec = (object.spec ?? {}) as { tls?: { secretName?: string }; secretRef?: { name?: string } };
+    if (spec.tls?.secretName) certificates.push({ namespace, name: spec.tls.secretName });
+    if (spec.secretRef?.name) read.push({ namespace, name: spec.secretRef.name });
+  }
+  return { certificates, read };
 }

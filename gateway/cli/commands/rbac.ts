@@ -1,12 +1,14 @@
 /** `causeway rbac`: the least-privilege RBAC of a gateway serving given services, for `kubectl apply -f -` (../../rbac/). */
 import { stringify } from 'yaml';
+import type { KubernetesObject } from '../../../protocol/index.ts';
 import { hmacSigner, keySigner } from '../../dispatch/signer.ts';
+import { functionServicesPath } from '../../engines/function-service-objects.ts';
 import { connectServices } from '../../handler-sources.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { Discovery } from '../../kube/discovery.ts';
 import { loadKubeConfig } from '../../kube/kubeconfig.ts';
-import { rbacFor } from '../../rbac/rbac.ts';
-import { servedBy } from '../../rbac/served.ts';
+import { type RbacRequest, rbacFor } from '../../rbac/rbac.ts';
+import { functionServiceSecrets, servedBy } from '../../rbac/served.ts';
 import { command } from '../command-line.ts';
 import {
   CLUSTER_NOTE,
@@ -70,6 +72,7 @@ export const rbacCommand = command({
     }
     const objects = rbacFor({
       ...request,
+      ...(await withFunctionServiceSecrets(client, request)),
       watched: served.watched,
       children: served.children,
       ...(served.admission ? { admission } : {}),
@@ -77,3 +80,16 @@ export const rbacCommand = command({
     process.stdout.write(objects.map((object) => stringify(object)).join('---\n'));
   },
 });
+
+/** The Secrets the FunctionService objects served name, added to the request's. */
+async function withFunctionServiceSecrets(
+  client: KubeClient,
+  request: Pick<RbacRequest, 'functionServices' | 'functionTls'>,
+): Promise<Pick<RbacRequest, 'functionTls' | 'readSecrets'>> {
+  if (request.functionServices === undefined) return { functionTls: request.functionTls };
+  const listed = await client.get<{ items: KubernetesObject[] }>(
+    functionServicesPath(request.functionServices),
+  );
+  const { certificates, read } = functionServiceSecrets(listed.items);
+  return { functionTls: [...request.functionTls, ...certificates], readSecrets: read };
+}

@@ -33,6 +33,18 @@ export function resourceKey(resource: DiscoveredResource): string {
   return `${resource.plural}.${resource.group}/${resource.version}`;
 }
 
+/** The resources a handler names, as discovery knows them now: one, or those of its category or `*`; none when not there yet. */
+export function resourcesNamed(handler: HandlerSpec, discovery: Discovery): DiscoveredResource[] {
+  try {
+    return selectsSeveral(handler.resource)
+      ? discovery.select(handler.resource)
+      : [discovery.resolve(handler.resource)];
+  } catch (error) {
+    if (error instanceof ResourceNotFound) return [];
+    throw error;
+  }
+}
+
 /**
  * Serves the groups one after the other. When one fails, the rest are not tried: their handlers by
  * category are unmarked on them (to be grouped there again), and the handlers of the groups not

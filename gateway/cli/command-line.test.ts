@@ -58,18 +58,18 @@ describe('the command line', () => {
   it('refuses a flag that the command does not take, saying which commands do', () => {
     refuses(
       ['serve', '--functions', 'x=http://y', 'operator.ts'],
-      '--functions is not an option of serve (it is one of gateway and explain)',
+      '--functions is not an option of serve (it is one of gateway, explain and rbac)',
       'serve',
     );
     refuses(
       ['serve', 'operator.ts', '-A'],
-      '-A is not an option of serve (it is one of run, gateway and dev)',
+      '-A is not an option of serve (it is one of run, gateway, dev and rbac)',
       'serve',
     );
     refuses(['run', 'operator.ts', '--frobnicate'], '--frobnicate is not an option of run', 'run');
     refuses(
       ['--functions', 'x=http://y'],
-      '--functions is not an option of causeway without a command (it is one of gateway and explain)',
+      '--functions is not an option of causeway without a command (it is one of gateway, explain and rbac)',
     );
   });
 
@@ -116,6 +116,7 @@ describe('the command line', () => {
       'explain',
       'conformance',
       'crd',
+      'rbac',
       'release',
     ]);
     assert.match(help, /^ {2}release <resource> <name>$/m);

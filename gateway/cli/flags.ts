@@ -26,22 +26,56 @@ const ADOPT_KOPF_STATE = flag({
   description: `Take over from a Kopf operator that kept its state under this annotation prefix (Kopf's default: ${KOPF_PREFIX}): what it handled is not handled again, what changed since is an update. See docs/migrating-from-kopf.md.`,
 });
 
+const NAMESPACE = flag({
+  name: 'namespace',
+  short: 'n',
+  value: '<ns>',
+  multiple: true,
+  description:
+    'Serve this namespace; repeat for several. Globs (team-*) and negations (!kube-*) serve namespaces as they appear and disappear.',
+});
+const ALL_NAMESPACES = flag({
+  name: 'all-namespaces',
+  short: 'A',
+  description: 'Serve every namespace (the default when no --namespace is given).',
+});
+const FUNCTION_SCOPE = flag({
+  name: 'function-scope',
+  value: '<name>=<file>',
+  multiple: true,
+  description:
+    "What that service may reach, pinned: a YAML file of resources (what its handlers watch, are sent and patch), admission (what its webhooks review), children (the kinds its apply may create, in the handled object's namespace) and namespaces (narrowing). Each --functions service needs one, unless --unscoped. See docs/security.md.",
+});
+const FUNCTION_TLS = flag({
+  name: 'function-tls',
+  value: '<name>=<ns/secret>',
+  multiple: true,
+  description:
+    "Issue that service a serving certificate for the host of its https URL (<svc>.<ns>.svc, both forms) into this Secret, which its pod mounts for serve --tls-cert/--tls-key; renewed before its end. The service is then trusted with that CA's certificates only.",
+});
+const FUNCTION_CERTIFICATES = flag({
+  name: 'function-certificates',
+  value: '<ns/name>',
+  description:
+    'Keep the CA that issues those certificates in this Secret, made there at the first start, read by the gateway only.',
+});
+const NGROK_AUTHTOKEN_SECRET = flag({
+  name: 'ngrok-authtoken-secret',
+  value: '<ns/name>',
+  description: 'The Secret whose key "authtoken" holds the ngrok authtoken.',
+});
+const WEBHOOK_CERTIFICATES = flag({
+  name: 'webhook-certificates',
+  value: '<ns/name>',
+  default: 'in memory, new at every start',
+  description: 'Keep its certificates in this Secret, shared by restarts and replicas.',
+});
+
 /** Which objects a gateway serves, and how (run, gateway, dev). */
 export const OBJECTS = group(
   'Objects',
-  flag({
-    name: 'namespace',
-    short: 'n',
-    value: '<ns>',
-    multiple: true,
-    description:
-      'Serve this namespace; repeat for several. Globs (team-*) and negations (!kube-*) serve namespaces as they appear and disappear.',
-  }),
-  flag({
-    name: 'all-namespaces',
-    short: 'A',
-    description: 'Serve every namespace (the default when no --namespace is given).',
-  }),
+  NAMESPACE,
+  ALL_NAMESPACES,
   flag({
     name: 'concurrency',
     value: '<n>',
@@ -68,13 +102,7 @@ export const FUNCTION_SERVICES = group(
     description:
       'A function service: the name it must answer to (its calls are signed for it) and its base URL; repeat for several.',
   }),
-  flag({
-    name: 'function-scope',
-    value: '<name>=<file>',
-    multiple: true,
-    description:
-      "What that service may reach, pinned: a YAML file of resources (what its handlers watch, are sent and patch), admission (what its webhooks review), children (the kinds its apply may create, in the handled object's namespace) and namespaces (narrowing). Each --functions service needs one, unless --unscoped. See docs/security.md.",
-  }),
+  FUNCTION_SCOPE,
   flag({
     name: 'unscoped',
     description:
@@ -104,19 +132,8 @@ export const FUNCTION_SERVICES = group(
     description:
       "The CA to trust for https function services; not for one given --function-tls, pinned to the gateway's own CA.",
   }),
-  flag({
-    name: 'function-tls',
-    value: '<name>=<ns/secret>',
-    multiple: true,
-    description:
-      "Issue that service a serving certificate for the host of its https URL (<svc>.<ns>.svc, both forms) into this Secret, which its pod mounts for serve --tls-cert/--tls-key; renewed before its end. The service is then trusted with that CA's certificates only.",
-  }),
-  flag({
-    name: 'function-certificates',
-    value: '<ns/name>',
-    description:
-      'Keep the CA that issues those certificates in this Secret, made there at the first start, read by the gateway only.',
-  }),
+  FUNCTION_TLS,
+  FUNCTION_CERTIFICATES,
   flag({
     name: 'allow-plain-http',
     description:
@@ -208,22 +225,13 @@ export const ADMISSION = group(
     description:
       'The Service through which the apiserver reaches it in a cluster (implies --webhook-reach service; listen on 0.0.0.0 then).',
   }),
-  flag({
-    name: 'ngrok-authtoken-secret',
-    value: '<ns/name>',
-    description: 'The Secret whose key "authtoken" holds the ngrok authtoken.',
-  }),
+  NGROK_AUTHTOKEN_SECRET,
   flag({
     name: 'ngrok-domain',
     value: '<domain>',
     description: 'A reserved ngrok domain, for a URL that stays the same.',
   }),
-  flag({
-    name: 'webhook-certificates',
-    value: '<ns/name>',
-    default: 'in memory, new at every start',
-    description: 'Keep its certificates in this Secret, shared by restarts and replicas.',
-  }),
+  WEBHOOK_CERTIFICATES,
   flag({
     name: 'webhook-cert-file',
     value: '<file>',
@@ -543,6 +551,34 @@ export const EXPLAINED_HANDLERS = group(
 
 /** Where `causeway explain` finds the gateway's state and its replicas, as the gateway was told (explain). */
 export const EXPLAINED_STATE = group("The gateway's state", STATE_IN, ADOPT_KOPF_STATE, PEERING_NAMESPACE);
+
+/** The account `causeway rbac` grants the rules to (rbac). */
+export const RBAC_ACCOUNT = group(
+  'The account',
+  flag({
+    name: 'service-account',
+    value: '<ns/name>',
+    default: "causeway-gateway in the context's namespace",
+    description: "The gateway's ServiceAccount: made, and bound to every Role and ClusterRole printed.",
+  }),
+);
+
+/** What `causeway rbac` grants: the objects served, as the gateway is told them (rbac). */
+export const RBAC_OBJECTS = group('Objects', NAMESPACE, ALL_NAMESPACES, STATE_IN);
+
+/** What the gateway is told of its services beyond where they are (rbac). */
+export const RBAC_SERVICES = group(
+  'Function services, as the gateway is told them',
+  FUNCTION_SCOPE,
+  FUNCTION_TLS,
+  FUNCTION_CERTIFICATES,
+);
+
+/** Where the gateway peers (rbac). */
+export const RBAC_PEERING = group('Peering', PEERING_NAMESPACE, STANDALONE);
+
+/** What the gateway keeps for its admission webhooks (rbac). */
+export const RBAC_ADMISSION = group('Admission webhooks', WEBHOOK_CERTIFICATES, NGROK_AUTHTOKEN_SECRET);
 
 /** The project `causeway init` makes (init). */
 export const PROJECT = group(

@@ -10,6 +10,7 @@ import { explainCommand } from './commands/explain.ts';
 import { freezeCommand, resumeCommand } from './commands/freeze.ts';
 import { gatewayCommand } from './commands/gateway.ts';
 import { initCommand } from './commands/init.ts';
+import { rbacCommand } from './commands/rbac.ts';
 import { releaseCommand } from './commands/release.ts';
 import { runCommand } from './commands/run.ts';
 import { serveCommand } from './commands/serve.ts';
@@ -28,6 +29,7 @@ export const COMMANDS = [
   explainCommand,
   conformanceCommand,
   crdCommand,
+  rbacCommand,
   releaseCommand,
 ];
 

@@ -18,6 +18,7 @@ import {
   logLevel,
   namespacesWarning,
   peeringOptions,
+  rbacOptions,
   releaseOptions,
   serveOptions,
   type Whereabouts,
@@ -645,5 +646,89 @@ describe('freezeOptions: what causeway freeze holds', () => {
       waitS: 0,
     });
     refuses(() => freezeOptions({ lifetime: '0' }, nowhere), '--lifetime expects at least 1');
+  });
+});
+
+describe('rbacOptions: what causeway rbac reads, and the gateway flags its rules follow', () => {
+  it("reads the handlers' sources with their pinned scopes, the account, namespaces, peering, keys, certificates and admission", () => {
+    assert.deepEqual(
+      rbacOptions(
+        {
+          functions: [BILLING],
+          'function-scope': ['billing=/scopes/billing.yaml'],
+          'function-tls': ['billing=payments/billing-tls'],
+          'function-certificates': 'ops/function-ca',
+          namespace: ['payments'],
+          'signing-keys': 'ops/signing-keys',
+          'webhook-certificates': 'ops/webhooks-tls',
+          'annotation-prefix': 'billing.example.com',
+        },
+        reads.text,
+        { contextNamespace: 'ops' },
+      ),
+      {
+        sources: {
+          functions: [
+            {
+              name: 'billing',
+              url: 'http://billing-functions:8080',
+              scope: { resources: ['invoices.billing.example.com'] },
+            },
+          ],
+        },
+        signingKeys: { namespace: 'ops', name: 'signing-keys' },
+        request: {
+          account: { namespace: 'ops', name: 'causeway-gateway' },
+          namespaces: ['payments'],
+          stateIn: 'auto',
+          peeringNamespace: 'ops',
+          signingKeys: { namespace: 'ops', name: 'signing-keys' },
+          functionCertificates: { namespace: 'ops', name: 'function-ca' },
+          functionTls: [{ namespace: 'payments', name: 'billing-tls' }],
+        },
+        admission: {
+          configurationName: 'billing.example.com',
+          certificates: { namespace: 'ops', name: 'webhooks-tls' },
+        },
+      },
+    );
+  });
+
+  it('takes --module and --function-services, --standalone (no Leases) and the account given', () => {
+    const flags = rbacOptions(
+      {
+        module: './operator.ts',
+        'function-services': 'functions',
+        standalone: true,
+        'service-account': 'operators/billing-gateway',
+        'state-in': 'annotations',
+      },
+      noFiles,
+      {},
+    );
+    assert.deepEqual(flags.sources, { functions: [], functionServices: 'functions' });
+    assert.equal(flags.module, './operator.ts');
+    assert.deepEqual(flags.request, {
+      account: { namespace: 'operators', name: 'billing-gateway' },
+      stateIn: 'annotations',
+      functionTls: [],
+      functionServices: 'functions',
+    });
+  });
+
+  it('refuses flags that say no valid gateway', () => {
+    assert.throws(() => rbacOptions({}, noFiles, {}), /needs the handlers/);
+    assert.throws(
+      () => rbacOptions({ module: 'm.ts', namespace: ['a'], 'all-namespaces': true }, noFiles, {}),
+      /--namespace and --all-namespaces exclude each other/,
+    );
+    assert.throws(
+      () => rbacOptions({ module: 'm.ts', standalone: true, 'peering-namespace': 'ops' }, noFiles, {}),
+      /--standalone and --peering-namespace exclude each other/,
+    );
+    assert.throws(
+      () => rbacOptions({ functions: [BILLING], 'function-tls': ['billing=ops/tls'] }, noFiles, {}),
+      /--function-tls needs --function-certificates/,
+    );
   });
 });

@@ -10,14 +10,16 @@ import type { ReachMode } from '../../webhooks/reach.ts';
 import { parseScope } from '../dispatch/scope.ts';
 import type { FunctionEndpoint } from '../dispatch/services.ts';
 import { livenessAddress } from '../engines/liveness.ts';
-import type { ExplainRequest, HandlerSources } from '../explain/cluster.ts';
+import type { ExplainRequest } from '../explain/cluster.ts';
 import type { GatewayOptions } from '../gateway.ts';
+import type { HandlerSources } from '../handler-sources.ts';
 import { DEFAULT_IDENTITY, type Identity } from '../identity.ts';
 import type { SecretName } from '../kube/secrets.ts';
 import type { LogFormat } from '../logging.ts';
 import { metricsAddress } from '../metrics/endpoint.ts';
 import { DEV_PRIORITY } from '../peering/members.ts';
 import type { PeeringOptions } from '../peering/peering.ts';
+import type { RbacRequest } from '../rbac/rbac.ts';
 import type { SettingsPatch } from '../settings.ts';
 import { KOPF_PREFIX } from '../state/kopf.ts';
 import { type COMMON, type GroupValues, UsageError } from './command-line.ts';
@@ -41,6 +43,11 @@ import {
   type PEERED_IDENTITY,
   type PEERING,
   PORT,
+  type RBAC_ACCOUNT,
+  type RBAC_ADMISSION,
+  type RBAC_OBJECTS,
+  type RBAC_PEERING,
+  type RBAC_SERVICES,
   type RELEASED_OBJECT,
   type RESUMED,
   SESSION_SECONDS,
@@ -557,6 +564,105 @@ export function explainOptions(
     ...(values.module ? { module: values.module } : {}),
     output: oneOf(values.output ?? 'text', ['text', 'json'], '--output'),
     ...(keys ? { signingKeys: namespacedName(keys, '--signing-keys') } : {}),
+  };
+}
+
+export type RbacValues = GroupValues<
+  | typeof EXPLAINED_HANDLERS
+  | typeof RBAC_ACCOUNT
+  | typeof RBAC_OBJECTS
+  | typeof RBAC_SERVICES
+  | typeof SIGNING_AS_GATEWAY
+  | typeof RBAC_PEERING
+  | typeof RBAC_ADMISSION
+  | typeof PEERED_IDENTITY
+>;
+
+/** What `causeway rbac` reads the handlers from, and what of the gateway's flags its rules follow. */
+export interface RbacFlags {
+  sources: Omit<HandlerSources, 'module'>;
+  /** The operator module's path (--module). */
+  module?: string;
+  /** Where the gateway keeps its signing keys; the manifests over HTTP are signed with the newest. */
+  signingKeys?: SecretName;
+  /** All of the request but what the services serve (rbac/served.ts). */
+  request: Omit<RbacRequest, 'watched' | 'children' | 'admission'>;
+  /** The admission part of the request, for a gateway that serves admission handlers. */
+  admission: NonNullable<RbacRequest['admission']>;
+}
+
+export function rbacOptions(values: RbacValues, readText: ReadText, whereabouts: Whereabouts): RbacFlags {
+  if (!values.module && !values.functions?.length && !values['function-services'])
+    throw new UsageError(
+      `needs the handlers, from where the gateway gets them: --module <file>, --functions ${ENDPOINT} or --function-services <ns>`,
+    );
+  if (values.namespace?.length && values['all-namespaces'])
+    throw new UsageError('--namespace and --all-namespaces exclude each other');
+  if (values.standalone && values['peering-namespace'] !== undefined)
+    throw new UsageError('--standalone and --peering-namespace exclude each other');
+  const functions = (values.functions ?? []).map(functionEndpoint);
+  const served = new Set(functions.map((endpoint) => endpoint.name));
+  const scopes = perService(
+    values['function-scope'],
+    '--function-scope',
+    '<name>=<file>',
+    served,
+    (file, name) => scopeFile(readText, file, name),
+  );
+  const certificates = perService(
+    values['function-tls'],
+    '--function-tls',
+    '<name>=<namespace>/<secret>',
+    served,
+    (secret) => namespacedName(secret, '--function-tls'),
+  );
+  const authority = values['function-certificates'];
+  if (certificates.size > 0 && !authority)
+    throw new UsageError(
+      '--function-tls needs --function-certificates <ns/name>, the Secret of the CA that issues them',
+    );
+  const account = values['service-account'];
+  const keys = values['signing-keys'];
+  const functionServices = values['function-services'];
+  const webhookCertificates = values['webhook-certificates'];
+  const ngrokAuthtoken = values['ngrok-authtoken-secret'];
+  const { stateIn } = stateOptions(values);
+  return {
+    sources: {
+      functions: functions.map((endpoint) => {
+        const scope = scopes.get(endpoint.name);
+        return scope ? { ...endpoint, scope } : endpoint;
+      }),
+      ...(functionServices ? { functionServices } : {}),
+    },
+    ...(values.module ? { module: values.module } : {}),
+    ...(keys ? { signingKeys: namespacedName(keys, '--signing-keys') } : {}),
+    request: {
+      account: account
+        ? namespacedName(account, '--service-account')
+        : {
+            namespace: whereabouts.podNamespace ?? whereabouts.contextNamespace ?? 'default',
+            name: 'causeway-gateway',
+          },
+      ...(values.namespace?.length ? { namespaces: values.namespace } : {}),
+      stateIn,
+      ...(values.standalone
+        ? {}
+        : { peeringNamespace: peeringNamespace(values['peering-namespace'], whereabouts) }),
+      ...(keys ? { signingKeys: namespacedName(keys, '--signing-keys') } : {}),
+      ...(authority ? { functionCertificates: namespacedName(authority, '--function-certificates') } : {}),
+      functionTls: [...certificates.values()],
+      ...(functionServices ? { functionServices } : {}),
+    },
+    admission: {
+      configurationName: values['annotation-prefix'] ?? DEFAULT_IDENTITY.annotationPrefix,
+      ...(webhookCertificates
+        ? { certificates: namespacedName(webhookCertificates, '--webhook-certificates') }
+        : {}),
+      ...(ngrokAuthtoken
+        ? { ngrokAuthtoken: namespacedName(ngrokAuthtoken, '--ngrok-authtoken-secret') }
+        : {}),
+    },
   };
 }
 

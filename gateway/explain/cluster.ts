@@ -5,22 +5,13 @@
  * Leases; then explain.ts judges.
  */
 import type { KubernetesObject } from '../../protocol/index.ts';
-import { outsideScope, resourceKey } from '../binding.ts';
-import { FunctionService } from '../dispatch/function-service.ts';
+import { outsideScope, resourceKey, resourcesNamed } from '../binding.ts';
+import type { FunctionService } from '../dispatch/function-service.ts';
 import { scopeName } from '../dispatch/scope.ts';
-import type { FunctionEndpoint } from '../dispatch/services.ts';
-import { hmacSigner, type Signer } from '../dispatch/signer.ts';
-import { type FetchHandler, httpTransport, inProcessTransport } from '../dispatch/transport.ts';
-import { functionServiceEndpoint, functionServicesPath } from '../engines/function-service-objects.ts';
+import { connectServices, type HandlerReading } from '../handler-sources.ts';
 import type { Identity } from '../identity.ts';
 import type { KubeClient } from '../kube/client.ts';
-import {
-  type DiscoveredResource,
-  type Discovery,
-  objectPath,
-  ResourceNotFound,
-  selectsSeveral,
-} from '../kube/discovery.ts';
+import { type DiscoveredResource, type Discovery, objectPath } from '../kube/discovery.ts';
 import { isNotFound } from '../kube/errors.ts';
 import { EVENT_COMPONENT } from '../kube/events.ts';
 import type { Logger } from '../logging.ts';
@@ -31,17 +22,7 @@ import type { Candidate } from '../reactor/model.ts';
 import { explain, type ObjectEvent } from './explain.ts';
 import type { Explanation } from './explanation.ts';
 
-/** Where the handlers come from, as the gateway is given them; one or more. */
-export interface HandlerSources {
-  /** An operator module, loaded as `causeway run` loads it. */
-  module?: FetchHandler;
-  /** Services over HTTP (`--functions`). */
-  functions: readonly FunctionEndpoint[];
-  /** The namespace of FunctionService objects (`--function-services`). */
-  functionServices?: string;
-}
-
-export interface ExplainRequest {
+export interface ExplainRequest extends HandlerReading {
   /** As kubectl names a resource: plural, singular, kind or short name, or `plural.group`. */
   resource: string;
   name: string;
@@ -52,11 +33,6 @@ export interface ExplainRequest {
   adoptKopf?: string;
   /** Where the gateways of this identity peer (their Leases); no owner is said when there are none. */
   peeringNamespace: string;
-  sources: HandlerSources;
-  /** Signs the manifest requests of services over HTTP that share no secret of their own; asked only then. */
-  signer(): Promise<Signer>;
-  /** The CA to trust for services over https that name none. */
-  ca?: string;
 }
 
 /** The object explained; throws, saying what, when it is not there or a service cannot be read. */
@@ -107,62 +83,6 @@ async function readObject(
   }
 }
 
-/** No call is made: the manifest of a module in this process is read directly, unsigned. */
-const NO_CALLS: Signer = () => {
-  throw new Error('causeway explain makes no calls to a function service');
-};
-
-/** Every service the sources name, connected as the gateway connects: health, then the manifest. */
-async function connectServices(request: ExplainRequest, client: KubeClient): Promise<FunctionService[]> {
-  const { sources } = request;
-  const endpoints = [...sources.functions];
-  if (sources.functionServices !== undefined) {
-    const listed = await client.get<{ items: KubernetesObject[] }>(
-      functionServicesPath(sources.functionServices),
-    );
-    for (const object of listed.items) endpoints.push(await functionServiceEndpoint(client, object));
-  }
-  const services: FunctionService[] = [];
-  try {
-    if (sources.module) {
-      services.push(
-        await FunctionService.connect({
-          transport: inProcessTransport(sources.module),
-          name: undefined,
-          sign: NO_CALLS,
-          scope: 'declared',
-        }),
-      );
-    }
-    for (const endpoint of endpoints) services.push(await connectOverHttp(endpoint, request));
-    return services;
-  } catch (error) {
-    await Promise.all(services.map((service) => service.close()));
-    throw error;
-  }
-}
-
-async function connectOverHttp(
-  endpoint: FunctionEndpoint,
-  request: ExplainRequest,
-): Promise<FunctionService> {
-  const transport = httpTransport(endpoint.url, endpoint.ca ?? request.ca, 1);
-  try {
-    return await FunctionService.connect({
-      transport,
-      name: endpoint.name,
-      sign: endpoint.secret ? hmacSigner(endpoint.secret) : await request.signer(),
-      ...(endpoint.scope ? { scope: endpoint.scope } : {}),
-    });
-  } catch (error) {
-    await transport.close();
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new Error(`cannot read the handlers of "${endpoint.name}" at ${endpoint.url}: ${reason}`, {
-      cause: error,
-    });
-  }
-}
-
 /**
  * The handlers the gateway serves on `resource`: those naming it, or a category or `*` it is in, and
  * within their service's scope (a handler beyond it is not served at all).
@@ -173,17 +93,8 @@ function handlersOn(
   discovery: Discovery,
 ): Candidate<string>[] {
   const key = resourceKey(resource);
-  const names = (spec: FunctionService['manifest']['handlers'][number]) => {
-    try {
-      const selected = selectsSeveral(spec.resource)
-        ? discovery.select(spec.resource)
-        : [discovery.resolve(spec.resource)];
-      return selected.some((each) => resourceKey(each) === key);
-    } catch (error) {
-      if (error instanceof ResourceNotFound) return false;
-      throw error;
-    }
-  };
+  const names = (spec: FunctionService['manifest']['handlers'][number]) =>
+    resourcesNamed(spec, discovery).some((each) => resourceKey(each) === key);
   return services.flatMap((service) =>
     service.manifest.handlers
       .filter((spec) => names(spec) && !outsideScope(service, spec, resource))

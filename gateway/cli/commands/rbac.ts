@@ -1,0 +1,95 @@
+/** `causeway rbac`: the least-privilege RBAC of a gateway serving given services, for `kubectl apply -f -` (../../rbac/). */
+import { stringify } from 'yaml';
+import type { KubernetesObject } from '../../../protocol/index.ts';
+import { hmacSigner, keySigner } from '../../dispatch/signer.ts';
+import { functionServicesPath } from '../../engines/function-service-objects.ts';
+import { connectServices } from '../../handler-sources.ts';
+import { KubeClient } from '../../kube/client.ts';
+import { Discovery } from '../../kube/discovery.ts';
+import { loadKubeConfig } from '../../kube/kubeconfig.ts';
+import { type RbacRequest, rbacFor } from '../../rbac/rbac.ts';
+import { functionServiceSecrets, servedBy } from '../../rbac/served.ts';
+import { command } from '../command-line.ts';
+import {
+  CLUSTER_NOTE,
+  EXPLAINED_HANDLERS,
+  PEERED_IDENTITY,
+  RBAC_ACCOUNT,
+  RBAC_ADMISSION,
+  RBAC_OBJECTS,
+  RBAC_PEERING,
+  RBAC_SERVICES,
+  SIGNING_AS_GATEWAY,
+} from '../flags.ts';
+import { loadOperatorModule } from '../operator-module.ts';
+import { rbacOptions } from '../options.ts';
+import { readText, whereabouts } from '../process.ts';
+import { currentSigningKey, readSecret } from '../secret.ts';
+
+export const rbacCommand = command({
+  name: 'rbac',
+  arguments: [],
+  summary:
+    "Print the least-privilege ServiceAccount, Roles, ClusterRole and bindings of a gateway serving these handlers with these flags, for `causeway rbac … | kubectl apply -f -`: list, watch and patch of the resources the handlers name and their status, Events, the children their scopes let them apply, Leases of peering, its keys' and certificates' Secrets and ConfigMap, FunctionService objects, webhook configurations. Roles in each namespace served; a ClusterRole only for what is cluster-scoped or served in every namespace. Give it the gateway's flags.",
+  note: `${CLUSTER_NOTE} It reads the handlers from where the gateway gets them, and discovery to resolve the resources they name (their CustomResourceDefinitions must be installed). The rules of --signing-keys, --function-tls and --function-certificates are for the gateway's own Secrets there. What a service that declares no scope and is pinned none may apply cannot be known: it gets no rule for children, and a warning names it.`,
+  groups: [
+    EXPLAINED_HANDLERS,
+    RBAC_ACCOUNT,
+    RBAC_OBJECTS,
+    RBAC_SERVICES,
+    SIGNING_AS_GATEWAY,
+    RBAC_PEERING,
+    RBAC_ADMISSION,
+    PEERED_IDENTITY,
+  ],
+  async run({ values, logger }) {
+    const { sources, module, signingKeys, request, admission } = rbacOptions(values, readText, whereabouts());
+    const client = await KubeClient.fromConfig(loadKubeConfig());
+    const ca = values['functions-ca'];
+    const services = await connectServices(
+      {
+        sources: { ...sources, ...(module ? { module: await loadOperatorModule(module) } : {}) },
+        signer: async () => {
+          if (!signingKeys) return hmacSigner(readSecret(values['secret-file']));
+          const key = await currentSigningKey(client, signingKeys);
+          return keySigner(() => key);
+        },
+        ...(ca ? { ca: readText(ca) } : {}),
+      },
+      client,
+    );
+    const served = await (async () => {
+      try {
+        return servedBy(services, await Discovery.load(client));
+      } finally {
+        await Promise.all(services.map((service) => service.close()));
+      }
+    })();
+    for (const name of served.unscoped) {
+      logger.warning(
+        `"${name}" declares no scope and is pinned none: no rule lets its answers apply children`,
+      );
+    }
+    const objects = rbacFor({
+      ...request,
+      ...(await withFunctionServiceSecrets(client, request)),
+      watched: served.watched,
+      children: served.children,
+      ...(served.admission ? { admission } : {}),
+    });
+    process.stdout.write(objects.map((object) => stringify(object)).join('---\n'));
+  },
+});
+
+/** The Secrets the FunctionService objects served name, added to the request's. */
+async function withFunctionServiceSecrets(
+  client: KubeClient,
+  request: Pick<RbacRequest, 'functionServices' | 'functionTls'>,
+): Promise<Pick<RbacRequest, 'functionTls' | 'readSecrets'>> {
+  if (request.functionServices === undefined) return { functionTls: request.functionTls };
+  const listed = await client.get<{ items: KubernetesObject[] }>(
+    functionServicesPath(request.functionServices),
+  );
+  const { certificates, read } = functionServiceSecrets(listed.items);
+  return { functionTls: [...request.functionTls, ...certificates], readSecrets: read };
+}

@@ -1,0 +1,137 @@
+/**
+ * `causeway rbac` on the real apiserver: the RBAC it prints for a gateway of examples/01-minimal,
+ * applied, is all that gateway needs: run as a process holding only that ServiceAccount's token, it
+ * handles a KopfExample, and is refused nothing on the way; without one of the rules its run uses,
+ * it is refused.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it, type TestContext } from 'node:test';
+import { promisify } from 'node:util';
+import { testNamespace } from '../support/cluster.ts';
+import {
+  applyRbac,
+  type Manifest,
+  type PolicyRule,
+  parseYaml,
+  writeServiceAccountKubeconfig,
+} from '../support/kubectl.ts';
+import { applyFile, createKopfExample, eventually, kubeClient } from '../support/operator.ts';
+import { causeway } from '../support/processes.ts';
+
+const ROOT = new URL('../..', import.meta.url).pathname;
+const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
+const EXAMPLE = 'examples/01-minimal/operator.ts';
+const SCOPE = 'test/fixtures/kopfexample-scope.yaml';
+const SECRET = 'a-secret-shared-by-the-gateway-and-its-service-0123456789';
+const ACCOUNT = 'causeway-gateway';
+
+// Nothing to sign or verify with but what each command is given.
+const { CAUSEWAY_SECRET: _unset, ...withoutSecret } = process.env;
+
+/** `causeway rbac` with `args`: what it printed on stdout, apart from its log on stderr. */
+async function rbac(args: string[]): Promise<string> {
+  const main = `${ROOT}gateway/cli/main.ts`;
+  const run = promisify(execFile);
+  return (await run(process.execPath, [main, 'rbac', ...args], { cwd: ROOT, env: withoutSecret })).stdout;
+}
+
+/**
+ * A namespace with the example's function service running, the RBAC `causeway rbac` prints for a
+ * gateway serving it there (not applied), and how to start that gateway with only its account's token.
+ */
+async function minimalOperator(t: TestContext) {
+  await applyFile(CRD);
+  const namespace = await testNamespace(t);
+  const directory = mkdtempSync(join(tmpdir(), 'causeway-rbac-'));
+  t.after(() => rmSync(directory, { recursive: true, force: true }));
+  const secretFile = join(directory, 'secret');
+  writeFileSync(secretFile, SECRET);
+  const service = causeway(
+    ['serve', EXAMPLE, '--port', '0', '--host', '127.0.0.1', '--secret-file', secretFile],
+    withoutSecret,
+  );
+  t.after(() => service.stop());
+  const url = (await service.waitFor(/listening on (http:\/\/\S+)/))[1] as string;
+  // The gateway's own flags, given to both: what it serves, where, and where it peers.
+  const gatewayFlags = [
+    ...['--functions', `kopfexample=${url}`, '--function-scope', `kopfexample=${SCOPE}`],
+    ...['--namespace', namespace, '--peering-namespace', namespace, '--secret-file', secretFile],
+  ];
+  const objects = parseYaml(await rbac([...gatewayFlags, '--service-account', `${namespace}/${ACCOUNT}`]));
+  const kubeconfig = join(directory, 'kubeconfig');
+  return {
+    namespace,
+    objects,
+    async startGateway() {
+      await writeServiceAccountKubeconfig(kubeconfig, namespace, ACCOUNT);
+      const gateway = causeway(['gateway', ...gatewayFlags], { ...withoutSecret, KUBECONFIG: kubeconfig });
+      t.after(() => gateway.stop());
+      return gateway;
+    },
+  };
+}
+
+const rulesOf = (role: Manifest) => (role as Manifest & { rules: PolicyRule[] }).rules;
+
+describe('causeway rbac', () => {
+  it("grants a gateway of examples/01-minimal all it needs: holding only its account's token, it handles a KopfExample", async (t) => {
+    const { namespace, objects, startGateway } = await minimalOperator(t);
+    assert.deepEqual(
+      objects.map((object) => `${object.kind}/${object.metadata.name}`),
+      [
+        `ServiceAccount/${ACCOUNT}`,
+        `Role/${ACCOUNT}`,
+        `RoleBinding/${ACCOUNT}`,
+        `ClusterRole/${ACCOUNT}-${namespace}`,
+        `ClusterRoleBinding/${ACCOUNT}-${namespace}`,
+      ],
+    );
+    await applyRbac(t, objects);
+    const gateway = await startGateway();
+
+    const path = await createKopfExample(namespace, 'granted');
+    const client = await kubeClient();
+    const handled = await eventually(
+      'status.create_fn',
+      async () => {
+        assert.doesNotMatch(gateway.output(), /[Ff]orbidden/, gateway.output()); // fail fast on a missing permission
+        return (await client.get<{ status?: Record<string, unknown> }>(path)).status?.create_fn;
+      },
+      30_000,
+    );
+    assert.deepEqual(handled, { message: 'hello granted' });
+    // It peered with that account (a Lease of its own where it was told), and stops cleanly.
+    const leases = await client.get<{ items: unknown[] }>(
+      `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`,
+    );
+    assert.ok(leases.items.length > 0, 'the gateway holds a Lease of peering');
+    assert.equal(await gateway.stop(), 0, gateway.output());
+    assert.doesNotMatch(gateway.output(), /[Ff]orbidden/, gateway.output());
+  });
+
+  // Events and the CRD's get are not in this list: the example's handler never fails (no Warning to
+  // post), and a gateway refused the CRD assumes the status keeps its state, which it does here.
+  for (const resource of ['kopfexamples', 'kopfexamples/status', 'leases']) {
+    it(`prints no rule a run does not need: without the one on ${resource}, the gateway is refused`, async (t) => {
+      const { namespace, objects, startGateway } = await minimalOperator(t);
+      const role = objects.find((object) => object.kind === 'Role');
+      assert.ok(role);
+      const rules = rulesOf(role);
+      const kept = rules.filter((rule) => !rule.resources?.includes(resource));
+      assert.equal(kept.length, rules.length - 1, `one rule on ${resource}`);
+      await applyRbac(
+        t,
+        objects.map((object) => (object === role ? { ...role, rules: kept } : object)),
+      );
+      await createKopfExample(namespace, 'refused'); // for the status patch
+
+      const gateway = await startGateway();
+      // The apiserver's refusal names the verb and the resource: that rule, not another, was lacking.
+      await gateway.waitFor(new RegExp(`cannot [a-z]+ resource \\\\?"${resource}\\\\?"`), 30_000);
+    });
+  }
+});

@@ -4,12 +4,14 @@
  * does) at the compatibility date of the wrangler.toml written with it, the gateway calling it over
  * HTTP, on the real control plane: create, update, and delete held by the finalizer until the delete
  * handler, run on workerd, is done. Trust as deployed: the gateway makes its signing keys in a Secret
- * and publishes their public halves in a ConfigMap, which the Worker gets as its CAUSEWAY_JWKS binding;
- * the gateway waits for the service meanwhile. The service also passes `causeway conformance`, signed
+ * and publishes their public halves in a ConfigMap, which the Worker fetches from the URL its
+ * wrangler.toml's [vars] give it (`--jwks-url`); the gateway waits for the service meanwhile. The service also passes `causeway conformance`, signed
  * with the gateway's key.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -37,25 +39,43 @@ const MODULE = fileURLToPath(new URL('../fixtures/lifecycle-operator.ts', import
 
 describe('a function service on workerd', () => {
   it('serves a whole lifecycle to the gateway over HTTP: create, update, delete with a finalizer', async (t) => {
-    const out = await mkdtemp(join(tmpdir(), 'causeway-workers-build-'));
-    t.after(() => rm(out, { recursive: true, force: true }));
-    const build = causeway(['build', '--target', 'workers', MODULE, '--out', out], process.env);
-    assert.equal(await build.exited(), 0, build.output());
-    const wranglerToml = await readFile(join(out, 'wrangler.toml'), 'utf8');
-    assert.match(wranglerToml, /^name = "lifecycle-operator"$/m, "named after the module's file");
-    assert.match(wranglerToml, /^main = "worker\.mjs"$/m);
-    assert.match(
-      wranglerToml,
-      /^# {3}wrangler secret put CAUSEWAY_SECRET$/m,
-      'no --jwks-url: a secret binding',
-    );
-    const compatibilityDate = /^compatibility_date = "(\d{4}-\d{2}-\d{2})"$/m.exec(wranglerToml)?.[1];
-    assert.ok(compatibilityDate, wranglerToml);
-
     await applyFile(CRD);
     const namespace = await testNamespace(t);
     const client = await kubeClient();
     const keys = { namespace, name: 'causeway-signing-keys' };
+    // Where the Worker fetches the gateway's public keys: their ConfigMap, served as a JWKS URL is.
+    const keysServer = createServer((_request, response) => {
+      readPublishedKeys(keys).then(
+        (text) => response.writeHead(text ? 200 : 404, { 'content-type': 'application/json' }).end(text),
+        () => response.writeHead(500).end(),
+      );
+    });
+    await new Promise<void>((listening) => keysServer.listen(0, '127.0.0.1', listening));
+    t.after(() => keysServer.close());
+    const jwksUrl = `http://127.0.0.1:${(keysServer.address() as AddressInfo).port}/jwks.json`;
+
+    const out = await mkdtemp(join(tmpdir(), 'causeway-workers-build-'));
+    t.after(() => rm(out, { recursive: true, force: true }));
+    const build = causeway(
+      ['build', '--target', 'workers', MODULE, '--out', out, '--jwks-url', jwksUrl],
+      process.env,
+    );
+    assert.equal(await build.exited(), 0, build.output());
+    const wranglerToml = await readFile(join(out, 'wrangler.toml'), 'utf8');
+    assert.match(wranglerToml, /^name = "lifecycle-operator"$/m, "named after the module's file");
+    assert.match(wranglerToml, /^main = "worker\.mjs"$/m);
+    const compatibilityDate = /^compatibility_date = "(\d{4}-\d{2}-\d{2})"$/m.exec(wranglerToml)?.[1];
+    assert.ok(compatibilityDate, wranglerToml);
+    // Its [vars], as wrangler gives them to the Worker: the keys URL and nothing else.
+    const vars = wranglerToml.slice(wranglerToml.indexOf('[vars]'));
+    const bindings = Object.fromEntries(
+      [...vars.matchAll(/^([A-Z_]+) = "(.*)"$/gm)].map(([, name, value]) => [
+        name as string,
+        value as string,
+      ]),
+    );
+    assert.deepEqual(bindings, { CAUSEWAY_JWKS_URL: jwksUrl });
+
     // The Worker's port, known before it serves: the gateway is told where to wait for it.
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
@@ -69,9 +89,8 @@ describe('a function service on workerd', () => {
     });
     const published = await eventually('the published public keys', () => readPublishedKeys(keys));
     assert.doesNotMatch(published, /"d"/, 'no private key is published');
-    // The binding wrangler.toml leaves to the deployment: here the published keys themselves.
     const worker = await serveWorker(await readFile(join(out, 'worker.mjs'), 'utf8'), {
-      bindings: { CAUSEWAY_JWKS: published },
+      bindings,
       port,
       compatibilityDate,
     });

@@ -357,7 +357,9 @@ describe('the package, installed into a project of its own', () => {
     ]);
     const wranglerToml = await readFile(join(project, 'workers/wrangler.toml'), 'utf8');
     assert.match(wranglerToml, /^name = "worker"$/m);
+    assert.match(wranglerToml, /^# {3}wrangler secret put CAUSEWAY_SECRET$/m, 'no --jwks-url: a secret');
     const secret = 'the-workers-secret-of-the-package-test';
+    // What `wrangler secret put CAUSEWAY_SECRET` binds.
     const worker = await serveWorker(await readFile(join(project, 'workers/worker.mjs'), 'utf8'), {
       bindings: { CAUSEWAY_SECRET: secret },
       compatibilityDate: /^compatibility_date = "(.+)"$/m.exec(wranglerToml)?.[1] as string,

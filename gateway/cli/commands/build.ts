@@ -11,7 +11,7 @@ export const buildCommand = command({
   needs: "the operator module's path and the target, e.g. causeway build --target workers ./operator.ts",
   summary:
     'Bundle the function service of a module into one file: for Cloudflare Workers, with a wrangler.toml for `wrangler deploy`; or for Node, run with `node service.mjs` in an image.',
-  note: 'The Node bundle listens on $PORT (8080) and $HOST (0.0.0.0), and verifies calls with $CAUSEWAY_JWKS, $CAUSEWAY_JWKS_URL or $CAUSEWAY_SECRET. See deploy/README.md, "Functions on Cloudflare Workers".',
+  note: 'The Node bundle listens on $PORT (8080) and $HOST (0.0.0.0), and verifies calls with $CAUSEWAY_JWKS, $CAUSEWAY_JWKS_URL or $CAUSEWAY_SECRET. See "Functions on Cloudflare Workers" in the deploy/README.md of Causeway.',
   groups: [BUILT],
   async run({ args: { module }, values, logger }) {
     const written = await buildModule(buildOptions(module, values));

@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Miniflare } from 'miniflare';
 import { freePorts } from '../deploy/control-plane/ports.ts';
+import { bundleForWorkers, WORKERS_COMPATIBILITY_DATE } from '../gateway/cli/build.ts';
 import { FunctionService } from '../gateway/dispatch/function-service.ts';
 import { invocationRequest } from '../gateway/dispatch/invocation.ts';
 import { newKey, publicKeys, signingKeyOf } from '../gateway/dispatch/keys.ts';
@@ -35,7 +36,6 @@ import {
   type Reason,
   SECRET_VARIABLE,
 } from '../protocol/index.ts';
-import { bundleModule } from '../test/support/workerd.ts';
 import { renewCertificates } from '../webhooks/certificates.ts';
 import {
   type Command,
@@ -151,7 +151,7 @@ async function main(): Promise<void> {
   const commands = await prepareContenders(nodeFlagsOption(values['node-flags']));
   const trust = signing(SIGNING);
   const tls = await certificateFor127001();
-  const script = await bundleModule(join(ROOT, 'bench/operators', OPERATOR), { sources: true });
+  const script = await bundleForWorkers(join(ROOT, 'bench/operators', OPERATOR));
   const serve = async (extraArgs: string[], ca?: string): Promise<Served> => {
     const [port] = await freePorts(1);
     const command = withArgs(commands.causewayServe(OPERATOR, port as number), extraArgs);
@@ -249,7 +249,7 @@ async function certificateFor127001() {
 }
 
 /**
- * The bundled module on workerd, with startWorker's Miniflare options (test/support/workerd.ts), which
+ * The bundled module on workerd, with serveWorker's Miniflare options (test/support/workerd.ts), which
  * takes no certificate; so both transports are served here, alike but for TLS.
  */
 async function serveOnWorkerd(
@@ -260,7 +260,7 @@ async function serveOnWorkerd(
   const mf = new Miniflare({
     modules: true,
     script,
-    compatibilityDate: '2025-09-01',
+    compatibilityDate: WORKERS_COMPATIBILITY_DATE,
     bindings,
     host: '127.0.0.1',
     port: 0,

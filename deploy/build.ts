@@ -48,7 +48,8 @@ export async function bundleCli(outdir = join(DIST, 'cli'), root = ROOT): Promis
     logLevel: 'warning',
     // A native addon, loaded only for an ngrok tunnel: resolved from node_modules, where the package's
     // dependencies are installed, when it is.
-    external: ['@ngrok/ngrok'],
+    // esbuild, which `causeway build` runs, finds its native binary from its own package.
+    external: ['@ngrok/ngrok', 'esbuild'],
     // Some bundled dependencies are CommonJS and require() Node built-ins.
     banner: {
       js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",

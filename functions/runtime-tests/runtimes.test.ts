@@ -31,7 +31,7 @@ const runtimes: Record<string, () => Promise<Runtime>> = {
   },
 
   async workerd() {
-    return startWorker(FIXTURE, { bindings: { CAUSEWAY_SECRET: SECRET }, sources: true });
+    return startWorker(FIXTURE, { bindings: { CAUSEWAY_SECRET: SECRET } });
   },
 
   bun: () => overHttp('bun'),

@@ -81,6 +81,11 @@ describe('the command line', () => {
       'needs the service URL and its name, e.g. causeway conformance http://127.0.0.1:8080 --name billing',
       'conformance',
     );
+    refuses(
+      ['build', 'operator.ts'],
+      "needs the operator module's path and the target, e.g. causeway build --target workers ./operator.ts",
+      'build',
+    );
     refuses(['crd', 'extra', 'more'], 'unexpected arguments: extra more', 'crd');
     refuses(['gateway', '--concurrency'], "Option '--concurrency <value>' argument missing", 'gateway');
   });
@@ -115,6 +120,7 @@ describe('the command line', () => {
       'resume',
       'explain',
       'conformance',
+      'build',
       'crd',
       'rbac',
       'release',
@@ -122,6 +128,7 @@ describe('the command line', () => {
     assert.match(help, /^ {2}release <resource> <name>$/m);
     assert.match(help, /^ {2}explain <object> +Explain what the gateway would do with one object/m);
     assert.match(help, /^ {2}conformance <url> --name <name>$/m);
+    assert.match(help, /^ {2}build <module> --target <target>$/m);
     assert.deepEqual(listed(help), ['verbose', 'quiet', 'log-level', 'log-format', 'help', 'version']);
   });
 });

@@ -592,6 +592,35 @@ export const PROJECT = group(
   }),
 );
 
+/** What `causeway build` makes, and where (build). */
+export const BUILT = group(
+  'The build',
+  flag({
+    name: 'target',
+    value: '<target>',
+    required: true,
+    description:
+      'workers: a bundle for Cloudflare Workers and the wrangler.toml that deploys it; node: a bundle that node runs as the function service, for an image.',
+  }),
+  flag({
+    name: 'out',
+    value: '<dir>',
+    default: 'dist/<target>',
+    description: 'The folder to write into, made if missing.',
+  }),
+  flag({
+    name: 'worker-name',
+    value: '<name>',
+    default: "the module's file name",
+    description: "The Worker's name in wrangler.toml (workers).",
+  }),
+  flag({
+    name: 'jwks-url',
+    value: '<url>',
+    description: `The https URL where the Worker fetches the gateway's public keys, written into wrangler.toml as $${JWKS_URL_VARIABLE} (workers). Without it, the Worker verifies with a secret: \`wrangler secret put ${SECRET_VARIABLE}\`.`,
+  }),
+);
+
 /** What help says of the cluster the commands reach. */
 export const CLUSTER_NOTE =
   'The cluster is the current context of $KUBECONFIG or ~/.kube/config, or the in-cluster account.';

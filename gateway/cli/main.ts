@@ -3,6 +3,7 @@
 import packageJson from '../../package.json' with { type: 'json' };
 import { createLogger } from '../logging.ts';
 import { commandHelp, overviewHelp, parseCommandLine, UsageError } from './command-line.ts';
+import { buildCommand } from './commands/build.ts';
 import { conformanceCommand } from './commands/conformance.ts';
 import { crdCommand } from './commands/crd.ts';
 import { devCommand } from './commands/dev.ts';
@@ -28,6 +29,7 @@ export const COMMANDS = [
   resumeCommand,
   explainCommand,
   conformanceCommand,
+  buildCommand,
   crdCommand,
   rbacCommand,
   releaseCommand,

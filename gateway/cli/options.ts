@@ -5,7 +5,7 @@
  */
 import { resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import type { LogLevel, ServiceScope } from '../../protocol/index.ts';
+import { isLoopback, type LogLevel, type ServiceScope } from '../../protocol/index.ts';
 import type { ReachMode } from '../../webhooks/reach.ts';
 import { parseScope } from '../dispatch/scope.ts';
 import type { FunctionEndpoint } from '../dispatch/services.ts';
@@ -22,10 +22,12 @@ import type { PeeringOptions } from '../peering/peering.ts';
 import type { RbacRequest } from '../rbac/rbac.ts';
 import type { SettingsPatch } from '../settings.ts';
 import { KOPF_PREFIX } from '../state/kopf.ts';
+import { BUILD_TARGETS, type BuildOptions, type BuildTarget, workerNameOf } from './build.ts';
 import { type COMMON, type GroupValues, UsageError } from './command-line.ts';
 import {
   type ACTIVITIES,
   type ADMISSION,
+  type BUILT,
   type CHECKED_SERVICE,
   type DEV_PEERING,
   type DEV_SESSION,
@@ -491,6 +493,36 @@ export function serveOptions(values: GroupValues<typeof LISTENING>): Omit<ServeO
  * The service `causeway conformance` checks, and the gateway's Secret of signing keys to sign with;
  * without one, it signs with a shared secret (--secret-file).
  */
+/** A Workers name: what Cloudflare takes. */
+const WORKER_NAME = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+
+export function buildOptions(module: string, values: GroupValues<typeof BUILT>): BuildOptions {
+  const target = values.target as BuildTarget;
+  if (!BUILD_TARGETS.includes(target))
+    throw new UsageError(`--target expects ${BUILD_TARGETS.join(' or ')}, got "${values.target}"`);
+  if (target === 'node' && (values['worker-name'] !== undefined || values['jwks-url'] !== undefined))
+    throw new UsageError('--worker-name and --jwks-url are for --target workers');
+  const name = values['worker-name'] ?? workerNameOf(module);
+  if (!WORKER_NAME.test(name))
+    throw new UsageError(
+      `--worker-name expects lowercase letters, digits and dashes (at most 63), got "${name}"`,
+    );
+  const jwksUrl = values['jwks-url'];
+  if (jwksUrl !== undefined) {
+    const url = URL.parse(jwksUrl);
+    // As causeway/functions takes a keys URL: plain http only on this host.
+    if (!url || (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopback(url.hostname))))
+      throw new UsageError(`--jwks-url expects an https URL, got "${jwksUrl}"`);
+  }
+  return {
+    target,
+    module,
+    out: resolve(values.out ?? `dist/${target}`),
+    name,
+    ...(jwksUrl ? { jwksUrl } : {}),
+  };
+}
+
 export function conformanceOptions(
   url: string,
   values: GroupValues<typeof CHECKED_SERVICE | typeof SIGNING_AS_GATEWAY>,

@@ -358,6 +358,7 @@ describe('the command line', () => {
       'freeze',
       'resume',
       'conformance <url> --name <name>',
+      'build <module> --target <target>',
       'crd',
       'release <resource> <name>',
     ]) {

@@ -55,7 +55,7 @@ describe('a daemon on workerd', () => {
     await applyFile(CRD);
     const namespace = await testNamespace(t);
     const client = await kubeClient();
-    const worker = await startWorker(MODULE, { bindings: { CAUSEWAY_SECRET: TEST_SECRET }, sources: true });
+    const worker = await startWorker(MODULE, { bindings: { CAUSEWAY_SECRET: TEST_SECRET } });
     t.after(() => worker.close());
     const logger = memoryLogger();
     const gateway = await startGateway({
@@ -122,8 +122,7 @@ describe('a daemon on workerd', () => {
     const namespace = await testNamespace(t);
     const client = await kubeClient();
     const port = await freePort();
-    const start = () =>
-      startWorker(MODULE, { bindings: { CAUSEWAY_SECRET: TEST_SECRET }, sources: true, port });
+    const start = () => startWorker(MODULE, { bindings: { CAUSEWAY_SECRET: TEST_SECRET }, port });
     let worker = await start();
     t.after(() => worker.close());
     // Each round calls it as it begins: a positive sign that the daemon's call is open in the Worker.

@@ -1,21 +1,25 @@
 /**
- * Functions on Cloudflare Workers, end to end: the operator module bundled as a Workers bundler does
- * it and served by workerd (inside Miniflare, listening on this host as `wrangler dev` does), the
- * gateway calling it over HTTP, on the real control plane: create, update, and delete held by the
- * finalizer until the delete handler, run on workerd, is done. Trust as deployed: the gateway makes its
- * signing keys in a Secret and publishes their public halves in a ConfigMap, which the Worker gets as
- * its CAUSEWAY_JWKS binding; the gateway waits for the service meanwhile. The service also passes
- * `causeway conformance`, signed with the gateway's key.
+ * Functions on Cloudflare Workers, end to end: the operator module built by `causeway build --target
+ * workers`, its bundle served by workerd (inside Miniflare, listening on this host as `wrangler dev`
+ * does) at the compatibility date of the wrangler.toml written with it, the gateway calling it over
+ * HTTP, on the real control plane: create, update, and delete held by the finalizer until the delete
+ * handler, run on workerd, is done. Trust as deployed: the gateway makes its signing keys in a Secret
+ * and publishes their public halves in a ConfigMap, which the Worker fetches from the URL its
+ * wrangler.toml's [vars] give it (`--jwks-url`); the gateway waits for the service meanwhile. The service also passes `causeway conformance`, signed
+ * with the gateway's key.
  */
 import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { currentSigningKey } from '../../gateway/cli/secret.ts';
-import { runConformance } from '../../gateway/conformance/checks.ts';
 import { startGateway } from '../../gateway/gateway.ts';
 import { isNotFound } from '../../gateway/kube/errors.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
-import { testNamespace } from '../support/cluster.ts';
+import { testCluster, testNamespace } from '../support/cluster.ts';
 import {
   applyFile,
   createKopfExample,
@@ -27,8 +31,8 @@ import {
   readPublishedKeys,
   statusOnceThere,
 } from '../support/operator.ts';
-import { freePort } from '../support/processes.ts';
-import { startWorker } from '../support/workerd.ts';
+import { causeway, freePort } from '../support/processes.ts';
+import { serveWorker } from '../support/workerd.ts';
 
 const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
 const MODULE = fileURLToPath(new URL('../fixtures/lifecycle-operator.ts', import.meta.url));
@@ -39,6 +43,39 @@ describe('a function service on workerd', () => {
     const namespace = await testNamespace(t);
     const client = await kubeClient();
     const keys = { namespace, name: 'causeway-signing-keys' };
+    // Where the Worker fetches the gateway's public keys: their ConfigMap, served as a JWKS URL is.
+    const keysServer = createServer((_request, response) => {
+      readPublishedKeys(keys).then(
+        (text) => response.writeHead(text ? 200 : 404, { 'content-type': 'application/json' }).end(text),
+        () => response.writeHead(500).end(),
+      );
+    });
+    await new Promise<void>((listening) => keysServer.listen(0, '127.0.0.1', listening));
+    t.after(() => keysServer.close());
+    const jwksUrl = `http://127.0.0.1:${(keysServer.address() as AddressInfo).port}/jwks.json`;
+
+    const out = await mkdtemp(join(tmpdir(), 'causeway-workers-build-'));
+    t.after(() => rm(out, { recursive: true, force: true }));
+    const build = causeway(
+      ['build', '--target', 'workers', MODULE, '--out', out, '--jwks-url', jwksUrl],
+      process.env,
+    );
+    assert.equal(await build.exited(), 0, build.output());
+    const wranglerToml = await readFile(join(out, 'wrangler.toml'), 'utf8');
+    assert.match(wranglerToml, /^name = "lifecycle-operator"$/m, "named after the module's file");
+    assert.match(wranglerToml, /^main = "worker\.mjs"$/m);
+    const compatibilityDate = /^compatibility_date = "(\d{4}-\d{2}-\d{2})"$/m.exec(wranglerToml)?.[1];
+    assert.ok(compatibilityDate, wranglerToml);
+    // Its [vars], as wrangler gives them to the Worker: the keys URL and nothing else.
+    const vars = wranglerToml.slice(wranglerToml.indexOf('[vars]'));
+    const bindings = Object.fromEntries(
+      [...vars.matchAll(/^([A-Z_]+) = "(.*)"$/gm)].map(([, name, value]) => [
+        name as string,
+        value as string,
+      ]),
+    );
+    assert.deepEqual(bindings, { CAUSEWAY_JWKS_URL: jwksUrl });
+
     // The Worker's port, known before it serves: the gateway is told where to wait for it.
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
@@ -52,21 +89,21 @@ describe('a function service on workerd', () => {
     });
     const published = await eventually('the published public keys', () => readPublishedKeys(keys));
     assert.doesNotMatch(published, /"d"/, 'no private key is published');
-    const worker = await startWorker(MODULE, { bindings: { CAUSEWAY_JWKS: published }, sources: true, port });
+    const worker = await serveWorker(await readFile(join(out, 'worker.mjs'), 'utf8'), {
+      bindings,
+      port,
+      compatibilityDate,
+    });
     t.after(() => worker.close());
     const gateway = await starting;
     t.after(() => gateway.stop());
     assert.ok(logger.lines.some((line) => line.includes(`function service "lifecycle" at ${url}`)));
-    const conformance = await runConformance({
-      url,
-      name: 'lifecycle',
-      signing: { key: await currentSigningKey(client, keys) },
-    });
-    assert.deepEqual(
-      conformance.filter((result) => result.failure),
-      [],
-      'it passes causeway conformance',
+    const conformance = causeway(
+      ['conformance', url, '--name', 'lifecycle', '--signing-keys', `${namespace}/${keys.name}`],
+      { ...process.env, KUBECONFIG: (await testCluster()).kubeconfigPath },
     );
+    assert.equal(await conformance.exited(), 0, conformance.output());
+    assert.match(conformance.output(), /^\d+ passed, 0 failed$/m, 'it passes causeway conformance');
 
     const path = await createKopfExample(namespace, 'on-workers', { field: 'a' });
     const created = await eventually('status.create_fn', async () => {

@@ -13,7 +13,7 @@ import type * as Testing from '../../testing/index.ts';
 import { testCluster, testNamespace } from '../support/cluster.ts';
 import { applyFile, createKopfExample, eventually, kubeClient } from '../support/operator.ts';
 import { startCli } from '../support/processes.ts';
-import { startWorker } from '../support/workerd.ts';
+import { serveWorker } from '../support/workerd.ts';
 import {
   lockedVersions,
   npmInitProject,
@@ -344,12 +344,25 @@ describe('the package, installed into a project of its own', () => {
     );
   });
 
-  it('bundles an operator for Workers from the installed SDK, which answers a signed call in workerd', async () => {
+  it('builds an operator for Workers with npx causeway build, whose bundle answers a signed call in workerd', async () => {
     await writeFile(join(project, 'worker.ts'), TYPESCRIPT_OPERATOR.replaceAll('{{name}}', 'on-workers'));
+    await runOk(project, 'npx', [
+      'causeway',
+      'build',
+      '--target',
+      'workers',
+      'worker.ts',
+      '--out',
+      'workers',
+    ]);
+    const wranglerToml = await readFile(join(project, 'workers/wrangler.toml'), 'utf8');
+    assert.match(wranglerToml, /^name = "worker"$/m);
+    assert.match(wranglerToml, /^# {3}wrangler secret put CAUSEWAY_SECRET$/m, 'no --jwks-url: a secret');
     const secret = 'the-workers-secret-of-the-package-test';
-    const worker = await startWorker(join(project, 'worker.ts'), {
+    // What `wrangler secret put CAUSEWAY_SECRET` binds.
+    const worker = await serveWorker(await readFile(join(project, 'workers/worker.mjs'), 'utf8'), {
       bindings: { CAUSEWAY_SECRET: secret },
-      cwd: project,
+      compatibilityDate: /^compatibility_date = "(.+)"$/m.exec(wranglerToml)?.[1] as string,
     });
     after(() => worker.close());
     // The installed testing kit signs the call, as the gateway would.
@@ -371,6 +384,27 @@ describe('the package, installed into a project of its own', () => {
       response.logs.map(({ level, message }) => [level, message]),
       [['info', 'creating kex-9']],
     );
+  });
+
+  it('builds an operator for Node with npx causeway build, which node serves from a folder with nothing installed', async (t) => {
+    await writeFile(join(project, 'service.ts'), TYPESCRIPT_OPERATOR.replaceAll('{{name}}', 'on-node'));
+    const { dir: image, remove } = await projectDirectory();
+    t.after(remove);
+    await runOk(project, 'npx', ['causeway', 'build', '--target', 'node', 'service.ts', '--out', image]);
+    const service = startCli(
+      process.execPath,
+      ['service.mjs'],
+      { PORT: '0', HOST: '127.0.0.1', CAUSEWAY_SECRET: 'the-node-secret-of-the-package-test-0123' },
+      image,
+    );
+    t.after(() => service.stop('SIGKILL'));
+    const [, url] = (await service.waitFor(/function service listening on (http:\/\/\S+)/)) as [
+      string,
+      string,
+    ];
+    const health = await fetch(`${url}/healthz`);
+    assert.equal(health.status, 200);
+    assert.equal(((await health.json()) as { name: string }).name, 'on-node');
   });
 
   it('scaffolds a project with causeway init that installs, passes its own tests, builds, and runs in the cluster', async (t) => {

@@ -7,7 +7,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { bundleModule } from './workerd.ts';
+import { bundleForWorkers } from '../../gateway/cli/build.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 
@@ -72,7 +72,7 @@ export async function startOnRuntime(
   env: Record<string, string>,
 ): Promise<RuntimeServer> {
   const dir = await mkdtemp(join(tmpdir(), `causeway-${runtime}-`));
-  await writeFile(join(dir, 'operator.mjs'), await bundleModule(entry, { sources: true }));
+  await writeFile(join(dir, 'operator.mjs'), await bundleForWorkers(entry));
   await writeFile(join(dir, 'server.mjs'), SERVERS[runtime].source);
   const child = spawn(binary(runtime), SERVERS[runtime].args(join(dir, 'server.mjs')), {
     cwd: dir,

@@ -4,8 +4,6 @@
  * users. Loaded with `--import ./test/support/sources.ts` (npm test, npm start and the benchmarks set it).
  */
 import { registerHooks } from 'node:module';
-import { fileURLToPath } from 'node:url';
-import type { Plugin } from 'esbuild';
 
 const ROOT = new URL('../../', import.meta.url);
 const ENTRY = /^causeway\/(functions|gateway|protocol|testing)$/;
@@ -23,14 +21,3 @@ registerHooks({
     return url ? { url, format: 'module-typescript', shortCircuit: true } : nextResolve(specifier, context);
   },
 });
-
-/** esbuild's counterpart of these hooks: this repository's `causeway/*` imports bundle its sources. */
-export const repositorySources: Plugin = {
-  name: 'causeway-sources',
-  setup(build) {
-    build.onResolve({ filter: /^causeway\// }, ({ path, importer }) => {
-      const url = sourceEntry(path, importer && new URL(`file://${importer}`).href);
-      return url ? { path: fileURLToPath(url) } : undefined;
-    });
-  },
-};

@@ -1,10 +1,9 @@
 /**
- * Serves an operator module on workerd, Cloudflare Workers' runtime, inside Miniflare: bundled as a
- * Workers bundler does it (no Node built-ins, the `workerd` and `worker` export conditions first).
+ * Serves an operator module on workerd, Cloudflare Workers' runtime, inside Miniflare: bundled as
+ * `causeway build --target workers` bundles it, at the compatibility date its wrangler.toml says.
  */
-import { build } from 'esbuild';
 import { Miniflare } from 'miniflare';
-import { repositorySources } from './sources.ts';
+import { bundleForWorkers, WORKERS_COMPATIBILITY_DATE } from '../../gateway/cli/build.ts';
 
 export interface Worker {
   /** Where the worker listens on this host over HTTP, as `wrangler dev` serves one: for a gateway to call. */
@@ -15,42 +14,26 @@ export interface Worker {
 
 export interface WorkerOptions {
   bindings: Record<string, string>;
-  /** Where the module's imports resolve from; the repository by default. */
-  cwd?: string;
-  /** Bundle this repository's `causeway/*` sources rather than its build, as the repository's tests run. */
-  sources?: boolean;
   /** The port to listen on; any free one unless given. */
   port?: number;
+  /** The date of the worker's wrangler.toml; the one `causeway build` writes unless given. */
+  compatibilityDate?: string;
 }
 
-/** The module and what it imports in one ES module, as a Workers bundler (or Deno's, or Bun's) makes it. */
-export async function bundleModule(
-  entry: string,
-  { cwd, sources }: Omit<WorkerOptions, 'bindings' | 'port'>,
-): Promise<string> {
-  const bundle = await build({
-    entryPoints: [entry],
-    ...(cwd ? { absWorkingDir: cwd } : {}),
-    bundle: true,
-    format: 'esm',
-    platform: 'neutral',
-    conditions: ['workerd', 'worker', 'browser'],
-    ...(sources ? { plugins: [repositorySources] } : {}),
-    mainFields: ['module', 'main'],
-    write: false,
-    logLevel: 'silent',
-  });
-  return bundle.outputFiles[0]?.text ?? '';
+/** The module bundled (this repository's `causeway/*` imports resolve to its sources, by tsconfig.json's paths) and served. */
+export async function startWorker(entry: string, options: WorkerOptions): Promise<Worker> {
+  return serveWorker(await bundleForWorkers(entry), options);
 }
 
-export async function startWorker(
-  entry: string,
-  { bindings, cwd, sources, port }: WorkerOptions,
+/** A bundle, one ES module as `causeway build --target workers` writes it, served by workerd. */
+export async function serveWorker(
+  script: string,
+  { bindings, port, compatibilityDate }: WorkerOptions,
 ): Promise<Worker> {
   const mf = new Miniflare({
     modules: true,
-    script: await bundleModule(entry, { ...(cwd ? { cwd } : {}), ...(sources ? { sources } : {}) }),
-    compatibilityDate: '2025-09-01',
+    script,
+    compatibilityDate: compatibilityDate ?? WORKERS_COMPATIBILITY_DATE,
     bindings,
     host: '127.0.0.1',
     port: port ?? 0,

@@ -308,13 +308,13 @@ describe('the command line', () => {
     assert.deepEqual(await run(['serve', EXAMPLE, '--functions', 'kopfexample=http://127.0.0.1:8080']), {
       code: 2,
       output:
-        'causeway serve: --functions is not an option of serve (it is one of gateway and explain)\n' +
+        'causeway serve: --functions is not an option of serve (it is one of gateway, explain and rbac)\n' +
         'Run `causeway serve --help` for usage.\n',
     });
     assert.deepEqual(await run(['crd', '-n', 'default']), {
       code: 2,
       output:
-        'causeway crd: -n is not an option of crd (it is one of run, gateway, dev, explain and release)\n' +
+        'causeway crd: -n is not an option of crd (it is one of run, gateway, dev, explain, rbac and release)\n' +
         'Run `causeway crd --help` for usage.\n',
     });
   });

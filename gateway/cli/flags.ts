@@ -563,6 +563,16 @@ export const RBAC_ACCOUNT = group(
   }),
 );
 
+/** Whether `causeway rbac` prints the rules or checks them (rbac). */
+export const RBAC_CHECK = group(
+  'Checking',
+  flag({
+    name: 'check',
+    description:
+      "Print no YAML: compare the rules with what the cluster grants the kubeconfig's identity (run it with the gateway's credentials), name each one missing and, as information, what is granted beyond them on the same resources; exit 1 when one is missing.",
+  }),
+);
+
 /** What `causeway rbac` grants: the objects served, as the gateway is told them (rbac). */
 export const RBAC_OBJECTS = group('Objects', NAMESPACE, ALL_NAMESPACES, STATE_IN);
 

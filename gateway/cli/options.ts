@@ -47,6 +47,7 @@ import {
   PORT,
   type RBAC_ACCOUNT,
   type RBAC_ADMISSION,
+  type RBAC_CHECK,
   type RBAC_OBJECTS,
   type RBAC_PEERING,
   type RBAC_SERVICES,
@@ -602,6 +603,7 @@ export function explainOptions(
 export type RbacValues = GroupValues<
   | typeof EXPLAINED_HANDLERS
   | typeof RBAC_ACCOUNT
+  | typeof RBAC_CHECK
   | typeof RBAC_OBJECTS
   | typeof RBAC_SERVICES
   | typeof SIGNING_AS_GATEWAY

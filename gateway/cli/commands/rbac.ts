@@ -7,7 +7,9 @@ import { connectServices } from '../../handler-sources.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { Discovery } from '../../kube/discovery.ts';
 import { loadKubeConfig } from '../../kube/kubeconfig.ts';
-import { type RbacRequest, rbacFor } from '../../rbac/rbac.ts';
+import { describePermission, permissionsOf } from '../../rbac/check.ts';
+import { checkGranted } from '../../rbac/granted.ts';
+import { type RbacObject, type RbacRequest, rbacFor } from '../../rbac/rbac.ts';
 import { functionServiceSecrets, servedBy } from '../../rbac/served.ts';
 import { command } from '../command-line.ts';
 import {
@@ -16,6 +18,7 @@ import {
   PEERED_IDENTITY,
   RBAC_ACCOUNT,
   RBAC_ADMISSION,
+  RBAC_CHECK,
   RBAC_OBJECTS,
   RBAC_PEERING,
   RBAC_SERVICES,
@@ -35,6 +38,7 @@ export const rbacCommand = command({
   groups: [
     EXPLAINED_HANDLERS,
     RBAC_ACCOUNT,
+    RBAC_CHECK,
     RBAC_OBJECTS,
     RBAC_SERVICES,
     SIGNING_AS_GATEWAY,
@@ -77,9 +81,33 @@ export const rbacCommand = command({
       children: served.children,
       ...(served.admission ? { admission } : {}),
     });
-    process.stdout.write(objects.map((object) => stringify(object)).join('---\n'));
+    if (!values.check) {
+      process.stdout.write(objects.map((object) => stringify(object)).join('---\n'));
+      return;
+    }
+    const { missing, incomplete } = await check(client, objects);
+    if (missing > 0 && incomplete.length > 0)
+      logger.warning(
+        `the cluster's answer may be incomplete in ${incomplete.join(', ')} (an authorizer that cannot list its rules, such as a webhook): what is missing there may be granted`,
+      );
+    if (missing > 0) process.exitCode = 1;
   },
 });
+
+/** Prints what the cluster's answer lacks of the objects' rules, and what it grants beyond them. */
+async function check(client: KubeClient, objects: RbacObject[]) {
+  const wanted = permissionsOf(objects);
+  const { missing, extra, incomplete } = await checkGranted(client, wanted);
+  const lines = [
+    ...missing.map((permission) => `missing: ${describePermission(permission)}`),
+    ...extra.map((permission) => `extra: ${describePermission(permission)}`),
+    missing.length === 0
+      ? `granted: all ${wanted.length} permissions of the rules`
+      : `${missing.length} of ${wanted.length} permissions missing: \`causeway rbac\` with the same flags, piped to \`kubectl apply -f -\`, grants them`,
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+  return { missing: missing.length, incomplete };
+}
 
 /** The Secrets the FunctionService objects served name, added to the request's. */
 async function withFunctionServiceSecrets(

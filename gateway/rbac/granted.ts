@@ -1,0 +1,81 @@
+/**
+ * What the cluster grants the identity of the client, for `causeway rbac --check`: a
+ * SelfSubjectRulesReview in each namespace of a Role (its rules there, wildcards and all), and a
+ * SelfSubjectAccessReview for each permission of the ClusterRole (a rules review is per namespace, so
+ * it cannot say what holds cluster-wide). Both are open to every authenticated user: no extra rights.
+ */
+import type { KubeClient } from '../kube/client.ts';
+import { type Comparison, compare, type Permission } from './check.ts';
+import type { PolicyRule } from './rbac.ts';
+
+const AUTHORIZATION = '/apis/authorization.k8s.io/v1';
+
+export interface Checked extends Comparison {
+  /** Namespaces whose rules review said it may be incomplete (a webhook authorizer): missing may be granted. */
+  incomplete: string[];
+}
+
+/** `wanted` against what the client's identity is granted. */
+export async function checkGranted(client: KubeClient, wanted: readonly Permission[]): Promise<Checked> {
+  const namespaces = [
+    ...new Set(wanted.flatMap(({ namespace }) => (namespace === undefined ? [] : [namespace]))),
+  ];
+  const reviews = await Promise.all(namespaces.map((namespace) => rulesReview(client, namespace)));
+  const comparison = compare(wanted, new Map(reviews.map(({ namespace, rules }) => [namespace, rules])));
+  const clusterWide = wanted.filter(({ namespace }) => namespace === undefined);
+  const allowed = await Promise.all(clusterWide.map((permission) => allowedClusterWide(client, permission)));
+  return {
+    missing: [...comparison.missing, ...clusterWide.filter((_, index) => !allowed[index])],
+    extra: comparison.extra,
+    incomplete: reviews.filter((review) => review.incomplete).map(({ namespace }) => namespace),
+  };
+}
+
+interface RulesReview {
+  status: { resourceRules?: PolicyRule[]; incomplete?: boolean };
+}
+
+async function rulesReview(client: KubeClient, namespace: string) {
+  const review = await client.request<RulesReview>(`${AUTHORIZATION}/selfsubjectrulesreviews`, {
+    method: 'POST',
+    body: {
+      apiVersion: 'authorization.k8s.io/v1',
+      kind: 'SelfSubjectRulesReview',
+      spec: { namespace },
+    },
+  });
+  return {
+    namespace,
+    // The review leaves empty lists out.
+    rules: (review.status.resourceRules ?? []).map((rule) => ({
+      ...rule,
+      apiGroups: rule.apiGroups ?? [],
+      resources: rule.resources ?? [],
+    })),
+    incomplete: review.status.incomplete === true,
+  };
+}
+
+async function allowedClusterWide(client: KubeClient, permission: Permission): Promise<boolean> {
+  const [resource, subresource] = permission.resource.split('/');
+  const review = await client.request<{ status: { allowed?: boolean } }>(
+    `${AUTHORIZATION}/selfsubjectaccessreviews`,
+    {
+      method: 'POST',
+      body: {
+        apiVersion: 'authorization.k8s.io/v1',
+        kind: 'SelfSubjectAccessReview',
+        spec: {
+          resourceAttributes: {
+            group: permission.group,
+            resource,
+            verb: permission.verb,
+            ...(subresource === undefined ? {} : { subresource }),
+            ...(permission.name === undefined ? {} : { name: permission.name }),
+          },
+        },
+      },
+    },
+  );
+  return review.status.allowed === true;
+}

@@ -2,7 +2,8 @@
  * `causeway rbac` on the real apiserver: the RBAC it prints for a gateway of examples/01-minimal,
  * applied, is all that gateway needs: run as a process holding only that ServiceAccount's token, it
  * handles a KopfExample, and is refused nothing on the way; without one of the rules its run uses,
- * it is refused.
+ * it is refused. `causeway rbac --check`, run with that token, finds nothing missing then, and names
+ * the rule removed otherwise.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -39,6 +40,23 @@ async function rbac(args: string[]): Promise<string> {
   return (await run(process.execPath, [main, 'rbac', ...args], { cwd: ROOT, env: withoutSecret })).stdout;
 }
 
+/** `causeway rbac --check` with `args`, as the identity of `kubeconfig`: its exit code and report. */
+async function rbacCheck(args: string[], kubeconfig: string): Promise<{ code: number; report: string }> {
+  const main = `${ROOT}gateway/cli/main.ts`;
+  const env = { ...withoutSecret, KUBECONFIG: kubeconfig };
+  try {
+    const { stdout } = await promisify(execFile)(process.execPath, [main, 'rbac', '--check', ...args], {
+      cwd: ROOT,
+      env,
+    });
+    return { code: 0, report: stdout };
+  } catch (error) {
+    const { code, stdout, stderr } = error as { code: unknown; stdout: string; stderr: string };
+    assert.equal(typeof code, 'number', `causeway rbac --check did not exit: ${stderr}`);
+    return { code: code as number, report: stdout };
+  }
+}
+
 /**
  * A namespace with the example's function service running, the RBAC `causeway rbac` prints for a
  * gateway serving it there (not applied), and how to start that gateway with only its account's token.
@@ -61,11 +79,17 @@ async function minimalOperator(t: TestContext) {
     ...['--functions', `kopfexample=${url}`, '--function-scope', `kopfexample=${SCOPE}`],
     ...['--namespace', namespace, '--peering-namespace', namespace, '--secret-file', secretFile],
   ];
-  const objects = parseYaml(await rbac([...gatewayFlags, '--service-account', `${namespace}/${ACCOUNT}`]));
+  const rbacFlags = [...gatewayFlags, '--service-account', `${namespace}/${ACCOUNT}`];
+  const objects = parseYaml(await rbac(rbacFlags));
   const kubeconfig = join(directory, 'kubeconfig');
   return {
     namespace,
     objects,
+    /** `causeway rbac --check` of these flags, with the account's token. */
+    async check() {
+      await writeServiceAccountKubeconfig(kubeconfig, namespace, ACCOUNT);
+      return rbacCheck(rbacFlags, kubeconfig);
+    },
     async startGateway() {
       await writeServiceAccountKubeconfig(kubeconfig, namespace, ACCOUNT);
       const gateway = causeway(['gateway', ...gatewayFlags], { ...withoutSecret, KUBECONFIG: kubeconfig });
@@ -76,6 +100,9 @@ async function minimalOperator(t: TestContext) {
 }
 
 const rulesOf = (role: Manifest) => (role as Manifest & { rules: PolicyRule[] }).rules;
+/** The lines of a `--check` report that start with `kind`. */
+const linesOf = (report: string, kind: 'missing' | 'extra') =>
+  report.split('\n').filter((line) => line.startsWith(`${kind}: `));
 
 describe('causeway rbac', () => {
   it("grants a gateway of examples/01-minimal all it needs: holding only its account's token, it handles a KopfExample", async (t) => {
@@ -134,4 +161,59 @@ describe('causeway rbac', () => {
       await gateway.waitFor(new RegExp(`cannot [a-z]+ resource \\\\?"${resource}\\\\?"`), 30_000);
     });
   }
+
+  describe("--check, with the account's token", () => {
+    it('finds nothing missing with the RBAC it prints applied, and exits 0', async (t) => {
+      const { objects, check } = await minimalOperator(t);
+      await applyRbac(t, objects);
+      // The authorizer reads RBAC from a cache: until it has all the rules, some are reported missing.
+      const { report } = await eventually('every rule granted', async () => {
+        const checked = await check();
+        return checked.code === 0 ? checked : undefined;
+      });
+      assert.deepEqual(linesOf(report, 'missing'), [], report);
+      assert.deepEqual(linesOf(report, 'extra'), [], report);
+      assert.match(report, /^granted: all \d+ permissions of the rules$/m);
+    });
+
+    const removals = [
+      {
+        kind: 'Role',
+        resource: 'leases',
+        missing: ['get', 'list', 'create', 'update', 'delete'].map(
+          (verb) => (namespace: string) => `missing: ${verb} leases.coordination.k8s.io in ${namespace}`,
+        ),
+      },
+      {
+        kind: 'ClusterRole',
+        resource: 'customresourcedefinitions',
+        missing: [
+          () =>
+            'missing: get customresourcedefinitions.apiextensions.k8s.io "kopfexamples.kopf.dev" cluster-wide',
+        ],
+      },
+    ];
+    for (const { kind, resource, missing } of removals) {
+      it(`names the rule on ${resource} removed from the ${kind}, and exits 1`, async (t) => {
+        const { namespace, objects, check } = await minimalOperator(t);
+        const role = objects.find((object) => object.kind === kind);
+        assert.ok(role);
+        const rules = rulesOf(role);
+        const kept = rules.filter((rule) => !rule.resources?.includes(resource));
+        assert.equal(kept.length, rules.length - 1, `one rule on ${resource}`);
+        await applyRbac(
+          t,
+          objects.map((object) => (object === role ? { ...role, rules: kept } : object)),
+        );
+        const expected = missing.map((line) => line(namespace));
+        // Once the authorizer has the rules applied, what is missing is that rule's, and only it.
+        const { code, report } = await eventually(`only ${resource} missing`, async () => {
+          const checked = await check();
+          return linesOf(checked.report, 'missing').length === expected.length ? checked : undefined;
+        });
+        assert.deepEqual(linesOf(report, 'missing'), expected, report);
+        assert.equal(code, 1, report);
+      });
+    }
+  });
 });

@@ -31,6 +31,18 @@ export async function checkGranted(client: KubeClient, wanted: readonly Permissi
   };
 }
 
+/** Who the client is, as the apiserver authenticated it (a SelfSubjectReview). */
+export async function username(client: KubeClient): Promise<string> {
+  const review = await client.request<{ status: { userInfo: { username?: string } } }>(
+    '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+    {
+      method: 'POST',
+      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+    },
+  );
+  return review.status.userInfo.username ?? '(anonymous)';
+}
+
 interface RulesReview {
   status: { resourceRules?: PolicyRule[]; incomplete?: boolean };
 }

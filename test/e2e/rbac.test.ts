@@ -164,7 +164,7 @@ describe('causeway rbac', () => {
 
   describe("--check, with the account's token", () => {
     it('finds nothing missing with the RBAC it prints applied, and exits 0', async (t) => {
-      const { objects, check } = await minimalOperator(t);
+      const { namespace, objects, check } = await minimalOperator(t);
       await applyRbac(t, objects);
       // The authorizer reads RBAC from a cache: until it has all the rules, some are reported missing.
       const { report } = await eventually('every rule granted', async () => {
@@ -174,6 +174,7 @@ describe('causeway rbac', () => {
       assert.deepEqual(linesOf(report, 'missing'), [], report);
       assert.deepEqual(linesOf(report, 'extra'), [], report);
       assert.match(report, /^granted: all \d+ permissions of the rules$/m);
+      assert.match(report, new RegExp(`^checked as: system:serviceaccount:${namespace}:${ACCOUNT}$`, 'm'));
     });
 
     const removals = [

@@ -8,7 +8,7 @@ import { KubeClient } from '../../kube/client.ts';
 import { Discovery } from '../../kube/discovery.ts';
 import { loadKubeConfig } from '../../kube/kubeconfig.ts';
 import { describePermission, permissionsOf } from '../../rbac/check.ts';
-import { checkGranted } from '../../rbac/granted.ts';
+import { checkGranted, username } from '../../rbac/granted.ts';
 import { type RbacObject, type RbacRequest, rbacFor } from '../../rbac/rbac.ts';
 import { functionServiceSecrets, servedBy } from '../../rbac/served.ts';
 import { command } from '../command-line.ts';
@@ -85,7 +85,13 @@ export const rbacCommand = command({
       process.stdout.write(objects.map((object) => stringify(object)).join('---\n'));
       return;
     }
-    const { missing, incomplete } = await check(client, objects);
+    const checkedAs = await username(client);
+    const account = `system:serviceaccount:${request.account.namespace}:${request.account.name}`;
+    if (checkedAs !== account)
+      logger.warning(
+        `checked as ${checkedAs}, not the gateway's account ${account}: run with that account's credentials to check what it is granted`,
+      );
+    const { missing, incomplete } = await check(client, objects, checkedAs);
     if (missing > 0 && incomplete.length > 0)
       logger.warning(
         `the cluster's answer may be incomplete in ${incomplete.join(', ')} (an authorizer that cannot list its rules, such as a webhook): what is missing there may be granted`,
@@ -95,10 +101,11 @@ export const rbacCommand = command({
 });
 
 /** Prints what the cluster's answer lacks of the objects' rules, and what it grants beyond them. */
-async function check(client: KubeClient, objects: RbacObject[]) {
+async function check(client: KubeClient, objects: RbacObject[], checkedAs: string) {
   const wanted = permissionsOf(objects);
   const { missing, extra, incomplete } = await checkGranted(client, wanted);
   const lines = [
+    `checked as: ${checkedAs}`,
     ...missing.map((permission) => `missing: ${describePermission(permission)}`),
     ...extra.map((permission) => `extra: ${describePermission(permission)}`),
     missing.length === 0

@@ -59,7 +59,7 @@ export interface Comparison {
   missing: Permission[];
   /**
    * Information: what granted rules give beyond what is wanted on the same resources, in the same
-   * namespaces: another verb, or every object where only some are wanted by name.
+   * namespaces: another verb, every object where only some are wanted by name, or another name.
    */
   extra: Permission[];
 }

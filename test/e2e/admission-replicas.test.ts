@@ -66,8 +66,10 @@ describe('admission with replicas through the real apiserver', () => {
     t.after(() => Promise.all([...running].map((replica) => replica.stop())));
 
     /** A replica, added to the balancer once ready (the kubelet's readiness probe, the endpoints controller). */
+    const logs = new Map<string, string[]>();
     const start = async (name: string): Promise<Replica> => {
       const logger = memoryLogger();
+      logs.set(name, logger.lines);
       const run = await runOperator(replicaOperator(name), {
         namespaces: [namespace],
         identity: { annotationPrefix: prefix },
@@ -186,7 +188,12 @@ describe('admission with replicas through the real apiserver', () => {
     assert.deepEqual(wrong, [], "every review got the handler's verdict");
 
     await stop(b2);
-    assert.deepEqual(await configured(client, prefix), [], 'the last replica removed them');
+    assert.deepEqual(
+      await configured(client, prefix),
+      [],
+      // What each replica said of its Lease and of the others, should one have kept them.
+      `the last replica removed them\n${[...logs].map(([name, lines]) => `${name}:\n${lines.join('')}`).join('\n')}`,
+    );
     await eventually('both deletions watched', async () =>
       Object.values(configurations.events).every((events) => events.includes('DELETED')) ? true : undefined,
     );

@@ -232,7 +232,8 @@ async function dryRun(objects: Manifest[]): Promise<string[]> {
 
 describe('deploy/helm/causeway', () => {
   before(async () => {
-    helmBinary = await ensureHelm({ onProgress: (message) => process.stderr.write(`[helm] ${message}\n`) });
+    // test/setup.ts built it (CAUSEWAY_HELM): the first build takes longer than a test's timeout.
+    helmBinary = await ensureHelm();
     // The ClusterRole names kopfexamples.kopf.dev, and `causeway rbac` resolves it through discovery.
     await applyFile(CRD);
   });

@@ -23,6 +23,7 @@ import {
   problems,
   REPO,
   render,
+  type Service,
   startGatewayThenFunctions,
   withFlag,
   withFreeLiveness,
@@ -164,6 +165,37 @@ const GATEWAY_SETTINGS = {
   },
 };
 
+/** Metrics, and a ServiceMonitor for them. */
+const METRICS = { metrics: { enabled: true, serviceMonitor: { enabled: true } } };
+
+/**
+ * The Prometheus Operator's ServiceMonitor as far as the apiserver must know it to take one: its
+ * group, kind and version, the schema left open. The test control plane has no such CRD otherwise.
+ */
+const SERVICE_MONITOR_CRD = {
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
+  metadata: { name: 'servicemonitors.monitoring.coreos.com' },
+  spec: {
+    group: 'monitoring.coreos.com',
+    names: {
+      kind: 'ServiceMonitor',
+      listKind: 'ServiceMonitorList',
+      plural: 'servicemonitors',
+      singular: 'servicemonitor',
+    },
+    scope: 'Namespaced',
+    versions: [
+      {
+        name: 'v1',
+        served: true,
+        storage: true,
+        schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+      },
+    ],
+  },
+};
+
 /** What `kubectl apply` names for the default values. */
 const DEFAULT_OBJECTS = (namespace: string) =>
   [
@@ -236,21 +268,28 @@ describe('deploy/helm/causeway', () => {
     helmBinary = await ensureHelm();
     // The ClusterRole names kopfexamples.kopf.dev, and `causeway rbac` resolves it through discovery.
     await applyFile(CRD);
+    await kubectlOk(['apply', '-f', '-'], JSON.stringify(SERVICE_MONITOR_CRD));
+    await kubectlOk(['wait', '--for=condition=Established', `crd/${SERVICE_MONITOR_CRD.metadata.name}`]);
   });
 
   it('passes helm lint --strict with the default values and each documented combination', async (t) => {
-    for (const values of [{}, TWO_FUNCTION_SERVICES, GATEWAY_SETTINGS]) {
+    for (const values of [{}, TWO_FUNCTION_SERVICES, GATEWAY_SETTINGS, METRICS]) {
       const file = await valuesFile(t, values);
       await helmOk(['lint', '--strict', CHART, '--values', file]);
     }
   });
 
-  it('refuses values its schema does not know, so a misspelt setting is not silently ignored', async (t) => {
+  it('refuses values its schema does not know, so a misspelt setting is not silently ignored, and a ServiceMonitor without metrics', async (t) => {
     const file = await valuesFile(t, { gateway: { replica: 3 } });
     const result = await helm(['template', RELEASE, CHART, '--values', file]);
     assert.notEqual(result.code, 0);
     assert.match(result.stderr, /values don't meet the specifications of the schema/);
     assert.match(result.stderr, /replica/);
+
+    const monitorOnly = await valuesFile(t, { metrics: { serviceMonitor: { enabled: true } } });
+    const refused = await helm(['template', RELEASE, CHART, '--values', monitorOnly]);
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.stderr, /metrics\.serviceMonitor\.enabled needs metrics\.enabled/);
   });
 
   it('renders by default what the kustomize overlay 01-minimal does: the same objects, arguments, probes and rules', async (t) => {
@@ -365,6 +404,16 @@ describe('deploy/helm/causeway', () => {
         DEFAULT_OBJECTS(namespace).filter((name) => !name.startsWith('poddisruptionbudget')),
     },
     {
+      name: 'metrics and a ServiceMonitor (its CRD applied by this test)',
+      values: () => METRICS,
+      expected: (namespace) =>
+        [
+          ...DEFAULT_OBJECTS(namespace),
+          'service/causeway-gateway-metrics',
+          'servicemonitor.monitoring.coreos.com/causeway-gateway',
+        ].sort(),
+    },
+    {
       name: 'the RBAC of `causeway rbac` as rbac.manifest',
       values: async (namespace) => ({ rbac: { manifest: await causewayRbac(namespace) } }),
       expected: DEFAULT_OBJECTS,
@@ -417,6 +466,31 @@ describe('deploy/helm/causeway', () => {
       ),
     );
 
+    const withMetrics = await template(t, namespace, METRICS);
+    const metricsGateway = onlyContainer(find<Deployment>(withMetrics, 'Deployment', GATEWAY));
+    assert.deepEqual(
+      (metricsGateway.args ?? []).slice((metricsGateway.args ?? []).indexOf('--metrics'))?.slice(0, 2),
+      ['--metrics', '0.0.0.0:9090'],
+    );
+    assert.ok(metricsGateway.ports?.some((port) => port.name === 'metrics' && port.containerPort === 9090));
+    const metricsService = find<Service>(withMetrics, 'Service', 'causeway-gateway-metrics');
+    assert.deepEqual(
+      metricsService.spec.ports.map((port) => [port.port, port.targetPort]),
+      [[9090, 'metrics']],
+    );
+    const monitor = find<
+      Manifest & {
+        spec: { selector: { matchLabels: Record<string, string> }; endpoints: Array<{ port: string }> };
+      }
+    >(withMetrics, 'ServiceMonitor', GATEWAY);
+    for (const [label, value] of Object.entries(monitor.spec.selector.matchLabels)) {
+      assert.equal(metricsService.metadata.labels?.[label], value, `ServiceMonitor selects label ${label}`);
+    }
+    assert.deepEqual(
+      monitor.spec.endpoints.map((endpoint) => endpoint.port),
+      ['metrics'],
+    );
+
     const settings = await template(t, namespace, GATEWAY_SETTINGS);
     const gateway = find<Deployment>(settings, 'Deployment', GATEWAY);
     assert.equal(gateway.spec.replicas, 3);
@@ -430,7 +504,15 @@ describe('deploy/helm/causeway', () => {
       // The ClusterRole and its binding outlive the namespace otherwise.
       await helm(['uninstall', RELEASE, '--namespace', namespace]);
     });
-    const notes = await helmOk(['install', RELEASE, CHART, '--namespace', namespace]);
+    const notes = await helmOk([
+      'install',
+      RELEASE,
+      CHART,
+      '--namespace',
+      namespace,
+      '--set',
+      'metrics.enabled=true',
+    ]);
     assert.match(notes, /STATUS: deployed/);
     assert.match(notes, new RegExp(`kopfexample: https://kopfexample-functions\\.${namespace}\\.svc:8080`));
     const objects = parseYaml(await helmOk(['get', 'manifest', RELEASE, '--namespace', namespace])).filter(
@@ -441,7 +523,10 @@ describe('deploy/helm/causeway', () => {
       const where = object.metadata.namespace ? ['--namespace', object.metadata.namespace] : [];
       await kubectlOk(['get', `${object.kind}/${object.metadata.name}`, ...where]);
     }
-    assert.deepEqual(objects.map(kubectlName).sort(), DEFAULT_OBJECTS(namespace));
+    assert.deepEqual(
+      objects.map(kubectlName).sort(),
+      [...DEFAULT_OBJECTS(namespace), 'service/causeway-gateway-metrics'].sort(),
+    );
 
     // No kubelet here: this test runs the two containers' commands, with the chart's arguments, the
     // gateway holding only a token of the chart's ServiceAccount.
@@ -455,9 +540,13 @@ describe('deploy/helm/causeway', () => {
     const { args: containerArgs } = await withFreeLiveness(
       await withMountedScopes(onlyContainer(deployment).args ?? [], deployment, objects, dir),
     );
-    const gatewayArgs = withFlag(containerArgs, '--functions', `kopfexample=https://127.0.0.1:${port}`).map(
-      (arg) => arg.replaceAll('$(POD_NAMESPACE)', namespace),
-    );
+    // The metrics on a free loopback port too, instead of the container's 0.0.0.0:9090.
+    const metrics = `127.0.0.1:${await freePort()}`;
+    const gatewayArgs = withFlag(
+      withFlag(containerArgs, '--functions', `kopfexample=https://127.0.0.1:${port}`),
+      '--metrics',
+      metrics,
+    ).map((arg) => arg.replaceAll('$(POD_NAMESPACE)', namespace));
     const { args: functionsArgs, mount } = await withMountedCertificate(
       withFlag(
         onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [],
@@ -491,6 +580,10 @@ describe('deploy/helm/causeway', () => {
       30_000, // the gateway retries the service at growing intervals until the keys are mounted
     );
     assert.deepEqual(handled.status?.create_fn, { message: `hello ${example.metadata.name}` });
+    // The metrics the Service causeway-gateway-metrics fronts, at the container port it targets.
+    const scraped = await fetch(`http://${metrics}/metrics`);
+    assert.equal(scraped.status, 200);
+    assert.match(await scraped.text(), /^# (HELP|TYPE) /m);
     assert.deepEqual(problems(gateway.output()), [], gateway.output());
     assert.deepEqual(problems(functions.output()), [], functions.output());
   });

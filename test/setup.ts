@@ -2,21 +2,25 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type ControlPlane, startControlPlane } from '../deploy/control-plane/index.ts';
+import { ensureHelm } from '../deploy/helm/build.ts';
 import { packPackage } from './package/project.ts';
 
 let controlPlane: ControlPlane | undefined;
 let packDirectory: string | undefined;
 
 /**
- * One control plane for the whole run, and the package packed once as npm publishes it; test files
- * find both through the environment they inherit.
+ * One control plane for the whole run, the package packed once as npm publishes it, and helm for
+ * test/deploy/helm.test.ts (built here, beside the control plane, because its first build takes
+ * longer than a test's timeout); test files find them through the environment they inherit.
  */
 export async function globalSetup(): Promise<void> {
   packDirectory = await mkdtemp(join(tmpdir(), 'causeway-pack-'));
-  const [started, tarball] = await Promise.all([
+  const [started, tarball, helm] = await Promise.all([
     startControlPlane({ onProgress: (message) => process.stderr.write(`[control plane] ${message}\n`) }),
     packPackage(packDirectory),
+    ensureHelm({ onProgress: (message) => process.stderr.write(`[helm] ${message}\n`) }),
   ]);
+  process.env.CAUSEWAY_HELM = helm;
   controlPlane = started;
   process.env.KUBECONFIG = controlPlane.kubeconfigPath;
   // The commands the tests start write text, as at a terminal, for the tests to read as a person

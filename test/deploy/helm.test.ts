@@ -1,0 +1,590 @@
+/**
+ * deploy/helm/causeway: the Helm chart, checked with the helm binary built from its Go module against
+ * the real test control plane — `helm lint`, `helm template` of each documented combination of values
+ * applied with `kubectl apply --dry-run=server` under the restricted pod security standard, the default
+ * rendering held to the kustomize overlay it mirrors and its RBAC to what `causeway rbac` prints, and a
+ * real `helm install` whose gateway, run as the chart's ServiceAccount, handles a KopfExample.
+ */
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { before, describe, it, type TestContext } from 'node:test';
+import { promisify } from 'node:util';
+import { bundleCli } from '../../deploy/build.ts';
+import { ensureHelm } from '../../deploy/helm/build.ts';
+import type { KubernetesObject } from '../../protocol/index.ts';
+import { testCluster, testNamespace } from '../support/cluster.ts';
+import {
+  type Deployment,
+  find,
+  onlyContainer,
+  problems,
+  REPO,
+  render,
+  type Service,
+  startGatewayThenFunctions,
+  withFlag,
+  withFreeLiveness,
+  withMountedCertificate,
+  withMountedScopes,
+} from '../support/deploy.ts';
+import {
+  dryRunObjects,
+  kubectl,
+  kubectlOk,
+  type Manifest,
+  type PolicyRule,
+  parseYaml,
+  toYaml,
+  withoutContentHash,
+  writeServiceAccountKubeconfig,
+} from '../support/kubectl.ts';
+import { applyFile, eventually, kubeClient } from '../support/operator.ts';
+import { freePort } from '../support/processes.ts';
+
+const CHART = join(REPO, 'deploy/helm/causeway');
+const OVERLAY = join(REPO, 'deploy/examples/01-minimal');
+const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
+const OBJECT = new URL('../../examples/01-minimal/object.yaml', import.meta.url);
+const GATEWAY = 'causeway-gateway';
+const FUNCTIONS = 'kopfexample-functions';
+const FUNCTION_TLS = 'kopfexample-functions-tls';
+const RELEASE = 'causeway';
+
+let helmBinary: string;
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** helm against the test control plane. */
+async function helm(args: string[]): Promise<Run> {
+  const { kubeconfigPath } = await testCluster();
+  return new Promise<Run>((resolve, reject) => {
+    const child = spawn(helmBinary, [`--kubeconfig=${kubeconfigPath}`, ...args], {
+      cwd: REPO,
+      // Helm's own caches and config in a place of its own, not the user's.
+      env: { PATH: process.env.PATH, HOME: tmpdir(), HELM_CACHE_HOME: join(tmpdir(), 'causeway-helm') },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+    });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+async function helmOk(args: string[]): Promise<string> {
+  const result = await helm(args);
+  assert.equal(result.code, 0, `helm ${args.join(' ')} failed:\n${result.stderr}${result.stdout}`);
+  return result.stdout;
+}
+
+/** A values file holding `values`, deleted after `t`; JSON is YAML. */
+async function valuesFile(t: TestContext, values: object): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'causeway-helm-values-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const path = join(dir, 'values.yaml');
+  await writeFile(path, JSON.stringify(values));
+  return path;
+}
+
+async function template(t: TestContext, namespace: string, values: object = {}): Promise<Manifest[]> {
+  const file = await valuesFile(t, values);
+  const objects = parseYaml(
+    await helmOk(['template', RELEASE, CHART, '--namespace', namespace, '--values', file]),
+  );
+  return objects.filter((object) => object !== null);
+}
+
+/**
+ * `causeway rbac` for a gateway of examples/01-minimal as the chart's defaults run it in `namespace`,
+ * the handlers read from the module. Not --function-tls: it names a service of --functions, which
+ * `causeway rbac` would call signing with the keys of --signing-keys, not made before the gateway runs.
+ */
+async function causewayRbac(namespace: string): Promise<string> {
+  const { kubeconfigPath } = await testCluster();
+  const args = [
+    ...['rbac', '--module', 'examples/01-minimal/operator.ts', '--namespace', namespace],
+    ...['--signing-keys', `${namespace}/causeway-signing-keys`],
+    ...['--function-certificates', `${namespace}/causeway-function-ca`],
+    // In the pod, the gateway peers in its own namespace; outside one, this says so.
+    ...['--peering-namespace', namespace],
+    ...['--service-account', `${namespace}/${GATEWAY}`],
+  ];
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [join(REPO, 'gateway/cli/main.ts'), ...args],
+    {
+      cwd: REPO,
+      env: { ...process.env, KUBECONFIG: kubeconfigPath },
+    },
+  );
+  return stdout;
+}
+
+/** A second function service beside the example's, with the values each entry takes. */
+const TWO_FUNCTION_SERVICES = {
+  functionServices: [
+    {
+      name: 'kopfexample',
+      module: 'examples/01-minimal/operator.ts',
+      scope: { resources: ['kopfexamples.kopf.dev'] },
+    },
+    {
+      name: 'apps',
+      module: 'examples/01-minimal/operator.ts',
+      replicas: 2,
+      env: [{ name: 'LOG_LEVEL', value: 'debug' }],
+      resources: { requests: { cpu: '10m', memory: '64Mi' }, limits: { cpu: '100m', memory: '128Mi' } },
+      scope: { resources: ['kopfexamples.kopf.dev'], children: ['deployments.apps'] },
+    },
+  ],
+  rbac: {
+    resources: [{ group: 'kopf.dev', resource: 'kopfexamples', status: true, crd: true }],
+    children: [{ group: 'apps', resource: 'deployments' }],
+  },
+};
+
+/** The gateway's settings: more peers, its own flags and environment, no PodDisruptionBudget. */
+const GATEWAY_SETTINGS = {
+  gateway: {
+    replicas: 3,
+    extraArgs: ['--priority', '10'],
+    env: [{ name: 'MALLOC_ARENA_MAX', value: '4' }],
+    podDisruptionBudget: { enabled: false },
+  },
+};
+
+/** Metrics, and a ServiceMonitor for them. */
+const METRICS = { metrics: { enabled: true, serviceMonitor: { enabled: true } } };
+
+/**
+ * The Prometheus Operator's ServiceMonitor as far as the apiserver must know it to take one: its
+ * group, kind and version, the schema left open. The test control plane has no such CRD otherwise.
+ */
+const SERVICE_MONITOR_CRD = {
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
+  metadata: { name: 'servicemonitors.monitoring.coreos.com' },
+  spec: {
+    group: 'monitoring.coreos.com',
+    names: {
+      kind: 'ServiceMonitor',
+      listKind: 'ServiceMonitorList',
+      plural: 'servicemonitors',
+      singular: 'servicemonitor',
+    },
+    scope: 'Namespaced',
+    versions: [
+      {
+        name: 'v1',
+        served: true,
+        storage: true,
+        schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+      },
+    ],
+  },
+};
+
+/** What `kubectl apply` names for the default values. */
+const DEFAULT_OBJECTS = (namespace: string) =>
+  [
+    `serviceaccount/${GATEWAY}`,
+    `serviceaccount/${FUNCTIONS}`,
+    `role.rbac.authorization.k8s.io/${GATEWAY}`,
+    `rolebinding.rbac.authorization.k8s.io/${GATEWAY}`,
+    `clusterrole.rbac.authorization.k8s.io/${GATEWAY}-${namespace}`,
+    `clusterrolebinding.rbac.authorization.k8s.io/${GATEWAY}-${namespace}`,
+    `deployment.apps/${GATEWAY}`,
+    `deployment.apps/${FUNCTIONS}`,
+    `poddisruptionbudget.policy/${GATEWAY}`,
+    `service/${FUNCTIONS}`,
+    'configmap/causeway-function-scopes',
+  ].sort();
+
+/** An object as `kubectl apply` names it: `kind.group/name`. */
+const kubectlName = (object: Manifest) => {
+  const group = object.apiVersion.includes('/') ? `.${object.apiVersion.split('/')[0]}` : '';
+  return `${object.kind.toLowerCase()}${group}/${object.metadata.name}`;
+};
+
+const rulesOf = (objects: Manifest[], kind: string) =>
+  objects
+    .filter((object) => object.kind === kind)
+    .flatMap((object) => (object.rules as PolicyRule[] | undefined) ?? []);
+
+/**
+ * What rules grant, one `group resource name verb` each, sorted: the same grants compare equal however
+ * they are grouped into rules.
+ */
+const grants = (rules: PolicyRule[]) =>
+  [
+    ...new Set(
+      rules.flatMap((rule) =>
+        (rule.apiGroups ?? []).flatMap((group) =>
+          (rule.resources ?? []).flatMap((resource) =>
+            (rule.resourceNames ?? ['*']).flatMap((name) =>
+              rule.verbs.map((verb) => `${group}/${resource} ${name} ${verb}`),
+            ),
+          ),
+        ),
+      ),
+    ),
+  ].sort();
+
+async function restrictedNamespace(t: TestContext): Promise<string> {
+  const namespace = await testNamespace(t);
+  await kubectlOk([
+    'label',
+    'namespace',
+    namespace,
+    'pod-security.kubernetes.io/enforce=restricted',
+    'pod-security.kubernetes.io/warn=restricted',
+  ]);
+  return namespace;
+}
+
+/** `kubectl apply --dry-run=server` of `objects`: what it would apply, and no pod security warning. */
+async function dryRun(objects: Manifest[]): Promise<string[]> {
+  const result = await kubectl(['apply', '--dry-run=server', '-f', '-'], toYaml(objects));
+  assert.equal(result.code, 0, result.stderr);
+  assert.doesNotMatch(result.stderr, /PodSecurity/, result.stderr);
+  return dryRunObjects(result.stdout);
+}
+
+describe('deploy/helm/causeway', () => {
+  before(async () => {
+    // test/setup.ts built it (CAUSEWAY_HELM): the first build takes longer than a test's timeout.
+    helmBinary = await ensureHelm();
+    // The ClusterRole names kopfexamples.kopf.dev, and `causeway rbac` resolves it through discovery.
+    await applyFile(CRD);
+    await kubectlOk(['apply', '-f', '-'], JSON.stringify(SERVICE_MONITOR_CRD));
+    await kubectlOk(['wait', '--for=condition=Established', `crd/${SERVICE_MONITOR_CRD.metadata.name}`]);
+  });
+
+  it('passes helm lint --strict with the default values and each documented combination', async (t) => {
+    for (const values of [{}, TWO_FUNCTION_SERVICES, GATEWAY_SETTINGS, METRICS]) {
+      const file = await valuesFile(t, values);
+      await helmOk(['lint', '--strict', CHART, '--values', file]);
+    }
+  });
+
+  it('refuses values its schema does not know, so a misspelt setting is not silently ignored, and a ServiceMonitor without metrics', async (t) => {
+    const file = await valuesFile(t, { gateway: { replica: 3 } });
+    const result = await helm(['template', RELEASE, CHART, '--values', file]);
+    assert.notEqual(result.code, 0);
+    assert.match(result.stderr, /values don't meet the specifications of the schema/);
+    assert.match(result.stderr, /replica/);
+
+    const monitorOnly = await valuesFile(t, { metrics: { serviceMonitor: { enabled: true } } });
+    const refused = await helm(['template', RELEASE, CHART, '--values', monitorOnly]);
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.stderr, /metrics\.serviceMonitor\.enabled needs metrics\.enabled/);
+  });
+
+  it('renders by default what the kustomize overlay 01-minimal does: the same objects, arguments, probes and rules', async (t) => {
+    const namespace = 'kopfexample';
+    const chart = await template(t, namespace);
+    const overlay = await render(OVERLAY);
+    const names = (objects: Manifest[]) =>
+      objects.map((object) => `${object.kind}/${withoutContentHash(object.metadata.name)}`).sort();
+    // The one difference: the chart names its ClusterRole after the release's namespace, so two
+    // releases in two namespaces do not share one.
+    assert.deepEqual(
+      names(chart),
+      names(overlay).map((name) =>
+        name.replace(/^(ClusterRole(Binding)?)\/causeway-gateway-kopfexample$/, `$1/${GATEWAY}-${namespace}`),
+      ),
+    );
+    for (const name of [GATEWAY, FUNCTIONS]) {
+      const fromChart = find<Deployment>(chart, 'Deployment', name);
+      const fromOverlay = find<Deployment>(overlay, 'Deployment', name);
+      assert.equal(fromChart.spec.replicas, fromOverlay.spec.replicas, `${name}: replicas`);
+      const { volumes, ...podSpec } = fromChart.spec.template.spec;
+      const { volumes: overlayVolumes, ...overlayPodSpec } = fromOverlay.spec.template.spec;
+      // The container, its args, probes, env, resources and securityContext, as the overlay has them.
+      assert.deepEqual(podSpec, overlayPodSpec, `${name}: pod spec`);
+      // The overlay's scopes ConfigMap carries kustomize's hash of its content; the chart's does not.
+      assert.deepEqual(
+        volumes?.map((volume) =>
+          volume.configMap
+            ? {
+                ...volume,
+                configMap: { ...volume.configMap, name: withoutContentHash(volume.configMap.name) },
+              }
+            : volume,
+        ),
+        overlayVolumes?.map((volume) =>
+          volume.configMap
+            ? {
+                ...volume,
+                configMap: { ...volume.configMap, name: withoutContentHash(volume.configMap.name) },
+              }
+            : volume,
+        ),
+        `${name}: volumes`,
+      );
+    }
+    const scopes = (configMap: Manifest | undefined) =>
+      Object.entries((configMap?.data ?? {}) as Record<string, string>).map(([key, text]) => [
+        key,
+        parseYaml(text),
+      ]);
+    assert.deepEqual(
+      scopes(find(chart, 'ConfigMap', 'causeway-function-scopes')),
+      scopes(overlay.find((object) => object.kind === 'ConfigMap')),
+    );
+    for (const kind of ['Role', 'ClusterRole']) {
+      assert.deepEqual(grants(rulesOf(chart, kind)), grants(rulesOf(overlay, kind)), `${kind} rules`);
+    }
+  });
+
+  it('grants by default what `causeway rbac` prints for the gateway it runs, and takes that output as rbac.manifest', async (t) => {
+    const namespace = await testNamespace(t);
+    const printed = await causewayRbac(namespace);
+    const expected = parseYaml(printed);
+    const defaults = await template(t, namespace);
+    // What the chart's --function-tls adds, which `causeway rbac --module` cannot be told.
+    const functionTls = grants([
+      { apiGroups: [''], resources: ['secrets'], resourceNames: [FUNCTION_TLS], verbs: ['get', 'update'] },
+    ]);
+    assert.deepEqual(
+      grants(rulesOf(defaults, 'Role')),
+      [...grants(rulesOf(expected, 'Role')), ...functionTls].sort(),
+    );
+    assert.deepEqual(grants(rulesOf(defaults, 'ClusterRole')), grants(rulesOf(expected, 'ClusterRole')));
+    // Given as a value, its objects replace the chart's rules; its ServiceAccount is the chart's own.
+    const given = await template(t, namespace, { rbac: { manifest: printed } });
+    // Helm orders what it renders by kind.
+    const rbacKinds = (objects: Manifest[]) =>
+      objects
+        .filter((object) => /Role/.test(object.kind))
+        .sort((a, b) => kubectlName(a).localeCompare(kubectlName(b)));
+    assert.deepEqual(rbacKinds(given), rbacKinds(expected));
+    assert.deepEqual(
+      given
+        .filter((object) => object.kind === 'ServiceAccount')
+        .map((object) => object.metadata.name)
+        .sort(),
+      [GATEWAY, FUNCTIONS].sort(),
+    );
+  });
+
+  const combinations: Array<{
+    name: string;
+    values: (namespace: string) => Promise<object> | object;
+    expected: (namespace: string) => string[];
+  }> = [
+    { name: 'the default values', values: () => ({}), expected: DEFAULT_OBJECTS },
+    {
+      name: 'two function services, one applying children',
+      values: () => TWO_FUNCTION_SERVICES,
+      expected: (namespace) =>
+        [
+          ...DEFAULT_OBJECTS(namespace),
+          'serviceaccount/apps-functions',
+          'deployment.apps/apps-functions',
+          'service/apps-functions',
+        ].sort(),
+    },
+    {
+      name: "the gateway's settings, without a PodDisruptionBudget",
+      values: () => GATEWAY_SETTINGS,
+      expected: (namespace) =>
+        DEFAULT_OBJECTS(namespace).filter((name) => !name.startsWith('poddisruptionbudget')),
+    },
+    {
+      name: 'metrics and a ServiceMonitor (its CRD applied by this test)',
+      values: () => METRICS,
+      expected: (namespace) =>
+        [
+          ...DEFAULT_OBJECTS(namespace),
+          'service/causeway-gateway-metrics',
+          'servicemonitor.monitoring.coreos.com/causeway-gateway',
+        ].sort(),
+    },
+    {
+      name: 'the RBAC of `causeway rbac` as rbac.manifest',
+      values: async (namespace) => ({ rbac: { manifest: await causewayRbac(namespace) } }),
+      expected: DEFAULT_OBJECTS,
+    },
+  ];
+  for (const { name, values, expected } of combinations) {
+    it(`passes kubectl apply --dry-run=server under the restricted pod security standard with ${name}`, async (t) => {
+      const namespace = await restrictedNamespace(t);
+      const objects = await template(t, namespace, await values(namespace));
+      assert.deepEqual(await dryRun(objects), expected(namespace));
+    });
+  }
+
+  it('renders each setting where it belongs', async (t) => {
+    const namespace = 'operators';
+    const two = await template(t, namespace, TWO_FUNCTION_SERVICES);
+    const gatewayArgs = onlyContainer(find<Deployment>(two, 'Deployment', GATEWAY)).args ?? [];
+    assert.deepEqual(
+      gatewayArgs.filter((_, index) =>
+        ['--functions', '--function-tls'].includes(gatewayArgs[index - 1] ?? ''),
+      ),
+      [
+        'kopfexample=https://kopfexample-functions.$(POD_NAMESPACE).svc:8080',
+        'kopfexample=$(POD_NAMESPACE)/kopfexample-functions-tls',
+        'apps=https://apps-functions.$(POD_NAMESPACE).svc:8080',
+        'apps=$(POD_NAMESPACE)/apps-functions-tls',
+      ],
+    );
+    const apps = find<Deployment>(two, 'Deployment', 'apps-functions');
+    assert.equal(apps.spec.replicas, 2);
+    assert.deepEqual(onlyContainer(apps).env, [{ name: 'LOG_LEVEL', value: 'debug' }]);
+    assert.deepEqual(onlyContainer(apps).resources, TWO_FUNCTION_SERVICES.functionServices[1]?.resources);
+    assert.deepEqual(
+      parseYaml(
+        (find(two, 'ConfigMap', 'causeway-function-scopes').data as Record<string, string>)['apps.yaml'] ??
+          '',
+      )[0],
+      {
+        resources: ['kopfexamples.kopf.dev'],
+        children: ['deployments.apps'],
+      },
+    );
+    const role = rulesOf(two, 'Role');
+    assert.ok(
+      role.some((rule) => rule.resources?.includes('deployments') && rule.verbs.join() === 'create,patch'),
+    );
+    assert.ok(
+      role.some(
+        (rule) => rule.resourceNames?.includes('apps-functions-tls') && rule.verbs.join() === 'get,update',
+      ),
+    );
+
+    const withMetrics = await template(t, namespace, METRICS);
+    const metricsGateway = onlyContainer(find<Deployment>(withMetrics, 'Deployment', GATEWAY));
+    assert.deepEqual(
+      (metricsGateway.args ?? []).slice((metricsGateway.args ?? []).indexOf('--metrics'))?.slice(0, 2),
+      ['--metrics', '0.0.0.0:9090'],
+    );
+    assert.ok(metricsGateway.ports?.some((port) => port.name === 'metrics' && port.containerPort === 9090));
+    const metricsService = find<Service>(withMetrics, 'Service', 'causeway-gateway-metrics');
+    assert.deepEqual(
+      metricsService.spec.ports.map((port) => [port.port, port.targetPort]),
+      [[9090, 'metrics']],
+    );
+    const monitor = find<
+      Manifest & {
+        spec: { selector: { matchLabels: Record<string, string> }; endpoints: Array<{ port: string }> };
+      }
+    >(withMetrics, 'ServiceMonitor', GATEWAY);
+    for (const [label, value] of Object.entries(monitor.spec.selector.matchLabels)) {
+      assert.equal(metricsService.metadata.labels?.[label], value, `ServiceMonitor selects label ${label}`);
+    }
+    assert.deepEqual(
+      monitor.spec.endpoints.map((endpoint) => endpoint.port),
+      ['metrics'],
+    );
+
+    const settings = await template(t, namespace, GATEWAY_SETTINGS);
+    const gateway = find<Deployment>(settings, 'Deployment', GATEWAY);
+    assert.equal(gateway.spec.replicas, 3);
+    assert.deepEqual((onlyContainer(gateway).args ?? []).slice(-2), ['--priority', '10']);
+    assert.deepEqual(onlyContainer(gateway).env?.at(-1), { name: 'MALLOC_ARENA_MAX', value: '4' });
+  });
+
+  it("installs for real with helm install, and its gateway, run as the chart's ServiceAccount, handles a KopfExample", async (t) => {
+    const namespace = await restrictedNamespace(t);
+    t.after(async () => {
+      // The ClusterRole and its binding outlive the namespace otherwise.
+      await helm(['uninstall', RELEASE, '--namespace', namespace]);
+    });
+    const notes = await helmOk([
+      'install',
+      RELEASE,
+      CHART,
+      '--namespace',
+      namespace,
+      '--set',
+      'metrics.enabled=true',
+    ]);
+    assert.match(notes, /STATUS: deployed/);
+    assert.match(notes, new RegExp(`kopfexample: https://kopfexample-functions\\.${namespace}\\.svc:8080`));
+    const objects = parseYaml(await helmOk(['get', 'manifest', RELEASE, '--namespace', namespace])).filter(
+      (object) => object !== null,
+    );
+    // Every object the chart renders is there, as the apiserver has it.
+    for (const object of objects) {
+      const where = object.metadata.namespace ? ['--namespace', object.metadata.namespace] : [];
+      await kubectlOk(['get', `${object.kind}/${object.metadata.name}`, ...where]);
+    }
+    assert.deepEqual(
+      objects.map(kubectlName).sort(),
+      [...DEFAULT_OBJECTS(namespace), 'service/causeway-gateway-metrics'].sort(),
+    );
+
+    // No kubelet here: this test runs the two containers' commands, with the chart's arguments, the
+    // gateway holding only a token of the chart's ServiceAccount.
+    const dir = await mkdtemp(join(tmpdir(), 'causeway-helm-'));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    const cli = await bundleCli(join(dir, 'cli'));
+    const kubeconfig = join(dir, 'kubeconfig');
+    await writeServiceAccountKubeconfig(kubeconfig, namespace, GATEWAY);
+    const port = await freePort();
+    const deployment = find<Deployment>(objects, 'Deployment', GATEWAY);
+    const { args: containerArgs } = await withFreeLiveness(
+      await withMountedScopes(onlyContainer(deployment).args ?? [], deployment, objects, dir),
+    );
+    // The metrics on a free loopback port too, instead of the container's 0.0.0.0:9090.
+    const metrics = `127.0.0.1:${await freePort()}`;
+    const gatewayArgs = withFlag(
+      withFlag(containerArgs, '--functions', `kopfexample=https://127.0.0.1:${port}`),
+      '--metrics',
+      metrics,
+    ).map((arg) => arg.replaceAll('$(POD_NAMESPACE)', namespace));
+    const { args: functionsArgs, mount } = await withMountedCertificate(
+      withFlag(
+        onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [],
+        '--port',
+        String(port),
+      ).concat(['--host', '127.0.0.1']),
+      { namespace, name: FUNCTION_TLS },
+      dir,
+    );
+    const { gateway, functions } = await startGatewayThenFunctions(t, {
+      cli,
+      gateway: { args: gatewayArgs, env: { KUBECONFIG: kubeconfig } },
+      functions: { args: functionsArgs },
+      dir,
+      beforeFunctions: mount,
+    });
+
+    const [example] = await applyFile(OBJECT, namespace);
+    assert.ok(example);
+    const client = await kubeClient();
+    const path = `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/${example.metadata.name}`;
+    const handled = await eventually(
+      'status.create_fn',
+      async () => {
+        assert.equal(gateway.exitCode, null, gateway.output());
+        assert.equal(functions.exitCode, null, functions.output());
+        assert.doesNotMatch(gateway.output(), /[Ff]orbidden/, gateway.output());
+        const object = await client.get<KubernetesObject>(path);
+        return object.status?.create_fn === undefined ? undefined : object;
+      },
+      30_000, // the gateway retries the service at growing intervals until the keys are mounted
+    );
+    assert.deepEqual(handled.status?.create_fn, { message: `hello ${example.metadata.name}` });
+    // The metrics the Service causeway-gateway-metrics fronts, at the container port it targets.
+    const scraped = await fetch(`http://${metrics}/metrics`);
+    assert.equal(scraped.status, 200);
+    assert.match(await scraped.text(), /^# (HELP|TYPE) /m);
+    assert.deepEqual(problems(gateway.output()), [], gateway.output());
+    assert.deepEqual(problems(functions.output()), [], functions.output());
+  });
+});

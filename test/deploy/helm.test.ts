@@ -6,7 +6,7 @@
  * real `helm install` whose gateway, run as the chart's ServiceAccount, handles a KopfExample.
  */
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -37,6 +37,8 @@ import {
   type Manifest,
   type PolicyRule,
   parseYaml,
+  type Run,
+  run,
   toYaml,
   withoutContentHash,
   writeServiceAccountKubeconfig,
@@ -55,31 +57,14 @@ const RELEASE = 'causeway';
 
 let helmBinary: string;
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** helm against the test control plane. */
 async function helm(args: string[]): Promise<Run> {
   const { kubeconfigPath } = await testCluster();
-  return new Promise<Run>((resolve, reject) => {
-    const child = spawn(helmBinary, [`--kubeconfig=${kubeconfigPath}`, ...args], {
-      cwd: REPO,
-      // Helm's own caches and config in a place of its own, not the user's.
-      env: { PATH: process.env.PATH, HOME: tmpdir(), HELM_CACHE_HOME: join(tmpdir(), 'causeway-helm') },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      stdout += chunk;
-    });
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-      stderr += chunk;
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  // Helm's own caches and config in a place of its own, not the user's.
+  return run(helmBinary, [`--kubeconfig=${kubeconfigPath}`, ...args], '', {
+    PATH: process.env.PATH,
+    HOME: tmpdir(),
+    HELM_CACHE_HOME: join(tmpdir(), 'causeway-helm'),
   });
 }
 

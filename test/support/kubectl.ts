@@ -29,15 +29,16 @@ export interface PolicyRule {
 export const CLUSTER_SCOPED = new Set(['ClusterRole', 'ClusterRoleBinding']);
 const RBAC_KINDS = new Set(['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding']);
 
-interface Run {
+export interface Run {
   code: number | null;
   stdout: string;
   stderr: string;
 }
 
-function run(command: string, args: string[], input = ''): Promise<Run> {
+/** Runs a command in the repository with `input` on its stdin (and `env`, else this process's), collecting what it prints. */
+export function run(command: string, args: string[], input = '', env?: NodeJS.ProcessEnv): Promise<Run> {
   return new Promise<Run>((resolve, reject) => {
-    const child = spawn(command, args, { cwd: REPO });
+    const child = spawn(command, args, { cwd: REPO, ...(env ? { env } : {}) });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => {

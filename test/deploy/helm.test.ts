@@ -14,11 +14,11 @@ import { before, describe, it, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
 import { bundleCli } from '../../deploy/build.ts';
 import { ensureHelm } from '../../deploy/helm/build.ts';
-import type { KubernetesObject } from '../../protocol/index.ts';
 import { testCluster, testNamespace } from '../support/cluster.ts';
 import {
   type Deployment,
   find,
+  handledByDeployed,
   onlyContainer,
   problems,
   REPO,
@@ -43,7 +43,7 @@ import {
   withoutContentHash,
   writeServiceAccountKubeconfig,
 } from '../support/kubectl.ts';
-import { applyFile, eventually, kubeClient } from '../support/operator.ts';
+import { applyFile } from '../support/operator.ts';
 import { freePort } from '../support/processes.ts';
 
 const CHART = join(REPO, 'deploy/helm/causeway');
@@ -551,19 +551,8 @@ describe('deploy/helm/causeway', () => {
 
     const [example] = await applyFile(OBJECT, namespace);
     assert.ok(example);
-    const client = await kubeClient();
     const path = `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/${example.metadata.name}`;
-    const handled = await eventually(
-      'status.create_fn',
-      async () => {
-        assert.equal(gateway.exitCode, null, gateway.output());
-        assert.equal(functions.exitCode, null, functions.output());
-        assert.doesNotMatch(gateway.output(), /[Ff]orbidden/, gateway.output());
-        const object = await client.get<KubernetesObject>(path);
-        return object.status?.create_fn === undefined ? undefined : object;
-      },
-      30_000, // the gateway retries the service at growing intervals until the keys are mounted
-    );
+    const handled = await handledByDeployed(gateway, functions, path);
     assert.deepEqual(handled.status?.create_fn, { message: `hello ${example.metadata.name}` });
     // The metrics the Service causeway-gateway-metrics fronts, at the container port it targets.
     const scraped = await fetch(`http://${metrics}/metrics`);

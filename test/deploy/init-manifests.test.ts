@@ -12,12 +12,12 @@ import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { init } from '../../gateway/cli/init.ts';
-import type { KubernetesObject } from '../../protocol/index.ts';
 import { testNamespace } from '../support/cluster.ts';
 import {
   type Deployment,
   find,
   flagValue,
+  handledByDeployed,
   imageOf,
   keptKeys,
   mountedFile,
@@ -41,7 +41,6 @@ import {
   writeServiceAccountKubeconfig,
   wrongPermissions,
 } from '../support/kubectl.ts';
-import { eventually, kubeClient } from '../support/operator.ts';
 import { freePort } from '../support/processes.ts';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
@@ -310,18 +309,8 @@ describe('causeway init: crd.yaml and deploy/', () => {
     });
     await kubectlOk(['apply', '-n', project.name, '-f', join(project.dir, 'example.yaml')]);
 
-    const client = await kubeClient();
     const path = `/apis/${project.group}/v1/namespaces/${project.name}/examples/example-1`;
-    const handled = await eventually(
-      'status.create_fn',
-      async () => {
-        assert.equal(gateway.exitCode, null, gateway.output());
-        assert.equal(functions.exitCode, null, functions.output());
-        const object = await client.get<KubernetesObject>(path);
-        return object.status?.create_fn === undefined ? undefined : object;
-      },
-      30_000, // the gateway retries the service at growing intervals until the keys are mounted
-    );
+    const handled = await handledByDeployed(gateway, functions, path);
     assert.deepEqual(handled.status?.create_fn, { message: 'Hello, example-1!' });
     assert.equal((await fetch(liveness)).status, 200, 'the liveness endpoint says the gateway is healthy');
     assert.equal(

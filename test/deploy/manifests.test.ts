@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { bundleCli } from '../../deploy/build.ts';
-import { IN_PROCESS, type KubernetesObject } from '../../protocol/index.ts';
+import { IN_PROCESS } from '../../protocol/index.ts';
 import { testNamespace } from '../support/cluster.ts';
 import {
   assertPlacedAndBound,
@@ -21,6 +21,7 @@ import {
   type Deployment,
   find,
   flagValue,
+  handledByDeployed,
   imageOf,
   installRbac,
   keptKeys,
@@ -479,17 +480,7 @@ describe('deploy/examples/01-minimal', () => {
     assert.ok(example);
     const client = await kubeClient();
     const path = `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/${example.metadata.name}`;
-    const handled = await eventually(
-      'status.create_fn',
-      async () => {
-        assert.equal(gateway.exitCode, null, gateway.output());
-        assert.equal(functions.exitCode, null, functions.output());
-        assert.doesNotMatch(gateway.output(), /[Ff]orbidden/, gateway.output()); // fail fast on a missing permission
-        const object = await client.get<KubernetesObject>(path);
-        return object.status?.create_fn === undefined ? undefined : object;
-      },
-      30_000, // the gateway retries the service at growing intervals until the keys are mounted
-    );
+    const handled = await handledByDeployed(gateway, functions, path);
     assert.deepEqual(handled.status?.create_fn, { message: `hello ${example.metadata.name}` });
     assert.match(
       gateway.output(),

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import type { KubernetesObject } from '../../protocol/index.ts';
 import { applyRbac, CLUSTER_SCOPED, kubectlOk, type Manifest, parseYaml } from './kubectl.ts';
 import { eventually, kubeClient, readPublishedKeys } from './operator.ts';
 import { freePort } from './processes.ts';
@@ -365,4 +366,27 @@ export function problems(output: string): string[] {
     .split('\n')
     .filter((line) => /\b(ERROR|WARNING)\b|[Ff]orbidden/.test(line))
     .filter((line) => !WAITING_FOR_SERVICE.test(line));
+}
+
+/**
+ * The object at `path` once the deployed gateway has stored its create_fn result, both processes
+ * running all along, and the gateway refused nothing (a missing permission fails at once).
+ */
+export async function handledByDeployed(
+  gateway: BundledCli,
+  functions: BundledCli,
+  path: string,
+): Promise<KubernetesObject> {
+  const client = await kubeClient();
+  return eventually(
+    'status.create_fn',
+    async () => {
+      assert.equal(gateway.exitCode, null, gateway.output());
+      assert.equal(functions.exitCode, null, functions.output());
+      assert.doesNotMatch(gateway.output(), /[Ff]orbidden/, gateway.output());
+      const object = await client.get<KubernetesObject>(path);
+      return object.status?.create_fn === undefined ? undefined : object;
+    },
+    30_000, // the gateway retries the service at growing intervals until the keys are mounted
+  );
 }

@@ -25,3 +25,8 @@ allowPrivilegeEscalation: false
 capabilities:
   drop: [ALL]
 {{- end }}
+
+{{/* The Secret (and ConfigMap) of the gateway's signing keys: one made beforehand, or its own. */}}
+{{- define "causeway.signingKeys" -}}
+{{ .Values.signingKeys.existingSecret | default .Values.signingKeys.name }}
+{{- end }}

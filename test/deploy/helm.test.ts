@@ -2,29 +2,38 @@
  * deploy/helm/causeway: the Helm chart, checked with the helm binary built from its Go module against
  * the real test control plane — `helm lint`, `helm template` of each documented combination of values
  * applied with `kubectl apply --dry-run=server` under the restricted pod security standard, the default
- * rendering held to the kustomize overlay it mirrors and its RBAC to what `causeway rbac` prints, and a
- * real `helm install` whose gateway, run as the chart's ServiceAccount, handles a KopfExample.
+ * and admission renderings held to the kustomize overlays they mirror (01-minimal, 17-admission) and
+ * each combination's RBAC to what `causeway rbac` prints for its gateway, and two real `helm install`s
+ * (the defaults; a signing-keys Secret made beforehand with FunctionService objects) whose gateway,
+ * run as the chart's ServiceAccount, handles a KopfExample.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, it, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
+import { parse } from 'yaml';
 import { bundleCli } from '../../deploy/build.ts';
 import { ensureHelm } from '../../deploy/helm/build.ts';
+import { newKey } from '../../gateway/dispatch/keys.ts';
+import { PRIVATE_KEYS_FILE } from '../../gateway/engines/signing-keys.ts';
 import { testCluster, testNamespace } from '../support/cluster.ts';
 import {
+  type Container,
   type Deployment,
   find,
+  flagValue,
   handledByDeployed,
+  keptKeys,
   onlyContainer,
   problems,
   REPO,
   render,
   type Service,
   startGatewayThenFunctions,
+  type Volume,
   withFlag,
   withFreeLiveness,
   withMountedCertificate,
@@ -48,14 +57,28 @@ import { freePort } from '../support/processes.ts';
 
 const CHART = join(REPO, 'deploy/helm/causeway');
 const OVERLAY = join(REPO, 'deploy/examples/01-minimal');
+const ADMISSION_OVERLAY = join(REPO, 'deploy/examples/17-admission');
 const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
+const FUNCTION_SERVICE_CRD = new URL(
+  '../../deploy/examples/function-services/functionservice-crd.yaml',
+  import.meta.url,
+);
 const OBJECT = new URL('../../examples/01-minimal/object.yaml', import.meta.url);
 const GATEWAY = 'causeway-gateway';
 const FUNCTIONS = 'kopfexample-functions';
 const FUNCTION_TLS = 'kopfexample-functions-tls';
 const RELEASE = 'causeway';
+const WEBHOOKS = 'causeway-gateway-webhooks';
+const WEBHOOK_CERTIFICATES = 'causeway-gateway-webhooks-tls';
+/** A Secret of signing keys made before the release, not the chart's. */
+const EXISTING_KEYS = 'operator-signing-keys';
 
 let helmBinary: string;
+
+/** The chart's values.yaml. */
+const DEFAULT_VALUES = parse(await readFile(join(CHART, 'values.yaml'), 'utf8')) as {
+  functionServices: [object];
+};
 
 /** helm against the test control plane. */
 async function helm(args: string[]): Promise<Run> {
@@ -92,19 +115,28 @@ async function template(t: TestContext, namespace: string, values: object = {}):
 }
 
 /**
- * `causeway rbac` for a gateway of examples/01-minimal as the chart's defaults run it in `namespace`,
- * the handlers read from the module. Not --function-tls: it names a service of --functions, which
- * `causeway rbac` would call signing with the keys of --signing-keys, not made before the gateway runs.
+ * `causeway rbac` for a gateway of examples/01-minimal (or `module`) as the chart runs it in
+ * `namespace`, the handlers read from the module, with the gateway's `flags` the values add. Not
+ * --function-tls: it names a service of --functions, which `causeway rbac` would call signing with the
+ * keys of --signing-keys, not made before the gateway runs.
  */
-async function causewayRbac(namespace: string): Promise<string> {
+async function causewayRbac(
+  namespace: string,
+  {
+    module = 'examples/01-minimal/operator.ts',
+    signingKeys = 'causeway-signing-keys',
+    flags = [],
+  }: { module?: string; signingKeys?: string; flags?: string[] } = {},
+): Promise<string> {
   const { kubeconfigPath } = await testCluster();
   const args = [
-    ...['rbac', '--module', 'examples/01-minimal/operator.ts', '--namespace', namespace],
-    ...['--signing-keys', `${namespace}/causeway-signing-keys`],
+    ...['rbac', '--module', module, '--namespace', namespace],
+    ...['--signing-keys', `${namespace}/${signingKeys}`],
     ...['--function-certificates', `${namespace}/causeway-function-ca`],
     // In the pod, the gateway peers in its own namespace; outside one, this says so.
     ...['--peering-namespace', namespace],
     ...['--service-account', `${namespace}/${GATEWAY}`],
+    ...flags,
   ];
   const { stdout } = await promisify(execFile)(
     process.execPath,
@@ -152,6 +184,28 @@ const GATEWAY_SETTINGS = {
 
 /** Metrics, and a ServiceMonitor for them. */
 const METRICS = { metrics: { enabled: true, serviceMonitor: { enabled: true } } };
+
+/**
+ * examples/17-admission as deploy/examples/17-admission deploys it: a gateway serving the service's
+ * admission handlers through the webhook Service, watching nothing.
+ */
+const ADMISSION = {
+  functionServices: [
+    {
+      ...DEFAULT_VALUES.functionServices[0],
+      module: 'examples/17-admission/operator.ts',
+      scope: { resources: [], admission: ['kopfexamples.kopf.dev'] },
+    },
+  ],
+  rbac: { resources: [] },
+  admission: { enabled: true },
+};
+
+/** The signing keys of a Secret made beforehand. */
+const EXISTING_SIGNING_KEYS = { signingKeys: { existingSecret: EXISTING_KEYS } };
+
+/** The function services as FunctionService objects, which the gateway serves (--function-services). */
+const FUNCTION_SERVICE_OBJECTS = { functionServiceObjects: { enabled: true } };
 
 /**
  * The Prometheus Operator's ServiceMonitor as far as the apiserver must know it to take one: its
@@ -227,6 +281,58 @@ const grants = (rules: PolicyRule[]) =>
     ),
   ].sort();
 
+/** Volumes with the hash kustomize appends to a generated ConfigMap's name taken off. */
+const withoutHashedNames = (volumes: Volume[] | undefined) =>
+  volumes?.map((volume) =>
+    volume.configMap
+      ? { ...volume, configMap: { ...volume.configMap, name: withoutContentHash(volume.configMap.name) } }
+      : volume,
+  );
+
+/**
+ * The chart's Deployment `name` has the overlay's pod spec: its container (args, probes, env,
+ * resources, securityContext) and volumes; `overlayArg` maps each of the overlay's arguments.
+ */
+function assertSamePodSpec(
+  chart: Manifest[],
+  overlay: Manifest[],
+  name: string,
+  overlayArg: (arg: string) => string = (arg) => arg,
+): void {
+  const fromChart = find<Deployment>(chart, 'Deployment', name);
+  const fromOverlay = find<Deployment>(overlay, 'Deployment', name);
+  assert.equal(fromChart.spec.replicas, fromOverlay.spec.replicas, `${name}: replicas`);
+  const { volumes, ...podSpec } = fromChart.spec.template.spec;
+  const { volumes: overlayVolumes, ...overlayPodSpec } = fromOverlay.spec.template.spec;
+  // Ports in any order: kustomize puts those of a patch before the base's.
+  const byName = (ports: Container['ports']) => ports?.toSorted((a, b) => a.containerPort - b.containerPort);
+  const container = onlyContainer(fromChart);
+  const overlayContainer = onlyContainer(fromOverlay);
+  assert.deepEqual(
+    { ...podSpec, containers: [{ ...container, ports: byName(container.ports) }] },
+    {
+      ...overlayPodSpec,
+      containers: [
+        {
+          ...overlayContainer,
+          args: overlayContainer.args?.map(overlayArg),
+          ports: byName(overlayContainer.ports),
+        },
+      ],
+    },
+    `${name}: pod spec`,
+  );
+  // The overlay's scopes ConfigMap carries kustomize's hash of its content; the chart's does not.
+  assert.deepEqual(withoutHashedNames(volumes), withoutHashedNames(overlayVolumes), `${name}: volumes`);
+}
+
+/** The scopes a ConfigMap of scopes holds, one [key, parsed scope] each. */
+const scopesIn = (configMap: Manifest | undefined) =>
+  Object.entries((configMap?.data ?? {}) as Record<string, string>).map(([key, text]) => [
+    key,
+    parseYaml(text),
+  ]);
+
 async function restrictedNamespace(t: TestContext): Promise<string> {
   const namespace = await testNamespace(t);
   await kubectlOk([
@@ -253,12 +359,26 @@ describe('deploy/helm/causeway', () => {
     helmBinary = await ensureHelm();
     // The ClusterRole names kopfexamples.kopf.dev, and `causeway rbac` resolves it through discovery.
     await applyFile(CRD);
+    await applyFile(FUNCTION_SERVICE_CRD);
     await kubectlOk(['apply', '-f', '-'], JSON.stringify(SERVICE_MONITOR_CRD));
-    await kubectlOk(['wait', '--for=condition=Established', `crd/${SERVICE_MONITOR_CRD.metadata.name}`]);
+    await kubectlOk([
+      'wait',
+      '--for=condition=Established',
+      `crd/${SERVICE_MONITOR_CRD.metadata.name}`,
+      'crd/functionservices.causeway.dev',
+    ]);
   });
 
   it('passes helm lint --strict with the default values and each documented combination', async (t) => {
-    for (const values of [{}, TWO_FUNCTION_SERVICES, GATEWAY_SETTINGS, METRICS]) {
+    for (const values of [
+      {},
+      TWO_FUNCTION_SERVICES,
+      GATEWAY_SETTINGS,
+      METRICS,
+      ADMISSION,
+      EXISTING_SIGNING_KEYS,
+      FUNCTION_SERVICE_OBJECTS,
+    ]) {
       const file = await valuesFile(t, values);
       await helmOk(['lint', '--strict', CHART, '--values', file]);
     }
@@ -275,6 +395,11 @@ describe('deploy/helm/causeway', () => {
     const refused = await helm(['template', RELEASE, CHART, '--values', monitorOnly]);
     assert.notEqual(refused.code, 0);
     assert.match(refused.stderr, /metrics\.serviceMonitor\.enabled needs metrics\.enabled/);
+
+    const badSecret = await valuesFile(t, { signingKeys: { existingSecret: 'Signing_Keys' } });
+    const badName = await helm(['template', RELEASE, CHART, '--values', badSecret]);
+    assert.notEqual(badName.code, 0);
+    assert.match(badName.stderr, /signingKeys\/existingSecret/);
   });
 
   it('renders by default what the kustomize overlay 01-minimal does: the same objects, arguments, probes and rules', async (t) => {
@@ -291,44 +416,51 @@ describe('deploy/helm/causeway', () => {
         name.replace(/^(ClusterRole(Binding)?)\/causeway-gateway-kopfexample$/, `$1/${GATEWAY}-${namespace}`),
       ),
     );
-    for (const name of [GATEWAY, FUNCTIONS]) {
-      const fromChart = find<Deployment>(chart, 'Deployment', name);
-      const fromOverlay = find<Deployment>(overlay, 'Deployment', name);
-      assert.equal(fromChart.spec.replicas, fromOverlay.spec.replicas, `${name}: replicas`);
-      const { volumes, ...podSpec } = fromChart.spec.template.spec;
-      const { volumes: overlayVolumes, ...overlayPodSpec } = fromOverlay.spec.template.spec;
-      // The container, its args, probes, env, resources and securityContext, as the overlay has them.
-      assert.deepEqual(podSpec, overlayPodSpec, `${name}: pod spec`);
-      // The overlay's scopes ConfigMap carries kustomize's hash of its content; the chart's does not.
-      assert.deepEqual(
-        volumes?.map((volume) =>
-          volume.configMap
-            ? {
-                ...volume,
-                configMap: { ...volume.configMap, name: withoutContentHash(volume.configMap.name) },
-              }
-            : volume,
-        ),
-        overlayVolumes?.map((volume) =>
-          volume.configMap
-            ? {
-                ...volume,
-                configMap: { ...volume.configMap, name: withoutContentHash(volume.configMap.name) },
-              }
-            : volume,
-        ),
-        `${name}: volumes`,
-      );
-    }
-    const scopes = (configMap: Manifest | undefined) =>
-      Object.entries((configMap?.data ?? {}) as Record<string, string>).map(([key, text]) => [
-        key,
-        parseYaml(text),
-      ]);
+    for (const name of [GATEWAY, FUNCTIONS]) assertSamePodSpec(chart, overlay, name);
     assert.deepEqual(
-      scopes(find(chart, 'ConfigMap', 'causeway-function-scopes')),
-      scopes(overlay.find((object) => object.kind === 'ConfigMap')),
+      scopesIn(find(chart, 'ConfigMap', 'causeway-function-scopes')),
+      scopesIn(overlay.find((object) => object.kind === 'ConfigMap')),
     );
+    for (const kind of ['Role', 'ClusterRole']) {
+      assert.deepEqual(grants(rulesOf(chart, kind)), grants(rulesOf(overlay, kind)), `${kind} rules`);
+    }
+  });
+
+  it('renders with admission.enabled what the kustomize overlay 17-admission does: the webhook Service, the flags and port serving it, and the rules', async (t) => {
+    const namespace = 'kopfexample-admission';
+    const chart = await template(t, namespace, ADMISSION);
+    const overlay = await render(ADMISSION_OVERLAY);
+    const names = (objects: Manifest[]) =>
+      objects.map((object) => `${object.kind}/${withoutContentHash(object.metadata.name)}`).sort();
+    // The chart names its ClusterRole after the release's namespace, and has no NetworkPolicy: one
+    // worth having names the apiserver's addresses, which differ by cluster (the overlay's says so).
+    assert.deepEqual(
+      names(chart),
+      names(overlay)
+        .filter((name) => !name.startsWith('NetworkPolicy/'))
+        .map((name) =>
+          name.replace(/^(ClusterRole(Binding)?)\/causeway-gateway-admission$/, `$1/${GATEWAY}-${namespace}`),
+        ),
+    );
+    // The overlay calls its function service "admission"; the chart names it after its Service.
+    assertSamePodSpec(chart, overlay, GATEWAY, (arg) =>
+      arg.replace(/^admission=/, 'kopfexample=').replace(/\/admission\.yaml$/, '/kopfexample.yaml'),
+    );
+    assertSamePodSpec(chart, overlay, FUNCTIONS);
+    assert.deepEqual(
+      scopesIn(find(chart, 'ConfigMap', 'causeway-function-scopes')),
+      scopesIn(overlay.find((object) => object.kind === 'ConfigMap')).map(([key, scope]) => [
+        String(key).replace(/^admission\./, 'kopfexample.'),
+        scope,
+      ]),
+    );
+    const service = find<Service>(chart, 'Service', WEBHOOKS);
+    const overlayService = find<Service>(overlay, 'Service', WEBHOOKS);
+    assert.deepEqual(service.spec.ports, overlayService.spec.ports);
+    const podLabels = find<Deployment>(chart, 'Deployment', GATEWAY).spec.template.metadata.labels;
+    for (const [label, value] of Object.entries(service.spec.selector)) {
+      assert.equal(podLabels[label], value, `the webhook Service selects the gateway's label ${label}`);
+    }
     for (const kind of ['Role', 'ClusterRole']) {
       assert.deepEqual(grants(rulesOf(chart, kind)), grants(rulesOf(overlay, kind)), `${kind} rules`);
     }
@@ -365,6 +497,48 @@ describe('deploy/helm/causeway', () => {
     );
   });
 
+  const rbacOfCombinations: Array<{
+    name: string;
+    values: object;
+    rbac: (namespace: string) => Parameters<typeof causewayRbac>[1];
+  }> = [
+    {
+      name: 'serving admission webhooks (examples/17-admission)',
+      values: ADMISSION,
+      rbac: (namespace) => ({
+        module: 'examples/17-admission/operator.ts',
+        flags: ['--webhook-certificates', `${namespace}/${WEBHOOK_CERTIFICATES}`],
+      }),
+    },
+    {
+      name: 'signing with a Secret made beforehand',
+      values: EXISTING_SIGNING_KEYS,
+      rbac: () => ({ signingKeys: EXISTING_KEYS }),
+    },
+    {
+      name: 'serving FunctionService objects',
+      values: FUNCTION_SERVICE_OBJECTS,
+      // None in the namespace yet: the Secrets the objects will name are the chart's, added below.
+      rbac: (namespace) => ({ flags: ['--function-services', namespace] }),
+    },
+  ];
+  for (const { name, values, rbac } of rbacOfCombinations) {
+    it(`grants what \`causeway rbac\` prints for the gateway it runs ${name}`, async (t) => {
+      const namespace = await testNamespace(t);
+      const expected = parseYaml(await causewayRbac(namespace, rbac(namespace)));
+      const rendered = await template(t, namespace, values);
+      // As by default: the function service's certificate Secret, which `causeway rbac --module` cannot name.
+      const functionTls = grants([
+        { apiGroups: [''], resources: ['secrets'], resourceNames: [FUNCTION_TLS], verbs: ['get', 'update'] },
+      ]);
+      assert.deepEqual(
+        grants(rulesOf(rendered, 'Role')),
+        [...new Set([...grants(rulesOf(expected, 'Role')), ...functionTls])].sort(),
+      );
+      assert.deepEqual(grants(rulesOf(rendered, 'ClusterRole')), grants(rulesOf(expected, 'ClusterRole')));
+    });
+  }
+
   const combinations: Array<{
     name: string;
     values: (namespace: string) => Promise<object> | object;
@@ -396,6 +570,25 @@ describe('deploy/helm/causeway', () => {
           ...DEFAULT_OBJECTS(namespace),
           'service/causeway-gateway-metrics',
           'servicemonitor.monitoring.coreos.com/causeway-gateway',
+        ].sort(),
+    },
+    {
+      name: 'admission webhooks',
+      values: () => ADMISSION,
+      expected: (namespace) => [...DEFAULT_OBJECTS(namespace), `service/${WEBHOOKS}`].sort(),
+    },
+    {
+      name: 'a signing-keys Secret made beforehand',
+      values: () => EXISTING_SIGNING_KEYS,
+      expected: DEFAULT_OBJECTS,
+    },
+    {
+      name: 'FunctionService objects (their CRD applied by this test)',
+      values: () => FUNCTION_SERVICE_OBJECTS,
+      expected: (namespace) =>
+        [
+          ...DEFAULT_OBJECTS(namespace).filter((name) => name !== 'configmap/causeway-function-scopes'),
+          'functionservice.causeway.dev/kopfexample',
         ].sort(),
     },
     {
@@ -481,45 +674,89 @@ describe('deploy/helm/causeway', () => {
     assert.equal(gateway.spec.replicas, 3);
     assert.deepEqual((onlyContainer(gateway).args ?? []).slice(-2), ['--priority', '10']);
     assert.deepEqual(onlyContainer(gateway).env?.at(-1), { name: 'MALLOC_ARENA_MAX', value: '4' });
+
+    // The Secret made beforehand: the gateway keeps its keys there, the services mount its ConfigMap.
+    const existing = await template(t, namespace, EXISTING_SIGNING_KEYS);
+    const existingArgs = onlyContainer(find<Deployment>(existing, 'Deployment', GATEWAY)).args ?? [];
+    assert.equal(flagValue(existingArgs, '--signing-keys'), `$(POD_NAMESPACE)/${EXISTING_KEYS}`);
+    const functionsKeys = find<Deployment>(
+      existing,
+      'Deployment',
+      FUNCTIONS,
+    ).spec.template.spec.volumes?.find((volume) => volume.name === 'signing-keys');
+    assert.deepEqual(functionsKeys?.configMap, { name: EXISTING_KEYS });
+    assert.equal(
+      existing.filter((object) => object.kind === 'Secret').length,
+      0,
+      'the chart makes no Secret of keys',
+    );
+
+    // FunctionService objects instead of --functions: no scopes to mount, each in its object.
+    const asObjects = await template(t, namespace, FUNCTION_SERVICE_OBJECTS);
+    const objectsGateway = find<Deployment>(asObjects, 'Deployment', GATEWAY);
+    const objectsArgs = onlyContainer(objectsGateway).args ?? [];
+    assert.equal(flagValue(objectsArgs, '--function-services'), '$(POD_NAMESPACE)');
+    for (const flag of ['--functions', '--function-scope', '--function-tls']) {
+      assert.ok(!objectsArgs.includes(flag), `no ${flag}`);
+    }
+    assert.equal(objectsGateway.spec.template.spec.volumes, undefined);
+    assert.deepEqual(find<Manifest & { spec: object }>(asObjects, 'FunctionService', 'kopfexample').spec, {
+      url: `https://${FUNCTIONS}.${namespace}.svc:8080`,
+      tls: { secretName: FUNCTION_TLS },
+      scope: { resources: ['kopfexamples.kopf.dev'] },
+    });
   });
 
-  it("installs for real with helm install, and its gateway, run as the chart's ServiceAccount, handles a KopfExample", async (t) => {
-    const namespace = await restrictedNamespace(t);
+  /**
+   * `helm install` of the chart into `namespace` with `values`, uninstalled after `t`: its notes, and
+   * the objects it made, each checked to be there as the apiserver has it.
+   */
+  async function installed(
+    t: TestContext,
+    namespace: string,
+    values: object,
+  ): Promise<{ notes: string; objects: Manifest[] }> {
     t.after(async () => {
       // The ClusterRole and its binding outlive the namespace otherwise.
       await helm(['uninstall', RELEASE, '--namespace', namespace]);
     });
-    const notes = await helmOk([
-      'install',
-      RELEASE,
-      CHART,
-      '--namespace',
-      namespace,
-      '--set',
-      'metrics.enabled=true',
-    ]);
+    const file = await valuesFile(t, values);
+    const notes = await helmOk(['install', RELEASE, CHART, '--namespace', namespace, '--values', file]);
     assert.match(notes, /STATUS: deployed/);
-    assert.match(notes, new RegExp(`kopfexample: https://kopfexample-functions\\.${namespace}\\.svc:8080`));
     const objects = parseYaml(await helmOk(['get', 'manifest', RELEASE, '--namespace', namespace])).filter(
       (object) => object !== null,
     );
-    // Every object the chart renders is there, as the apiserver has it.
     for (const object of objects) {
       const where = object.metadata.namespace ? ['--namespace', object.metadata.namespace] : [];
       await kubectlOk(['get', `${object.kind}/${object.metadata.name}`, ...where]);
     }
-    assert.deepEqual(
-      objects.map(kubectlName).sort(),
-      [...DEFAULT_OBJECTS(namespace), 'service/causeway-gateway-metrics'].sort(),
-    );
+    return { notes, objects };
+  }
 
-    // No kubelet here: this test runs the two containers' commands, with the chart's arguments, the
-    // gateway holding only a token of the chart's ServiceAccount.
+  /**
+   * No kubelet here: the tests run the two containers' commands, with the chart's arguments, the
+   * gateway holding only a token of the chart's ServiceAccount. The bundled CLI, and that token's
+   * kubeconfig, in a folder deleted after `t`.
+   */
+  async function asTheChartsAccount(t: TestContext, namespace: string) {
     const dir = await mkdtemp(join(tmpdir(), 'causeway-helm-'));
     t.after(() => rm(dir, { recursive: true, force: true }));
     const cli = await bundleCli(join(dir, 'cli'));
     const kubeconfig = join(dir, 'kubeconfig');
     await writeServiceAccountKubeconfig(kubeconfig, namespace, GATEWAY);
+    return { dir, cli, kubeconfig };
+  }
+
+  it("installs for real with helm install, and its gateway, run as the chart's ServiceAccount, handles a KopfExample", async (t) => {
+    const namespace = await restrictedNamespace(t);
+    const { notes, objects } = await installed(t, namespace, { metrics: { enabled: true } });
+    assert.match(notes, new RegExp(`kopfexample: https://kopfexample-functions\\.${namespace}\\.svc:8080`));
+    assert.deepEqual(
+      objects.map(kubectlName).sort(),
+      [...DEFAULT_OBJECTS(namespace), 'service/causeway-gateway-metrics'].sort(),
+    );
+
+    const { dir, cli, kubeconfig } = await asTheChartsAccount(t, namespace);
     const port = await freePort();
     const deployment = find<Deployment>(objects, 'Deployment', GATEWAY);
     const { args: containerArgs } = await withFreeLiveness(
@@ -560,5 +797,104 @@ describe('deploy/helm/causeway', () => {
     assert.match(await scraped.text(), /^# (HELP|TYPE) /m);
     assert.deepEqual(problems(gateway.output()), [], gateway.output());
     assert.deepEqual(problems(functions.output()), [], functions.output());
+  });
+
+  it('installs for real with a signing-keys Secret made beforehand and FunctionService objects: the gateway signs with those keys, serves the objects, and helm uninstall leaves the Secret', async (t) => {
+    const namespace = await restrictedNamespace(t);
+    const values = { ...EXISTING_SIGNING_KEYS, ...FUNCTION_SERVICE_OBJECTS };
+    const file = await valuesFile(t, values);
+    const install = ['install', RELEASE, CHART, '--namespace', namespace, '--values', file];
+    // Refused, with nothing made, while the Secret is missing or is not a gateway's keys.
+    const missing = await helm(install);
+    assert.notEqual(missing.code, 0);
+    assert.match(
+      missing.stderr,
+      new RegExp(
+        `signingKeys.existingSecret: no Secret ${namespace}/${EXISTING_KEYS}: create it before installing`,
+      ),
+    );
+    await kubectlOk([
+      'create',
+      'secret',
+      'generic',
+      EXISTING_KEYS,
+      '-n',
+      namespace,
+      '--from-literal=other=x',
+    ]);
+    const notKeys = await helm(install);
+    assert.notEqual(notKeys.code, 0);
+    assert.match(notKeys.stderr, /has no key keys\.json: it is not a gateway's signing keys/);
+    await kubectlOk(['delete', 'secret', EXISTING_KEYS, '-n', namespace]);
+    const key = newKey(Date.now());
+    await kubectlOk(
+      ['apply', '-f', '-'],
+      toYaml([
+        {
+          apiVersion: 'v1',
+          kind: 'Secret',
+          metadata: { name: EXISTING_KEYS, namespace },
+          stringData: { [PRIVATE_KEYS_FILE]: JSON.stringify([key]) },
+        },
+      ]),
+    );
+
+    const { notes, objects } = await installed(t, namespace, values);
+    assert.match(notes, new RegExp(`signs with the keys of the Secret ${EXISTING_KEYS}`));
+    assert.deepEqual(
+      objects.map(kubectlName).sort(),
+      [
+        ...DEFAULT_OBJECTS(namespace).filter((name) => name !== 'configmap/causeway-function-scopes'),
+        'functionservice.causeway.dev/kopfexample',
+      ].sort(),
+    );
+
+    const { dir, cli, kubeconfig } = await asTheChartsAccount(t, namespace);
+    // The function service on a free loopback port, and its FunctionService naming it there (a
+    // loopback URL, which the gateway refuses unless told otherwise).
+    const port = await freePort();
+    await kubectlOk([
+      ...['patch', 'functionservice', 'kopfexample', '-n', namespace, '--type=merge'],
+      ...['-p', JSON.stringify({ spec: { url: `https://127.0.0.1:${port}` } })],
+    ]);
+    const { args: containerArgs } = await withFreeLiveness(
+      onlyContainer(find<Deployment>(objects, 'Deployment', GATEWAY)).args ?? [],
+    );
+    const gatewayArgs = containerArgs
+      .map((arg) => arg.replaceAll('$(POD_NAMESPACE)', namespace))
+      .concat('--allow-loopback-functions');
+    const { args: functionsArgs, mount } = await withMountedCertificate(
+      withFlag(
+        onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [],
+        '--port',
+        String(port),
+      ).concat(['--host', '127.0.0.1']),
+      { namespace, name: FUNCTION_TLS },
+      dir,
+    );
+    const { gateway, functions, published } = await startGatewayThenFunctions(t, {
+      cli,
+      gateway: { args: gatewayArgs, env: { KUBECONFIG: kubeconfig } },
+      functions: { args: functionsArgs },
+      dir,
+      beforeFunctions: mount,
+    });
+    // The keys it publishes, and signs with, are the Secret's: it made none of its own.
+    assert.deepEqual(
+      published.keys.map((each) => each.kid),
+      [key.kid],
+    );
+    assert.deepEqual(await keptKeys(namespace, EXISTING_KEYS), [key.kid]);
+
+    const [example] = await applyFile(OBJECT, namespace);
+    assert.ok(example);
+    const path = `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/${example.metadata.name}`;
+    const handled = await handledByDeployed(gateway, functions, path);
+    assert.deepEqual(handled.status?.create_fn, { message: `hello ${example.metadata.name}` });
+    assert.deepEqual(problems(gateway.output()), [], gateway.output());
+    assert.deepEqual(problems(functions.output()), [], functions.output());
+
+    await helmOk(['uninstall', RELEASE, '--namespace', namespace]);
+    assert.deepEqual(await keptKeys(namespace, EXISTING_KEYS), [key.kid]);
   });
 });

@@ -19,6 +19,7 @@ const FILES = [
   'deploy/Dockerfile.dockerignore',
   'deploy/functions.yaml',
   'deploy/gateway.yaml',
+  'deploy/helm/values.yaml',
   'deploy/kustomization.yaml',
   'deploy/rbac.yaml',
   'deploy/scope.yaml',

@@ -16,7 +16,6 @@ import { before, describe, it, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { bundleCli } from '../../deploy/build.ts';
-import { ensureHelm } from '../../deploy/helm/build.ts';
 import { newKey } from '../../gateway/dispatch/keys.ts';
 import { PRIVATE_KEYS_FILE } from '../../gateway/engines/signing-keys.ts';
 import { testCluster, testNamespace } from '../support/cluster.ts';
@@ -39,15 +38,15 @@ import {
   withMountedCertificate,
   withMountedScopes,
 } from '../support/deploy.ts';
+import { helm, helmOk, helmTemplate } from '../support/helm.ts';
 import {
   dryRunObjects,
+  grants,
   kubectl,
   kubectlOk,
   type Manifest,
-  type PolicyRule,
   parseYaml,
-  type Run,
-  run,
+  rulesOf,
   toYaml,
   withoutContentHash,
   writeServiceAccountKubeconfig,
@@ -73,29 +72,10 @@ const WEBHOOK_CERTIFICATES = 'causeway-gateway-webhooks-tls';
 /** A Secret of signing keys made before the release, not the chart's. */
 const EXISTING_KEYS = 'operator-signing-keys';
 
-let helmBinary: string;
-
 /** The chart's values.yaml. */
 const DEFAULT_VALUES = parse(await readFile(join(CHART, 'values.yaml'), 'utf8')) as {
   functionServices: [object];
 };
-
-/** helm against the test control plane. */
-async function helm(args: string[]): Promise<Run> {
-  const { kubeconfigPath } = await testCluster();
-  // Helm's own caches and config in a place of its own, not the user's.
-  return run(helmBinary, [`--kubeconfig=${kubeconfigPath}`, ...args], '', {
-    PATH: process.env.PATH,
-    HOME: tmpdir(),
-    HELM_CACHE_HOME: join(tmpdir(), 'causeway-helm'),
-  });
-}
-
-async function helmOk(args: string[]): Promise<string> {
-  const result = await helm(args);
-  assert.equal(result.code, 0, `helm ${args.join(' ')} failed:\n${result.stderr}${result.stdout}`);
-  return result.stdout;
-}
 
 /** A values file holding `values`, deleted after `t`; JSON is YAML. */
 async function valuesFile(t: TestContext, values: object): Promise<string> {
@@ -107,11 +87,7 @@ async function valuesFile(t: TestContext, values: object): Promise<string> {
 }
 
 async function template(t: TestContext, namespace: string, values: object = {}): Promise<Manifest[]> {
-  const file = await valuesFile(t, values);
-  const objects = parseYaml(
-    await helmOk(['template', RELEASE, CHART, '--namespace', namespace, '--values', file]),
-  );
-  return objects.filter((object) => object !== null);
+  return helmTemplate(RELEASE, CHART, namespace, [await valuesFile(t, values)]);
 }
 
 /**
@@ -257,30 +233,6 @@ const kubectlName = (object: Manifest) => {
   return `${object.kind.toLowerCase()}${group}/${object.metadata.name}`;
 };
 
-const rulesOf = (objects: Manifest[], kind: string) =>
-  objects
-    .filter((object) => object.kind === kind)
-    .flatMap((object) => (object.rules as PolicyRule[] | undefined) ?? []);
-
-/**
- * What rules grant, one `group resource name verb` each, sorted: the same grants compare equal however
- * they are grouped into rules.
- */
-const grants = (rules: PolicyRule[]) =>
-  [
-    ...new Set(
-      rules.flatMap((rule) =>
-        (rule.apiGroups ?? []).flatMap((group) =>
-          (rule.resources ?? []).flatMap((resource) =>
-            (rule.resourceNames ?? ['*']).flatMap((name) =>
-              rule.verbs.map((verb) => `${group}/${resource} ${name} ${verb}`),
-            ),
-          ),
-        ),
-      ),
-    ),
-  ].sort();
-
 /** Volumes with the hash kustomize appends to a generated ConfigMap's name taken off. */
 const withoutHashedNames = (volumes: Volume[] | undefined) =>
   volumes?.map((volume) =>
@@ -355,8 +307,6 @@ async function dryRun(objects: Manifest[]): Promise<string[]> {
 
 describe('deploy/helm/causeway', () => {
   before(async () => {
-    // test/setup.ts built it (CAUSEWAY_HELM): the first build takes longer than a test's timeout.
-    helmBinary = await ensureHelm();
     // The ClusterRole names kopfexamples.kopf.dev, and `causeway rbac` resolves it through discovery.
     await applyFile(CRD);
     await applyFile(FUNCTION_SERVICE_CRD);

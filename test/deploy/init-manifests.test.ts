@@ -3,7 +3,8 @@
  * installs and takes example.yaml; deploy/ passes `kubectl apply -k` as a server-side dry run under
  * the restricted pod security standard; its RBAC grants the gateway what it uses and nothing more;
  * and deploy/'s commands handle example.yaml with nothing but those rights, the gateway signing with
- * keys it makes and the function service verifying with their public halves.
+ * keys it makes and the function service verifying with their public halves. deploy/helm/values.yaml,
+ * given to the Helm chart the causeway package ships, renders the same containers and rules.
  */
 import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
@@ -29,15 +30,19 @@ import {
   withMountedCertificate,
   withMountedScopes,
 } from '../support/deploy.ts';
+import { helmTemplate } from '../support/helm.ts';
 import {
   applyRbac,
   dryRunObjects,
   grantedBeyondBaseline,
+  grants,
   kubectl,
   kubectlOk,
   type Manifest,
   parseYaml,
+  rulesOf,
   serviceAccount,
+  toYaml,
   writeServiceAccountKubeconfig,
   wrongPermissions,
 } from '../support/kubectl.ts';
@@ -184,6 +189,64 @@ describe('causeway init: crd.yaml and deploy/', () => {
         readOnly: true,
       },
     );
+  });
+
+  it("installs with Causeway's Helm chart too: deploy/helm/values.yaml renders, from the project, the containers and rules of deploy/'s kustomize, and passes a server-side dry run under the restricted pod security standard", async (t) => {
+    const project = await scaffold(t);
+    await kubectlOk([
+      'label',
+      'namespace',
+      project.name,
+      'pod-security.kubernetes.io/enforce=restricted',
+      'pod-security.kubernetes.io/warn=restricted',
+    ]);
+    // As the project's README says: the chart the causeway package ships, the project's values.
+    const chart = await helmTemplate(
+      project.name,
+      join(project.dir, 'node_modules/causeway/deploy/helm/causeway'),
+      project.name,
+      [join(project.dir, 'deploy/helm/values.yaml')],
+    );
+    const result = await kubectl(['apply', '--dry-run=server', '-f', '-'], toYaml(chart));
+    assert.equal(result.code, 0, result.stderr);
+    assert.doesNotMatch(result.stderr, /PodSecurity/, result.stderr);
+    // The chart's own names: causeway-gateway, and the ClusterRole after the release's namespace.
+    assert.deepEqual(
+      dryRunObjects(result.stdout),
+      [
+        `clusterrole.rbac.authorization.k8s.io/causeway-gateway-${project.name}`,
+        `clusterrolebinding.rbac.authorization.k8s.io/causeway-gateway-${project.name}`,
+        'configmap/causeway-function-scopes',
+        `deployment.apps/${project.functions}`,
+        'deployment.apps/causeway-gateway',
+        'poddisruptionbudget.policy/causeway-gateway',
+        'role.rbac.authorization.k8s.io/causeway-gateway',
+        'rolebinding.rbac.authorization.k8s.io/causeway-gateway',
+        `service/${project.functions}`,
+        `serviceaccount/${project.functions}`,
+        'serviceaccount/causeway-gateway',
+      ].sort(),
+    );
+
+    const kustomized = await render(project);
+    const container = (objects: Manifest[], name: string) => {
+      const { image, args, resources } = onlyContainer(find<Deployment>(objects, 'Deployment', name));
+      return { image, args, resources };
+    };
+    assert.deepEqual(container(chart, 'causeway-gateway'), container(kustomized, project.gateway));
+    assert.deepEqual(container(chart, project.functions), container(kustomized, project.functions));
+    const scopes = (configMap: Manifest | undefined) =>
+      Object.entries((configMap?.data ?? {}) as Record<string, string>).map(([key, text]) => [
+        key,
+        parseYaml(text),
+      ]);
+    assert.deepEqual(
+      scopes(find(chart, 'ConfigMap', 'causeway-function-scopes')),
+      scopes(kustomized.find((object) => object.kind === 'ConfigMap')),
+    );
+    for (const kind of ['Role', 'ClusterRole']) {
+      assert.deepEqual(grants(rulesOf(chart, kind)), grants(rulesOf(kustomized, kind)), `${kind} rules`);
+    }
   });
 
   it('grants the gateway what it uses and nothing more, and the functions nothing', async (t) => {

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import repository from '../../package.json' with { type: 'json' };
 import type { KubernetesObject } from '../../protocol/index.ts';
 import type * as Testing from '../../testing/index.ts';
@@ -28,6 +28,9 @@ import {
 
 const TSC = new URL('../../node_modules/.bin/tsc', import.meta.url).pathname;
 const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
+/** The Helm chart, published for `helm install … node_modules/causeway/deploy/helm/causeway`. */
+const CHART = 'deploy/helm/causeway';
 
 /** A user's operator, as the README shows it; `{{name}}` is the operator's name. */
 const TYPESCRIPT_OPERATOR = `import { operator } from 'causeway/functions';
@@ -159,16 +162,28 @@ describe('the package, installed into a project of its own', () => {
   });
   after(() => remove?.());
 
-  it('holds the built library, the CLI and the docs, and nothing else', async () => {
+  it('holds the built library, the CLI, the Helm chart and the docs, and nothing else', async () => {
     const files = (await readdir(installed(), { recursive: true, withFileTypes: true }))
       .filter((entry) => entry.isFile())
       .map((entry) => join(entry.parentPath, entry.name).slice(installed().length + 1))
       .sort();
     const outside = files.filter(
       (file) =>
-        !file.startsWith('dist/') && !['package.json', 'README.md', 'CHANGELOG.md', 'LICENSE'].includes(file),
+        !file.startsWith('dist/') &&
+        !file.startsWith(`${CHART}/`) &&
+        !['package.json', 'README.md', 'CHANGELOG.md', 'LICENSE'].includes(file),
     );
-    assert.deepEqual(outside, [], 'only dist/ and the package docs are published');
+    assert.deepEqual(outside, [], 'only dist/, the Helm chart and the package docs are published');
+    // The chart whole, as in the repository: what a project of `causeway init` installs with helm.
+    const chartFiles = (await readdir(join(REPO, CHART), { recursive: true, withFileTypes: true }))
+      .filter((entry) => entry.isFile())
+      .map((entry) => join(entry.parentPath, entry.name).slice(REPO.length))
+      .sort();
+    assert.ok(chartFiles.includes(`${CHART}/values.schema.json`));
+    assert.deepEqual(
+      files.filter((file) => file.startsWith(`${CHART}/`)),
+      chartFiles,
+    );
     assert.deepEqual(
       files.filter(
         (file) =>

@@ -193,3 +193,28 @@ export async function grantedBeyondBaseline(user: string, namespace: string): Pr
   const granted = await permissions(user, namespace);
   return [...granted].filter((entry) => !baseline.has(entry)).sort();
 }
+
+/** The rules of every object of `kind` among `objects`. */
+export const rulesOf = (objects: Manifest[], kind: string) =>
+  objects
+    .filter((object) => object.kind === kind)
+    .flatMap((object) => (object.rules as PolicyRule[] | undefined) ?? []);
+
+/**
+ * What rules grant, one `group resource name verb` each, sorted: the same grants compare equal however
+ * they are grouped into rules.
+ */
+export const grants = (rules: PolicyRule[]) =>
+  [
+    ...new Set(
+      rules.flatMap((rule) =>
+        (rule.apiGroups ?? []).flatMap((group) =>
+          (rule.resources ?? []).flatMap((resource) =>
+            (rule.resourceNames ?? ['*']).flatMap((name) =>
+              rule.verbs.map((verb) => `${group}/${resource} ${name} ${verb}`),
+            ),
+          ),
+        ),
+      ),
+    ),
+  ].sort();

@@ -183,6 +183,15 @@ const EXISTING_SIGNING_KEYS = { signingKeys: { existingSecret: EXISTING_KEYS } }
 /** The function services as FunctionService objects, which the gateway serves (--function-services). */
 const FUNCTION_SERVICE_OBJECTS = { functionServiceObjects: { enabled: true } };
 
+/** Every optional setting at once: none of them stands in another's way. */
+const EVERYTHING = {
+  ...GATEWAY_SETTINGS,
+  ...METRICS,
+  ...ADMISSION,
+  ...EXISTING_SIGNING_KEYS,
+  ...FUNCTION_SERVICE_OBJECTS,
+};
+
 /**
  * The Prometheus Operator's ServiceMonitor as far as the apiserver must know it to take one: its
  * group, kind and version, the schema left open. The test control plane has no such CRD otherwise.
@@ -328,6 +337,7 @@ describe('deploy/helm/causeway', () => {
       ADMISSION,
       EXISTING_SIGNING_KEYS,
       FUNCTION_SERVICE_OBJECTS,
+      EVERYTHING,
     ]) {
       const file = await valuesFile(t, values);
       await helmOk(['lint', '--strict', CHART, '--values', file]);
@@ -539,6 +549,21 @@ describe('deploy/helm/causeway', () => {
         [
           ...DEFAULT_OBJECTS(namespace).filter((name) => name !== 'configmap/causeway-function-scopes'),
           'functionservice.causeway.dev/kopfexample',
+        ].sort(),
+    },
+    {
+      name: 'every optional setting at once',
+      values: () => EVERYTHING,
+      expected: (namespace) =>
+        [
+          ...DEFAULT_OBJECTS(namespace).filter(
+            (name) =>
+              !['configmap/causeway-function-scopes', `poddisruptionbudget.policy/${GATEWAY}`].includes(name),
+          ),
+          'functionservice.causeway.dev/kopfexample',
+          `service/${WEBHOOKS}`,
+          'service/causeway-gateway-metrics',
+          'servicemonitor.monitoring.coreos.com/causeway-gateway',
         ].sort(),
     },
     {

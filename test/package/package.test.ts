@@ -11,6 +11,7 @@ import repository from '../../package.json' with { type: 'json' };
 import type { KubernetesObject } from '../../protocol/index.ts';
 import type * as Testing from '../../testing/index.ts';
 import { testCluster, testNamespace } from '../support/cluster.ts';
+import { helmTemplate } from '../support/helm.ts';
 import { applyFile, createKopfExample, eventually, kubeClient } from '../support/operator.ts';
 import { startCli } from '../support/processes.ts';
 import { serveWorker } from '../support/workerd.ts';
@@ -422,7 +423,7 @@ describe('the package, installed into a project of its own', () => {
     assert.equal(((await health.json()) as { name: string }).name, 'on-node');
   });
 
-  it('scaffolds a project with causeway init that installs, passes its own tests, builds, and runs in the cluster', async (t) => {
+  it('scaffolds a project with causeway init that installs, passes its own tests, builds, renders its Helm values with the packaged chart, and runs in the cluster', async (t) => {
     const { dir, remove } = await projectDirectory();
     t.after(remove);
     const created = await runOk(dir, join(project, 'node_modules/.bin/causeway'), [
@@ -438,6 +439,21 @@ describe('the package, installed into a project of its own', () => {
     assert.equal(tests.code, 0, `its npm test passes:\n${tests.stdout}${tests.stderr}`);
     assert.match(`${tests.stdout}${tests.stderr}`, /^ℹ pass 1$/m);
     await runOk(generated, 'npm', ['run', 'build']);
+
+    // Its values for the Helm chart, with the chart the installed package holds, as its README says.
+    const rendered = await helmTemplate(
+      'greeter',
+      join(generated, 'node_modules/causeway/deploy/helm/causeway'),
+      'greeter',
+      [join(generated, 'deploy/helm/values.yaml')],
+    );
+    assert.deepEqual(
+      rendered
+        .filter((object) => object.kind === 'Deployment')
+        .map((object) => object.metadata.name)
+        .sort(),
+      ['causeway-gateway', 'greeter-functions'],
+    );
 
     // As its README says: the CRD, the operator (here the JavaScript the build made), the example.
     await applyFile(pathToFileURL(join(generated, 'crd.yaml')));

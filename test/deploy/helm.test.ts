@@ -69,6 +69,14 @@ const FUNCTION_TLS = 'kopfexample-functions-tls';
 const RELEASE = 'causeway';
 const WEBHOOKS = 'causeway-gateway-webhooks';
 const WEBHOOK_CERTIFICATES = 'causeway-gateway-webhooks-tls';
+interface NetworkPolicy extends Manifest {
+  spec: {
+    podSelector: { matchLabels: Record<string, string> };
+    policyTypes: string[];
+    ingress: Array<{ ports: Array<{ port: string | number; protocol: string }>; from?: object[] }>;
+  };
+}
+
 /** A Secret of signing keys made before the release, not the chart's. */
 const EXISTING_KEYS = 'operator-signing-keys';
 
@@ -177,6 +185,12 @@ const ADMISSION = {
   admission: { enabled: true },
 };
 
+/** Admission behind a NetworkPolicy, with the overlay's placeholders for the apiserver's addresses. */
+const ADMISSION_NETWORK_POLICY = {
+  ...ADMISSION,
+  admission: { enabled: true, networkPolicy: { enabled: true, apiserverCIDRs: ['0.0.0.0/0', '::/0'] } },
+};
+
 /** The signing keys of a Secret made beforehand. */
 const EXISTING_SIGNING_KEYS = { signingKeys: { existingSecret: EXISTING_KEYS } };
 
@@ -187,7 +201,7 @@ const FUNCTION_SERVICE_OBJECTS = { functionServiceObjects: { enabled: true } };
 const EVERYTHING = {
   ...GATEWAY_SETTINGS,
   ...METRICS,
-  ...ADMISSION,
+  ...ADMISSION_NETWORK_POLICY,
   ...EXISTING_SIGNING_KEYS,
   ...FUNCTION_SERVICE_OBJECTS,
 };
@@ -335,6 +349,7 @@ describe('deploy/helm/causeway', () => {
       GATEWAY_SETTINGS,
       METRICS,
       ADMISSION,
+      ADMISSION_NETWORK_POLICY,
       EXISTING_SIGNING_KEYS,
       FUNCTION_SERVICE_OBJECTS,
       EVERYTHING,
@@ -360,6 +375,19 @@ describe('deploy/helm/causeway', () => {
     const badName = await helm(['template', RELEASE, CHART, '--values', badSecret]);
     assert.notEqual(badName.code, 0);
     assert.match(badName.stderr, /signingKeys\/existingSecret/);
+
+    const noAddresses = await valuesFile(t, {
+      admission: { enabled: true, networkPolicy: { enabled: true } },
+    });
+    const open = await helm(['template', RELEASE, CHART, '--values', noAddresses]);
+    assert.notEqual(open.code, 0);
+    assert.match(open.stderr, /admission\.networkPolicy\.apiserverCIDRs: name the apiserver's addresses/);
+    const policyOnly = await valuesFile(t, {
+      admission: { networkPolicy: { enabled: true, apiserverCIDRs: ['10.0.0.1/32'] } },
+    });
+    const alone = await helm(['template', RELEASE, CHART, '--values', policyOnly]);
+    assert.notEqual(alone.code, 0);
+    assert.match(alone.stderr, /admission\.networkPolicy\.enabled needs admission\.enabled/);
   });
 
   it('renders by default what the kustomize overlay 01-minimal does: the same objects, arguments, probes and rules', async (t) => {
@@ -386,21 +414,18 @@ describe('deploy/helm/causeway', () => {
     }
   });
 
-  it('renders with admission.enabled what the kustomize overlay 17-admission does: the webhook Service, the flags and port serving it, and the rules', async (t) => {
+  it('renders with admission.enabled what the kustomize overlay 17-admission does: the webhook Service, the flags and port serving it, the NetworkPolicy, and the rules', async (t) => {
     const namespace = 'kopfexample-admission';
-    const chart = await template(t, namespace, ADMISSION);
+    const chart = await template(t, namespace, ADMISSION_NETWORK_POLICY);
     const overlay = await render(ADMISSION_OVERLAY);
     const names = (objects: Manifest[]) =>
       objects.map((object) => `${object.kind}/${withoutContentHash(object.metadata.name)}`).sort();
-    // The chart names its ClusterRole after the release's namespace, and has no NetworkPolicy: one
-    // worth having names the apiserver's addresses, which differ by cluster (the overlay's says so).
+    // The one difference: the chart names its ClusterRole after the release's namespace.
     assert.deepEqual(
       names(chart),
-      names(overlay)
-        .filter((name) => !name.startsWith('NetworkPolicy/'))
-        .map((name) =>
-          name.replace(/^(ClusterRole(Binding)?)\/causeway-gateway-admission$/, `$1/${GATEWAY}-${namespace}`),
-        ),
+      names(overlay).map((name) =>
+        name.replace(/^(ClusterRole(Binding)?)\/causeway-gateway-admission$/, `$1/${GATEWAY}-${namespace}`),
+      ),
     );
     // The overlay calls its function service "admission"; the chart names it after its Service.
     assertSamePodSpec(chart, overlay, GATEWAY, (arg) =>
@@ -420,6 +445,13 @@ describe('deploy/helm/causeway', () => {
     const podLabels = find<Deployment>(chart, 'Deployment', GATEWAY).spec.template.metadata.labels;
     for (const [label, value] of Object.entries(service.spec.selector)) {
       assert.equal(podLabels[label], value, `the webhook Service selects the gateway's label ${label}`);
+    }
+    const policy = find<NetworkPolicy>(chart, 'NetworkPolicy', WEBHOOKS);
+    const overlayPolicy = find<NetworkPolicy>(overlay, 'NetworkPolicy', WEBHOOKS);
+    assert.deepEqual(policy.spec.ingress, overlayPolicy.spec.ingress);
+    assert.deepEqual(policy.spec.policyTypes, overlayPolicy.spec.policyTypes);
+    for (const [label, value] of Object.entries(policy.spec.podSelector.matchLabels)) {
+      assert.equal(podLabels[label], value, `the NetworkPolicy selects the gateway's label ${label}`);
     }
     for (const kind of ['Role', 'ClusterRole']) {
       assert.deepEqual(grants(rulesOf(chart, kind)), grants(rulesOf(overlay, kind)), `${kind} rules`);
@@ -538,6 +570,16 @@ describe('deploy/helm/causeway', () => {
       expected: (namespace) => [...DEFAULT_OBJECTS(namespace), `service/${WEBHOOKS}`].sort(),
     },
     {
+      name: 'admission webhooks behind a NetworkPolicy',
+      values: () => ADMISSION_NETWORK_POLICY,
+      expected: (namespace) =>
+        [
+          ...DEFAULT_OBJECTS(namespace),
+          `service/${WEBHOOKS}`,
+          `networkpolicy.networking.k8s.io/${WEBHOOKS}`,
+        ].sort(),
+    },
+    {
       name: 'a signing-keys Secret made beforehand',
       values: () => EXISTING_SIGNING_KEYS,
       expected: DEFAULT_OBJECTS,
@@ -562,6 +604,7 @@ describe('deploy/helm/causeway', () => {
           ),
           'functionservice.causeway.dev/kopfexample',
           `service/${WEBHOOKS}`,
+          `networkpolicy.networking.k8s.io/${WEBHOOKS}`,
           'service/causeway-gateway-metrics',
           'servicemonitor.monitoring.coreos.com/causeway-gateway',
         ].sort(),
@@ -664,6 +707,17 @@ describe('deploy/helm/causeway', () => {
       existing.filter((object) => object.kind === 'Secret').length,
       0,
       'the chart makes no Secret of keys',
+    );
+
+    // With metrics, the NetworkPolicy of admission leaves their port open to whatever scrapes them.
+    const everything = await template(t, namespace, EVERYTHING);
+    const policy = find<NetworkPolicy>(everything, 'NetworkPolicy', WEBHOOKS);
+    assert.deepEqual(
+      policy.spec.ingress.map((rule) => [rule.ports.map((port) => port.port), rule.from?.length]),
+      [
+        [['webhooks'], 2],
+        [['metrics'], undefined],
+      ],
     );
 
     // FunctionService objects instead of --functions: no scopes to mount, each in its object.

@@ -170,17 +170,19 @@ const events: Example = {
       },
       async done() {
         const client = await kubeClient();
-        const posted = await eventually('three events about kopf-example-1', async () => {
-          const { items } = await client.get<{ items: EventSummary[] }>(
-            `/api/v1/namespaces/${namespace}/events`,
-            {
-              fieldSelector: 'involvedObject.name=kopf-example-1',
-            },
-          );
-          return items.length >= 3
-            ? items.map(({ type, reason, message }) => ({ type, reason, message }))
-            : undefined;
-        });
+        const posted = await eventually(
+          'three events about kopf-example-1',
+          async () => {
+            const { items } = await client.get<{ items: EventSummary[] }>(
+              `/api/v1/namespaces/${namespace}/events`,
+              { fieldSelector: 'involvedObject.name=kopf-example-1' },
+            );
+            return items.length >= 3
+              ? items.map(({ type, reason, message }) => ({ type, reason, message }))
+              : undefined;
+          },
+          30_000,
+        );
         assert.deepEqual(
           posted.sort((a, b) => a.reason.localeCompare(b.reason)),
           [
@@ -272,8 +274,11 @@ const admission: Example = {
           spec: { field: 'not-allowed' },
         });
         // The apiserver takes up new webhook configurations shortly after they are written.
-        await eventually('the webhooks in effect', async () =>
-          (await kubectlIn(['create', '--dry-run=server', '-f', '-'], probe)).code === 0 ? undefined : true,
+        await eventually(
+          'the webhooks in effect',
+          async () =>
+            (await kubectlIn(['create', '--dry-run=server', '-f', '-'], probe)).code === 0 ? undefined : true,
+          30_000,
         );
         const applied = await kubectlIn([
           'apply',

@@ -494,6 +494,8 @@ async function generated(t: TestContext, example: Example) {
   };
 }
 
+// The examples are independent, each in a namespace of its own; a few at once, as each runs three
+// processes (its service, `causeway rbac`, the gateway).
 describe('causeway rbac, on every kind of example', { concurrency: 3 }, () => {
   for (const example of EXAMPLES) {
     it(`grants a gateway of ${example.name} all it needs: holding only its account's token, it does the whole job`, async (t) => {

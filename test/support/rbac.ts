@@ -22,7 +22,7 @@ export async function rbacObjects(args: string[]): Promise<Manifest[]> {
   return parseYaml(stdout);
 }
 
-export const rulesOf = (role: Manifest) => (role as Manifest & { rules: PolicyRule[] }).rules;
+const rulesOf = (role: Manifest) => (role as Manifest & { rules: PolicyRule[] }).rules;
 
 /** `objects` with the one rule of their `kind` that `matches` taken out; fails unless exactly one matches. */
 export function withoutRule(

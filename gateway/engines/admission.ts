@@ -202,6 +202,12 @@ export class Admission implements Component {
         'admission webhooks in a pod are reached through a Service: name it with --webhook-service',
       );
     }
+    if (this.#mode === 'service' && settings.listen.port === 0) {
+      // Any free port would be one the Service does not send the apiserver to.
+      throw new Error(
+        'admission webhooks reached through a Service listen at the port it sends the apiserver to (its targetPort): give it with --webhook-listen (settings.admission.listen), not port 0',
+      );
+    }
     if (settings.certificateFiles) {
       const loaded = await readCertificateFiles(settings.certificateFiles);
       this.#tls = loaded;

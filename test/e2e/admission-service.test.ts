@@ -158,6 +158,12 @@ describe('admission webhooks through a Service, called by the real apiserver', (
   it("names the Service in its webhook configurations, and the apiserver calls it there: refusals with the handler's message, mutations stored", async (t) => {
     const { namespace, prefix, port, gateway } = await deployed(t);
     await gateway.waitFor(/the apiserver reaches them through the Service/);
+    assert.match(
+      gateway.output(),
+      new RegExp(
+        `certificate made for webhooks, webhooks\\.${namespace}, webhooks\\.${namespace}\\.svc, webhooks\\.${namespace}\\.svc\\.cluster\\.local\n`,
+      ),
+    );
 
     const [validating, mutating] = await configurations(prefix);
     const kept = await client.get<{ data: Record<string, string> }>(

@@ -16,6 +16,7 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, it, type TestContext } from 'node:test';
@@ -71,7 +72,9 @@ describe('admission webhooks through a Service, called by the real apiserver', (
     const prefix = `${namespace}.causeway.dev`;
     const port = await freePort();
     if (withService) await createService(namespace);
-    const secretFile = join(mkdtempSync(join(tmpdir(), 'causeway-webhook-service-')), 'secret');
+    const dir = mkdtempSync(join(tmpdir(), 'causeway-webhook-service-'));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    const secretFile = join(dir, 'secret');
     writeFileSync(secretFile, SECRET);
     const { CAUSEWAY_SECRET: _unset, ...env } = process.env;
     const functions = causeway(
@@ -108,7 +111,7 @@ describe('admission webhooks through a Service, called by the real apiserver', (
       env,
     );
     t.after(() => gateway.stop());
-    return { namespace, prefix, port, gateway, functions };
+    return { namespace, prefix, port, gateway };
   }
 
   /** The Service the configurations name, sending the apiserver to this host (see the top). */

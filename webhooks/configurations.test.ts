@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { HandlerSpec } from '../protocol/index.ts';
-import { webhookConfiguration, webhookKey, webhookOf } from './configurations.ts';
+import { webhookConfiguration, webhookOf } from './configurations.ts';
 
 const resource = { group: 'kopf.dev', version: 'v1', plural: 'kopfexamples', namespaced: true };
 const handler = (spec: Partial<HandlerSpec>): HandlerSpec => ({
@@ -105,8 +105,27 @@ describe('webhook configurations', () => {
     const b = webhookOf('svc', handler({ id: 'check-spec-field' }), resource, 'causeway.dev');
     assert.match(a.name, /^check-spec-field-[0-9a-f]{8}\.svc\.causeway\.dev$/);
     assert.equal(b.name, 'check-spec-field.svc.causeway.dev');
-    assert.equal(a.path, '/svc/check%2Fspec.field');
-    assert.equal(webhookKey(a), '/svc/check/spec.field', 'as the apiserver sends it');
+  });
+
+  it("make paths of DNS labels, as the apiserver requires of a Service's path, keeping ids apart", () => {
+    assert.equal(webhookOf('svc', handler({ id: 'check' }), resource, 'causeway.dev').path, '/svc/check');
+    const ids = [
+      'check/spec.field',
+      'check-spec-field',
+      'check_field',
+      'checkField',
+      'finalizer/kopfexamples.kopf.dev',
+    ];
+    const paths = ids.map((id) => webhookOf('My_Operator', handler({ id }), resource, 'causeway.dev').path);
+    assert.match(paths[1] ?? '', /^\/my-operator-[0-9a-f]{8}\/check-spec-field$/);
+    // What the apiserver's validation of clientConfig.service.path accepts: a DNS-1123 subdomain each.
+    const subdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+    for (const path of paths) {
+      const segments = path.split('/').slice(1);
+      assert.equal(segments.length, 2, path);
+      for (const segment of segments) assert.match(segment, subdomain, path);
+    }
+    assert.equal(new Set(paths).size, paths.length, 'one path per handler');
   });
 
   it('put only the webhooks of its kind in a configuration, defaulting operations, policy and timeout', () => {

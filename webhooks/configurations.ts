@@ -60,14 +60,13 @@ export function webhookOf(
   };
 }
 
-/** The webhook's path in its URL, percent-encoded; the server is given it decoded (see webhookKey). */
+/**
+ * The webhook's path: DNS labels, as the apiserver requires of every segment of a Service's path
+ * (`clientConfig.service.path`), so that a handler id such as `check_field` or `fn/spec.field` is
+ * served through a Service as through a URL; the same path for both, and nothing to encode.
+ */
 export function webhookPath(service: string, handlerId: string): string {
-  return `/${encodeURIComponent(service)}/${encodeURIComponent(handlerId)}`;
-}
-
-/** The path as the server hands it to the decision: decoded, as the apiserver may have sent it. */
-export function webhookKey(webhook: Pick<Webhook, 'path'>): string {
-  return decodeURIComponent(webhook.path);
+  return `/${dnsLabel(service)}/${dnsLabel(handlerId)}`;
 }
 
 /**

@@ -14,7 +14,7 @@ import { Hono } from 'hono';
 import { MalformedReview, parseReview, type ReviewRequest, reviewResponse, type Verdict } from './review.ts';
 
 /**
- * Decides about one review for the webhook at `webhook` (the request's path, percent-decoded);
+ * Decides about one review for the webhook at `webhook` (the request's path);
  * `signal` ends at the deadline.
  */
 export type Decide = (review: ReviewRequest, webhook: string, signal: AbortSignal) => Promise<Verdict>;
@@ -88,13 +88,7 @@ function webhookApp(
       // Closed once answered: Node would otherwise read whatever the client keeps sending, to reuse the connection.
       return c.json({ error: `the review is larger than ${limit} bytes` }, 413, { connection: 'close' });
     }
-    // Decoded: the apiserver may send an encoded slash of a handler id (`fn%2Fspec.field`) as `/`.
-    let webhook: string;
-    try {
-      webhook = decodeURIComponent(new URL(c.req.url).pathname);
-    } catch {
-      return c.json({ error: 'the path is not valid percent-encoding' }, 400);
-    }
+    const webhook = new URL(c.req.url).pathname;
     let review: ReviewRequest;
     try {
       review = parseReview(JSON.parse(body));

@@ -216,14 +216,14 @@ export const ADMISSION = group(
   flag({
     name: 'webhook-listen',
     value: '<host:port>',
-    default: '127.0.0.1:0, any port',
+    default: '127.0.0.1:0, any port; 0.0.0.0 at the port of --webhook-service',
     description: 'Where the HTTPS webhook server listens.',
   }),
   flag({
     name: 'webhook-service',
     value: '<ns/name:port>',
     description:
-      'The Service through which the apiserver reaches it in a cluster (implies --webhook-reach service; listen on 0.0.0.0 then).',
+      'The Service through which the apiserver reaches it in a cluster (implies --webhook-reach service; listens on 0.0.0.0 at that port unless --webhook-listen names its targetPort).',
   }),
   NGROK_AUTHTOKEN_SECRET,
   flag({

@@ -151,11 +151,18 @@ describe('gatewayOptions: what run, gateway and dev give their gateway', () => {
       );
     });
 
-    it('is reached through --webhook-service namespace/name:port', () => {
-      assert.deepEqual(admission({ 'webhook-service': 'operators/my-operator:443' }), {
+    it('is reached through --webhook-service namespace/name:port, listening on every address at its port unless --webhook-listen says where', () => {
+      assert.deepEqual(admission({ 'webhook-service': 'operators/my-operator:8443' }), {
         reach: 'service',
-        service: { namespace: 'operators', name: 'my-operator', port: 443 },
+        service: { namespace: 'operators', name: 'my-operator', port: 8443 },
+        listen: { host: '0.0.0.0', port: 8443 },
       });
+      assert.deepEqual(
+        admission({ 'webhook-service': 'operators/my-operator:443', 'webhook-listen': '0.0.0.0:9443' })
+          ?.listen,
+        { host: '0.0.0.0', port: 9443 },
+        "the Service's targetPort",
+      );
       refuses(
         () => admission({ 'webhook-service': 'nonsense' }),
         '--webhook-service expects namespace/name:port, got "nonsense"',

@@ -406,6 +406,8 @@ function admissionSettings(
       name: match[2] as string,
       port: integer(match[3] as string, '--webhook-service'),
     };
+    // Where the Service sends the apiserver, in the pod: at its own port unless its targetPort differs.
+    settings.listen ??= { host: '0.0.0.0', port: settings.service.port };
   }
   const secret = values['webhook-certificates'];
   if (secret !== undefined) settings.certificates = namespacedName(secret, '--webhook-certificates');

@@ -16,13 +16,7 @@ import {
   renewalDue,
   renewCertificates,
 } from '../../webhooks/certificates.ts';
-import {
-  type Webhook,
-  webhookConfiguration,
-  webhookKey,
-  webhookOf,
-  webhookPath,
-} from '../../webhooks/configurations.ts';
+import { type Webhook, webhookConfiguration, webhookOf, webhookPath } from '../../webhooks/configurations.ts';
 import { jsonPatchOf } from '../../webhooks/patch.ts';
 import {
   chooseMode,
@@ -127,7 +121,7 @@ export class Admission implements Component {
    */
   serve(service: FunctionService, handlers: readonly HandlerSpec[], resource: DiscoveredResource): void {
     for (const handler of handlers) {
-      const key = webhookKey({ path: webhookPath(service.name, handler.id) });
+      const key = webhookPath(service.name, handler.id);
       const before = this.#webhooks.get(key);
       const resources = [
         ...(before?.service === service && !before.retired ? before.resources : []).filter(
@@ -176,7 +170,7 @@ export class Admission implements Component {
         : [{ op: 'add' as const, path: '/metadata/finalizers', value: [finalizer] }];
       return { allowed: true, patch };
     };
-    this.#webhooks.set(webhookKey(webhook), { webhook, local, resources: [resource] });
+    this.#webhooks.set(webhook.path, { webhook, local, resources: [resource] });
   }
 
   get size(): number {
@@ -188,14 +182,13 @@ export class Admission implements Component {
     return this.#server !== undefined;
   }
 
-  /** A review's webhook, as its path names it: `other` for one not served (a label must stay bounded). */
+  /**
+   * A review's webhook as `/<service>/<handler id>`, readable where its path is made of DNS labels:
+   * `other` for one not served (a label must stay bounded).
+   */
   #webhookOf(path: string): string {
-    try {
-      const decoded = decodeURIComponent(path);
-      return this.#webhooks.has(decoded) ? decoded : 'other';
-    } catch {
-      return 'other';
-    }
+    const served = this.#webhooks.get(path);
+    return served ? `/${served.webhook.service}/${served.webhook.handler.id}` : 'other';
   }
 
   async start(): Promise<void> {
@@ -207,6 +200,12 @@ export class Admission implements Component {
     if (this.#mode === 'service' && !settings.service) {
       throw new Error(
         'admission webhooks in a pod are reached through a Service: name it with --webhook-service',
+      );
+    }
+    if (this.#mode === 'service' && settings.listen.port === 0) {
+      // Any free port would be one the Service does not send the apiserver to.
+      throw new Error(
+        'admission webhooks reached through a Service listen at the port it sends the apiserver to (its targetPort): give it with --webhook-listen (settings.admission.listen), not port 0',
       );
     }
     if (settings.certificateFiles) {
@@ -239,8 +238,14 @@ export class Admission implements Component {
       this.#server = undefined;
       throw error;
     }
-    if ('url' in this.#way.clientConfig)
-      logger.info(`the apiserver reaches them at ${this.#way.clientConfig.url}`);
+    const { clientConfig } = this.#way;
+    if ('url' in clientConfig) logger.info(`the apiserver reaches them at ${clientConfig.url}`);
+    else {
+      const { namespace, name, port } = clientConfig.service;
+      logger.info(
+        `the apiserver reaches them through the Service ${namespace}/${name} at https://${name}.${namespace}.svc:${port}`,
+      );
+    }
     await this.#configure();
     if (settings.certificateFiles) this.#watchFiles(settings.certificateFiles, settings.filesCheckIntervalMs);
     else this.#scheduleRenewal();

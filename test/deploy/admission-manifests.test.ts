@@ -3,8 +3,10 @@
  * control plane. Its RBAC is exactly what it uses: the containers' commands run with nothing but the
  * gateway's service account token, make the signing keys the function service verifies with, keep
  * the certificates in their Secret, configure the webhooks that the apiserver then calls, and remove
- * them on exit. (The apiserver here has no cluster network to reach a Service, so that run reaches
- * the server on this host: the one flag changed.)
+ * them on exit. The apiserver calls them through the Service the configurations name, as in a
+ * cluster; the test control plane routes no ClusterIP (no nodes, no kube-proxy), so that Service is
+ * an ExternalName of localhost, which kube-apiserver dials at the webhook's port (see
+ * test/e2e/admission-service.test.ts): the Service's port and the listen address are the flags changed.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -213,17 +215,31 @@ describe('deploy/examples/17-admission', () => {
     const kubeconfig = join(dir, 'kubeconfig');
     await writeServiceAccountKubeconfig(kubeconfig, namespace, GATEWAY);
     const port = await freePort();
+    const webhookPort = await freePort();
+    await kubectlOk(
+      ['apply', '-f', '-'],
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: WEBHOOKS, namespace },
+        spec: { type: 'ExternalName', externalName: 'localhost' },
+      }),
+    );
     const deployment = find<Deployment>(objects, 'Deployment', GATEWAY);
     const { args: containerArgs, liveness } = await withFreeLiveness(
       await withMountedScopes(onlyContainer(deployment).args ?? [], deployment, objects, dir),
     );
     const args = withFlag(
-      withFlag(containerArgs, '--functions', `admission=https://127.0.0.1:${port}`),
+      withFlag(
+        withFlag(containerArgs, '--functions', `admission=https://127.0.0.1:${port}`),
+        '--webhook-service',
+        `$(POD_NAMESPACE)/${WEBHOOKS}:${webhookPort}`,
+      ),
       '--webhook-listen',
-      '127.0.0.1:0',
+      `127.0.0.1:${webhookPort}`,
     )
       .map((arg) => arg.replaceAll('$(POD_NAMESPACE)', namespace))
-      .concat(['--webhook-reach', 'local', '--annotation-prefix', prefix]);
+      .concat(['--annotation-prefix', prefix]);
     const functionsArgs = onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [];
     const mounted = await withMountedCertificate(
       [...withFlag(functionsArgs, '--port', String(port)), '--host', '127.0.0.1'],
@@ -245,7 +261,7 @@ describe('deploy/examples/17-admission', () => {
       async () => {
         assert.equal(gateway.exitCode, null, gateway.output());
         assert.equal(functions.exitCode, null, functions.output());
-        return /the apiserver reaches them at/.test(gateway.output()) ? true : undefined;
+        return /the apiserver reaches them through the Service/.test(gateway.output()) ? true : undefined;
       },
       30_000, // the gateway retries the service at growing intervals until the keys are mounted
     );

@@ -19,7 +19,7 @@ import type { LogFormat } from '../logging.ts';
 import { metricsAddress } from '../metrics/endpoint.ts';
 import { DEV_PRIORITY } from '../peering/members.ts';
 import type { PeeringOptions } from '../peering/peering.ts';
-import type { RbacRequest } from '../rbac/rbac.ts';
+import type { GatewayRbacFlags } from '../rbac/needed.ts';
 import type { SettingsPatch } from '../settings.ts';
 import { KOPF_PREFIX } from '../state/kopf.ts';
 import { BUILD_TARGETS, type BuildOptions, type BuildTarget, workerNameOf } from './build.ts';
@@ -613,16 +613,12 @@ export type RbacValues = GroupValues<
 >;
 
 /** What `causeway rbac` reads the handlers from, and what of the gateway's flags its rules follow. */
-export interface RbacFlags {
+export interface RbacFlags extends GatewayRbacFlags {
   sources: Omit<HandlerSources, 'module'>;
   /** The operator module's path (--module). */
   module?: string;
   /** Where the gateway keeps its signing keys; the manifests over HTTP are signed with the newest. */
   signingKeys?: SecretName;
-  /** All of the request but what the services serve (rbac/served.ts). */
-  request: Omit<RbacRequest, 'watched' | 'children' | 'admission'>;
-  /** The admission part of the request, for a gateway that serves admission handlers. */
-  admission: NonNullable<RbacRequest['admission']>;
 }
 
 export function rbacOptions(values: RbacValues, readText: ReadText, whereabouts: Whereabouts): RbacFlags {

@@ -19,6 +19,7 @@ import type { LogFormat } from '../logging.ts';
 import { metricsAddress } from '../metrics/endpoint.ts';
 import { DEV_PRIORITY } from '../peering/members.ts';
 import type { PeeringOptions } from '../peering/peering.ts';
+import { RBAC_CHECK_MODES, type RbacCheck } from '../rbac/at-start.ts';
 import type { GatewayRbacFlags } from '../rbac/needed.ts';
 import type { SettingsPatch } from '../settings.ts';
 import { KOPF_PREFIX } from '../state/kopf.ts';
@@ -48,11 +49,13 @@ import {
   type RBAC_ACCOUNT,
   type RBAC_ADMISSION,
   type RBAC_CHECK,
+  RBAC_CHECK_AT_START,
   type RBAC_OBJECTS,
   type RBAC_PEERING,
   type RBAC_SERVICES,
   type RELEASED_OBJECT,
   type RESUMED,
+  type RIGHTS_AT_START,
   SESSION_SECONDS,
   type SIGNING,
   type SIGNING_AS_GATEWAY,
@@ -694,6 +697,21 @@ export function rbacOptions(values: RbacValues, readText: ReadText, whereabouts:
         : {}),
     },
   };
+}
+
+/**
+ * How `causeway gateway` and `causeway run` check their rights at start (--rbac-check): against the
+ * rules `causeway rbac` makes of the same flags (`module`: run's); undefined when off.
+ */
+export function rbacCheckOptions(
+  values: GroupValues<typeof RIGHTS_AT_START> & RbacValues,
+  readText: ReadText,
+  whereabouts: Whereabouts,
+): RbacCheck | undefined {
+  const mode = oneOf(values['rbac-check'] ?? RBAC_CHECK_AT_START.default, RBAC_CHECK_MODES, '--rbac-check');
+  if (mode === 'off') return undefined;
+  const { request, admission } = rbacOptions(values, readText, whereabouts);
+  return { mode, flags: { request, admission } };
 }
 
 export function identityOf(values: GroupValues<typeof IDENTITY>): Identity {

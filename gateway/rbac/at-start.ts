@@ -54,7 +54,11 @@ export async function checkOwnRights(
   }
   const objectServices = await servicesOfObjects(flags, gateway, client);
   try {
-    const objects = await gatewayRbac(client, flags, [...gateway.services, ...objectServices], logger);
+    const services = [...gateway.services, ...objectServices];
+    const { objects, unserved } = await gatewayRbac(client, flags, services, logger);
+    // The gateway serves such a resource once its CustomResourceDefinition is installed: no refusal.
+    for (const handler of unserved)
+      logger.info(`${handler}, which the cluster does not serve yet: its rights on it are not checked`);
     await decideOnRights(mode, permissionsOf(objects), (wanted) => checkGranted(client, wanted), {
       logger,
       recheckDelaysMs,

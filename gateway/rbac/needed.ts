@@ -20,24 +20,28 @@ export interface GatewayRbacFlags {
   admission: NonNullable<RbacRequest['admission']>;
 }
 
-/** The ServiceAccount, Roles, ClusterRole and bindings of a gateway with these flags serving `services`. */
+/**
+ * The ServiceAccount, Roles, ClusterRole and bindings of a gateway with these flags serving
+ * `services`; and the handlers that name a resource the cluster does not serve, which get no rule.
+ */
 export async function gatewayRbac(
   client: KubeClient,
   { request, admission }: GatewayRbacFlags,
   services: readonly FunctionService[],
   logger: Logger,
-): Promise<RbacObject[]> {
+): Promise<{ objects: RbacObject[]; unserved: string[] }> {
   const served = servedBy(services, await Discovery.load(client));
   for (const name of served.unscoped) {
     logger.warning(`"${name}" declares no scope and is pinned none: no rule lets its answers apply children`);
   }
-  return rbacFor({
+  const objects = rbacFor({
     ...request,
     ...(await withFunctionServiceSecrets(client, request)),
     watched: served.watched,
     children: served.children,
     ...(served.admission ? { admission } : {}),
   });
+  return { objects, unserved: served.unserved };
 }
 
 /** The Secrets the FunctionService objects served name, added to the request's. */

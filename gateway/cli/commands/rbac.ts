@@ -59,13 +59,17 @@ export const rbacCommand = command({
       },
       client,
     );
-    const objects = await (async () => {
+    const { objects, unserved } = await (async () => {
       try {
         return await gatewayRbac(client, { request, admission }, services, logger);
       } finally {
         await Promise.all(services.map((service) => service.close()));
       }
     })();
+    if (unserved.length > 0)
+      throw new Error(
+        `${unserved.join('; ')}, which the cluster does not serve: install its CustomResourceDefinition first`,
+      );
     if (!values.check) {
       process.stdout.write(objects.map((object) => stringify(object)).join('---\n'));
       return;

@@ -3,7 +3,8 @@
  * applied, is all that gateway needs: run as a process holding only that ServiceAccount's token, it
  * handles a KopfExample, and is refused nothing on the way; without one of the rules its run uses,
  * it is refused. `causeway rbac --check`, run with that token, finds nothing missing then, and names
- * the rule removed otherwise.
+ * the rule removed otherwise. The gateway makes the same check of itself at start: without the rule,
+ * it refuses to start, naming each permission missing, or warns with --rbac-check warn.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -207,6 +208,23 @@ describe('causeway rbac', () => {
       assert.equal(object.status, undefined, JSON.stringify(object));
       assert.equal(object.metadata.finalizers, undefined, JSON.stringify(object));
       assert.doesNotMatch(output, /[Ff]orbidden/, output);
+    });
+
+    it('starts when a handler names a resource the cluster does not serve yet, saying its rights there are not checked', async (t) => {
+      await applyFile(CRD);
+      const namespace = await testNamespace(t);
+      const module = 'test/fixtures/not-yet-served-operator.ts';
+      const gateway = causeway(['run', module, '--namespace', namespace, '--standalone'], process.env);
+      t.after(() => gateway.stop());
+      await gateway.waitFor(
+        /handler "latecomer_fn" names latecomers\.not-yet-served\.example\.com, which the cluster does not serve yet: its rights on it are not checked/,
+      );
+      const path = await createKopfExample(namespace, 'served');
+      const client = await kubeClient();
+      const handled = await eventually('status.create_fn', async () => {
+        return (await client.get<{ status?: Record<string, unknown> }>(path)).status?.create_fn;
+      });
+      assert.deepEqual(handled, { message: 'hello served' });
     });
 
     it('starts with --rbac-check off, and checks nothing', async (t) => {

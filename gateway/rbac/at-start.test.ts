@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createLogger } from '../logging.ts';
-import { decideOnRights, rightsVerdict } from './at-start.ts';
+import { checkOwnRights, decideOnRights, rightsVerdict } from './at-start.ts';
 import type { Permission } from './check.ts';
 import type { Checked } from './granted.ts';
 
@@ -118,5 +118,28 @@ describe('decideOnRights', () => {
     });
     const line = lines.find((each) => each.includes('granted beyond its needs'));
     assert.match(line ?? lines.join(''), /DEBUG.*delete leases\.coordination\.k8s\.io in operators/i);
+  });
+});
+
+describe('checkOwnRights', () => {
+  it('checks nothing, saying so at debug level, for a gateway with no credentials until it logs in', async () => {
+    const { lines, logger } = memoryLogger();
+    const flags = {
+      request: {
+        account: { namespace: 'operators', name: 'causeway-gateway' },
+        stateIn: 'auto',
+        functionTls: [],
+      },
+      admission: { configurationName: 'causeway.dev' },
+    } as const;
+    await checkOwnRights(
+      { mode: 'refuse', flags },
+      { client: undefined, services: [], signer: undefined, ca: undefined, logger },
+    );
+    assert.equal(lines.length, 1, lines.join(''));
+    assert.match(
+      lines[0] as string,
+      /DEBUG.*its rights are not checked at start: it has no cluster credentials until it logs in/i,
+    );
   });
 });

@@ -582,7 +582,7 @@ export const RBAC_CHECK_AT_START = flag({
 });
 
 /** Whether the gateway checks its own rights at start (run, gateway). */
-export const RIGHTS_AT_START = group('Its rights', RBAC_CHECK_AT_START);
+export const RIGHTS_AT_START = group('Its RBAC, checked at start', RBAC_CHECK_AT_START);
 
 /** What `causeway rbac` grants: the objects served, as the gateway is told them (rbac). */
 export const RBAC_OBJECTS = group('Objects', NAMESPACE, ALL_NAMESPACES, STATE_IN);

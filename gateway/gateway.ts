@@ -26,6 +26,7 @@ import { MetricsEndpoint, metricsAddress } from './metrics/endpoint.ts';
 import { GatewayMetrics } from './metrics/metrics.ts';
 import { Peering, type PeeringOptions } from './peering/peering.ts';
 import { ResourcePipeline, stateLocation } from './pipeline.ts';
+import { checkOwnRights, type RbacCheck } from './rbac/at-start.ts';
 import type { ServedResource } from './reactor/model.ts';
 import { type Settings, type SettingsPatch, settingsWith } from './settings.ts';
 import { StateStorage } from './state/storage.ts';
@@ -82,6 +83,13 @@ export interface GatewayOptions {
    * others stand by, serving admission and health. Undefined: this gateway is alone, and leads.
    */
   peering?: PeeringOptions;
+  /**
+   * Check at start that the cluster grants the gateway the RBAC its flags and services need
+   * (rbac/at-start.ts): refuse to start, or warn, when it does not. Checked once its services are
+   * read (with its signing keys and their certificates, made first), before anything is watched or
+   * any other write. Undefined: not checked.
+   */
+  rbacCheck?: RbacCheck;
   /**
    * Serve Prometheus metrics at `/metrics` on this address (`HOST:PORT`, `:9090` for every address,
    * port 0 for any free one), on every replica (docs/observability.md). Undefined: none are kept.
@@ -161,6 +169,17 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   metrics?.watchBreakers(() => services.current.map(({ name, down }) => [name, down !== undefined]));
   await services.connect(options.functions, stopping.signal);
   await components.add(component('function services', false, { stop: () => services.close() }));
+  const { rbacCheck } = options;
+  if (rbacCheck) {
+    const starting = {
+      client: credentials.client,
+      services: services.current,
+      signer: credentials.signer,
+      ca: settings.calls.ca,
+      logger,
+    };
+    await stoppedOnFailure(components, () => checkOwnRights(rbacCheck, starting));
+  }
   const activities = new Activities({
     services: () => services.current,
     retryDelaysS: settings.calls.serviceRetryDelaysS,

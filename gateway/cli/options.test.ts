@@ -19,6 +19,7 @@ import {
   logLevel,
   namespacesWarning,
   peeringOptions,
+  rbacCheckOptions,
   rbacOptions,
   releaseOptions,
   serveOptions,
@@ -737,6 +738,38 @@ describe('rbacOptions: what causeway rbac reads, and the gateway flags its rules
     assert.throws(
       () => rbacOptions({ functions: [BILLING], 'function-tls': ['billing=ops/tls'] }, noFiles, {}),
       /--function-tls needs --function-certificates/,
+    );
+  });
+});
+
+describe('rbacCheckOptions: how gateway and run check their rights at start', () => {
+  const gatewayFlags = {
+    functions: [BILLING],
+    'function-scope': ['billing=/scopes/billing.yaml'],
+    namespace: ['payments'],
+    'signing-keys': 'ops/signing-keys',
+  };
+
+  it('refuses by default, against the request and admission causeway rbac makes of the same flags', () => {
+    const { request, admission } = rbacOptions(gatewayFlags, reads.text, { contextNamespace: 'ops' });
+    assert.deepEqual(rbacCheckOptions(gatewayFlags, reads.text, { contextNamespace: 'ops' }), {
+      mode: 'refuse',
+      flags: { request, admission },
+    });
+  });
+
+  it('takes warn, and nothing to check with off', () => {
+    assert.equal(
+      rbacCheckOptions({ ...gatewayFlags, 'rbac-check': 'warn' }, reads.text, nowhere)?.mode,
+      'warn',
+    );
+    assert.equal(rbacCheckOptions({ ...gatewayFlags, 'rbac-check': 'off' }, reads.text, nowhere), undefined);
+  });
+
+  it('refuses another value, naming the choices', () => {
+    refuses(
+      () => rbacCheckOptions({ ...gatewayFlags, 'rbac-check': 'yes' }, reads.text, nowhere),
+      '--rbac-check expects refuse, warn or off, got "yes"',
     );
   });
 });

@@ -19,7 +19,8 @@ import type { LogFormat } from '../logging.ts';
 import { metricsAddress } from '../metrics/endpoint.ts';
 import { DEV_PRIORITY } from '../peering/members.ts';
 import type { PeeringOptions } from '../peering/peering.ts';
-import type { RbacRequest } from '../rbac/rbac.ts';
+import { RBAC_CHECK_MODES, type RbacCheck } from '../rbac/at-start.ts';
+import type { GatewayRbacFlags } from '../rbac/needed.ts';
 import type { SettingsPatch } from '../settings.ts';
 import { KOPF_PREFIX } from '../state/kopf.ts';
 import { BUILD_TARGETS, type BuildOptions, type BuildTarget, workerNameOf } from './build.ts';
@@ -48,11 +49,13 @@ import {
   type RBAC_ACCOUNT,
   type RBAC_ADMISSION,
   type RBAC_CHECK,
+  RBAC_CHECK_AT_START,
   type RBAC_OBJECTS,
   type RBAC_PEERING,
   type RBAC_SERVICES,
   type RELEASED_OBJECT,
   type RESUMED,
+  type RIGHTS_AT_START,
   SESSION_SECONDS,
   type SIGNING,
   type SIGNING_AS_GATEWAY,
@@ -615,16 +618,12 @@ export type RbacValues = GroupValues<
 >;
 
 /** What `causeway rbac` reads the handlers from, and what of the gateway's flags its rules follow. */
-export interface RbacFlags {
+export interface RbacFlags extends GatewayRbacFlags {
   sources: Omit<HandlerSources, 'module'>;
   /** The operator module's path (--module). */
   module?: string;
   /** Where the gateway keeps its signing keys; the manifests over HTTP are signed with the newest. */
   signingKeys?: SecretName;
-  /** All of the request but what the services serve (rbac/served.ts). */
-  request: Omit<RbacRequest, 'watched' | 'children' | 'admission'>;
-  /** The admission part of the request, for a gateway that serves admission handlers. */
-  admission: NonNullable<RbacRequest['admission']>;
 }
 
 export function rbacOptions(values: RbacValues, readText: ReadText, whereabouts: Whereabouts): RbacFlags {
@@ -700,6 +699,21 @@ export function rbacOptions(values: RbacValues, readText: ReadText, whereabouts:
         : {}),
     },
   };
+}
+
+/**
+ * How `causeway gateway` and `causeway run` check their rights at start (--rbac-check): against the
+ * rules `causeway rbac` makes of the same flags (`module`: run's); undefined when off.
+ */
+export function rbacCheckOptions(
+  values: GroupValues<typeof RIGHTS_AT_START> & RbacValues,
+  readText: ReadText,
+  whereabouts: Whereabouts,
+): RbacCheck | undefined {
+  const mode = oneOf(values['rbac-check'] ?? RBAC_CHECK_AT_START.default, RBAC_CHECK_MODES, '--rbac-check');
+  if (mode === 'off') return undefined;
+  const { request, admission } = rbacOptions(values, readText, whereabouts);
+  return { mode, flags: { request, admission } };
 }
 
 export function identityOf(values: GroupValues<typeof IDENTITY>): Identity {

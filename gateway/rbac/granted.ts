@@ -1,8 +1,9 @@
 /**
- * What the cluster grants the identity of the client, for `causeway rbac --check`: a
- * SelfSubjectRulesReview in each namespace of a Role (its rules there, wildcards and all), and a
- * SelfSubjectAccessReview for each permission of the ClusterRole (a rules review is per namespace, so
- * it cannot say what holds cluster-wide). Both are open to every authenticated user: no extra rights.
+ * What the cluster grants the identity of the client, for `causeway rbac --check` and the gateway's
+ * check at start (at-start.ts): a SelfSubjectRulesReview in each namespace of a Role (its rules there,
+ * wildcards and all), and a SelfSubjectAccessReview for each permission of the ClusterRole (a rules
+ * review is per namespace, so it cannot say what holds cluster-wide). Both are open to every
+ * authenticated user, so they need no extra rights, and the apiserver stores neither.
  */
 import type { KubeClient } from '../kube/client.ts';
 import { type Comparison, compare, type Permission } from './check.ts';
@@ -11,23 +12,38 @@ import type { PolicyRule } from './rbac.ts';
 const AUTHORIZATION = '/apis/authorization.k8s.io/v1';
 
 export interface Checked extends Comparison {
-  /** Namespaces whose rules review said it may be incomplete (a webhook authorizer): missing may be granted. */
+  /**
+   * Namespaces whose rules review said it may be incomplete (an authorizer that cannot list its rules,
+   * such as a webhook): what it lacked there was asked again, one access review each.
+   */
   incomplete: string[];
 }
 
-/** `wanted` against what the client's identity is granted. */
+/**
+ * `wanted` against what the client's identity is granted: the reviews at once, then, where a rules
+ * review may be incomplete, an access review of each permission it lacks, which every authorizer answers.
+ */
 export async function checkGranted(client: KubeClient, wanted: readonly Permission[]): Promise<Checked> {
   const namespaces = [
     ...new Set(wanted.flatMap(({ namespace }) => (namespace === undefined ? [] : [namespace]))),
   ];
-  const reviews = await Promise.all(namespaces.map((namespace) => rulesReview(client, namespace)));
-  const comparison = compare(wanted, new Map(reviews.map(({ namespace, rules }) => [namespace, rules])));
   const clusterWide = wanted.filter(({ namespace }) => namespace === undefined);
-  const allowed = await Promise.all(clusterWide.map((permission) => allowedClusterWide(client, permission)));
+  const [reviews, allowed] = await Promise.all([
+    Promise.all(namespaces.map((namespace) => rulesReview(client, namespace))),
+    Promise.all(clusterWide.map((permission) => allowedByReview(client, permission))),
+  ]);
+  const comparison = compare(wanted, new Map(reviews.map(({ namespace, rules }) => [namespace, rules])));
+  const incomplete = reviews.filter((review) => review.incomplete).map(({ namespace }) => namespace);
+  const unsure = comparison.missing.filter(({ namespace }) => incomplete.includes(namespace as string));
+  const confirmed = await Promise.all(unsure.map((permission) => allowedByReview(client, permission)));
+  const grantedAfterAll = unsure.filter((_, index) => confirmed[index]);
   return {
-    missing: [...comparison.missing, ...clusterWide.filter((_, index) => !allowed[index])],
+    missing: [
+      ...comparison.missing.filter((permission) => !grantedAfterAll.includes(permission)),
+      ...clusterWide.filter((_, index) => !allowed[index]),
+    ],
     extra: comparison.extra,
-    incomplete: reviews.filter((review) => review.incomplete).map(({ namespace }) => namespace),
+    incomplete,
   };
 }
 
@@ -68,7 +84,8 @@ async function rulesReview(client: KubeClient, namespace: string) {
   };
 }
 
-async function allowedClusterWide(client: KubeClient, permission: Permission): Promise<boolean> {
+/** Whether the authorizers allow `permission`, in its namespace or cluster-wide. */
+async function allowedByReview(client: KubeClient, permission: Permission): Promise<boolean> {
   const [resource, subresource] = permission.resource.split('/');
   const review = await client.request<{ status: { allowed?: boolean } }>(
     `${AUTHORIZATION}/selfsubjectaccessreviews`,
@@ -79,6 +96,7 @@ async function allowedClusterWide(client: KubeClient, permission: Permission): P
         kind: 'SelfSubjectAccessReview',
         spec: {
           resourceAttributes: {
+            ...(permission.namespace === undefined ? {} : { namespace: permission.namespace }),
             group: permission.group,
             resource,
             verb: permission.verb,

@@ -18,6 +18,8 @@ export interface Served {
   admission: boolean;
   /** The services that declare no scope and are pinned none: what they may apply cannot be known. */
   unscoped: string[];
+  /** The handlers that name a resource the cluster does not serve (yet): no rule for it can be made. */
+  unserved: string[];
 }
 
 export function servedBy(services: readonly FunctionService[], discovery: Discovery): Served {
@@ -26,13 +28,13 @@ export function servedBy(services: readonly FunctionService[], discovery: Discov
   let anyChild = false;
   let admission = false;
   const unscoped: string[] = [];
+  const unserved: string[] = [];
   for (const service of services) {
     for (const handler of service.manifest.handlers) {
       const named = resourcesNamed(handler, discovery);
       if (named.length === 0 && !selectsSeveral(handler.resource)) {
-        throw new Error(
-          `handler "${handler.id}" names ${describe(handler.resource)}, which the cluster does not serve: install its CustomResourceDefinition first`,
-        );
+        unserved.push(`handler "${handler.id}" names ${describe(handler.resource)}`);
+        continue;
       }
       const inScope = named.filter((resource) => !outsideScope(service, handler, resource));
       if (inScope.length === 0) continue;
@@ -56,6 +58,7 @@ export function servedBy(services: readonly FunctionService[], discovery: Discov
     children: anyChild ? 'any' : [...children.values()],
     admission,
     unscoped,
+    unserved,
   };
 }
 

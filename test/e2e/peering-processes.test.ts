@@ -347,7 +347,9 @@ describe('peering between processes', () => {
     const kubeconfig = join(mkdtempSync(join(tmpdir(), 'causeway-no-leases-')), 'kubeconfig');
     // Its context names the namespace: peering's Leases are looked for there.
     await writeServiceAccountKubeconfig(kubeconfig, namespace, 'no-leases');
-    const gateway = causeway(['run', MODULE, '-n', namespace], {
+    // Past the check at start, which would refuse first (--rbac-check warn): peering's own refusal is
+    // what a gateway whose rights were taken away after the check meets.
+    const gateway = causeway(['run', MODULE, '-n', namespace, '--rbac-check', 'warn'], {
       ...process.env,
       KUBECONFIG: kubeconfig,
       CAUSEWAY_CALL_LOG: '/dev/null',
@@ -355,6 +357,7 @@ describe('peering between processes', () => {
     });
     t.after(() => gateway.stop());
     assert.equal(await gateway.exited(), 1, gateway.output());
+    assert.match(gateway.output(), new RegExp(`get leases.coordination.k8s.io in ${namespace}`));
     assert.match(
       gateway.output(),
       new RegExp(

@@ -3,7 +3,8 @@
  * applied, is all that gateway needs: run as a process holding only that ServiceAccount's token, it
  * handles a KopfExample, and is refused nothing on the way; without one of the rules its run uses,
  * it is refused. `causeway rbac --check`, run with that token, finds nothing missing then, and names
- * the rule removed otherwise.
+ * the rule removed otherwise. The gateway makes the same check of itself at start: without the rule,
+ * it refuses to start, naming each permission missing, or warns with --rbac-check warn.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -90,9 +91,11 @@ async function minimalOperator(t: TestContext) {
       await writeServiceAccountKubeconfig(kubeconfig, namespace, ACCOUNT);
       return rbacCheck(rbacFlags, kubeconfig);
     },
-    async startGateway() {
+    /** `causeway gateway` with those flags (and `extraFlags`), holding only the account's token. */
+    async startGateway(extraFlags: string[] = []) {
       await writeServiceAccountKubeconfig(kubeconfig, namespace, ACCOUNT);
-      const gateway = causeway(['gateway', ...gatewayFlags], { ...withoutSecret, KUBECONFIG: kubeconfig });
+      const env = { ...withoutSecret, KUBECONFIG: kubeconfig };
+      const gateway = causeway(['gateway', ...gatewayFlags, ...extraFlags], env);
       t.after(() => gateway.stop());
       return gateway;
     },
@@ -100,6 +103,22 @@ async function minimalOperator(t: TestContext) {
 }
 
 const rulesOf = (role: Manifest) => (role as Manifest & { rules: PolicyRule[] }).rules;
+
+/** `objects` with the rule on `resource` removed from the first object of `kind`; there must be one. */
+function withoutRule(objects: Manifest[], kind: string, resource: string): Manifest[] {
+  const role = objects.find((object) => object.kind === kind);
+  assert.ok(role);
+  const rules = rulesOf(role);
+  const kept = rules.filter((rule) => !rule.resources?.includes(resource));
+  assert.equal(kept.length, rules.length - 1, `one rule on ${resource}`);
+  return objects.map((object) => (object === role ? { ...role, rules: kept } : object));
+}
+
+/** What a gateway of the example lacks without the rule on leases: each verb of its peering. */
+const leasesMissing = (namespace: string) =>
+  ['get', 'list', 'create', 'update', 'delete'].map(
+    (verb) => `missing: ${verb} leases.coordination.k8s.io in ${namespace}`,
+  );
 /** The lines of a `--check` report that start with `kind`. */
 const linesOf = (report: string, kind: 'missing' | 'extra') =>
   report.split('\n').filter((line) => line.startsWith(`${kind}: `));
@@ -142,25 +161,82 @@ describe('causeway rbac', () => {
 
   // Events and the CRD's get are not in this list: the example's handler never fails (no Warning to
   // post), and a gateway refused the CRD assumes the status keeps its state, which it does here.
-  for (const resource of ['kopfexamples', 'kopfexamples/status', 'leases']) {
+  // Started with --rbac-check warn: by default it would refuse to start, which shows only that the
+  // check at start wants the rule; the apiserver's refusal shows that the run needs it.
+  const needs = [
+    { resource: 'kopfexamples', permission: 'list kopfexamples.kopf.dev' },
+    { resource: 'kopfexamples/status', permission: 'patch kopfexamples.kopf.dev/status' },
+    { resource: 'leases', permission: 'get leases.coordination.k8s.io' },
+  ];
+  for (const { resource, permission } of needs) {
     it(`prints no rule a run does not need: without the one on ${resource}, the gateway is refused`, async (t) => {
       const { namespace, objects, startGateway } = await minimalOperator(t);
-      const role = objects.find((object) => object.kind === 'Role');
-      assert.ok(role);
-      const rules = rulesOf(role);
-      const kept = rules.filter((rule) => !rule.resources?.includes(resource));
-      assert.equal(kept.length, rules.length - 1, `one rule on ${resource}`);
-      await applyRbac(
-        t,
-        objects.map((object) => (object === role ? { ...role, rules: kept } : object)),
-      );
+      await applyRbac(t, withoutRule(objects, 'Role', resource));
       await createKopfExample(namespace, 'refused'); // for the status patch
 
-      const gateway = await startGateway();
+      const gateway = await startGateway(['--rbac-check', 'warn']);
+      // It says what it lacks, and starts.
+      const warning = (await gateway.waitFor(/starting anyway \(--rbac-check warn\): .*/, 30_000))[0];
+      assert.ok(warning.includes(`${permission} in ${namespace}`), warning);
       // The apiserver's refusal names the verb and the resource: that rule, not another, was lacking.
       await gateway.waitFor(new RegExp(`cannot [a-z]+ resource \\\\?"${resource}\\\\?"`), 30_000);
     });
   }
+
+  describe('the check at start', () => {
+    it('refuses to start without the rule on leases, naming each permission missing, before handling anything', async (t) => {
+      const { namespace, objects, startGateway } = await minimalOperator(t);
+      await applyRbac(t, withoutRule(objects, 'Role', 'leases'));
+      const path = await createKopfExample(namespace, 'not-handled');
+
+      const gateway = await startGateway();
+      assert.equal(await gateway.exited(), 1, gateway.output());
+      const output = gateway.output();
+      const missing = output.split('\n').filter((line) => line.trimStart().startsWith('missing: '));
+      assert.deepEqual(
+        missing.map((line) => line.trim()),
+        leasesMissing(namespace),
+        output,
+      );
+      assert.match(
+        output,
+        /`causeway rbac` with the same flags .*piped to `kubectl apply -f -`, grants them/,
+      );
+      // Nothing was handled, nor peered.
+      const client = await kubeClient();
+      const object = await client.get<{ status?: unknown; metadata: { finalizers?: string[] } }>(path);
+      assert.equal(object.status, undefined, JSON.stringify(object));
+      assert.equal(object.metadata.finalizers, undefined, JSON.stringify(object));
+      assert.doesNotMatch(output, /[Ff]orbidden/, output);
+    });
+
+    it('starts when a handler names a resource the cluster does not serve yet, saying its rights there are not checked', async (t) => {
+      await applyFile(CRD);
+      const namespace = await testNamespace(t);
+      const module = 'test/fixtures/not-yet-served-operator.ts';
+      const gateway = causeway(['run', module, '--namespace', namespace, '--standalone'], process.env);
+      t.after(() => gateway.stop());
+      await gateway.waitFor(
+        /handler "latecomer_fn" names latecomers\.not-yet-served\.example\.com, which the cluster does not serve yet: its rights on it are not checked/,
+      );
+      const path = await createKopfExample(namespace, 'served');
+      const client = await kubeClient();
+      const handled = await eventually('status.create_fn', async () => {
+        return (await client.get<{ status?: Record<string, unknown> }>(path)).status?.create_fn;
+      });
+      assert.deepEqual(handled, { message: 'hello served' });
+    });
+
+    it('starts with --rbac-check off, and checks nothing', async (t) => {
+      const { objects, startGateway } = await minimalOperator(t);
+      await applyRbac(t, withoutRule(objects, 'Role', 'leases'));
+
+      const gateway = await startGateway(['--rbac-check', 'off']);
+      // Unchecked, it runs into the apiserver's refusal of its peering.
+      await gateway.waitFor(/cannot [a-z]+ resource \\?"leases\\?"/, 30_000);
+      assert.doesNotMatch(gateway.output(), /not granted/, gateway.output());
+    });
+  });
 
   describe("--check, with the account's token", () => {
     it('finds nothing missing with the RBAC it prints applied, and exits 0', async (t) => {
@@ -181,32 +257,21 @@ describe('causeway rbac', () => {
       {
         kind: 'Role',
         resource: 'leases',
-        missing: ['get', 'list', 'create', 'update', 'delete'].map(
-          (verb) => (namespace: string) => `missing: ${verb} leases.coordination.k8s.io in ${namespace}`,
-        ),
+        missing: leasesMissing,
       },
       {
         kind: 'ClusterRole',
         resource: 'customresourcedefinitions',
-        missing: [
-          () =>
-            'missing: get customresourcedefinitions.apiextensions.k8s.io "kopfexamples.kopf.dev" cluster-wide',
+        missing: () => [
+          'missing: get customresourcedefinitions.apiextensions.k8s.io "kopfexamples.kopf.dev" cluster-wide',
         ],
       },
     ];
     for (const { kind, resource, missing } of removals) {
       it(`names the rule on ${resource} removed from the ${kind}, and exits 1`, async (t) => {
         const { namespace, objects, check } = await minimalOperator(t);
-        const role = objects.find((object) => object.kind === kind);
-        assert.ok(role);
-        const rules = rulesOf(role);
-        const kept = rules.filter((rule) => !rule.resources?.includes(resource));
-        assert.equal(kept.length, rules.length - 1, `one rule on ${resource}`);
-        await applyRbac(
-          t,
-          objects.map((object) => (object === role ? { ...role, rules: kept } : object)),
-        );
-        const expected = missing.map((line) => line(namespace));
+        await applyRbac(t, withoutRule(objects, kind, resource));
+        const expected = missing(namespace);
         // Once the authorizer has the rules applied, what is missing is that rule's, and only it.
         const { code, report } = await eventually(`only ${resource} missing`, async () => {
           const checked = await check();

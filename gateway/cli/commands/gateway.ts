@@ -13,9 +13,10 @@ import {
   OBJECTS,
   OBSERVABILITY,
   PEERING,
+  RIGHTS_AT_START,
   SIGNING,
 } from '../flags.ts';
-import { gatewayOnlyOptions, namespacesWarning } from '../options.ts';
+import { gatewayOnlyOptions, namespacesWarning, rbacCheckOptions } from '../options.ts';
 import { readText, untilSignal, whereabouts } from '../process.ts';
 import { readSecret } from '../secret.ts';
 
@@ -34,16 +35,23 @@ export const gatewayCommand = command({
     DEV_SESSIONS_ALLOWED,
     PEERING,
     IDENTITY,
+    RIGHTS_AT_START,
     OBSERVABILITY,
   ],
   async run({ values, logger }) {
     const options = gatewayOnlyOptions(values, { text: readText, secret: readSecret }, whereabouts());
+    const rbacCheck = rbacCheckOptions(values, readText, whereabouts());
     const warning = namespacesWarning(values);
     if (warning) logger.warning(warning);
     const secretFile = values['secret-file'];
     const secret = secretFile || process.env[SECRET_VARIABLE] ? readSecret(secretFile) : undefined;
     const tracing = await startTracing('causeway-gateway', logger);
-    const gateway = await startGateway({ ...options, logger, ...(secret ? { secret } : {}) });
+    const gateway = await startGateway({
+      ...options,
+      logger,
+      ...(secret ? { secret } : {}),
+      ...(rbacCheck ? { rbacCheck } : {}),
+    });
     await untilSignal(logger);
     await gateway.stop();
     await tracing?.shutdown(); // the spans still buffered, exported

@@ -1,16 +1,13 @@
 /** `causeway rbac`: the least-privilege RBAC of a gateway serving given services, for `kubectl apply -f -` (../../rbac/). */
 import { stringify } from 'yaml';
-import type { KubernetesObject } from '../../../protocol/index.ts';
 import { hmacSigner, keySigner } from '../../dispatch/signer.ts';
-import { functionServicesPath } from '../../engines/function-service-objects.ts';
 import { connectServices } from '../../handler-sources.ts';
 import { KubeClient } from '../../kube/client.ts';
-import { Discovery } from '../../kube/discovery.ts';
 import { loadKubeConfig } from '../../kube/kubeconfig.ts';
 import { describePermission, permissionsOf } from '../../rbac/check.ts';
 import { checkGranted, username } from '../../rbac/granted.ts';
-import { type RbacObject, type RbacRequest, rbacFor } from '../../rbac/rbac.ts';
-import { functionServiceSecrets, servedBy } from '../../rbac/served.ts';
+import { gatewayRbac } from '../../rbac/needed.ts';
+import type { RbacObject } from '../../rbac/rbac.ts';
 import { command } from '../command-line.ts';
 import {
   CLUSTER_NOTE,
@@ -62,25 +59,17 @@ export const rbacCommand = command({
       },
       client,
     );
-    const served = await (async () => {
+    const { objects, unserved } = await (async () => {
       try {
-        return servedBy(services, await Discovery.load(client));
+        return await gatewayRbac(client, { request, admission }, services, logger);
       } finally {
         await Promise.all(services.map((service) => service.close()));
       }
     })();
-    for (const name of served.unscoped) {
-      logger.warning(
-        `"${name}" declares no scope and is pinned none: no rule lets its answers apply children`,
+    if (unserved.length > 0)
+      throw new Error(
+        `${unserved.join('; ')}, which the cluster does not serve: install its CustomResourceDefinition first`,
       );
-    }
-    const objects = rbacFor({
-      ...request,
-      ...(await withFunctionServiceSecrets(client, request)),
-      watched: served.watched,
-      children: served.children,
-      ...(served.admission ? { admission } : {}),
-    });
     if (!values.check) {
       process.stdout.write(objects.map((object) => stringify(object)).join('---\n'));
       return;
@@ -92,9 +81,9 @@ export const rbacCommand = command({
         `checked as ${checkedAs}, not the gateway's account ${account}: run with that account's credentials to check what it is granted`,
       );
     const { missing, incomplete } = await check(client, objects, checkedAs);
-    if (missing > 0 && incomplete.length > 0)
-      logger.warning(
-        `the cluster's answer may be incomplete in ${incomplete.join(', ')} (an authorizer that cannot list its rules, such as a webhook): what is missing there may be granted`,
+    if (incomplete.length > 0)
+      logger.info(
+        `the rules the cluster listed in ${incomplete.join(', ')} may be incomplete (an authorizer that cannot list its rules, such as a webhook): each permission they lacked was asked of it again`,
       );
     if (missing > 0) process.exitCode = 1;
   },
@@ -114,17 +103,4 @@ async function check(client: KubeClient, objects: RbacObject[], checkedAs: strin
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
   return { missing: missing.length, incomplete };
-}
-
-/** The Secrets the FunctionService objects served name, added to the request's. */
-async function withFunctionServiceSecrets(
-  client: KubeClient,
-  request: Pick<RbacRequest, 'functionServices' | 'functionTls'>,
-): Promise<Pick<RbacRequest, 'functionTls' | 'readSecrets'>> {
-  if (request.functionServices === undefined) return { functionTls: request.functionTls };
-  const listed = await client.get<{ items: KubernetesObject[] }>(
-    functionServicesPath(request.functionServices),
-  );
-  const { certificates, read } = functionServiceSecrets(listed.items);
-  return { functionTls: [...request.functionTls, ...certificates], readSecrets: read };
 }

@@ -3,9 +3,18 @@ import { startGateway } from '../../gateway.ts';
 import { ensureProcessSecret } from '../../secret.ts';
 import { startTracing } from '../../tracing/sdk.ts';
 import { command } from '../command-line.ts';
-import { ACTIVITIES, ADMISSION, CLUSTER_NOTE, IDENTITY, OBJECTS, OBSERVABILITY, PEERING } from '../flags.ts';
+import {
+  ACTIVITIES,
+  ADMISSION,
+  CLUSTER_NOTE,
+  IDENTITY,
+  OBJECTS,
+  OBSERVABILITY,
+  PEERING,
+  RIGHTS_AT_START,
+} from '../flags.ts';
 import { loadOperatorModule } from '../operator-module.ts';
-import { gatewayOptions, namespacesWarning } from '../options.ts';
+import { gatewayOptions, namespacesWarning, rbacCheckOptions } from '../options.ts';
 import { readText, untilSignal, whereabouts } from '../process.ts';
 
 export const runCommand = command({
@@ -15,16 +24,23 @@ export const runCommand = command({
   summary:
     "Run an operator: its function service and a gateway in one process, like `kopf run`. The module's default export is made with causeway/functions.",
   note: CLUSTER_NOTE,
-  groups: [OBJECTS, ACTIVITIES, ADMISSION, PEERING, IDENTITY, OBSERVABILITY],
+  groups: [OBJECTS, ACTIVITIES, ADMISSION, PEERING, IDENTITY, RIGHTS_AT_START, OBSERVABILITY],
   async run({ args: { module }, values, logger }) {
     const options = gatewayOptions(values, readText, whereabouts());
+    const rbacCheck = rbacCheckOptions({ ...values, module }, readText, whereabouts());
     const warning = namespacesWarning(values);
     if (warning) logger.warning(warning);
     const secret = ensureProcessSecret();
     // The gateway's spans and the module's handlers', exported together.
     const tracing = await startTracing('causeway', logger);
     const functions = await loadOperatorModule(module);
-    const gateway = await startGateway({ ...options, logger, functions: [functions], secret });
+    const gateway = await startGateway({
+      ...options,
+      logger,
+      functions: [functions],
+      secret,
+      ...(rbacCheck ? { rbacCheck } : {}),
+    });
     await untilSignal(logger);
     await gateway.stop();
     await tracing?.shutdown();

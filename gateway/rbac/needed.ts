@@ -1,0 +1,58 @@
+/**
+ * The RBAC a gateway needs, from what its flags say of it and what its services serve: one
+ * computation for `causeway rbac`, which prints it, and for the gateway, which checks at start that
+ * it is granted (at-start.ts).
+ */
+import type { KubernetesObject } from '../../protocol/index.ts';
+import type { FunctionService } from '../dispatch/function-service.ts';
+import { functionServicesPath } from '../engines/function-service-objects.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { Discovery } from '../kube/discovery.ts';
+import type { Logger } from '../logging.ts';
+import { type RbacObject, type RbacRequest, rbacFor } from './rbac.ts';
+import { functionServiceSecrets, servedBy } from './served.ts';
+
+/** What of the gateway's flags its rules follow. */
+export interface GatewayRbacFlags {
+  /** All of the request but what the services serve (served.ts). */
+  request: Omit<RbacRequest, 'watched' | 'children' | 'admission'>;
+  /** The admission part of the request, for a gateway that serves admission handlers. */
+  admission: NonNullable<RbacRequest['admission']>;
+}
+
+/**
+ * The ServiceAccount, Roles, ClusterRole and bindings of a gateway with these flags serving
+ * `services`; and the handlers that name a resource the cluster does not serve, which get no rule.
+ */
+export async function gatewayRbac(
+  client: KubeClient,
+  { request, admission }: GatewayRbacFlags,
+  services: readonly FunctionService[],
+  logger: Logger,
+): Promise<{ objects: RbacObject[]; unserved: string[] }> {
+  const served = servedBy(services, await Discovery.load(client));
+  for (const name of served.unscoped) {
+    logger.warning(`"${name}" declares no scope and is pinned none: no rule lets its answers apply children`);
+  }
+  const objects = rbacFor({
+    ...request,
+    ...(await withFunctionServiceSecrets(client, request)),
+    watched: served.watched,
+    children: served.children,
+    ...(served.admission ? { admission } : {}),
+  });
+  return { objects, unserved: served.unserved };
+}
+
+/** The Secrets the FunctionService objects served name, added to the request's. */
+async function withFunctionServiceSecrets(
+  client: KubeClient,
+  request: Pick<RbacRequest, 'functionServices' | 'functionTls'>,
+): Promise<Pick<RbacRequest, 'functionTls' | 'readSecrets'>> {
+  if (request.functionServices === undefined) return { functionTls: request.functionTls };
+  const listed = await client.get<{ items: KubernetesObject[] }>(
+    functionServicesPath(request.functionServices),
+  );
+  const { certificates, read } = functionServiceSecrets(listed.items);
+  return { functionTls: [...request.functionTls, ...certificates], readSecrets: read };
+}

@@ -479,15 +479,21 @@ async function generated(t: TestContext, example: Example) {
   return {
     serving,
     objects,
-    /** `granted` applied, the gateway started as the account; the one place its arguments are made. */
-    async startGateway(granted: Manifest[]): Promise<CliProcess> {
+    /**
+     * `granted` applied, the gateway started as the account; the one place its arguments are made.
+     * Its check at start refuses a rule missing; `warn` lets it run into the apiserver's refusal.
+     */
+    async startGateway(granted: Manifest[], rbacCheck: 'refuse' | 'warn' = 'refuse'): Promise<CliProcess> {
       await applyRbac(t, granted);
       const kubeconfig = join(directory, 'kubeconfig');
       await writeServiceAccountKubeconfig(kubeconfig, namespace, ACCOUNT);
-      const gateway = causeway(['gateway', ...flags, ...(serving.gatewayFlags ?? [])], {
-        ...withoutSecret,
-        KUBECONFIG: kubeconfig,
-      });
+      const gateway = causeway(
+        ['gateway', '--rbac-check', rbacCheck, ...flags, ...(serving.gatewayFlags ?? [])],
+        {
+          ...withoutSecret,
+          KUBECONFIG: kubeconfig,
+        },
+      );
       t.after(() => gateway.stop());
       return gateway;
     },
@@ -517,7 +523,7 @@ describe('causeway rbac, on every kind of example', { concurrency: 3 }, () => {
     for (const removal of example.removals) {
       it(`prints no rule ${example.name} does not need: without the one on ${removal.rule}, the gateway is refused`, async (t) => {
         const { serving, objects, startGateway } = await generated(t, example);
-        const gateway = await startGateway(withoutRule(objects, removal.kind, removal.matches));
+        const gateway = await startGateway(withoutRule(objects, removal.kind, removal.matches), 'warn');
         await serving.use?.();
         await gateway.waitFor(removal.refused, 30_000);
       });

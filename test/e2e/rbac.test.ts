@@ -14,15 +14,10 @@ import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
 import { testNamespace } from '../support/cluster.ts';
-import {
-  applyRbac,
-  type Manifest,
-  type PolicyRule,
-  parseYaml,
-  writeServiceAccountKubeconfig,
-} from '../support/kubectl.ts';
+import { applyRbac, type Manifest, writeServiceAccountKubeconfig } from '../support/kubectl.ts';
 import { applyFile, createKopfExample, eventually, kubeClient } from '../support/operator.ts';
 import { causeway } from '../support/processes.ts';
+import { rbacObjects, refusal, withoutRule, withoutSecret } from '../support/rbac.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
@@ -30,16 +25,6 @@ const EXAMPLE = 'examples/01-minimal/operator.ts';
 const SCOPE = 'test/fixtures/kopfexample-scope.yaml';
 const SECRET = 'a-secret-shared-by-the-gateway-and-its-service-0123456789';
 const ACCOUNT = 'causeway-gateway';
-
-// Nothing to sign or verify with but what each command is given.
-const { CAUSEWAY_SECRET: _unset, ...withoutSecret } = process.env;
-
-/** `causeway rbac` with `args`: what it printed on stdout, apart from its log on stderr. */
-async function rbac(args: string[]): Promise<string> {
-  const main = `${ROOT}gateway/cli/main.ts`;
-  const run = promisify(execFile);
-  return (await run(process.execPath, [main, 'rbac', ...args], { cwd: ROOT, env: withoutSecret })).stdout;
-}
 
 /** `causeway rbac --check` with `args`, as the identity of `kubeconfig`: its exit code and report. */
 async function rbacCheck(args: string[], kubeconfig: string): Promise<{ code: number; report: string }> {
@@ -81,7 +66,7 @@ async function minimalOperator(t: TestContext) {
     ...['--namespace', namespace, '--peering-namespace', namespace, '--secret-file', secretFile],
   ];
   const rbacFlags = [...gatewayFlags, '--service-account', `${namespace}/${ACCOUNT}`];
-  const objects = parseYaml(await rbac(rbacFlags));
+  const objects = await rbacObjects(rbacFlags);
   const kubeconfig = join(directory, 'kubeconfig');
   return {
     namespace,
@@ -102,17 +87,9 @@ async function minimalOperator(t: TestContext) {
   };
 }
 
-const rulesOf = (role: Manifest) => (role as Manifest & { rules: PolicyRule[] }).rules;
-
-/** `objects` with the rule on `resource` removed from the first object of `kind`; there must be one. */
-function withoutRule(objects: Manifest[], kind: string, resource: string): Manifest[] {
-  const role = objects.find((object) => object.kind === kind);
-  assert.ok(role);
-  const rules = rulesOf(role);
-  const kept = rules.filter((rule) => !rule.resources?.includes(resource));
-  assert.equal(kept.length, rules.length - 1, `one rule on ${resource}`);
-  return objects.map((object) => (object === role ? { ...role, rules: kept } : object));
-}
+/** `objects` without the rule on `resource` of their `kind`. */
+const withoutRuleOn = (objects: Manifest[], kind: 'Role' | 'ClusterRole', resource: string) =>
+  withoutRule(objects, kind, (rule) => rule.resources?.includes(resource) ?? false);
 
 /** What a gateway of the example lacks without the rule on leases: each verb of its peering. */
 const leasesMissing = (namespace: string) =>
@@ -171,7 +148,7 @@ describe('causeway rbac', () => {
   for (const { resource, permission } of needs) {
     it(`prints no rule a run does not need: without the one on ${resource}, the gateway is refused`, async (t) => {
       const { namespace, objects, startGateway } = await minimalOperator(t);
-      await applyRbac(t, withoutRule(objects, 'Role', resource));
+      await applyRbac(t, withoutRuleOn(objects, 'Role', resource));
       await createKopfExample(namespace, 'refused'); // for the status patch
 
       const gateway = await startGateway(['--rbac-check', 'warn']);
@@ -179,14 +156,14 @@ describe('causeway rbac', () => {
       const warning = (await gateway.waitFor(/starting anyway \(--rbac-check warn\): .*/, 30_000))[0];
       assert.ok(warning.includes(`${permission} in ${namespace}`), warning);
       // The apiserver's refusal names the verb and the resource: that rule, not another, was lacking.
-      await gateway.waitFor(new RegExp(`cannot [a-z]+ resource \\\\?"${resource}\\\\?"`), 30_000);
+      await gateway.waitFor(refusal('[a-z]+', resource), 30_000);
     });
   }
 
   describe('the check at start', () => {
     it('refuses to start without the rule on leases, naming each permission missing, before handling anything', async (t) => {
       const { namespace, objects, startGateway } = await minimalOperator(t);
-      await applyRbac(t, withoutRule(objects, 'Role', 'leases'));
+      await applyRbac(t, withoutRuleOn(objects, 'Role', 'leases'));
       const path = await createKopfExample(namespace, 'not-handled');
 
       const gateway = await startGateway();
@@ -229,11 +206,11 @@ describe('causeway rbac', () => {
 
     it('starts with --rbac-check off, and checks nothing', async (t) => {
       const { objects, startGateway } = await minimalOperator(t);
-      await applyRbac(t, withoutRule(objects, 'Role', 'leases'));
+      await applyRbac(t, withoutRuleOn(objects, 'Role', 'leases'));
 
       const gateway = await startGateway(['--rbac-check', 'off']);
       // Unchecked, it runs into the apiserver's refusal of its peering.
-      await gateway.waitFor(/cannot [a-z]+ resource \\?"leases\\?"/, 30_000);
+      await gateway.waitFor(refusal('[a-z]+', 'leases'), 30_000);
       assert.doesNotMatch(gateway.output(), /not granted/, gateway.output());
     });
   });
@@ -253,7 +230,11 @@ describe('causeway rbac', () => {
       assert.match(report, new RegExp(`^checked as: system:serviceaccount:${namespace}:${ACCOUNT}$`, 'm'));
     });
 
-    const removals = [
+    const removals: Array<{
+      kind: 'Role' | 'ClusterRole';
+      resource: string;
+      missing: (namespace: string) => string[];
+    }> = [
       {
         kind: 'Role',
         resource: 'leases',
@@ -270,7 +251,7 @@ describe('causeway rbac', () => {
     for (const { kind, resource, missing } of removals) {
       it(`names the rule on ${resource} removed from the ${kind}, and exits 1`, async (t) => {
         const { namespace, objects, check } = await minimalOperator(t);
-        await applyRbac(t, withoutRule(objects, kind, resource));
+        await applyRbac(t, withoutRuleOn(objects, kind, resource));
         const expected = missing(namespace);
         // Once the authorizer has the rules applied, what is missing is that rule's, and only it.
         const { code, report } = await eventually(`only ${resource} missing`, async () => {

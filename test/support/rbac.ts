@@ -22,8 +22,6 @@ export async function rbacObjects(args: string[]): Promise<Manifest[]> {
   return parseYaml(stdout);
 }
 
-const rulesOf = (role: Manifest) => (role as Manifest & { rules: PolicyRule[] }).rules;
-
 /** `objects` with the one rule of their `kind` that `matches` taken out; fails unless exactly one matches. */
 export function withoutRule(
   objects: Manifest[],
@@ -32,7 +30,7 @@ export function withoutRule(
 ): Manifest[] {
   const role = objects.find((object) => object.kind === kind);
   assert.ok(role, `a ${kind} among ${objects.map((object) => object.kind).join(', ')}`);
-  const rules = rulesOf(role);
+  const rules = (role.rules as PolicyRule[] | undefined) ?? [];
   const kept = rules.filter((rule) => !matches(rule));
   assert.equal(kept.length, rules.length - 1, `one rule of the ${kind} to remove: ${JSON.stringify(rules)}`);
   return objects.map((object) => (object === role ? { ...role, rules: kept } : object));

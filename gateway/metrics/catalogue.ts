@@ -144,13 +144,13 @@ export const CATALOGUE = [
   {
     name: 'controller_runtime_webhook_requests_total',
     type: 'counter',
-    help: 'Admission reviews answered, by webhook path and HTTP status code.',
+    help: 'Admission reviews answered, by webhook (`/<service>/<handler id>`) and HTTP status code.',
     labels: ['webhook', 'code'],
   },
   {
     name: 'controller_runtime_webhook_latency_seconds',
     type: 'histogram',
-    help: 'How long an admission review took to answer, by webhook path.',
+    help: 'How long an admission review took to answer, by webhook (`/<service>/<handler id>`).',
     labels: ['webhook'],
   },
   {

@@ -614,6 +614,9 @@ export const RBAC_PEERING = group('Peering', PEERING_NAMESPACE, STANDALONE);
 /** What the gateway keeps for its admission webhooks (rbac). */
 export const RBAC_ADMISSION = group('Admission webhooks', WEBHOOK_CERTIFICATES, NGROK_AUTHTOKEN_SECRET);
 
+/** Where the gateway watches the Leases of dev sessions (rbac). */
+export const RBAC_DEV_SESSIONS = group('Dev sessions', DEV_SESSIONS);
+
 /** The groups of `causeway gateway`'s flags (gateway); `causeway run` takes some of them. */
 export const GATEWAY_GROUPS = [
   OBJECTS,
@@ -638,6 +641,7 @@ export const RBAC_GROUPS = [
   SIGNING_AS_GATEWAY,
   RBAC_PEERING,
   RBAC_ADMISSION,
+  RBAC_DEV_SESSIONS,
   PEERED_IDENTITY,
 ] as const;
 

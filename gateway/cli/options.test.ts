@@ -852,6 +852,11 @@ describe('rbacCheckOptions: how gateway and run check their rights at start', ()
     });
   });
 
+  it('checks the Leases of --dev-sessions too', () => {
+    const check = rbacCheckOptions({ ...gatewayFlags, 'dev-sessions': 'dev' }, reads.text, nowhere);
+    assert.equal(check?.flags.request.devSessions, 'dev');
+  });
+
   it('takes warn, and nothing to check with off', () => {
     assert.equal(
       rbacCheckOptions({ ...gatewayFlags, 'rbac-check': 'warn' }, reads.text, nowhere)?.mode,

@@ -676,6 +676,7 @@ export function rbacOptions(values: RbacValues, readText: ReadText, whereabouts:
   const functionServices = values['function-services'];
   const webhookCertificates = values['webhook-certificates'];
   const ngrokAuthtoken = values['ngrok-authtoken-secret'];
+  const devSessions = values['dev-sessions'];
   const { stateIn } = stateOptions(values);
   return {
     sources: {
@@ -704,6 +705,7 @@ export function rbacOptions(values: RbacValues, readText: ReadText, whereabouts:
       ...(authority ? { functionCertificates: namespacedName(authority, '--function-certificates') } : {}),
       functionTls: [...certificates.values()],
       ...(functionServices ? { functionServices } : {}),
+      ...(devSessions ? { devSessions } : {}),
     },
     admission: {
       configurationName: values['annotation-prefix'] ?? DEFAULT_IDENTITY.annotationPrefix,

@@ -64,21 +64,21 @@ export function group<const F extends readonly Flag[]>(
   return { title, flags };
 }
 
+/** The flags of groups `G` but those named as one of groups `T`'s. */
+type FlagsWithout<G extends readonly FlagGroup[], T extends readonly FlagGroup[]> = Exclude<
+  G[number]['flags'][number],
+  { name: T[number]['flags'][number]['name'] }
+>;
+
 /** The flags of `groups` that none of `taken` has, in one group. */
 export function groupWithout<const G extends readonly FlagGroup[], const T extends readonly FlagGroup[]>(
   title: string,
   groups: G,
   taken: T,
-): {
-  title: string;
-  flags: ReadonlyArray<Exclude<G[number]['flags'][number], { name: T[number]['flags'][number]['name'] }>>;
-} {
+): { title: string; flags: ReadonlyArray<FlagsWithout<G, T>> } {
   const names = new Set(taken.flatMap((each) => each.flags.map((one) => one.name)));
   const flags = groups.flatMap((each) => each.flags).filter((one) => !names.has(one.name));
-  return {
-    title,
-    flags: flags as Array<Exclude<G[number]['flags'][number], { name: T[number]['flags'][number]['name'] }>>,
-  };
+  return { title, flags: flags as Array<FlagsWithout<G, T>> };
 }
 
 /** The flags every command takes. */

@@ -14,6 +14,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
+import { devSessionLease } from '../../gateway/engines/dev-sessions.ts';
+import { DEFAULT_IDENTITY } from '../../gateway/identity.ts';
 import { testNamespace } from '../support/cluster.ts';
 import {
   applyRbac,
@@ -191,18 +193,34 @@ describe('causeway rbac', () => {
         30_000,
       );
       assert.deepEqual(handled, { message: 'hello granted' });
+      // It sees a session's Lease come: one for a service that allows none, which it says it ignores.
+      const session = {
+        service: 'kopfexample',
+        url: 'http://127.0.0.1:1',
+        revision: '1',
+        holder: 'a-laptop',
+      };
+      await client.request(`/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`, {
+        method: 'POST',
+        body: devSessionLease(
+          { ...session, durationSeconds: 60 },
+          DEFAULT_IDENTITY.annotationPrefix,
+          new Date(),
+        ),
+      });
+      await gateway.waitFor(/the dev session of Lease \S+ for \\?"kopfexample\\?" is ignored/, 30_000);
       assert.equal(await gateway.stop(), 0, gateway.output());
       assert.doesNotMatch(gateway.output(), /[Ff]orbidden|not granted/, gateway.output());
     });
 
-    it('prints no rule it does not need: without that one, the check at start names it and the apiserver refuses the watch', async (t) => {
+    it('prints no rule it does not need: without that one, the check at start names it and the apiserver refuses the list of their Leases', async (t) => {
       const { namespace, objects, startGateway } = await minimalOperator(t, devSessions);
       await applyRbac(t, withoutRule(objects, 'Role', devSessionLeases));
       const gateway = await startGateway(['--rbac-check', 'warn']);
       const warning = (await gateway.waitFor(/starting anyway \(--rbac-check warn\): .*/, 30_000))[0];
       assert.ok(warning.includes(`watch leases.coordination.k8s.io in ${namespace}`), warning);
-      // Peering keeps its own list of Leases: a refused list is the dev sessions'.
-      await gateway.waitFor(refusal('list', 'leases'), 30_000);
+      // Peering's rule lists the Leases there too (so only the watch is missing), and never watches.
+      await gateway.waitFor(refusal('watch', 'leases'), 30_000);
     });
   });
 

@@ -213,7 +213,7 @@ describe('causeway rbac', () => {
       assert.doesNotMatch(gateway.output(), /[Ff]orbidden|not granted/, gateway.output());
     });
 
-    it('prints no rule it does not need: without that one, the check at start names it and the apiserver refuses the list of their Leases', async (t) => {
+    it('prints no rule it does not need: without that one, the check at start names it and the apiserver refuses the watch of their Leases', async (t) => {
       const { namespace, objects, startGateway } = await minimalOperator(t, devSessions);
       await applyRbac(t, withoutRule(objects, 'Role', devSessionLeases));
       const gateway = await startGateway(['--rbac-check', 'warn']);

@@ -90,6 +90,24 @@ describe('the command line', () => {
     refuses(['gateway', '--concurrency'], "Option '--concurrency <value>' argument missing", 'gateway');
   });
 
+  it('takes an optional argument when given, and no other', () => {
+    const given = parseCommandLine(['rbac', 'operator.ts', '-n', 'a'], COMMANDS);
+    assert.deepEqual(given.command && given.args, { module: 'operator.ts' });
+    const left = parseCommandLine(['rbac', '--functions', 'x=http://y'], COMMANDS);
+    assert.deepEqual(left.command && left.args, {});
+    refuses(['rbac', 'operator.ts', 'other.ts'], 'unexpected arguments: other.ts', 'rbac');
+  });
+
+  it("gives rbac every flag of gateway, and so of run, as they take it: a gateway's arguments as they are", () => {
+    const command = (name: string) => COMMANDS.find((each) => each.name === name) as Command;
+    const kinds = (of: Command) =>
+      new Map(flagsOf(of).map((flag) => [flag.name, [flag.short, flag.value === undefined, flag.multiple]]));
+    const rbac = kinds(command('rbac'));
+    for (const name of ['gateway', 'run'])
+      for (const [flag, kind] of kinds(command(name)))
+        assert.deepEqual(rbac.get(flag), kind, `--${flag} of ${name}`);
+  });
+
   it('takes --help and --version without the arguments the command needs', () => {
     assert.equal(parseCommandLine(['run', '--help'], COMMANDS).values.help, true);
     assert.equal(parseCommandLine(['-V'], COMMANDS).values.version, true);
@@ -109,7 +127,7 @@ describe('the command line', () => {
 
   it('lists every command in the overview, with its arguments', () => {
     const help = overviewHelp(COMMANDS, 'A note.');
-    const commands = [...help.matchAll(/^ {2}([a-z]+)(?: <|\s{2,})/gm)].map((match) => match[1]);
+    const commands = [...help.matchAll(/^ {2}([a-z]+)(?: \[?<|\s{2,})/gm)].map((match) => match[1]);
     assert.deepEqual(commands, [
       'init',
       'run',
@@ -129,6 +147,7 @@ describe('the command line', () => {
     assert.match(help, /^ {2}explain <object> +Explain what the gateway would do with one object/m);
     assert.match(help, /^ {2}conformance <url> --name <name>$/m);
     assert.match(help, /^ {2}build <module> --target <target>$/m);
+    assert.match(help, /^ {2}rbac \[<module>\] +Print the least-privilege/m);
     assert.deepEqual(listed(help), ['verbose', 'quiet', 'log-level', 'log-format', 'help', 'version']);
   });
 });

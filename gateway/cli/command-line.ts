@@ -64,6 +64,23 @@ export function group<const F extends readonly Flag[]>(
   return { title, flags };
 }
 
+/** The flags of groups `G` but those named as one of groups `T`'s. */
+type FlagsWithout<G extends readonly FlagGroup[], T extends readonly FlagGroup[]> = Exclude<
+  G[number]['flags'][number],
+  { name: T[number]['flags'][number]['name'] }
+>;
+
+/** The flags of `groups` that none of `taken` has, in one group. */
+export function groupWithout<const G extends readonly FlagGroup[], const T extends readonly FlagGroup[]>(
+  title: string,
+  groups: G,
+  taken: T,
+): { title: string; flags: ReadonlyArray<FlagsWithout<G, T>> } {
+  const names = new Set(taken.flatMap((each) => each.flags.map((one) => one.name)));
+  const flags = groups.flatMap((each) => each.flags).filter((one) => !names.has(one.name));
+  return { title, flags: flags as Array<FlagsWithout<G, T>> };
+}
+
 /** The flags every command takes. */
 export const COMMON = group(
   'Common options',
@@ -84,17 +101,23 @@ export const COMMON = group(
   flag({ name: 'version', short: 'V', description: "Show Causeway's version." }),
 );
 
-export interface Invocation<Values, Argument extends string> {
+export interface Invocation<Values, Argument extends string, Optional extends string = never> {
   values: Values & GroupValues<typeof COMMON>;
-  /** The command's arguments, by the names it declares. */
-  args: Readonly<Record<Argument, string>>;
+  /** The command's arguments, by the names it declares; an optional one not given is missing. */
+  args: Readonly<Record<Argument, string>> & Readonly<Partial<Record<Optional, string>>>;
   logger: Logger;
 }
 
-export interface CommandDefinition<G extends readonly FlagGroup[], Argument extends string> {
+export interface CommandDefinition<
+  G extends readonly FlagGroup[],
+  Argument extends string,
+  Optional extends string = never,
+> {
   readonly name: string;
   /** The names of its arguments, in their order: usage shows `<name>`. */
   readonly arguments: readonly Argument[];
+  /** The name of one more argument, after those, that may be left out: usage shows `[<name>]`. */
+  readonly optionalArgument?: Optional;
   /** What it says when an argument or a required flag is missing: `needs …`. */
   readonly needs?: string;
   /** What it does, for `causeway --help` and its own help. */
@@ -102,14 +125,14 @@ export interface CommandDefinition<G extends readonly FlagGroup[], Argument exte
   /** A closing paragraph of its help. */
   readonly note?: string;
   readonly groups: G;
-  run(invocation: Invocation<GroupValues<G[number]>, Argument>): Promise<void>;
+  run(invocation: Invocation<GroupValues<G[number]>, Argument, Optional>): Promise<void>;
 }
 
 /** Flags' values as parseArgs gives them, whatever the flags. */
 export type ParsedValues = Readonly<Record<string, string | boolean | string[] | undefined>>;
 
 /** A command, its flags' types erased so that commands make one list. */
-export type Command = Omit<CommandDefinition<readonly FlagGroup[], string>, 'run'> & {
+export type Command = Omit<CommandDefinition<readonly FlagGroup[], string, string>, 'run'> & {
   run(invocation: {
     values: ParsedValues;
     args: Readonly<Record<string, string>>;
@@ -117,9 +140,11 @@ export type Command = Omit<CommandDefinition<readonly FlagGroup[], string>, 'run
   }): Promise<void>;
 };
 
-export function command<const G extends readonly FlagGroup[], const Argument extends string = never>(
-  definition: CommandDefinition<G, Argument>,
-): Command {
+export function command<
+  const G extends readonly FlagGroup[],
+  const Argument extends string = never,
+  const Optional extends string = never,
+>(definition: CommandDefinition<G, Argument, Optional>): Command {
   return definition as unknown as Command;
 }
 
@@ -151,14 +176,10 @@ export function parseCommandLine(argv: readonly string[], commands: readonly Com
       `needs ${chosen.needs ?? `its arguments: causeway ${usageOf(chosen)}`}`,
       chosen.name,
     );
-  if (positionals.length > chosen.arguments.length)
-    throw new UsageError(
-      `unexpected arguments: ${positionals.slice(chosen.arguments.length).join(' ')}`,
-      chosen.name,
-    );
-  const args = Object.fromEntries(
-    chosen.arguments.map((name, index) => [name, positionals[index] as string]),
-  );
+  const names = [...chosen.arguments, ...(chosen.optionalArgument ? [chosen.optionalArgument] : [])];
+  if (positionals.length > names.length)
+    throw new UsageError(`unexpected arguments: ${positionals.slice(names.length).join(' ')}`, chosen.name);
+  const args = Object.fromEntries(positionals.map((value, index) => [names[index] as string, value]));
   return { command: chosen, values, args };
 }
 
@@ -282,7 +303,8 @@ export function commandHelp(chosen: Command): string {
 
 function usageOf(chosen: Command): string {
   const required = requiredFlags(chosen).map((one) => `--${one.name} ${one.value}`);
-  return [chosen.name, ...chosen.arguments.map((name) => `<${name}>`), ...required].join(' ');
+  const optional = chosen.optionalArgument ? [`[<${chosen.optionalArgument}>]`] : [];
+  return [chosen.name, ...chosen.arguments.map((name) => `<${name}>`), ...optional, ...required].join(' ');
 }
 
 function section(flags: FlagGroup, column: number): string {

@@ -10,7 +10,7 @@ import { DEFAULT_IDENTITY } from '../identity.ts';
 import { DEV_PRIORITY } from '../peering/members.ts';
 import { DEFAULT_SETTINGS } from '../settings.ts';
 import { KOPF_PREFIX } from '../state/kopf.ts';
-import { flag, group } from './command-line.ts';
+import { flag, group, groupWithout } from './command-line.ts';
 
 const DAY_MS = 24 * 3600_000;
 
@@ -58,6 +58,12 @@ const FUNCTION_CERTIFICATES = flag({
   value: '<ns/name>',
   description:
     'Keep the CA that issues those certificates in this Secret, made there at the first start, read by the gateway only.',
+});
+const FUNCTION_SECRET = flag({
+  name: 'function-secret',
+  value: '<name>=<file>',
+  multiple: true,
+  description: 'A secret shared with that service alone.',
 });
 const NGROK_AUTHTOKEN_SECRET = flag({
   name: 'ngrok-authtoken-secret',
@@ -168,12 +174,7 @@ export const SIGNING = group(
     default: `$${SECRET_VARIABLE}`,
     description: 'A secret shared with the services (HS256) instead of keys.',
   }),
-  flag({
-    name: 'function-secret',
-    value: '<name>=<file>',
-    multiple: true,
-    description: 'A secret shared with that service alone.',
-  }),
+  FUNCTION_SECRET,
 );
 
 /** For operators with probe or login handlers (run, gateway, dev). */
@@ -253,15 +254,17 @@ export const ADMISSION = group(
   }),
 );
 
+const DEV_SESSIONS = flag({
+  name: 'dev-sessions',
+  value: '<namespace>',
+  description:
+    "Let dev sessions, Leases in this namespace, send a service's calls to a laptop while they are renewed, for a service that allows them (--function-dev-sessions, or its FunctionService's spec.devSessions); others are ignored with a warning.",
+});
+
 /** Letting `causeway dev` sessions take a deployed service's calls to a laptop (gateway). */
 export const DEV_SESSIONS_ALLOWED = group(
   'Dev sessions',
-  flag({
-    name: 'dev-sessions',
-    value: '<namespace>',
-    description:
-      "Let dev sessions, Leases in this namespace, send a service's calls to a laptop while they are renewed, for a service that allows them (--function-dev-sessions, or its FunctionService's spec.devSessions); others are ignored with a warning.",
-  }),
+  DEV_SESSIONS,
   flag({
     name: 'function-dev-sessions',
     value: '<name>=<url-glob>[,<url-glob>...]',
@@ -561,6 +564,12 @@ export const RBAC_ACCOUNT = group(
     default: "causeway-gateway in the context's namespace",
     description: "The gateway's ServiceAccount: made, and bound to every Role and ClusterRole printed.",
   }),
+  flag({
+    name: 'login-from',
+    value: '<name>',
+    description:
+      "The gateway's --login-from: refused, as such a gateway calls the API with the credentials that service's login handler gives, not as a ServiceAccount; what they grant is that handler's business.",
+  }),
 );
 
 /** Whether `causeway rbac` prints the rules or checks them (rbac). */
@@ -593,6 +602,10 @@ export const RBAC_SERVICES = group(
   FUNCTION_SCOPE,
   FUNCTION_TLS,
   FUNCTION_CERTIFICATES,
+  {
+    ...FUNCTION_SECRET,
+    description: 'A secret shared with that service alone: its manifest is read signed with it.',
+  },
 );
 
 /** Where the gateway peers (rbac). */
@@ -600,6 +613,44 @@ export const RBAC_PEERING = group('Peering', PEERING_NAMESPACE, STANDALONE);
 
 /** What the gateway keeps for its admission webhooks (rbac). */
 export const RBAC_ADMISSION = group('Admission webhooks', WEBHOOK_CERTIFICATES, NGROK_AUTHTOKEN_SECRET);
+
+/** Where the gateway watches the Leases of dev sessions (rbac). */
+export const RBAC_DEV_SESSIONS = group('Dev sessions', DEV_SESSIONS);
+
+/** The groups of `causeway gateway`'s flags (gateway); `causeway run` takes some of them. */
+export const GATEWAY_GROUPS = [
+  OBJECTS,
+  FUNCTION_SERVICES,
+  SIGNING,
+  ACTIVITIES,
+  ADMISSION,
+  DEV_SESSIONS_ALLOWED,
+  PEERING,
+  IDENTITY,
+  RIGHTS_AT_START,
+  OBSERVABILITY,
+] as const;
+
+/** Where `causeway rbac` reads the handlers, and the gateway's flags its rules follow (rbac). */
+export const RBAC_GROUPS = [
+  EXPLAINED_HANDLERS,
+  RBAC_ACCOUNT,
+  RBAC_CHECK,
+  RBAC_OBJECTS,
+  RBAC_SERVICES,
+  SIGNING_AS_GATEWAY,
+  RBAC_PEERING,
+  RBAC_ADMISSION,
+  RBAC_DEV_SESSIONS,
+  PEERED_IDENTITY,
+] as const;
+
+/** The rest of the gateway's flags: taken, so that `causeway rbac` takes a gateway's arguments as they are (rbac). */
+export const RBAC_UNUSED = groupWithout(
+  "The gateway's other flags, accepted without effect on its RBAC",
+  GATEWAY_GROUPS,
+  RBAC_GROUPS,
+);
 
 /** The project `causeway init` makes (init). */
 export const PROJECT = group(

@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, it } from 'node:test';
+import { parse as parseYaml } from 'yaml';
 import { DEFAULT_IDENTITY } from '../identity.ts';
 import { DEV_PRIORITY } from '../peering/members.ts';
-import { UsageError } from './command-line.ts';
+import { parseCommandLine, UsageError } from './command-line.ts';
+import { COMMANDS } from './main.ts';
 import {
   buildOptions,
   conformanceOptions,
@@ -20,6 +23,7 @@ import {
   namespacesWarning,
   peeringOptions,
   rbacCheckOptions,
+  rbacCommandOptions,
   rbacOptions,
   releaseOptions,
   serveOptions,
@@ -742,6 +746,96 @@ describe('rbacOptions: what causeway rbac reads, and the gateway flags its rules
   });
 });
 
+describe("rbacCommandOptions: causeway rbac's module and the gateway's arguments as they are", () => {
+  /** The values of `causeway rbac` with `args`, as its command line gives them. */
+  const rbacValues = (args: string[]) => {
+    const line = parseCommandLine(['rbac', ...args], COMMANDS);
+    assert.ok(line.command);
+    return line;
+  };
+  const optionsOf = (args: string[], whereabouts: Whereabouts, readText = noFiles) => {
+    const { args: given, values } = rbacValues(args);
+    return rbacCommandOptions(given.module, values, readText, whereabouts);
+  };
+
+  it('reads the module given as its argument, as --module does, and refuses it given both ways', () => {
+    assert.equal(optionsOf(['./operator.ts', '-n', 'a'], nowhere).module, './operator.ts');
+    assert.equal(optionsOf(['--module', './operator.ts'], nowhere).module, './operator.ts');
+    refuses(
+      () => optionsOf(['./operator.ts', '--module', './other.ts'], nowhere),
+      'the module is given twice: as <module> and with --module; give it once',
+    );
+    refuses(
+      () => optionsOf(['-n', 'a'], nowhere),
+      `needs the handlers, from where the gateway gets them: <module>, --functions <name>=<url> or --function-services <ns>`,
+    );
+  });
+
+  it('refuses a gateway that logs in through a service: it has no ServiceAccount whose RBAC to print', () => {
+    refuses(
+      () => optionsOf(['./operator.ts', '--login-from', 'billing'], nowhere),
+      `--login-from billing: that gateway calls the API with the credentials "billing"'s login handler gives, not as a ServiceAccount, so what they grant is that handler's business: there is no RBAC of a ServiceAccount to print or check`,
+    );
+  });
+
+  it('takes the secret shared with one service alone, to read its manifest', () => {
+    const flags = optionsOf(
+      [...['--functions', BILLING], ...['--function-secret', 'billing=/secrets/billing']],
+      nowhere,
+    );
+    assert.deepEqual(flags.functionSecrets, new Map([['billing', '/secrets/billing']]));
+    refuses(
+      () => optionsOf(['--functions', BILLING, '--function-secret', 'shipping=/secrets/shipping'], nowhere),
+      '--function-secret names "shipping", which no --functions gives',
+    );
+  });
+
+  // The Deployments' args, as kubectl would run them in `operators`, and the scopes they mount.
+  const deployFile = (path: string) => readFileSync(new URL(`../../deploy/${path}`, import.meta.url), 'utf8');
+  const deployed = (path: string) => {
+    const args: string[] = parseYaml(deployFile(path)).spec.template.spec.containers[0].args;
+    assert.equal(args[0], 'gateway');
+    return args.slice(1).map((arg) => arg.replaceAll('$(POD_NAMESPACE)', 'operators'));
+  };
+  const mounted = files({
+    '/etc/causeway/scopes/kopfexample.yaml': deployFile('base/gateway/scopes/kopfexample.yaml'),
+    '/etc/causeway/scopes/admission.yaml': deployFile('examples/17-admission/scopes/admission.yaml'),
+  });
+  /** Where `causeway rbac` runs: a kubeconfig whose context is in the gateway's namespace. */
+  const inOperators = { contextNamespace: 'operators' };
+  const handPicked = {
+    minimal: [
+      ...['--functions', 'kopfexample=https://kopfexample-functions.operators.svc:8080'],
+      ...['--function-scope', 'kopfexample=/etc/causeway/scopes/kopfexample.yaml'],
+      ...['--function-tls', 'kopfexample=operators/kopfexample-functions-tls'],
+      ...['--function-certificates', 'operators/causeway-function-ca', '--namespace', 'operators'],
+      ...['--signing-keys', 'operators/causeway-signing-keys'],
+    ],
+    admission: [
+      ...['--functions', 'admission=https://kopfexample-functions.operators.svc:8080'],
+      ...['--function-scope', 'admission=/etc/causeway/scopes/admission.yaml'],
+      ...['--function-tls', 'admission=operators/kopfexample-functions-tls'],
+      ...['--function-certificates', 'operators/causeway-function-ca', '--namespace', 'operators'],
+      ...['--signing-keys', 'operators/causeway-signing-keys'],
+      ...['--webhook-certificates', 'operators/causeway-gateway-webhooks-tls'],
+    ],
+  };
+  const examples = [
+    { name: 'deploy/examples/01-minimal', file: 'base/gateway/deployment.yaml', flags: handPicked.minimal },
+    {
+      name: 'deploy/examples/17-admission',
+      file: 'examples/17-admission/gateway.yaml',
+      flags: handPicked.admission,
+    },
+  ];
+  for (const { name, file, flags } of examples) {
+    it(`takes the args of ${name}'s gateway as they are, and reads what the flags that matter say alone`, () => {
+      const args = deployed(file);
+      assert.deepEqual(optionsOf(args, inOperators, mounted), optionsOf(flags, inOperators, mounted));
+    });
+  }
+});
+
 describe('rbacCheckOptions: how gateway and run check their rights at start', () => {
   const gatewayFlags = {
     functions: [BILLING],
@@ -756,6 +850,11 @@ describe('rbacCheckOptions: how gateway and run check their rights at start', ()
       mode: 'refuse',
       flags: { request, admission },
     });
+  });
+
+  it('checks the Leases of --dev-sessions too', () => {
+    const check = rbacCheckOptions({ ...gatewayFlags, 'dev-sessions': 'dev' }, reads.text, nowhere);
+    assert.equal(check?.flags.request.devSessions, 'dev');
   });
 
   it('takes warn, and nothing to check with off', () => {

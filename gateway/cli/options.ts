@@ -46,13 +46,9 @@ import {
   type PEERED_IDENTITY,
   type PEERING,
   PORT,
-  type RBAC_ACCOUNT,
-  type RBAC_ADMISSION,
-  type RBAC_CHECK,
   RBAC_CHECK_AT_START,
-  type RBAC_OBJECTS,
-  type RBAC_PEERING,
-  type RBAC_SERVICES,
+  type RBAC_GROUPS,
+  type RBAC_UNUSED,
   type RELEASED_OBJECT,
   type RESUMED,
   type RIGHTS_AT_START,
@@ -605,31 +601,43 @@ export function explainOptions(
   };
 }
 
-export type RbacValues = GroupValues<
-  | typeof EXPLAINED_HANDLERS
-  | typeof RBAC_ACCOUNT
-  | typeof RBAC_CHECK
-  | typeof RBAC_OBJECTS
-  | typeof RBAC_SERVICES
-  | typeof SIGNING_AS_GATEWAY
-  | typeof RBAC_PEERING
-  | typeof RBAC_ADMISSION
-  | typeof PEERED_IDENTITY
->;
+export type RbacValues = GroupValues<(typeof RBAC_GROUPS)[number] | typeof RBAC_UNUSED>;
 
 /** What `causeway rbac` reads the handlers from, and what of the gateway's flags its rules follow. */
 export interface RbacFlags extends GatewayRbacFlags {
   sources: Omit<HandlerSources, 'module'>;
-  /** The operator module's path (--module). */
+  /** The operator module's path (<module> or --module). */
   module?: string;
   /** Where the gateway keeps its signing keys; the manifests over HTTP are signed with the newest. */
   signingKeys?: SecretName;
+  /** The files of the secrets shared with one service alone (--function-secret), by its name. */
+  functionSecrets?: ReadonlyMap<string, string>;
+}
+
+/**
+ * What `causeway rbac` prints or checks, its module given as its argument (`module`) or --module.
+ * Refused for a gateway that logs in through a service: its rights are not a ServiceAccount's.
+ */
+export function rbacCommandOptions(
+  module: string | undefined,
+  values: RbacValues,
+  readText: ReadText,
+  whereabouts: Whereabouts,
+): RbacFlags {
+  if (module !== undefined && values.module !== undefined)
+    throw new UsageError('the module is given twice: as <module> and with --module; give it once');
+  const login = values['login-from'];
+  if (login !== undefined)
+    throw new UsageError(
+      `--login-from ${login}: that gateway calls the API with the credentials "${login}"'s login handler gives, not as a ServiceAccount, so what they grant is that handler's business: there is no RBAC of a ServiceAccount to print or check`,
+    );
+  return rbacOptions({ ...values, ...(module === undefined ? {} : { module }) }, readText, whereabouts);
 }
 
 export function rbacOptions(values: RbacValues, readText: ReadText, whereabouts: Whereabouts): RbacFlags {
   if (!values.module && !values.functions?.length && !values['function-services'])
     throw new UsageError(
-      `needs the handlers, from where the gateway gets them: --module <file>, --functions ${ENDPOINT} or --function-services <ns>`,
+      `needs the handlers, from where the gateway gets them: <module>, --functions ${ENDPOINT} or --function-services <ns>`,
     );
   if (values.namespace?.length && values['all-namespaces'])
     throw new UsageError('--namespace and --all-namespaces exclude each other');
@@ -651,6 +659,13 @@ export function rbacOptions(values: RbacValues, readText: ReadText, whereabouts:
     served,
     (secret) => namespacedName(secret, '--function-tls'),
   );
+  const secretFiles = perService(
+    values['function-secret'],
+    '--function-secret',
+    '<name>=<file>',
+    served,
+    (file) => file,
+  );
   const authority = values['function-certificates'];
   if (certificates.size > 0 && !authority)
     throw new UsageError(
@@ -661,6 +676,7 @@ export function rbacOptions(values: RbacValues, readText: ReadText, whereabouts:
   const functionServices = values['function-services'];
   const webhookCertificates = values['webhook-certificates'];
   const ngrokAuthtoken = values['ngrok-authtoken-secret'];
+  const devSessions = values['dev-sessions'];
   const { stateIn } = stateOptions(values);
   return {
     sources: {
@@ -672,6 +688,7 @@ export function rbacOptions(values: RbacValues, readText: ReadText, whereabouts:
     },
     ...(values.module ? { module: values.module } : {}),
     ...(keys ? { signingKeys: namespacedName(keys, '--signing-keys') } : {}),
+    ...(secretFiles.size > 0 ? { functionSecrets: secretFiles } : {}),
     request: {
       account: account
         ? namespacedName(account, '--service-account')
@@ -688,6 +705,7 @@ export function rbacOptions(values: RbacValues, readText: ReadText, whereabouts:
       ...(authority ? { functionCertificates: namespacedName(authority, '--function-certificates') } : {}),
       functionTls: [...certificates.values()],
       ...(functionServices ? { functionServices } : {}),
+      ...(devSessions ? { devSessions } : {}),
     },
     admission: {
       configurationName: values['annotation-prefix'] ?? DEFAULT_IDENTITY.annotationPrefix,

@@ -63,7 +63,7 @@ describe('rightsVerdict', () => {
       'the gateway is not granted 2 of the 3 permissions its flags and services need:',
       '  missing: get leases.coordination.k8s.io in operators',
       '  missing: get customresourcedefinitions.apiextensions.k8s.io "kopfexamples.kopf.dev" cluster-wide',
-      '`causeway rbac` with the same flags (and --module <file> for `causeway run <file>`), piped to `kubectl apply -f -`, grants them; --rbac-check warn starts anyway',
+      '`causeway rbac` with the same flags (`causeway rbac <file>` for `causeway run <file>`), piped to `kubectl apply -f -`, grants them; --rbac-check warn starts anyway',
     ]);
   });
 

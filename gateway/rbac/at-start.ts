@@ -141,7 +141,7 @@ export function rightsVerdict(
     refusal: [
       `${lacking}:`,
       ...missing.map((permission) => `  missing: ${describePermission(permission)}`),
-      '`causeway rbac` with the same flags (and --module <file> for `causeway run <file>`), piped to `kubectl apply -f -`, grants them; --rbac-check warn starts anyway',
+      '`causeway rbac` with the same flags (`causeway rbac <file>` for `causeway run <file>`), piped to `kubectl apply -f -`, grants them; --rbac-check warn starts anyway',
     ].join('\n'),
   };
 }

@@ -181,6 +181,22 @@ describe('rbacFor', () => {
     ]);
   });
 
+  it('lets it list and watch the Leases of dev sessions where it is told, and nothing more there', () => {
+    const objects = rbacFor({ ...MINIMAL, devSessions: 'dev-sessions' });
+    assert.deepEqual(rulesOf(objects, 'Role', 'dev-sessions'), [
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['list', 'watch'] },
+    ]);
+    // Where it also peers: the Leases of peering keep their verbs beside.
+    const peering = rulesOf(rbacFor({ ...MINIMAL, devSessions: 'operators' }), 'Role', 'operators');
+    assert.deepEqual(
+      peering.filter((each) => each.resources.includes('leases')).map((each) => each.verbs),
+      [
+        ['get', 'list', 'create', 'update', 'delete'],
+        ['list', 'watch'],
+      ],
+    );
+  });
+
   it('lets it read, by name only, the shared secrets FunctionService objects name', () => {
     const objects = rbacFor({
       ...MINIMAL,

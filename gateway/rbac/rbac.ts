@@ -1,8 +1,9 @@
 /**
  * `causeway rbac`'s rules: the least privilege a gateway needs, computed from what it serves (the
  * resources its services' handlers name, the children their scopes let them apply) and from its flags
- * (namespaces, peering, keys, certificates, admission, FunctionService objects). A pure function:
- * cli/commands/rbac.ts reads the services and discovery, this says what the gateway does with them.
+ * (namespaces, peering, keys, certificates, admission, FunctionService objects, dev sessions). A pure
+ * function: cli/commands/rbac.ts reads the services and discovery, this says what the gateway does
+ * with them.
  *
  * Each rule follows a call the gateway makes (deploy/examples/01-minimal/rbac.yaml says which):
  * Roles where the calls stay in a namespace, a ClusterRole only for what is cluster-scoped or served
@@ -43,6 +44,8 @@ export interface RbacRequest {
   functionTls: readonly NamespacedName[];
   /** The namespace of the FunctionService objects it serves (--function-services). */
   functionServices?: string;
+  /** The namespace whose Leases hold dev sessions, which it watches (--dev-sessions). */
+  devSessions?: string;
   /** Secrets it reads only: the shared secrets FunctionService objects name (`spec.secretRef`). */
   readSecrets?: readonly NamespacedName[];
   /** Set when a handler validates or mutates: the gateway keeps webhook configurations. */
@@ -184,6 +187,11 @@ export function rbacFor(request: RbacRequest): RbacObject[] {
       rule('causeway.dev', ['functionservices'], ['get', 'list', 'watch']),
     );
     grants.add(request.functionServices, rule('causeway.dev', ['functionservices/status'], ['patch']));
+  }
+
+  // engines/dev-sessions.ts: a Watcher of the sessions' Leases, which it only reads.
+  if (request.devSessions !== undefined) {
+    grants.add(request.devSessions, rule('coordination.k8s.io', ['leases'], ['list', 'watch']));
   }
 
   for (const { namespace, name } of request.readSecrets ?? []) {

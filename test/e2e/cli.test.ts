@@ -344,6 +344,27 @@ describe('the command line', () => {
     for (const foreign of ['--port', '--jwks-file', '--session-seconds', '--causeway']) {
       assert.ok(!gateway.output.includes(foreign), foreign);
     }
+
+    // rbac takes every flag of gateway; those its RBAC does not follow are listed apart.
+    const rbac = await run(['rbac', '--help']);
+    assert.equal(rbac.code, 0);
+    assert.match(rbac.output, /^Usage: causeway rbac \[<module>\] \[options\]\n/);
+    const flagsPart = rbac.output.slice(0, rbac.output.indexOf('\nCommon options:'));
+    const [followed, unused] = flagsPart.split(
+      "The gateway's other flags, accepted without effect on its RBAC:",
+    ) as [string, string];
+    assert.ok(unused !== undefined, rbac.output);
+    for (const own of ['-n, --namespace <ns>', '--signing-keys <ns/name>', '--dev-sessions <namespace>']) {
+      assert.ok(followed.includes(own) && !unused.includes(own), own);
+    }
+    for (const other of [
+      '--liveness <url>',
+      '--webhook-listen <host:port>',
+      '--allow-loopback-functions',
+      '--metrics',
+    ]) {
+      assert.ok(unused.includes(other) && !followed.includes(other), other);
+    }
   });
 
   it('lists every command in causeway --help', async () => {
@@ -364,6 +385,7 @@ describe('the command line', () => {
     ]) {
       assert.match(output, new RegExp(`^  ${usage}(\\s|$)`, 'm'), usage);
     }
+    assert.match(output, /^ {2}rbac \[<module>\]\s/m);
     assert.match(output, /^Run `causeway <command> --help` for the options of a command\.$/m);
   });
 });

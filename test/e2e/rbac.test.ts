@@ -4,7 +4,8 @@
  * handles a KopfExample, and is refused nothing on the way; without one of the rules its run uses,
  * it is refused. `causeway rbac --check`, run with that token, finds nothing missing then, and names
  * the rule removed otherwise. The gateway makes the same check of itself at start: without the rule,
- * it refuses to start, naming each permission missing, or warns with --rbac-check warn.
+ * it refuses to start, naming each permission missing, or warns with --rbac-check warn. With
+ * --dev-sessions, the watch of their Leases is granted, checked at start, and needed.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -13,8 +14,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
+import { devSessionLease } from '../../gateway/engines/dev-sessions.ts';
+import { DEFAULT_IDENTITY } from '../../gateway/identity.ts';
 import { testNamespace } from '../support/cluster.ts';
-import { applyRbac, type Manifest, writeServiceAccountKubeconfig } from '../support/kubectl.ts';
+import {
+  applyRbac,
+  type Manifest,
+  type PolicyRule,
+  writeServiceAccountKubeconfig,
+} from '../support/kubectl.ts';
 import { applyFile, createKopfExample, eventually, kubeClient } from '../support/operator.ts';
 import { causeway } from '../support/processes.ts';
 import { rbacObjects, refusal, withoutRule, withoutSecret } from '../support/rbac.ts';
@@ -45,9 +53,10 @@ async function rbacCheck(args: string[], kubeconfig: string): Promise<{ code: nu
 
 /**
  * A namespace with the example's function service running, the RBAC `causeway rbac` prints for a
- * gateway serving it there (not applied), and how to start that gateway with only its account's token.
+ * gateway serving it there with `moreFlags` (not applied), and how to start that gateway with only
+ * its account's token.
  */
-async function minimalOperator(t: TestContext) {
+async function minimalOperator(t: TestContext, moreFlags: (namespace: string) => string[] = () => []) {
   await applyFile(CRD);
   const namespace = await testNamespace(t);
   const directory = mkdtempSync(join(tmpdir(), 'causeway-rbac-'));
@@ -64,6 +73,7 @@ async function minimalOperator(t: TestContext) {
   const gatewayFlags = [
     ...['--functions', `kopfexample=${url}`, '--function-scope', `kopfexample=${SCOPE}`],
     ...['--namespace', namespace, '--peering-namespace', namespace, '--secret-file', secretFile],
+    ...moreFlags(namespace),
   ];
   const rbacFlags = [...gatewayFlags, '--service-account', `${namespace}/${ACCOUNT}`];
   const objects = await rbacObjects(rbacFlags);
@@ -159,6 +169,60 @@ describe('causeway rbac', () => {
       await gateway.waitFor(refusal('[a-z]+', resource), 30_000);
     });
   }
+
+  describe('--dev-sessions', () => {
+    // Dev sessions are Leases in the namespace given, here the one it peers in too.
+    const devSessions = (namespace: string) => ['--dev-sessions', namespace];
+    const devSessionLeases = (rule: PolicyRule) =>
+      (rule.resources?.includes('leases') && rule.verbs.includes('watch')) ?? false;
+
+    it("grants the gateway the watch of their Leases: holding only its account's token, it passes its check at start and runs", async (t) => {
+      const { namespace, objects, startGateway } = await minimalOperator(t, devSessions);
+      const role = objects.find((object) => object.kind === 'Role');
+      const rules = (role?.rules as PolicyRule[] | undefined) ?? [];
+      assert.deepEqual(rules.filter(devSessionLeases), [
+        { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['list', 'watch'] },
+      ]);
+      await applyRbac(t, objects);
+      const gateway = await startGateway(); // --rbac-check refuse, the default
+      const path = await createKopfExample(namespace, 'granted');
+      const client = await kubeClient();
+      const handled = await eventually(
+        'status.create_fn',
+        async () => (await client.get<{ status?: Record<string, unknown> }>(path)).status?.create_fn,
+        30_000,
+      );
+      assert.deepEqual(handled, { message: 'hello granted' });
+      // It sees a session's Lease come: one for a service that allows none, which it says it ignores.
+      const session = {
+        service: 'kopfexample',
+        url: 'http://127.0.0.1:1',
+        revision: '1',
+        holder: 'a-laptop',
+      };
+      await client.request(`/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`, {
+        method: 'POST',
+        body: devSessionLease(
+          { ...session, durationSeconds: 60 },
+          DEFAULT_IDENTITY.annotationPrefix,
+          new Date(),
+        ),
+      });
+      await gateway.waitFor(/the dev session of Lease \S+ for \\?"kopfexample\\?" is ignored/, 30_000);
+      assert.equal(await gateway.stop(), 0, gateway.output());
+      assert.doesNotMatch(gateway.output(), /[Ff]orbidden|not granted/, gateway.output());
+    });
+
+    it('prints no rule it does not need: without that one, the check at start names it and the apiserver refuses the watch of their Leases', async (t) => {
+      const { namespace, objects, startGateway } = await minimalOperator(t, devSessions);
+      await applyRbac(t, withoutRule(objects, 'Role', devSessionLeases));
+      const gateway = await startGateway(['--rbac-check', 'warn']);
+      const warning = (await gateway.waitFor(/starting anyway \(--rbac-check warn\): .*/, 30_000))[0];
+      assert.ok(warning.includes(`watch leases.coordination.k8s.io in ${namespace}`), warning);
+      // Peering's rule lists the Leases there too (so only the watch is missing), and never watches.
+      await gateway.waitFor(refusal('watch', 'leases'), 30_000);
+    });
+  });
 
   describe('the check at start', () => {
     it('refuses to start without the rule on leases, naming each permission missing, before handling anything', async (t) => {

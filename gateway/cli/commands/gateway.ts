@@ -3,19 +3,7 @@ import { SECRET_VARIABLE } from '../../../protocol/index.ts';
 import { startGateway } from '../../gateway.ts';
 import { startTracing } from '../../tracing/sdk.ts';
 import { command } from '../command-line.ts';
-import {
-  ACTIVITIES,
-  ADMISSION,
-  CLUSTER_NOTE,
-  DEV_SESSIONS_ALLOWED,
-  FUNCTION_SERVICES,
-  IDENTITY,
-  OBJECTS,
-  OBSERVABILITY,
-  PEERING,
-  RIGHTS_AT_START,
-  SIGNING,
-} from '../flags.ts';
+import { CLUSTER_NOTE, GATEWAY_GROUPS } from '../flags.ts';
 import { gatewayOnlyOptions, namespacesWarning, rbacCheckOptions } from '../options.ts';
 import { readText, untilSignal, whereabouts } from '../process.ts';
 import { readSecret } from '../secret.ts';
@@ -26,18 +14,7 @@ export const gatewayCommand = command({
   summary:
     'Run only the gateway: watch the cluster and call the function services given with --functions, signing with its keys (--signing-keys) or with secrets shared with the services.',
   note: CLUSTER_NOTE,
-  groups: [
-    OBJECTS,
-    FUNCTION_SERVICES,
-    SIGNING,
-    ACTIVITIES,
-    ADMISSION,
-    DEV_SESSIONS_ALLOWED,
-    PEERING,
-    IDENTITY,
-    RIGHTS_AT_START,
-    OBSERVABILITY,
-  ],
+  groups: GATEWAY_GROUPS,
   async run({ values, logger }) {
     const options = gatewayOnlyOptions(values, { text: readText, secret: readSecret }, whereabouts());
     const rbacCheck = rbacCheckOptions(values, readText, whereabouts());

@@ -9,47 +9,39 @@ import { checkGranted, username } from '../../rbac/granted.ts';
 import { gatewayRbac } from '../../rbac/needed.ts';
 import type { RbacObject } from '../../rbac/rbac.ts';
 import { command } from '../command-line.ts';
-import {
-  CLUSTER_NOTE,
-  EXPLAINED_HANDLERS,
-  PEERED_IDENTITY,
-  RBAC_ACCOUNT,
-  RBAC_ADMISSION,
-  RBAC_CHECK,
-  RBAC_OBJECTS,
-  RBAC_PEERING,
-  RBAC_SERVICES,
-  SIGNING_AS_GATEWAY,
-} from '../flags.ts';
+import { CLUSTER_NOTE, RBAC_GROUPS, RBAC_UNUSED } from '../flags.ts';
 import { loadOperatorModule } from '../operator-module.ts';
-import { rbacOptions } from '../options.ts';
+import { rbacCommandOptions } from '../options.ts';
 import { readText, whereabouts } from '../process.ts';
 import { currentSigningKey, readSecret } from '../secret.ts';
 
 export const rbacCommand = command({
   name: 'rbac',
   arguments: [],
+  optionalArgument: 'module',
   summary:
-    "Print the least-privilege ServiceAccount, Roles, ClusterRole and bindings of a gateway serving these handlers with these flags, for `causeway rbac … | kubectl apply -f -`: list, watch and patch of the resources the handlers name and their status, Events, the children their scopes let them apply, Leases of peering, its keys' and certificates' Secrets and ConfigMap, FunctionService objects, webhook configurations. Roles in each namespace served; a ClusterRole only for what is cluster-scoped or served in every namespace. Give it the gateway's flags.",
-  note: `${CLUSTER_NOTE} It reads the handlers from where the gateway gets them, and discovery to resolve the resources they name (their CustomResourceDefinitions must be installed). The rules of --signing-keys, --function-tls and --function-certificates are for the gateway's own Secrets there. What a service that declares no scope and is pinned none may apply cannot be known: it gets no rule for children, and a warning names it.`,
-  groups: [
-    EXPLAINED_HANDLERS,
-    RBAC_ACCOUNT,
-    RBAC_CHECK,
-    RBAC_OBJECTS,
-    RBAC_SERVICES,
-    SIGNING_AS_GATEWAY,
-    RBAC_PEERING,
-    RBAC_ADMISSION,
-    PEERED_IDENTITY,
-  ],
-  async run({ values, logger }) {
-    const { sources, module, signingKeys, request, admission } = rbacOptions(values, readText, whereabouts());
+    "Print the least-privilege ServiceAccount, Roles, ClusterRole and bindings of a gateway serving these handlers with these flags, for `causeway rbac … | kubectl apply -f -`: list, watch and patch of the resources the handlers name and their status, Events, the children their scopes let them apply, Leases of peering and of dev sessions, its keys' and certificates' Secrets and ConfigMap, FunctionService objects, webhook configurations. Roles in each namespace served; a ClusterRole only for what is cluster-scoped or served in every namespace. Give it the gateway's arguments as they are (every flag of `causeway gateway` is taken), and the module of `causeway run <module>`.",
+  note: `${CLUSTER_NOTE} It reads the handlers from where the gateway gets them, and discovery to resolve the resources they name (their CustomResourceDefinitions must be installed). The rules of --signing-keys, --function-tls and --function-certificates are for the gateway's own Secrets there. What a service that declares no scope and is pinned none may apply cannot be known: it gets no rule for children, and a warning names it. A gateway that logs in through a service (--login-from) is refused: its rights are not a ServiceAccount's.`,
+  groups: [...RBAC_GROUPS, RBAC_UNUSED],
+  async run({ args, values, logger }) {
+    const { sources, module, signingKeys, functionSecrets, request, admission } = rbacCommandOptions(
+      args.module,
+      values,
+      readText,
+      whereabouts(),
+    );
     const client = await KubeClient.fromConfig(loadKubeConfig());
     const ca = values['functions-ca'];
     const services = await connectServices(
       {
-        sources: { ...sources, ...(module ? { module: await loadOperatorModule(module) } : {}) },
+        sources: {
+          ...sources,
+          functions: sources.functions.map((endpoint) => {
+            const secretFile = functionSecrets?.get(endpoint.name);
+            return secretFile ? { ...endpoint, secret: readSecret(secretFile) } : endpoint;
+          }),
+          ...(module ? { module: await loadOperatorModule(module) } : {}),
+        },
         signer: async () => {
           if (!signingKeys) return hmacSigner(readSecret(values['secret-file']));
           const key = await currentSigningKey(client, signingKeys);

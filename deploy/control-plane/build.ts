@@ -125,22 +125,17 @@ async function build(
   await writeFile(logPath, '');
   const names = absent.map(({ file, module }) => `${file} ${module.version}`).join(', ');
   onProgress(
-    `building ${names} from Go modules (first run only, about 10 minutes on 2 cores; log: ${logPath})…`,
+    `building ${names} from Go modules (first run only, about 12 minutes on 2 cores; log: ${logPath})…`,
   );
 
   const workDir = await mkdtemp(join(root, 'build-'));
   try {
-    // The modules at once: one's download and dependency resolution (network) and its link (one
-    // core) then overlap the other's compile, instead of leaving a core idle (Go's cache is shared safely).
-    const modules = [...new Set(absent.map((spec) => spec.module))];
-    await Promise.all(
-      modules.map(async (module) => {
-        const files = new Set(absent.filter((spec) => spec.module === module).map((spec) => spec.file));
-        const programs = module.programs.filter((program) => files.has(program.binary));
-        const builtDir = await buildGoPrograms(module, programs, { workDir, logPath, onProgress });
-        for (const { binary } of programs) await rename(join(builtDir, binary), join(root, 'bin', binary));
-      }),
-    );
+    for (const module of new Set(absent.map((spec) => spec.module))) {
+      const files = new Set(absent.filter((spec) => spec.module === module).map((spec) => spec.file));
+      const programs = module.programs.filter((program) => files.has(program.binary));
+      const builtDir = await buildGoPrograms(module, programs, { workDir, logPath, onProgress });
+      for (const { binary } of programs) await rename(join(builtDir, binary), join(root, 'bin', binary));
+    }
   } finally {
     await rm(workDir, { recursive: true, force: true });
   }

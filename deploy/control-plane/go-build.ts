@@ -64,8 +64,6 @@ export async function buildGoPrograms(
     await go(`compiling ${program.binary} ${module.version}`, [
       'build',
       ...(module.tags ? ['-tags', module.tags.join(',')] : []),
-      // The linker drops debug information (-w): compiling none saves that work.
-      '-gcflags=all=-dwarf=false',
       '-ldflags',
       module.ldflags.join(' '),
       '-o',

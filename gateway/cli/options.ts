@@ -217,26 +217,7 @@ export function gatewayOnlyOptions(
 ): Omit<GatewayOptions, 'secret' | 'logger'> {
   if (!values.functions?.length && !values['function-services'])
     throw new UsageError(`needs at least one --functions ${ENDPOINT}, or --function-services <namespace>`);
-  const functions = (values.functions ?? []).map(functionEndpoint);
-  const served = new Set(functions.map((endpoint) => endpoint.name));
-  const secretFiles = perService(
-    values['function-secret'],
-    '--function-secret',
-    '<name>=<file>',
-    served,
-    (file) => file,
-  );
-  const certificates = perService(
-    values['function-tls'],
-    '--function-tls',
-    '<name>=<namespace>/<secret>',
-    served,
-    (secret) => namespacedName(secret, '--function-tls'),
-  );
-  if (certificates.size > 0 && !values['function-certificates'])
-    throw new UsageError(
-      '--function-tls needs --function-certificates <ns/name>, the Secret of the CA that issues them',
-    );
+  const { functions, served, scopes, certificates, secretFiles } = functionServiceFlags(values, read.text);
   const devSessionUrls = perService(
     values['function-dev-sessions'],
     '--function-dev-sessions',
@@ -252,13 +233,6 @@ export function gatewayOnlyOptions(
     maxSeconds === undefined ? undefined : integer(maxSeconds, '--dev-session-max-seconds');
   if (sessionSeconds !== undefined && sessionSeconds < 1)
     throw new UsageError('--dev-session-max-seconds expects at least 1');
-  const scopes = perService(
-    values['function-scope'],
-    '--function-scope',
-    '<name>=<file>',
-    served,
-    (file, name) => scopeFile(read.text, file, name),
-  );
   const login = values['login-from'];
   if (login !== undefined && !served.has(login))
     throw new UsageError(`--login-from names "${login}", which no --functions gives`);
@@ -302,6 +276,50 @@ export function gatewayOnlyOptions(
 }
 
 const ENDPOINT = '<name>=<url>';
+
+/**
+ * The --functions services and what the per-service flags give each, by name: the gateway's own
+ * reading, which `causeway rbac` (and the check at start) shares.
+ */
+function functionServiceFlags(
+  values: {
+    functions?: string[];
+    'function-scope'?: string[];
+    'function-tls'?: string[];
+    'function-secret'?: string[];
+    'function-certificates'?: string;
+  },
+  readText: ReadText,
+) {
+  const functions = (values.functions ?? []).map(functionEndpoint);
+  const served = new Set(functions.map((endpoint) => endpoint.name));
+  const secretFiles = perService(
+    values['function-secret'],
+    '--function-secret',
+    '<name>=<file>',
+    served,
+    (file) => file,
+  );
+  const certificates = perService(
+    values['function-tls'],
+    '--function-tls',
+    '<name>=<namespace>/<secret>',
+    served,
+    (secret) => namespacedName(secret, '--function-tls'),
+  );
+  if (certificates.size > 0 && !values['function-certificates'])
+    throw new UsageError(
+      '--function-tls needs --function-certificates <ns/name>, the Secret of the CA that issues them',
+    );
+  const scopes = perService(
+    values['function-scope'],
+    '--function-scope',
+    '<name>=<file>',
+    served,
+    (file, name) => scopeFile(readText, file, name),
+  );
+  return { functions, served, scopes, certificates, secretFiles };
+}
 
 /** `billing=http://billing-functions:8080`: the service's name is pinned, not learnt from the service. */
 function functionEndpoint(value: string): FunctionEndpoint {
@@ -643,34 +661,8 @@ export function rbacOptions(values: RbacValues, readText: ReadText, whereabouts:
     throw new UsageError('--namespace and --all-namespaces exclude each other');
   if (values.standalone && values['peering-namespace'] !== undefined)
     throw new UsageError('--standalone and --peering-namespace exclude each other');
-  const functions = (values.functions ?? []).map(functionEndpoint);
-  const served = new Set(functions.map((endpoint) => endpoint.name));
-  const scopes = perService(
-    values['function-scope'],
-    '--function-scope',
-    '<name>=<file>',
-    served,
-    (file, name) => scopeFile(readText, file, name),
-  );
-  const certificates = perService(
-    values['function-tls'],
-    '--function-tls',
-    '<name>=<namespace>/<secret>',
-    served,
-    (secret) => namespacedName(secret, '--function-tls'),
-  );
-  const secretFiles = perService(
-    values['function-secret'],
-    '--function-secret',
-    '<name>=<file>',
-    served,
-    (file) => file,
-  );
+  const { functions, scopes, certificates, secretFiles } = functionServiceFlags(values, readText);
   const authority = values['function-certificates'];
-  if (certificates.size > 0 && !authority)
-    throw new UsageError(
-      '--function-tls needs --function-certificates <ns/name>, the Secret of the CA that issues them',
-    );
   const account = values['service-account'];
   const keys = values['signing-keys'];
   const functionServices = values['function-services'];

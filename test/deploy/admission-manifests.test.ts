@@ -20,6 +20,7 @@ import {
   type Deployment,
   find,
   flagValue,
+  inNamespace,
   keptKeys,
   mountedFile,
   onlyContainer,
@@ -27,6 +28,7 @@ import {
   REPO,
   render,
   type Service,
+  servedOnLoopback,
   startGatewayThenFunctions,
   uniqueClusterNames,
   withFlag,
@@ -229,20 +231,21 @@ describe('deploy/examples/17-admission', () => {
     const { args: containerArgs, liveness } = await withFreeLiveness(
       await withMountedScopes(onlyContainer(deployment).args ?? [], deployment, objects, dir),
     );
-    const args = withFlag(
+    const args = inNamespace(
       withFlag(
-        withFlag(containerArgs, '--functions', `admission=https://127.0.0.1:${port}`),
-        '--webhook-service',
-        `$(POD_NAMESPACE)/${WEBHOOKS}:${webhookPort}`,
+        withFlag(
+          withFlag(containerArgs, '--functions', `admission=https://127.0.0.1:${port}`),
+          '--webhook-service',
+          `$(POD_NAMESPACE)/${WEBHOOKS}:${webhookPort}`,
+        ),
+        '--webhook-listen',
+        `127.0.0.1:${webhookPort}`,
       ),
-      '--webhook-listen',
-      `127.0.0.1:${webhookPort}`,
-    )
-      .map((arg) => arg.replaceAll('$(POD_NAMESPACE)', namespace))
-      .concat(['--annotation-prefix', prefix]);
+      namespace,
+    ).concat(['--annotation-prefix', prefix]);
     const functionsArgs = onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [];
     const mounted = await withMountedCertificate(
-      [...withFlag(functionsArgs, '--port', String(port)), '--host', '127.0.0.1'],
+      servedOnLoopback(functionsArgs, port),
       { namespace, name: FUNCTION_TLS },
       dir,
     );

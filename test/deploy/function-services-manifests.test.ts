@@ -25,14 +25,15 @@ import {
   type Deployment,
   find,
   flagValue,
+  inNamespace,
   installRbac,
   onlyContainer,
   problems,
   REPO,
   render,
   type Service,
+  servedOnLoopback,
   startGatewayThenFunctions,
-  withFlag,
   withFreeLiveness,
   withMountedCertificate,
 } from '../support/deploy.ts';
@@ -270,15 +271,9 @@ describe(DIRECTORY, () => {
       onlyContainer(find<Deployment>(objects, 'Deployment', GATEWAY)).args ?? [],
     );
     // A loopback URL, which a gateway refuses unless told otherwise.
-    const gatewayArgs = containerArgs
-      .map((arg) => arg.replaceAll('$(POD_NAMESPACE)', namespace))
-      .concat('--allow-loopback-functions');
+    const gatewayArgs = inNamespace(containerArgs, namespace).concat('--allow-loopback-functions');
     const mounted = await withMountedCertificate(
-      withFlag(
-        onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [],
-        '--port',
-        String(port),
-      ).concat(['--host', '127.0.0.1']),
+      servedOnLoopback(onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [], port),
       { namespace, name: FUNCTION_TLS },
       dir,
     );

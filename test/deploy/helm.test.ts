@@ -25,12 +25,14 @@ import {
   find,
   flagValue,
   handledByDeployed,
+  inNamespace,
   keptKeys,
   onlyContainer,
   problems,
   REPO,
   render,
   type Service,
+  servedOnLoopback,
   startGatewayThenFunctions,
   type Volume,
   withFlag,
@@ -793,17 +795,16 @@ describe('deploy/helm/causeway', () => {
     );
     // The metrics on a free loopback port too, instead of the container's 0.0.0.0:9090.
     const metrics = `127.0.0.1:${await freePort()}`;
-    const gatewayArgs = withFlag(
-      withFlag(containerArgs, '--functions', `kopfexample=https://127.0.0.1:${port}`),
-      '--metrics',
-      metrics,
-    ).map((arg) => arg.replaceAll('$(POD_NAMESPACE)', namespace));
-    const { args: functionsArgs, mount } = await withMountedCertificate(
+    const gatewayArgs = inNamespace(
       withFlag(
-        onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [],
-        '--port',
-        String(port),
-      ).concat(['--host', '127.0.0.1']),
+        withFlag(containerArgs, '--functions', `kopfexample=https://127.0.0.1:${port}`),
+        '--metrics',
+        metrics,
+      ),
+      namespace,
+    );
+    const { args: functionsArgs, mount } = await withMountedCertificate(
+      servedOnLoopback(onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [], port),
       { namespace, name: FUNCTION_TLS },
       dir,
     );
@@ -889,15 +890,9 @@ describe('deploy/helm/causeway', () => {
     const { args: containerArgs } = await withFreeLiveness(
       onlyContainer(find<Deployment>(objects, 'Deployment', GATEWAY)).args ?? [],
     );
-    const gatewayArgs = containerArgs
-      .map((arg) => arg.replaceAll('$(POD_NAMESPACE)', namespace))
-      .concat('--allow-loopback-functions');
+    const gatewayArgs = inNamespace(containerArgs, namespace).concat('--allow-loopback-functions');
     const { args: functionsArgs, mount } = await withMountedCertificate(
-      withFlag(
-        onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [],
-        '--port',
-        String(port),
-      ).concat(['--host', '127.0.0.1']),
+      servedOnLoopback(onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [], port),
       { namespace, name: FUNCTION_TLS },
       dir,
     );

@@ -20,10 +20,12 @@ import {
   flagValue,
   handledByDeployed,
   imageOf,
+  inNamespace,
   keptKeys,
   mountedFile,
   onlyContainer,
   problems,
+  servedOnLoopback,
   startGatewayThenFunctions,
   withFlag,
   withFreeLiveness,
@@ -346,16 +348,15 @@ describe('causeway init: crd.yaml and deploy/', () => {
     const { args: containerArgs, liveness } = await withFreeLiveness(
       await withMountedScopes(gatewayContainer.args ?? [], gatewayDeployment, objects, project.dir),
     );
-    const gatewayArgs = withFlag(
-      containerArgs,
-      '--functions',
-      `${project.name}=https://127.0.0.1:${port}`,
-    ).map((arg) => arg.replaceAll('$(POD_NAMESPACE)', project.name));
+    const gatewayArgs = inNamespace(
+      withFlag(containerArgs, '--functions', `${project.name}=https://127.0.0.1:${port}`),
+      project.name,
+    );
     const served = onlyContainer(find<Deployment>(objects, 'Deployment', project.functions)).args ?? [];
     // The image serves the build of operator.ts (npm run build): Node runs the source as it is.
     assert.equal(served[1], 'dist/operator.js');
     const mounted = await withMountedCertificate(
-      [...withFlag(served.with(1, 'operator.ts'), '--port', String(port)), '--host', '127.0.0.1'],
+      servedOnLoopback(served.with(1, 'operator.ts'), port),
       { namespace: project.name, name: `${project.functions}-tls` },
       project.dir,
     );

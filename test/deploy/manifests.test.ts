@@ -23,6 +23,7 @@ import {
   flagValue,
   handledByDeployed,
   imageOf,
+  inNamespace,
   installRbac,
   keptKeys,
   mountedFile,
@@ -32,6 +33,7 @@ import {
   REPO,
   render,
   type Service,
+  servedOnLoopback,
   startBundledCli,
   startGatewayThenFunctions,
   withFlag,
@@ -453,15 +455,12 @@ describe('deploy/examples/01-minimal', () => {
     const { args: containerArgs, liveness } = await withFreeLiveness(
       await withMountedScopes(onlyContainer(deployment).args ?? [], deployment, objects, dir),
     );
-    const gatewayArgs = withFlag(containerArgs, '--functions', `kopfexample=https://127.0.0.1:${port}`).map(
-      (arg) => arg.replaceAll('$(POD_NAMESPACE)', namespace),
+    const gatewayArgs = inNamespace(
+      withFlag(containerArgs, '--functions', `kopfexample=https://127.0.0.1:${port}`),
+      namespace,
     );
     const { args: functionsArgs, mount } = await withMountedCertificate(
-      withFlag(
-        onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [],
-        '--port',
-        String(port),
-      ).concat(['--host', '127.0.0.1']),
+      servedOnLoopback(onlyContainer(find<Deployment>(objects, 'Deployment', FUNCTIONS)).args ?? [], port),
       { namespace, name: FUNCTION_TLS },
       dir,
     );

@@ -147,6 +147,17 @@ export function withFlag(args: string[], flag: string, value: string): string[] 
   return args.map((arg, i) => (i === index + 1 ? value : arg));
 }
 
+/** A container's arguments as they run in `namespace`: the downward API's $(POD_NAMESPACE) filled in. */
+export const inNamespace = (args: string[], namespace: string): string[] =>
+  args.map((arg) => arg.replaceAll('$(POD_NAMESPACE)', namespace));
+
+/** A function service's container arguments, to serve on this host's `port` instead of the pod's. */
+export const servedOnLoopback = (args: string[], port: number): string[] => [
+  ...withFlag(args, '--port', String(port)),
+  '--host',
+  '127.0.0.1',
+];
+
 /**
  * The gateway's arguments with its liveness endpoint on a free loopback port instead of the
  * container's 0.0.0.0:8080, which tests running at once would share, and that endpoint's URL.

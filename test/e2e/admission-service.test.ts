@@ -26,7 +26,7 @@ import type { KubernetesObject } from '../../protocol/index.ts';
 import { testNamespace, webhookClientCa } from '../support/cluster.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { applyFile, eventually, kubeClient } from '../support/operator.ts';
-import { type CliProcess, causeway, freePort } from '../support/processes.ts';
+import { type CliProcess, causeway, freePort, serveOnLoopback } from '../support/processes.ts';
 
 const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
 const EXAMPLE = 'examples/17-admission/operator.ts';
@@ -77,12 +77,7 @@ describe('admission webhooks through a Service, called by the real apiserver', (
     const secretFile = join(dir, 'secret');
     writeFileSync(secretFile, SECRET);
     const { CAUSEWAY_SECRET: _unset, ...env } = process.env;
-    const functions = causeway(
-      ['serve', EXAMPLE, '--port', '0', '--host', '127.0.0.1', '--secret-file', secretFile],
-      env,
-    );
-    t.after(() => functions.stop());
-    const url = (await functions.waitFor(/listening on (http:\/\/\S+)/))[1] as string;
+    const { url } = await serveOnLoopback(t, EXAMPLE, ['--secret-file', secretFile], env);
     const gateway = causeway(
       [
         'gateway',

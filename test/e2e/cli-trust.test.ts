@@ -29,7 +29,7 @@ import {
   readPublishedKeys,
   statusOnceThere,
 } from '../support/operator.ts';
-import { type CliProcess, causeway } from '../support/processes.ts';
+import { causeway, serveOnLoopback } from '../support/processes.ts';
 
 const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
 const EXAMPLE = 'examples/01-minimal/operator.ts';
@@ -50,11 +50,7 @@ function mountedCopy(t: TestContext, name: string, content: string): string {
 }
 
 /** `causeway serve` of the minimal example on a free loopback port, stopped after `t`; with its URL. */
-async function serve(t: TestContext, trust: string[]): Promise<{ service: CliProcess; url: string }> {
-  const service = causeway(['serve', EXAMPLE, '--port', '0', '--host', '127.0.0.1', ...trust], withoutSecret);
-  t.after(() => service.stop());
-  return { service, url: (await service.waitFor(/listening on (http:\/\/\S+)/))[1] as string };
-}
+const serve = (t: TestContext, trust: string[]) => serveOnLoopback(t, EXAMPLE, trust, withoutSecret);
 
 /** The gateway's Secret as a gateway that ran before left it, holding `keys`. */
 async function storeSigningKeys(location: { namespace: string; name: string }, keys: StoredKey[]) {

@@ -39,7 +39,7 @@ import {
   kubeClient,
   statusOnceThere,
 } from '../support/operator.ts';
-import { type CliProcess, causeway } from '../support/processes.ts';
+import { type CliProcess, causeway, serveOnLoopback } from '../support/processes.ts';
 import { rbacObjects, refusal, withoutRule, withoutSecret } from '../support/rbac.ts';
 
 const KOPFEXAMPLE_CRD = exampleFile('01-minimal', 'crd.yaml');
@@ -95,12 +95,10 @@ async function service(
   writeFileSync(secretFile, SECRET);
   const scopeFile = join(directory, `${options.name}-scope.yaml`);
   writeFileSync(scopeFile, stringify(options.scope));
-  const served = causeway(
-    ['serve', options.module, '--port', '0', '--host', '127.0.0.1', '--secret-file', secretFile],
-    { ...withoutSecret, ...options.env },
-  );
-  t.after(() => served.stop());
-  const url = (await served.waitFor(/listening on (http:\/\/\S+)/))[1] as string;
+  const { url } = await serveOnLoopback(t, options.module, ['--secret-file', secretFile], {
+    ...withoutSecret,
+    ...options.env,
+  });
   const flags = [
     ...['--functions', `${options.name}=${url}`, '--function-scope', `${options.name}=${scopeFile}`],
     ...['--secret-file', secretFile],

@@ -24,7 +24,7 @@ import {
   writeServiceAccountKubeconfig,
 } from '../support/kubectl.ts';
 import { applyFile, createKopfExample, eventually, kubeClient } from '../support/operator.ts';
-import { causeway } from '../support/processes.ts';
+import { causeway, serveOnLoopback } from '../support/processes.ts';
 import { rbacObjects, refusal, withoutRule, withoutSecret } from '../support/rbac.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -63,12 +63,7 @@ async function minimalOperator(t: TestContext, moreFlags: (namespace: string) =>
   t.after(() => rmSync(directory, { recursive: true, force: true }));
   const secretFile = join(directory, 'secret');
   writeFileSync(secretFile, SECRET);
-  const service = causeway(
-    ['serve', EXAMPLE, '--port', '0', '--host', '127.0.0.1', '--secret-file', secretFile],
-    withoutSecret,
-  );
-  t.after(() => service.stop());
-  const url = (await service.waitFor(/listening on (http:\/\/\S+)/))[1] as string;
+  const { url } = await serveOnLoopback(t, EXAMPLE, ['--secret-file', secretFile], withoutSecret);
   // The gateway's own flags, given to both: what it serves, where, and where it peers.
   const gatewayFlags = [
     ...['--functions', `kopfexample=${url}`, '--function-scope', `kopfexample=${SCOPE}`],

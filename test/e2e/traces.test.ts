@@ -14,7 +14,7 @@ import { describe, it } from 'node:test';
 import { PATHS } from '../../protocol/index.ts';
 import { testNamespace } from '../support/cluster.ts';
 import { applyFile, createKopfExample, eventually, statusOnceThere } from '../support/operator.ts';
-import { causeway } from '../support/processes.ts';
+import { causeway, serveOnLoopback } from '../support/processes.ts';
 
 const SECRET = 'the-shared-secret-of-the-traces-test-0123456789';
 const EXAMPLE = 'examples/01-minimal/operator.ts';
@@ -108,12 +108,12 @@ describe('traces', () => {
       OTEL_BSP_SCHEDULE_DELAY: '100',
     });
 
-    const functions = causeway(
-      ['serve', EXAMPLE, '--port', '0', '--host', '127.0.0.1', '--secret-file', secretFile],
+    const { service: functions, url } = await serveOnLoopback(
+      t,
+      EXAMPLE,
+      ['--secret-file', secretFile],
       exporting('kopfexample-functions'),
     );
-    t.after(() => functions.stop());
-    const url = (await functions.waitFor(/listening on (http:\/\/\S+)/))[1] as string;
     const gateway = causeway(
       [
         'gateway',

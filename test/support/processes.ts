@@ -2,6 +2,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { TestContext } from 'node:test';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 
@@ -81,6 +82,21 @@ export function startCli(
 /** The causeway CLI from sources, on the Node that runs the tests. */
 export function causeway(args: string[], env: NodeJS.ProcessEnv): CliProcess {
   return startCli(process.execPath, [`${ROOT}gateway/cli/main.ts`, ...args], env);
+}
+
+/**
+ * `causeway serve <module>` on a free loopback port with more `args`, as users start a function
+ * service, stopped after `t`; with the URL it says it listens on.
+ */
+export async function serveOnLoopback(
+  t: TestContext,
+  module: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<{ service: CliProcess; url: string }> {
+  const service = causeway(['serve', module, '--port', '0', '--host', '127.0.0.1', ...args], env);
+  t.after(() => service.stop());
+  return { service, url: (await service.waitFor(/listening on (http:\/\/\S+)/))[1] as string };
 }
 
 /** A port free on this host now, for a server that must be named before it starts (the OS may hand it out again meanwhile, rarely). */

@@ -176,6 +176,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       services: services.current,
       signer: credentials.signer,
       ca: settings.calls.ca,
+      ...(earlyDiscovery ? { discovery: earlyDiscovery } : {}),
       logger,
     };
     await stoppedOnFailure(components, () => checkOwnRights(rbacCheck, starting));

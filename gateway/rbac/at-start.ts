@@ -9,6 +9,7 @@ import type { FunctionService } from '../dispatch/function-service.ts';
 import type { Signer } from '../dispatch/signer.ts';
 import { connectServices } from '../handler-sources.ts';
 import type { KubeClient } from '../kube/client.ts';
+import { DiscoveryCache } from '../kube/discovery.ts';
 import type { Logger } from '../logging.ts';
 import { describePermission, type Permission, permissionsOf } from './check.ts';
 import { type Checked, checkGranted } from './granted.ts';
@@ -38,6 +39,8 @@ export interface StartingGateway {
   signer: Signer | undefined;
   /** The CA to trust for services over https that name none. */
   ca: string | undefined;
+  /** The gateway's discovery: loaded once for the check, the pipelines then resolve with it. */
+  discovery?: DiscoveryCache;
   logger: Logger;
 }
 
@@ -55,7 +58,8 @@ export async function checkOwnRights(
   const objectServices = await servicesOfObjects(flags, gateway, client);
   try {
     const services = [...gateway.services, ...objectServices];
-    const { objects, unserved } = await gatewayRbac(client, flags, services, logger);
+    const discovery = await (gateway.discovery ?? new DiscoveryCache(client)).reload();
+    const { objects, unserved } = await gatewayRbac(client, flags, services, discovery, logger);
     // The gateway serves such a resource once its CustomResourceDefinition is installed: no refusal.
     for (const handler of unserved)
       logger.info(`${handler}, which the cluster does not serve yet: its rights on it are not checked`);

@@ -7,7 +7,7 @@ import type { KubernetesObject } from '../../protocol/index.ts';
 import type { FunctionService } from '../dispatch/function-service.ts';
 import { functionServicesPath } from '../engines/function-service-objects.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { Discovery } from '../kube/discovery.ts';
+import type { Discovery } from '../kube/discovery.ts';
 import type { Logger } from '../logging.ts';
 import { type RbacObject, type RbacRequest, rbacFor } from './rbac.ts';
 import { functionServiceSecrets, servedBy } from './served.ts';
@@ -28,9 +28,10 @@ export async function gatewayRbac(
   client: KubeClient,
   { request, admission }: GatewayRbacFlags,
   services: readonly FunctionService[],
+  discovery: Discovery,
   logger: Logger,
 ): Promise<{ objects: RbacObject[]; unserved: string[] }> {
-  const served = servedBy(services, await Discovery.load(client));
+  const served = servedBy(services, discovery);
   for (const name of served.unscoped) {
     logger.warning(`"${name}" declares no scope and is pinned none: no rule lets its answers apply children`);
   }

@@ -3,6 +3,7 @@ import { stringify } from 'yaml';
 import { hmacSigner, keySigner } from '../../dispatch/signer.ts';
 import { connectServices } from '../../handler-sources.ts';
 import { KubeClient } from '../../kube/client.ts';
+import { Discovery } from '../../kube/discovery.ts';
 import { loadKubeConfig } from '../../kube/kubeconfig.ts';
 import { describePermission, permissionsOf } from '../../rbac/check.ts';
 import { checkGranted, username } from '../../rbac/granted.ts';
@@ -53,7 +54,13 @@ export const rbacCommand = command({
     );
     const { objects, unserved } = await (async () => {
       try {
-        return await gatewayRbac(client, { request, admission }, services, logger);
+        return await gatewayRbac(
+          client,
+          { request, admission },
+          services,
+          await Discovery.load(client),
+          logger,
+        );
       } finally {
         await Promise.all(services.map((service) => service.close()));
       }

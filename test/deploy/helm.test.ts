@@ -330,6 +330,25 @@ async function dryRun(objects: Manifest[]): Promise<string[]> {
   return dryRunObjects(result.stdout);
 }
 
+/**
+ * The chart renders the overlay's objects, with one difference: it names its ClusterRole (and its
+ * binding) after the release's namespace, so two releases in two namespaces do not share one.
+ */
+function assertSameObjects(
+  chart: Manifest[],
+  overlay: Manifest[],
+  overlayClusterRole: string,
+  namespace: string,
+) {
+  const names = (objects: Manifest[]) =>
+    objects.map((object) => `${object.kind}/${withoutContentHash(object.metadata.name)}`).sort();
+  const renamed = (name: string) =>
+    name.startsWith('ClusterRole') && name.endsWith(`/${overlayClusterRole}`)
+      ? name.replace(`/${overlayClusterRole}`, `/${GATEWAY}-${namespace}`)
+      : name;
+  assert.deepEqual(names(chart), names(overlay).map(renamed));
+}
+
 describe('deploy/helm/causeway', () => {
   before(async () => {
     // The ClusterRole names kopfexamples.kopf.dev, and `causeway rbac` resolves it through discovery.
@@ -396,16 +415,7 @@ describe('deploy/helm/causeway', () => {
     const namespace = 'kopfexample';
     const chart = await template(t, namespace);
     const overlay = await render(OVERLAY);
-    const names = (objects: Manifest[]) =>
-      objects.map((object) => `${object.kind}/${withoutContentHash(object.metadata.name)}`).sort();
-    // The one difference: the chart names its ClusterRole after the release's namespace, so two
-    // releases in two namespaces do not share one.
-    assert.deepEqual(
-      names(chart),
-      names(overlay).map((name) =>
-        name.replace(/^(ClusterRole(Binding)?)\/causeway-gateway-kopfexample$/, `$1/${GATEWAY}-${namespace}`),
-      ),
-    );
+    assertSameObjects(chart, overlay, 'causeway-gateway-kopfexample', namespace);
     for (const name of [GATEWAY, FUNCTIONS]) assertSamePodSpec(chart, overlay, name);
     assert.deepEqual(
       scopesIn(find(chart, 'ConfigMap', 'causeway-function-scopes')),
@@ -420,15 +430,7 @@ describe('deploy/helm/causeway', () => {
     const namespace = 'kopfexample-admission';
     const chart = await template(t, namespace, ADMISSION_NETWORK_POLICY);
     const overlay = await render(ADMISSION_OVERLAY);
-    const names = (objects: Manifest[]) =>
-      objects.map((object) => `${object.kind}/${withoutContentHash(object.metadata.name)}`).sort();
-    // The one difference: the chart names its ClusterRole after the release's namespace.
-    assert.deepEqual(
-      names(chart),
-      names(overlay).map((name) =>
-        name.replace(/^(ClusterRole(Binding)?)\/causeway-gateway-admission$/, `$1/${GATEWAY}-${namespace}`),
-      ),
-    );
+    assertSameObjects(chart, overlay, 'causeway-gateway-admission', namespace);
     // The overlay calls its function service "admission"; the chart names it after its Service.
     assertSamePodSpec(chart, overlay, GATEWAY, (arg) =>
       arg.replace(/^admission=/, 'kopfexample=').replace(/\/admission\.yaml$/, '/kopfexample.yaml'),

@@ -31,8 +31,24 @@ export interface ControlPlane {
   readonly dir: string;
   /** The apiserver's Prometheus metrics, read as admin. */
   metrics(): Promise<string>;
+  /** etcd's client URL (http://127.0.0.1:PORT), for what only etcd does: compaction, say. */
+  readonly etcdUrl: string;
+  /**
+   * Stops a component (with `kill`: SIGTERM, its orderly stop, by default; SIGKILL for a crash), runs
+   * `whileDown`, then starts it again with the same flags, port and data, and waits until it is ready.
+   * For tests of faults: never on a control plane that other tests share.
+   */
+  restart(component: RestartableComponent, options?: RestartOptions): Promise<void>;
   /** Idempotent. */
   stop(): Promise<void>;
+}
+
+export type RestartableComponent = 'etcd' | 'kube-apiserver';
+
+export interface RestartOptions {
+  kill?: 'SIGTERM' | 'SIGKILL';
+  /** Runs while the component is down: a test waits here for what the outage must show. */
+  whileDown?: () => Promise<unknown>;
 }
 
 export interface ControlPlaneOptions {
@@ -41,6 +57,11 @@ export interface ControlPlaneOptions {
   controllerManager?: boolean;
   /** Audit write requests at Metadata level to `auditLogPath`; default false. */
   auditLog?: boolean;
+  /**
+   * The apiserver's watch cache; default true. Without it, watches are served by etcd itself, so a
+   * watch resumed from a position etcd has compacted away is answered 410 Gone.
+   */
+  watchCache?: boolean;
 }
 
 /**
@@ -51,14 +72,16 @@ export async function startControlPlane({
   onProgress = silent,
   controllerManager = true,
   auditLog = false,
+  watchCache = true,
 }: ControlPlaneOptions = {}): Promise<ControlPlane & { auditLogPath?: string }> {
   const binaries = await ensureBinaries({ onProgress });
   const started = performance.now();
   const dir = await controlPlaneDir();
-  const components: Supervised[] = [];
+  // By name, in the order they first started: a component started again keeps its place.
+  const components = new Map<string, Supervised>();
   const stopComponents = async () => {
     // Dependents first, so that none of them logs the loss of what it depends on.
-    for (const component of components.toReversed()) await component.stop();
+    for (const component of [...components.values()].toReversed()) await component.stop();
   };
   let stopping: Promise<void> | undefined;
   const stop = () => {
@@ -74,7 +97,7 @@ export async function startControlPlane({
   };
   const unregister = stopOnInterrupt(stop);
   const onSpawn = (component: Supervised) => {
-    components.push(component);
+    components.set(component.name, component);
     // Interrupted between two components: this one's readiness wait then fails at once.
     if (stopping) void component.stop();
   };
@@ -93,6 +116,7 @@ export async function startControlPlane({
       port: apiPort,
       token,
       auditLogPath,
+      watchCache,
       onSpawn,
     });
     const kubeconfigPath = join(dir, 'kubeconfig');
@@ -104,8 +128,16 @@ export async function startControlPlane({
     }
     onProgress(`control plane ready in ${seconds(started)}: ${api.server}, kubeconfig ${kubeconfigPath}`);
 
+    const launchers: Record<RestartableComponent, () => Promise<void>> = {
+      etcd: etcd.launch,
+      'kube-apiserver': api.launch,
+    };
     return {
-      ...api,
+      server: api.server,
+      token: api.token,
+      caPem: api.caPem,
+      webhookClientCaPath: api.webhookClientCaPath,
+      etcdUrl: etcd.url,
       kubeconfigPath,
       dir,
       ...(auditLogPath ? { auditLogPath } : {}),
@@ -113,6 +145,15 @@ export async function startControlPlane({
         const response = await apiRequest(api, 'GET', '/metrics');
         if (response.status !== 200) throw new Error(`GET /metrics: ${response.status} ${response.body}`);
         return response.body;
+      },
+      async restart(name, { kill = 'SIGTERM', whileDown } = {}) {
+        const component = components.get(name);
+        if (!component || component.exit) throw new Error(`${name} is not running`);
+        await (kill === 'SIGKILL' ? component.kill('SIGKILL') : component.stop());
+        await whileDown?.();
+        const restarted = performance.now();
+        await launchers[name]();
+        onProgress(`${name} started again in ${seconds(restarted)}`);
       },
       stop,
     };

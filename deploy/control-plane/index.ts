@@ -1,4 +1,10 @@
 export { type ControlPlaneBinaries, cacheRoot, ensureBinaries } from './build.ts';
-export { type ControlPlane, type ControlPlaneOptions, startControlPlane } from './control-plane.ts';
+export {
+  type ControlPlane,
+  type ControlPlaneOptions,
+  type RestartableComponent,
+  type RestartOptions,
+  startControlPlane,
+} from './control-plane.ts';
 export type { Progress } from './progress.ts';
 export { ETCD_VERSION, KUBERNETES_VERSION } from './versions.ts';

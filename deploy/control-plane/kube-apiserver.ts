@@ -13,13 +13,19 @@ export interface KubeApiserverOptions {
   port: number;
   token: string;
   auditLogPath?: string;
+  /** Serve watches from etcd directly (--watch-cache=false), so that a compacted position is answered 410; default true. */
+  watchCache?: boolean;
   onSpawn: OnSpawn;
 }
 
+/**
+ * Starts kube-apiserver and waits until it is ready. `launch` starts it again, after it has been
+ * stopped or killed, with the same flags: the same port, certificates, keys and tokens.
+ */
 export async function startKubeApiserver(
   binary: string,
-  { dir, etcdUrl, port, token, auditLogPath, onSpawn }: KubeApiserverOptions,
-): Promise<ApiTarget & { webhookClientCaPath: string }> {
+  { dir, etcdUrl, port, token, auditLogPath, watchCache = true, onSpawn }: KubeApiserverOptions,
+): Promise<ApiTarget & { webhookClientCaPath: string; launch(): Promise<void> }> {
   const certDir = join(dir, 'certs');
   await mkdir(certDir);
   const tokensPath = join(dir, 'tokens.csv');
@@ -31,53 +37,55 @@ export async function startKubeApiserver(
   await writeFile(privateKeyPath, keys.privatePem, { mode: 0o600 });
   const webhookClients = await webhookClientCertificate(dir);
 
-  const apiserver = await supervise(
-    'kube-apiserver',
-    binary,
-    [
-      `--etcd-servers=${etcdUrl}`,
-      '--bind-address=127.0.0.1',
-      '--advertise-address=127.0.0.1',
-      `--secure-port=${port}`,
-      // Without --tls-cert-file the apiserver generates a CA and a serving cert for its addresses here.
-      `--cert-dir=${certDir}`,
-      `--token-auth-file=${tokensPath}`,
-      '--service-account-issuer=https://kubernetes.default.svc',
-      `--service-account-key-file=${publicKeyPath}`,
-      `--service-account-signing-key-file=${privateKeyPath}`,
-      '--authorization-mode=RBAC',
-      // No kubelets and no service network: nothing could serve the kubernetes Service's endpoints,
-      // and pods need no service account token volumes.
-      '--endpoint-reconciler-type=none',
-      '--disable-admission-plugins=ServiceAccount',
-      '--service-cluster-ip-range=10.0.0.0/24',
-      webhookClients.flag,
-      ...(auditLogPath ? await auditFlags(dir, auditLogPath) : []),
-    ],
-    { logPath: join(dir, 'kube-apiserver.log') },
-  );
-  onSpawn(apiserver);
-
+  const args = [
+    `--etcd-servers=${etcdUrl}`,
+    '--bind-address=127.0.0.1',
+    '--advertise-address=127.0.0.1',
+    `--secure-port=${port}`,
+    // Without --tls-cert-file the apiserver generates a CA and a serving cert for its addresses here,
+    // and reuses them when it starts again.
+    `--cert-dir=${certDir}`,
+    `--token-auth-file=${tokensPath}`,
+    '--service-account-issuer=https://kubernetes.default.svc',
+    `--service-account-key-file=${publicKeyPath}`,
+    `--service-account-signing-key-file=${privateKeyPath}`,
+    '--authorization-mode=RBAC',
+    // No kubelets and no service network: nothing could serve the kubernetes Service's endpoints,
+    // and pods need no service account token volumes.
+    '--endpoint-reconciler-type=none',
+    '--disable-admission-plugins=ServiceAccount',
+    '--service-cluster-ip-range=10.0.0.0/24',
+    webhookClients.flag,
+    ...(watchCache ? [] : ['--watch-cache=false']),
+    ...(auditLogPath ? await auditFlags(dir, auditLogPath) : []),
+  ];
   const certPath = join(certDir, 'apiserver.crt');
-  const caPem = await untilReady(apiserver, `${certPath} to be generated`, async () =>
-    generatedCa(await readFile(certPath, 'utf8').catch(() => '')),
-  );
-  const api = { server: `https://127.0.0.1:${port}`, token, caPem };
-  let last = '';
-  await untilReady(
-    apiserver,
-    `${api.server}/readyz`,
-    async () => {
-      const response = await apiRequest(api, 'GET', '/readyz').catch((error: Error) => ({
-        status: 0,
-        body: error.message,
-      }));
-      last = `last /readyz answer: ${response.status} ${response.body}`;
-      return response.status === 200 ? true : undefined;
-    },
-    () => last,
-  );
-  return { ...api, webhookClientCaPath: webhookClients.caPath };
+  const api = { server: `https://127.0.0.1:${port}`, token, caPem: '' };
+  const launch = async () => {
+    const apiserver = await supervise('kube-apiserver', binary, args, {
+      logPath: join(dir, 'kube-apiserver.log'),
+    });
+    onSpawn(apiserver);
+    api.caPem = await untilReady(apiserver, `${certPath} to be generated`, async () =>
+      generatedCa(await readFile(certPath, 'utf8').catch(() => '')),
+    );
+    let last = '';
+    await untilReady(
+      apiserver,
+      `${api.server}/readyz`,
+      async () => {
+        const response = await apiRequest(api, 'GET', '/readyz').catch((error: Error) => ({
+          status: 0,
+          body: error.message,
+        }));
+        last = `last /readyz answer: ${response.status} ${response.body}`;
+        return response.status === 200 ? true : undefined;
+      },
+      () => last,
+    );
+  };
+  await launch();
+  return { ...api, webhookClientCaPath: webhookClients.caPath, launch };
 }
 
 /**

@@ -72,6 +72,23 @@ test('a command that ignores SIGTERM is killed after the grace period', async (t
   await groupDies(proc.pid);
 });
 
+test('kill(SIGKILL) ends at once a command that ignores SIGTERM, with no grace period', async (t) => {
+  const dir = await scratch(t);
+  const logPath = join(dir, 'log');
+  const script = 'trap "" TERM; echo ignoring; while :; do sleep 1; done';
+  const proc = await supervise('crashing', 'sh', ['-c', script], { logPath, graceSeconds: 30 });
+  await waitFor(
+    'the trap to be set',
+    async () => (await readFile(logPath, 'utf8')).includes('ignoring') || undefined,
+    { timeoutMs: 5000 },
+  );
+  const started = performance.now();
+  const exit = await proc.kill('SIGKILL');
+  assert.ok(performance.now() - started < 5000, 'no grace period is waited for');
+  assert.equal(exit.signal, 'SIGKILL');
+  await groupDies(proc.pid);
+});
+
 test('a command that exits by itself is reported', async (t) => {
   const dir = await scratch(t);
   const logPath = join(dir, 'log');

@@ -57,6 +57,11 @@ export interface Supervised {
   readonly exit: Exit | undefined;
   /** Idempotent; resolves when the command and its supervisor are gone. */
   stop(): Promise<Exit>;
+  /**
+   * Sends `signal` to the command and its supervisor at once, with no grace (a crash, as `kill -9`
+   * makes one); resolves when the supervisor has exited.
+   */
+  kill(signal: NodeJS.Signals): Promise<Exit>;
 }
 
 /** Lets the caller take charge of stopping a component before it is ready. */
@@ -135,6 +140,12 @@ export async function supervise(
         }
       })();
       return stopping;
+    },
+    async kill(signal) {
+      signalGroup(pid, signal);
+      const ended = await exited;
+      child.stdin?.destroy();
+      return ended;
     },
   };
 }

@@ -25,7 +25,7 @@ export interface CredentialsOptions {
   secret: Uint8Array | undefined;
   settings: Settings;
   logger: Logger;
-  /** Told of every request of the cluster client (the metrics'). */
+  /** Told of every request of the cluster client (the metrics', and the log of the API's reachability). */
   observe?: RequestObserver;
 }
 

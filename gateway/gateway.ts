@@ -19,8 +19,9 @@ import { Indexes } from './engines/indexes.ts';
 import { HealthEndpoint } from './engines/liveness.ts';
 import { HandlerBinder } from './handler-binder.ts';
 import { DEFAULT_IDENTITY, type Identity } from './identity.ts';
-import type { KubeClient } from './kube/client.ts';
+import type { KubeClient, RequestObserver } from './kube/client.ts';
 import { DiscoveryCache, kindSelector } from './kube/discovery.ts';
+import { reachabilityLog } from './kube/reachability.ts';
 import { createLogger, type Logger } from './logging.ts';
 import { MetricsEndpoint, metricsAddress } from './metrics/endpoint.ts';
 import { GatewayMetrics } from './metrics/metrics.ts';
@@ -125,6 +126,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     metrics && new MetricsEndpoint(metrics, metricsAddress(options.metrics as string), logger);
   if (metricsEndpoint) await components.add(metricsEndpoint);
 
+  const reachability = reachabilityLog(logger);
+  const observeRequest: RequestObserver = (method, path, status, error) => {
+    metrics?.apiRequest(method, path, status);
+    reachability(method, path, status, error);
+  };
   const credentials = await setUpCredentials(
     {
       kubeconfig: options.kubeconfig,
@@ -132,7 +138,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       secret: options.secret,
       settings,
       logger,
-      ...(metrics ? { observe: metrics.apiRequest } : {}),
+      observe: observeRequest,
     },
     components,
   );
@@ -190,7 +196,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const client = await stoppedOnFailure(components, async () => {
     await activities.startup();
     const login = { from: options.loginFrom, services: services.current, activities };
-    return clusterClient(credentials, login, stopping.signal, logger, metrics?.apiRequest);
+    return clusterClient(credentials, login, stopping.signal, logger, observeRequest);
   });
   let listed = false; // the watched resources' first lists are in: Gateway.synced resolved
   const webhookServerDown = () =>

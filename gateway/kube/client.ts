@@ -41,8 +41,13 @@ export interface LoggedIn {
 /** How the client logs in, at first and again. */
 export type Login = () => Promise<LoggedIn>;
 
-/** Told of every request to the API: its method, its path, and its status (undefined: no answer came). */
-export type RequestObserver = (method: string, path: string, status: number | undefined) => void;
+/** Told of every request to the API: its method, its path, and its status (undefined: no answer came, for `error`). */
+export type RequestObserver = (
+  method: string,
+  path: string,
+  status: number | undefined,
+  error?: unknown,
+) => void;
 
 /** Logging in again failed. The login retried what it could, so the request is not retried for it. */
 export class LoginFailed extends Error {
@@ -211,7 +216,7 @@ export class KubeClient {
     try {
       response = await send();
     } catch (error) {
-      this.#observe?.(method, path, undefined);
+      this.#observe?.(method, path, undefined, error);
       throw error;
     }
     this.#observe?.(method, path, response.statusCode);

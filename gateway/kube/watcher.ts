@@ -8,7 +8,7 @@ import type { Logger } from '../logging.ts';
 import type { Settings } from '../settings.ts';
 import { jitter, sleep } from '../timing.ts';
 import type { KubeClient } from './client.ts';
-import { ApiError } from './errors.ts';
+import { ApiError, isTransient } from './errors.ts';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
@@ -79,11 +79,14 @@ export class Watcher {
 
   async #loop(): Promise<void> {
     let backoff = this.#options.settings.retryDelayMs.first;
+    /** Failed answers in a row: reset by a list, a watch the server ended, or no answer at all. */
+    let failedAnswers = 0;
     let synced = false;
     while (!this.#abort.signal.aborted) {
       try {
         if (this.#resourceVersion === undefined) {
           await this.#list();
+          failedAnswers = 0;
           if (!synced) {
             synced = true;
             this.#options.onSynced?.();
@@ -91,6 +94,7 @@ export class Watcher {
         }
         await this.#watch();
         backoff = this.#options.settings.retryDelayMs.first;
+        failedAnswers = 0;
       } catch (error) {
         if (this.#abort.signal.aborted) return;
         this.#options.onRestart?.();
@@ -98,7 +102,8 @@ export class Watcher {
           this.#resourceVersion = undefined;
           continue;
         }
-        this.#options.logger.warning('watch failed, retrying', {
+        failedAnswers = error instanceof ApiError ? failedAnswers + 1 : 0;
+        this.#options.logger.log(failureLevel(error, failedAnswers), 'watch failed, retrying', {
           path: this.#options.path,
           err: describeError(error),
         });
@@ -209,6 +214,23 @@ export class Watcher {
     else this.#known.set(object.metadata.uid, remembered(object));
     this.#options.onEvent({ type, object });
   }
+}
+
+/**
+ * Failed answers in a row before a transient one (429, 5xx) is worth a warning: an apiserver that has
+ * just started answers 503 for a moment (about 4 s of backoff before the fifth).
+ */
+const TRANSIENT_FAILURES_WORTH_A_WARNING = 5;
+
+/**
+ * How loud one failure of a watch is. An API that does not answer at all is said once for all the
+ * watches (reachability.ts), a transient answer once it lasts; an answer that refuses this watch
+ * (403, 404) each time.
+ */
+export function failureLevel(error: unknown, failedAnswers: number): 'warning' | 'debug' {
+  if (!(error instanceof ApiError)) return 'debug';
+  if (!isTransient(error)) return 'warning';
+  return failedAnswers === TRANSIENT_FAILURES_WORTH_A_WARNING ? 'warning' : 'debug';
 }
 
 /** An object reduced to what a deletion found at a re-list is reported with. */

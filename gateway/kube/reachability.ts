@@ -1,0 +1,32 @@
+/**
+ * Whether the Kubernetes API answers, as the gateway's requests find it. When the apiserver goes away
+ * every watch and every write retries on its own; this says so once, when the first request finds no
+ * one to answer, and once when a request is answered again, instead of a line per watch per retry.
+ */
+import type { Logger } from '../logging.ts';
+import type { RequestObserver } from './client.ts';
+
+export function reachabilityLog(logger: Logger, now: () => number = Date.now): RequestObserver {
+  let unreachableSince: number | undefined;
+  return (_method, _path, status, error) => {
+    if (status !== undefined) {
+      if (unreachableSince === undefined) return;
+      const seconds = (now() - unreachableSince) / 1000;
+      unreachableSince = undefined;
+      logger.info('Kubernetes API reachable again', { unreachableSeconds: Number(seconds.toFixed(1)) });
+      return;
+    }
+    // A request the gateway gave up on itself (it stops, or drops a silent watch) says nothing of the API.
+    if (error instanceof Error && error.name === 'AbortError') return;
+    if (unreachableSince !== undefined) return;
+    unreachableSince = now();
+    logger.warning('Kubernetes API unreachable: watches and writes retry until it answers', {
+      err: describe(error),
+    });
+  };
+}
+
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  return error.cause instanceof Error ? `${error.message} (${error.cause.message})` : error.message;
+}

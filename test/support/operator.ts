@@ -149,13 +149,14 @@ export function objectNames(prefix: string, count: number): string[] {
   return Array.from({ length: count }, (_, index) => `${prefix}-${String(index).padStart(4, '0')}`);
 }
 
-/** Creates KopfExamples of these names in `namespace`, with `labels`, 50 at a time. */
+/** Creates KopfExamples of these names in `namespace`, with `labels`, 50 at a time (through `client`: the test control plane's by default). */
 export async function createKopfExamples(
   namespace: string,
   names: readonly string[],
   labels: Record<string, string> = {},
+  client?: KubeClient,
 ): Promise<void> {
-  const client = await kubeClient();
+  client ??= await kubeClient();
   for (let start = 0; start < names.length; start += 50) {
     await Promise.all(
       names.slice(start, start + 50).map((name) =>
@@ -174,8 +175,8 @@ export async function createKopfExamples(
 }
 
 /** The create handler's results (`status.create_fn`) of the namespace's KopfExamples, by name. */
-export async function createResults(namespace: string): Promise<Map<string, unknown>> {
-  const client = await kubeClient();
+export async function createResults(namespace: string, client?: KubeClient): Promise<Map<string, unknown>> {
+  client ??= await kubeClient();
   const list = await client.get<{ items: KubernetesObject[] }>(
     `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`,
   );

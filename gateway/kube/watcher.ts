@@ -99,6 +99,10 @@ export class Watcher {
         if (this.#abort.signal.aborted) return;
         this.#options.onRestart?.();
         if (error instanceof Expired || (error instanceof ApiError && error.status === 410)) {
+          this.#options.logger.debug('watch position expired (410 Gone): listing again', {
+            path: this.#options.path,
+            resourceVersion: this.#resourceVersion,
+          });
           this.#resourceVersion = undefined;
           continue;
         }

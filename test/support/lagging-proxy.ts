@@ -2,7 +2,8 @@
  * A plain-HTTP reverse proxy to the test apiserver that can hold back watch streams, as a congested
  * network or a busy apiserver does: the apiserver and its events are real, only their delivery lags.
  * Everything else (lists, reads, writes) passes at once, but for Leases when told to refuse them, as
- * an apiserver that one client can no longer reach for them would (503).
+ * an apiserver that one client can no longer reach for them would (503); and it can cut a resource's
+ * watches and refuse them for a while, as a network that parts the gateway from the apiserver does.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { request } from 'node:https';
@@ -19,6 +20,11 @@ export interface LaggingProxy {
   release(): void;
   /** Answers every request for Leases with 503 while `refused`. */
   refuseLeases(refused: boolean): void;
+  /**
+   * Cuts the open watches of paths that contain `resource`, and answers new ones 503, until called
+   * with undefined; resolves once a watch has been refused, so that the client is known to be away.
+   */
+  refuseWatches(resource: string | undefined): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -27,6 +33,10 @@ type Valve = 'open' | 'after-next' | 'held';
 export async function startLaggingProxy(target: ApiTarget): Promise<LaggingProxy> {
   let valve: Valve = 'open';
   let leasesRefused = false;
+  let watchesRefused: string | undefined;
+  let watchRefused = Promise.withResolvers<void>();
+  /** The open watches' responses, by path. */
+  const watches = new Map<ServerResponse, string>();
   /** What the valve keeps: lines, and the end of a stream that ended meanwhile (no data). */
   const held: Array<{ response: ServerResponse; data?: string }> = [];
 
@@ -57,16 +67,28 @@ export async function startLaggingProxy(target: ApiTarget): Promise<LaggingProxy
       return;
     }
     const watching = ['true', '1'].includes(url.searchParams.get('watch') ?? '');
+    if (watching && watchesRefused !== undefined && url.pathname.includes(watchesRefused)) {
+      response.writeHead(503, { 'content-type': 'application/json' });
+      response.end(
+        JSON.stringify({ kind: 'Status', status: 'Failure', code: 503, message: 'refused by the test' }),
+      );
+      watchRefused.resolve();
+      return;
+    }
     const { host: _host, ...headers } = incoming.headers;
     const upstream = request(url, { method: incoming.method, headers, ca: target.caPem }, (answer) => {
       response.writeHead(answer.statusCode ?? 502, answer.headers);
       if (watching) {
+        watches.set(response, url.pathname);
         answer.on('data', watchStream(response));
         answer.on('end', () => (valve === 'held' ? held.push({ response }) : response.end()));
       } else answer.pipe(response);
     });
     upstream.on('error', (error) => response.destroy(error));
-    response.on('close', () => upstream.destroy());
+    response.on('close', () => {
+      watches.delete(response);
+      upstream.destroy();
+    });
     incoming.pipe(upstream);
   };
 
@@ -90,6 +112,13 @@ export async function startLaggingProxy(target: ApiTarget): Promise<LaggingProxy
     },
     refuseLeases(refused) {
       leasesRefused = refused;
+    },
+    async refuseWatches(resource) {
+      watchesRefused = resource;
+      if (resource === undefined) return;
+      watchRefused = Promise.withResolvers<void>();
+      for (const [response, path] of watches) if (path.includes(resource)) response.destroy();
+      await watchRefused.promise;
     },
     release() {
       valve = 'open';

@@ -16,3 +16,11 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 export function jitter(ms: number): number {
   return ms * (0.5 + Math.random());
 }
+
+/**
+ * A server's Retry-After, spread over [1, 1.5) times it: never sooner than it asks, and the requests
+ * it refused together do not all come back together, to be refused together again.
+ */
+export function spreadRetryAfter(ms: number): number {
+  return ms * (1 + Math.random() / 2);
+}

@@ -9,7 +9,7 @@ import type { RequestOptions } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { type Span, SpanKind } from '@opentelemetry/api';
 import { Agent, type Dispatcher, ProxyAgent, request } from 'undici';
-import { jitter, sleep } from '../timing.ts';
+import { jitter, sleep, spreadRetryAfter } from '../timing.ts';
 import { inRecordedSpan, inSpan, serverAttributes } from '../tracing/spans.ts';
 import { ApiError, isTransient } from './errors.ts';
 
@@ -111,7 +111,7 @@ export class KubeClient {
         )
           throw error;
         const retryAfterMs = error instanceof ApiError ? (error.retryAfterSeconds ?? 0) * 1000 : 0;
-        await sleep(Math.max(jitter(delay), retryAfterMs), init.signal);
+        await sleep(Math.max(jitter(delay), spreadRetryAfter(retryAfterMs)), init.signal);
       }
     }
   }

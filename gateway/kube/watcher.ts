@@ -6,7 +6,7 @@
 import type { KubernetesObject } from '../../protocol/index.ts';
 import type { Logger } from '../logging.ts';
 import type { Settings } from '../settings.ts';
-import { jitter, sleep } from '../timing.ts';
+import { jitter, sleep, spreadRetryAfter } from '../timing.ts';
 import type { KubeClient } from './client.ts';
 import { ApiError, isTransient } from './errors.ts';
 
@@ -112,7 +112,7 @@ export class Watcher {
           err: describeError(error),
         });
         const retryAfter = error instanceof ApiError ? (error.retryAfterSeconds ?? 0) * 1000 : 0;
-        await sleep(Math.max(jitter(backoff), retryAfter), this.#abort.signal);
+        await sleep(Math.max(jitter(backoff), spreadRetryAfter(retryAfter)), this.#abort.signal);
         backoff = Math.min(backoff * 2, this.#options.settings.retryDelayMs.max);
       }
     }

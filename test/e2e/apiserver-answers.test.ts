@@ -1,14 +1,21 @@
 /**
- * A watch resumed from a position etcd has compacted away. The real apiserver, run without its watch
- * cache, answers 410 Gone; the gateway lists again and misses nothing of what changed while its watch
- * was away. A proxy parts the gateway's watch from the apiserver while objects are created and
- * deleted and etcd is compacted (ControlPlane.compact, through etcd's JSON gateway).
+ * Answers of the real apiserver that refuse the gateway for a while, on a control plane of this
+ * file's own (without its watch cache, with an audit log):
+ * - 410 Gone to a watch resumed from a position etcd has compacted away: the gateway lists again and
+ *   misses nothing of what changed while its watch was away. A proxy parts the gateway's watch from the
+ *   apiserver while objects are created and deleted and etcd is compacted (ControlPlane.compact,
+ *   through etcd's JSON gateway); without the watch cache, etcd itself answers the resumed watch.
+ * - 429 Too Many Requests from API Priority and Fairness, to the gateway's own ServiceAccount: each
+ *   refused request is tried again no sooner than its Retry-After, as the audit log shows.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { readFile } from 'node:fs/promises';
+import { after, before, describe, it } from 'node:test';
+import { KubeConfig } from '@kubernetes/client-node';
 import { operator } from '../../functions/index.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { startLaggingProxy } from '../support/lagging-proxy.ts';
+import { samples } from '../support/metrics.ts';
 import {
   createKopfExamples,
   createResults,
@@ -18,12 +25,16 @@ import {
   runOperator,
   TEST_SECRET,
 } from '../support/operator.ts';
-import { startPrivateCluster } from '../support/private-cluster.ts';
+import { type PrivateCluster, startPrivateCluster } from '../support/private-cluster.ts';
 
-describe('a watch resumed after etcd compacted its position', () => {
-  it('is answered 410 Gone; the gateway lists again and handles what changed meanwhile', async (t) => {
-    const cluster = await startPrivateCluster({ watchCache: false });
-    t.after(() => cluster.stop());
+describe('answers of the apiserver that refuse the gateway for a while', () => {
+  let cluster: PrivateCluster;
+  before(async () => {
+    cluster = await startPrivateCluster({ watchCache: false, auditLog: true });
+  });
+  after(() => cluster?.stop());
+
+  it('410 Gone to a watch resumed after etcd compacted its position: the gateway lists again and handles what changed meanwhile', async (t) => {
     const namespace = await cluster.namespace();
     const path = `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`;
     const proxy = await startLaggingProxy(cluster.controlPlane);
@@ -48,17 +59,17 @@ describe('a watch resumed after etcd compacted its position', () => {
     });
     t.after(() => running.stop());
 
-    const before = objectNames('before', 3);
-    await createKopfExamples(namespace, before, {}, cluster.client);
+    const first = objectNames('first', 3);
+    await createKopfExamples(namespace, first, {}, cluster.client);
     await eventually('the first objects handled', async () =>
-      (await createResults(namespace, cluster.client)).size === before.length ? true : undefined,
+      (await createResults(namespace, cluster.client)).size === first.length ? true : undefined,
     );
 
     // The gateway's watch away: what changes now, it can learn only from a list.
     await proxy.refuseWatches('kopfexamples');
     const missed = objectNames('missed', 5);
     await createKopfExamples(namespace, missed, {}, cluster.client);
-    await cluster.client.request(`${path}/${before[0]}`, { method: 'DELETE' });
+    await cluster.client.request(`${path}/${first[0]}`, { method: 'DELETE' });
     const revision = await cluster.controlPlane.compact();
     await proxy.refuseWatches(undefined);
 
@@ -69,13 +80,194 @@ describe('a watch resumed after etcd compacted its position', () => {
       const list = await cluster.client.get<{ items: KubernetesObject[] }>(path);
       const names = list.items.map((item) => item.metadata.name);
       const handled = list.items.filter((item) => item.status?.create_fn).length;
-      return handled === list.items.length && !names.includes(before[0] as string) ? true : undefined;
+      return handled === list.items.length && !names.includes(first[0] as string) ? true : undefined;
     });
     t.diagnostic(`etcd compacted at revision ${revision}`);
     assert.deepEqual(
       calls.toSorted(),
-      [...[...before, ...missed].map((name) => `create ${name}`), `delete ${before[0]}`].sort(),
+      [...[...first, ...missed].map((name) => `create ${name}`), `delete ${first[0]}`].sort(),
       'each handler called once for each object',
     );
   });
+
+  it('429 from API Priority and Fairness to the gateway: each refused write tried again no sooner than its Retry-After, every object handled', async (t) => {
+    const namespace = await cluster.namespace();
+    const gatewayUser = `system:serviceaccount:${namespace}:gateway`;
+    const kubeconfig = await throttledServiceAccount(cluster, namespace, 'gateway');
+    const names = objectNames('kex', OBJECTS);
+    await createKopfExamples(namespace, names, {}, cluster.client);
+
+    const calls: string[] = [];
+    const op = operator({ name: 'throttled', secret: TEST_SECRET });
+    op.on.create('kopfexamples', async function create_fn({ name }) {
+      calls.push(name);
+      return { created: name };
+    });
+    const refusedBefore = await flowControlCount(cluster, 'rejected');
+    const dispatchedBefore = await flowControlCount(cluster, 'dispatched');
+    const started = performance.now();
+    const running = await runOperator(op, {
+      namespaces: [namespace],
+      kubeconfig,
+      logger: memoryLogger(),
+      transport: 'in-process',
+    });
+    t.after(() => running.stop());
+    await eventually(
+      `all ${OBJECTS} objects handled`,
+      async () => ((await createResults(namespace, cluster.client)).size === OBJECTS ? true : undefined),
+      60_000,
+    );
+    const seconds = (performance.now() - started) / 1000;
+    const refused = (await flowControlCount(cluster, 'rejected')) - refusedBefore;
+    const dispatched = (await flowControlCount(cluster, 'dispatched')) - dispatchedBefore;
+
+    // The apiserver's account of each write: a 429, then the same write again, Retry-After later.
+    const writes = (await auditEvents(cluster)).filter(
+      (event) => event.user.username === gatewayUser && event.objectRef?.namespace === namespace,
+    );
+    const throttled = writes.filter((event) => event.responseStatus?.code === 429);
+    assert.ok(throttled.length > 0, "the apiserver refused some of the gateway's writes with 429");
+    const gapsMs: number[] = [];
+    for (const refusal of throttled) {
+      const target = targetOf(refusal);
+      const again = writes.find(
+        (event) => targetOf(event) === target && event.requestReceivedTimestamp > refusal.stageTimestamp,
+      );
+      assert.ok(again, `${target}: the refused write was tried again`);
+      gapsMs.push(Date.parse(again.requestReceivedTimestamp) - Date.parse(refusal.stageTimestamp));
+    }
+    t.diagnostic(
+      `${OBJECTS} objects in ${seconds.toFixed(1)} s, ${calls.length} calls; the gateway's flow: ${dispatched} requests dispatched, ${refused} refused (${throttled.length} of them writes); tried again ${Math.min(...gapsMs)}–${Math.max(...gapsMs)} ms after a 429`,
+    );
+    // Retry-After is at least 1 s: a retry on the client's own backoff (250 ms) would come sooner.
+    assert.ok(Math.min(...gapsMs) >= 990, `no write tried again before its Retry-After: ${gapsMs}`);
+    // Retries that all came back at once would be refused again together, round after round.
+    assert.ok(refused < 2 * OBJECTS, `no storm of refusals: ${refused} for ${OBJECTS} objects`);
+    assert.deepEqual(new Set(calls), new Set(names), 'every object called');
+  });
 });
+
+/** Objects created before the gateway starts, so that its first writes go out together. */
+const OBJECTS = 40;
+const THROTTLED = 'causeway-test-throttled';
+
+/**
+ * A ServiceAccount with every right, whose requests API Priority and Fairness puts in a priority
+ * level of one share, neither lent nor borrowing, that rejects what does not fit at once; its
+ * kubeconfig, once the level is in force.
+ */
+async function throttledServiceAccount(cluster: PrivateCluster, namespace: string, name: string) {
+  const { client, controlPlane } = cluster;
+  const create = (path: string, body: object) => client.request(path, { method: 'POST', body });
+  await create(`/api/v1/namespaces/${namespace}/serviceaccounts`, {
+    apiVersion: 'v1',
+    kind: 'ServiceAccount',
+    metadata: { name },
+  });
+  await create('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: `${namespace}-${name}` },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+    subjects: [{ kind: 'ServiceAccount', name, namespace }],
+  });
+  await create('/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations', {
+    apiVersion: 'flowcontrol.apiserver.k8s.io/v1',
+    kind: 'PriorityLevelConfiguration',
+    metadata: { name: THROTTLED },
+    spec: {
+      type: 'Limited',
+      limited: {
+        nominalConcurrencyShares: 1,
+        lendablePercent: 0,
+        borrowingLimitPercent: 0,
+        limitResponse: { type: 'Reject' },
+      },
+    },
+  });
+  await create('/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas', {
+    apiVersion: 'flowcontrol.apiserver.k8s.io/v1',
+    kind: 'FlowSchema',
+    metadata: { name: THROTTLED },
+    spec: {
+      priorityLevelConfiguration: { name: THROTTLED },
+      matchingPrecedence: 500,
+      distinguisherMethod: { type: 'ByUser' },
+      rules: [
+        {
+          subjects: [{ kind: 'ServiceAccount', serviceAccount: { name, namespace } }],
+          resourceRules: [
+            { verbs: ['*'], apiGroups: ['*'], resources: ['*'], namespaces: ['*'], clusterScope: true },
+          ],
+          nonResourceRules: [{ verbs: ['*'], nonResourceURLs: ['*'] }],
+        },
+      ],
+    },
+  });
+  await eventually('the priority level in force', async () =>
+    (await controlPlane.metrics()).includes(
+      `apiserver_flowcontrol_nominal_limit_seats{priority_level="${THROTTLED}"}`,
+    )
+      ? true
+      : undefined,
+  );
+  const { status } = await client.request<{ status: { token: string } }>(
+    `/api/v1/namespaces/${namespace}/serviceaccounts/${name}/token`,
+    {
+      method: 'POST',
+      body: {
+        apiVersion: 'authentication.k8s.io/v1',
+        kind: 'TokenRequest',
+        spec: { expirationSeconds: 3600 },
+      },
+    },
+  );
+  const config = new KubeConfig();
+  config.loadFromOptions({
+    clusters: [{ name: 'private', server: controlPlane.server, caData: btoa(controlPlane.caPem) }],
+    users: [{ name, token: status.token }],
+    contexts: [{ name, cluster: 'private', user: name }],
+    currentContext: name,
+  });
+  return config;
+}
+
+/** Requests of the throttled priority level the apiserver has `rejected` (429) or `dispatched`, from its metrics. */
+async function flowControlCount(
+  cluster: PrivateCluster,
+  outcome: 'rejected' | 'dispatched',
+): Promise<number> {
+  const all = samples(await cluster.controlPlane.metrics());
+  let total = 0;
+  for (const [key, value] of all) {
+    if (
+      key.startsWith(`apiserver_flowcontrol_${outcome}_requests_total{`) &&
+      key.includes(`priority_level="${THROTTLED}"`)
+    )
+      total += value;
+  }
+  return total;
+}
+
+interface AuditEvent {
+  verb: string;
+  user: { username: string };
+  objectRef?: { resource: string; namespace?: string; name?: string; subresource?: string };
+  responseStatus?: { code: number };
+  requestReceivedTimestamp: string;
+  stageTimestamp: string;
+}
+
+async function auditEvents(cluster: PrivateCluster): Promise<AuditEvent[]> {
+  const text = await readFile(cluster.controlPlane.auditLogPath as string, 'utf8');
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as AuditEvent);
+}
+
+/** What a write changes: the same for a request and its retries. */
+function targetOf({ verb, objectRef }: AuditEvent): string {
+  return `${verb} ${objectRef?.resource}/${objectRef?.name}${objectRef?.subresource ? `/${objectRef.subresource}` : ''}`;
+}

@@ -146,7 +146,89 @@ describe('answers of the apiserver that refuse the gateway for a while', () => {
     assert.ok(refused < 2 * OBJECTS, `no storm of refusals: ${refused} for ${OBJECTS} objects`);
     assert.deepEqual(new Set(calls), new Set(names), 'every object called');
   });
+
+  it('409 and 404 from a competing writer changing and deleting objects while they are handled: the gateway looks again, writes nothing over them, and serves on', async (t) => {
+    const namespace = await cluster.namespace();
+    const path = `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`;
+    const calls: string[] = [];
+    /** Calls that wait, their handler entered, until the test lets them go on. */
+    const held = new Map([
+      ['delete contested', turnstile()],
+      ['create vanishing', turnstile()],
+    ]);
+    const call = async (what: string) => {
+      calls.push(what);
+      const gate = held.get(what);
+      gate?.entered.resolve();
+      await gate?.released.promise;
+    };
+    const op = operator({ name: 'contested', secret: TEST_SECRET });
+    op.on.create('kopfexamples', async function create_fn({ name }) {
+      await call(`create ${name}`);
+      return { created: name };
+    });
+    op.on.delete('kopfexamples', async function delete_fn({ name }) {
+      await call(`delete ${name}`);
+    });
+    const logger = memoryLogger();
+    const running = await runOperator(op, {
+      namespaces: [namespace],
+      kubeconfig: cluster.kubeconfig(),
+      logger,
+      transport: 'in-process',
+    });
+    t.after(() => running.stop());
+    const gate = (what: string) => held.get(what) as ReturnType<typeof turnstile>;
+
+    // 409: the object changes while its delete handler runs; the finalizer's removal, guarded by the
+    // resourceVersion it was computed from, is refused, and made again from the object as it is now.
+    await createKopfExamples(namespace, ['contested'], {}, cluster.client);
+    await eventually('contested handled', async () =>
+      (await createResults(namespace, cluster.client)).has('contested') ? true : undefined,
+    );
+    await cluster.client.request(`${path}/contested`, { method: 'DELETE' });
+    await gate('delete contested').entered.promise;
+    await cluster.client.patch(`${path}/contested`, 'merge', { spec: { field: 'changed meanwhile' } });
+    gate('delete contested').released.resolve();
+
+    // 404: the object goes (its finalizer taken off by someone else) while its create handler runs.
+    await createKopfExamples(namespace, ['vanishing'], {}, cluster.client);
+    await gate('create vanishing').entered.promise;
+    await cluster.client.patch(`${path}/vanishing`, 'json', [{ op: 'remove', path: '/metadata/finalizers' }]);
+    await cluster.client.request(`${path}/vanishing`, { method: 'DELETE' });
+    gate('create vanishing').released.resolve();
+
+    // The gateway serves on: an object created after both is handled.
+    await createKopfExamples(namespace, ['after'], {}, cluster.client);
+    await eventually('contested and vanishing gone, after handled', async () => {
+      const list = await cluster.client.get<{ items: KubernetesObject[] }>(path);
+      const names = list.items.map((item) => item.metadata.name);
+      return names.join() === 'after' && list.items[0]?.status?.create_fn ? true : undefined;
+    });
+
+    const refusals = (await auditEvents(cluster))
+      .filter((event) => event.objectRef?.namespace === namespace && event.verb === 'patch')
+      .filter((event) => [404, 409, 422].includes(event.responseStatus?.code ?? 0))
+      .map((event) => `${event.objectRef?.name} ${event.responseStatus?.code}`);
+    assert.ok(
+      refusals.some((refusal) => /^contested (409|422)$/.test(refusal)),
+      `the guarded removal of contested's finalizer was refused: ${refusals}`,
+    );
+    assert.ok(refusals.includes('vanishing 404'), `the result for vanishing found it gone: ${refusals}`);
+    assert.deepEqual(
+      calls.toSorted(),
+      ['create after', 'create contested', 'create vanishing', 'delete contested'],
+      'each handler called once: no call made again for a refused write',
+    );
+    const troubles = logger.lines.filter((line) => /WARNING|ERROR/.test(line));
+    assert.deepEqual(troubles, [], 'refusals of a competing writer are no trouble to report');
+  });
 });
+
+/** A call's two moments: its handler entered, and the test letting it go on. */
+function turnstile() {
+  return { entered: Promise.withResolvers<void>(), released: Promise.withResolvers<void>() };
+}
 
 /** Objects created before the gateway starts, so that its first writes go out together. */
 const OBJECTS = 40;

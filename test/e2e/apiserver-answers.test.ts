@@ -7,6 +7,8 @@
  *   through etcd's JSON gateway); without the watch cache, etcd itself answers the resumed watch.
  * - 429 Too Many Requests from API Priority and Fairness, to the gateway's own ServiceAccount: each
  *   refused request is tried again no sooner than its Retry-After, as the audit log shows.
+ * - 422 and 404 to the gateway's writes, from a competing writer that changes or deletes an object
+ *   while its handler runs.
  */
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
@@ -147,7 +149,7 @@ describe('answers of the apiserver that refuse the gateway for a while', () => {
     assert.deepEqual(new Set(calls), new Set(names), 'every object called');
   });
 
-  it('409 and 404 from a competing writer changing and deleting objects while they are handled: the gateway looks again, writes nothing over them, and serves on', async (t) => {
+  it('a competing writer changing and deleting objects while they are handled (422 to a guarded write, 404): the gateway looks again, writes nothing over them, and serves on', async (t) => {
     const namespace = await cluster.namespace();
     const path = `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`;
     const calls: string[] = [];
@@ -180,8 +182,9 @@ describe('answers of the apiserver that refuse the gateway for a while', () => {
     t.after(() => running.stop());
     const gate = (what: string) => held.get(what) as ReturnType<typeof turnstile>;
 
-    // 409: the object changes while its delete handler runs; the finalizer's removal, guarded by the
-    // resourceVersion it was computed from, is refused, and made again from the object as it is now.
+    // The object changes while its delete handler runs; the finalizer's removal, a JSON Patch guarded by
+    // a test of the resourceVersion it was computed from, is refused (the apiserver answers a failed
+    // test 422, a stale merge patch 409), and made again from the object as it is now.
     await createKopfExamples(namespace, ['contested'], {}, cluster.client);
     await eventually('contested handled', async () =>
       (await createResults(namespace, cluster.client)).has('contested') ? true : undefined,

@@ -35,7 +35,8 @@ export interface ControlPlane {
   readonly etcdUrl: string;
   /**
    * Stops a component (with `kill`: SIGTERM, its orderly stop, by default; SIGKILL for a crash), runs
-   * `whileDown`, then starts it again with the same flags, port and data, and waits until it is ready.
+   * `whileDown`, then starts it again (even if `whileDown` failed) with the same flags, port and data,
+   * and waits until it is ready.
    * For tests of faults: never on a control plane that other tests share.
    */
   restart(component: RestartableComponent, options?: RestartOptions): Promise<void>;
@@ -163,10 +164,14 @@ export async function startControlPlane({
         const component = components.get(name);
         if (!component || component.exit) throw new Error(`${name} is not running`);
         await (kill === 'SIGKILL' ? component.kill('SIGKILL') : component.stop());
-        await whileDown?.();
-        const restarted = performance.now();
-        await launchers[name]();
-        onProgress(`${name} started again in ${seconds(restarted)}`);
+        try {
+          await whileDown?.();
+        } finally {
+          // Up again even when `whileDown` failed: the next test still has a control plane.
+          const restarted = performance.now();
+          await launchers[name]();
+          onProgress(`${name} started again in ${seconds(restarted)}`);
+        }
       },
       stop,
     };

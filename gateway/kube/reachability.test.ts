@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import { createLogger } from '../logging.ts';
-import { reachabilityLog } from './reachability.ts';
+import { ApiError } from './errors.ts';
+import { reachabilityLog, watchFailureLevel } from './reachability.ts';
 
 function recorded() {
   const lines: string[] = [];
@@ -47,4 +48,22 @@ test('any answer, an error status too, shows the API reachable; requests the gat
   observe('GET', '/x', 429);
   observe('GET', '/x', undefined, new DOMException('stopping', 'AbortError'));
   assert.deepEqual(messages(), []);
+});
+
+const starting = new ApiError('GET', '/apis/x', 503, { kind: 'Status', reason: 'ServiceUnavailable' });
+const forbidden = new ApiError('GET', '/apis/x', 403, { kind: 'Status', reason: 'Forbidden' });
+
+test('a watch finding no API to answer leaves saying so to the log of reachability', () => {
+  for (const failures of [1, 2, 3, 10]) assert.equal(watchFailureLevel(refused, failures), 'debug');
+});
+
+test('a transient answer is a warning once it has lasted five tries, and only then', () => {
+  assert.deepEqual(
+    [1, 2, 3, 4, 5, 6, 7].map((failures) => watchFailureLevel(starting, failures)),
+    ['debug', 'debug', 'debug', 'debug', 'warning', 'debug', 'debug'],
+  );
+});
+
+test('an answer that refuses the watch is a warning every time', () => {
+  for (const failures of [1, 2, 3, 10]) assert.equal(watchFailureLevel(forbidden, failures), 'warning');
 });

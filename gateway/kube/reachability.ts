@@ -5,6 +5,7 @@
  */
 import type { Logger } from '../logging.ts';
 import type { RequestObserver } from './client.ts';
+import { ApiError, isTransient } from './errors.ts';
 
 export function reachabilityLog(logger: Logger, now: () => number = Date.now): RequestObserver {
   let unreachableSince: number | undefined;
@@ -24,6 +25,23 @@ export function reachabilityLog(logger: Logger, now: () => number = Date.now): R
       err: describe(error),
     });
   };
+}
+
+/**
+ * Failed answers in a row before a transient one (429, 5xx) is worth a warning: an apiserver that has
+ * just started answers 503 for a moment (about 4 s of backoff before the fifth).
+ */
+const TRANSIENT_FAILURES_WORTH_A_WARNING = 5;
+
+/**
+ * How loud one failure of a watch is. An API that does not answer at all is said once for all the
+ * watches (reachability.ts), a transient answer once it lasts; an answer that refuses this watch
+ * (403, 404) each time.
+ */
+export function watchFailureLevel(error: unknown, failedAnswers: number): 'warning' | 'debug' {
+  if (!(error instanceof ApiError)) return 'debug';
+  if (!isTransient(error)) return 'warning';
+  return failedAnswers === TRANSIENT_FAILURES_WORTH_A_WARNING ? 'warning' : 'debug';
 }
 
 function describe(error: unknown): string {

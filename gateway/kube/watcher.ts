@@ -8,7 +8,8 @@ import type { Logger } from '../logging.ts';
 import type { Settings } from '../settings.ts';
 import { jitter, sleep, spreadRetryAfter } from '../timing.ts';
 import type { KubeClient } from './client.ts';
-import { ApiError, isTransient } from './errors.ts';
+import { ApiError } from './errors.ts';
+import { watchFailureLevel } from './reachability.ts';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
@@ -107,7 +108,7 @@ export class Watcher {
           continue;
         }
         failedAnswers = error instanceof ApiError ? failedAnswers + 1 : 0;
-        this.#options.logger.log(failureLevel(error, failedAnswers), 'watch failed, retrying', {
+        this.#options.logger.log(watchFailureLevel(error, failedAnswers), 'watch failed, retrying', {
           path: this.#options.path,
           err: describeError(error),
         });
@@ -218,23 +219,6 @@ export class Watcher {
     else this.#known.set(object.metadata.uid, remembered(object));
     this.#options.onEvent({ type, object });
   }
-}
-
-/**
- * Failed answers in a row before a transient one (429, 5xx) is worth a warning: an apiserver that has
- * just started answers 503 for a moment (about 4 s of backoff before the fifth).
- */
-const TRANSIENT_FAILURES_WORTH_A_WARNING = 5;
-
-/**
- * How loud one failure of a watch is. An API that does not answer at all is said once for all the
- * watches (reachability.ts), a transient answer once it lasts; an answer that refuses this watch
- * (403, 404) each time.
- */
-export function failureLevel(error: unknown, failedAnswers: number): 'warning' | 'debug' {
-  if (!(error instanceof ApiError)) return 'debug';
-  if (!isTransient(error)) return 'warning';
-  return failedAnswers === TRANSIENT_FAILURES_WORTH_A_WARNING ? 'warning' : 'debug';
 }
 
 /** An object reduced to what a deletion found at a re-list is reported with. */

@@ -24,10 +24,10 @@ import { type PrivateCluster, startPrivateCluster } from '../support/private-clu
 
 /** Objects handled at once: few, so that the backlog is still being worked through at the kill. */
 const CONCURRENCY = 4;
-const CREATED = 50;
-const DELETED = 25;
+const CREATED = 30;
+const DELETED = 15;
 /** The kill comes once this many calls of the second phase were made. */
-const CALLS_BEFORE_KILL = 15;
+const CALLS_BEFORE_KILL = 10;
 
 const UNREACHABLE = /Kubernetes API unreachable/;
 
@@ -106,13 +106,6 @@ describe('the control plane killed under the gateway', () => {
               }),
       });
       const restarted = performance.now();
-      let reconnected = restarted;
-      if (component === 'kube-apiserver') {
-        await eventually('the gateway to find the API reachable again', async () =>
-          logger.lines.find((line) => /Kubernetes API reachable again/.test(line)),
-        );
-        reconnected = performance.now();
-      }
       await eventually(
         'every object created handled and every object deleted gone',
         async () => {
@@ -123,7 +116,7 @@ describe('the control plane killed under the gateway', () => {
         60_000,
       );
       t.diagnostic(
-        `${component}: down ${((restarted - killed) / 1000).toFixed(1)} s, reconnected ${((reconnected - restarted) / 1000).toFixed(1)} s and all handled ${((performance.now() - restarted) / 1000).toFixed(1)} s after it was back; ${calls.length - before} calls in the second phase`,
+        `${component}: down ${((restarted - killed) / 1000).toFixed(1)} s, all handled ${((performance.now() - restarted) / 1000).toFixed(1)} s after it was back; ${calls.length - before} calls in the second phase`,
       );
 
       for (const handler of ['create', 'delete'] as const) {

@@ -1,9 +1,10 @@
 /**
  * The control plane killed under the gateway: kube-apiserver, then etcd, each killed with SIGKILL
  * while the gateway works through a backlog of creations and of deletions held by its finalizer, and
- * started again on the same port and data. No change is missed; none is handled twice, beyond a call
- * that was in flight at the kill (called again with the same idempotency key); the gateway reconnects
- * by itself, and says once, not once per watch, that the API was unreachable and once that it is back.
+ * started again on the same port and data; more objects are created as soon as it is back. No change
+ * is missed; none is handled twice, beyond a call that was in flight at the kill (called again with the
+ * same idempotency key); the gateway reconnects by itself, and says once, not once per watch, that the
+ * API was unreachable and once that it is back.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -26,6 +27,8 @@ import { type PrivateCluster, startPrivateCluster } from '../support/private-clu
 const CONCURRENCY = 4;
 const CREATED = 30;
 const DELETED = 15;
+/** Created once the killed component is back. */
+const AFTERWARDS = 5;
 /** The kill comes once this many calls of the second phase were made. */
 const CALLS_BEFORE_KILL = 10;
 
@@ -106,12 +109,17 @@ describe('the control plane killed under the gateway', () => {
               }),
       });
       const restarted = performance.now();
+      // Made as soon as the component is back, while the gateway's watch may still wait to reconnect:
+      // its resumed watch must show them.
+      const afterwards = objectNames('after', AFTERWARDS);
+      await createKopfExamples(namespace, afterwards, {}, cluster.client);
       await eventually(
         'every object created handled and every object deleted gone',
         async () => {
           const list = await cluster.client.get<{ items: KubernetesObject[] }>(path);
           const handled = list.items.filter((item) => item.status?.create_fn).length;
-          return handled === CREATED && list.items.length === CREATED ? true : undefined;
+          const expected = CREATED + AFTERWARDS;
+          return handled === expected && list.items.length === expected ? true : undefined;
         },
         60_000,
       );
@@ -120,7 +128,7 @@ describe('the control plane killed under the gateway', () => {
       );
 
       for (const handler of ['create', 'delete'] as const) {
-        const names = handler === 'create' ? [...doomed, ...created] : doomed;
+        const names = handler === 'create' ? [...doomed, ...created, ...afterwards] : doomed;
         const byName = Map.groupBy(
           calls.filter((call) => call.handler === handler),
           (call) => call.name,

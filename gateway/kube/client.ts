@@ -12,6 +12,7 @@ import { Agent, type Dispatcher, ProxyAgent, request } from 'undici';
 import { jitter, sleep, spreadRetryAfter } from '../timing.ts';
 import { inRecordedSpan, inSpan, serverAttributes } from '../tracing/spans.ts';
 import { ApiError, isTransient } from './errors.ts';
+import { ApiUnreachable, foundNoAnswer } from './reachability.ts';
 
 export type PatchType = 'merge' | 'json' | 'apply';
 const PATCH_CONTENT_TYPES: Record<PatchType, string> = {
@@ -103,13 +104,8 @@ export class KubeClient {
         return await this.#authenticated((session) => this.#once<T>(session, path, init));
       } catch (error) {
         const delay = RETRY_DELAYS_MS[attempt];
-        if (
-          delay === undefined ||
-          !isTransient(error) ||
-          error instanceof LoginFailed ||
-          init.signal?.aborted
-        )
-          throw error;
+        if (!isTransient(error) || error instanceof LoginFailed || init.signal?.aborted) throw error;
+        if (delay === undefined) throw foundNoAnswer(error) ? new ApiUnreachable(error) : error;
         const retryAfterMs = error instanceof ApiError ? (error.retryAfterSeconds ?? 0) * 1000 : 0;
         await sleep(Math.max(jitter(delay), spreadRetryAfter(retryAfterMs)), init.signal);
       }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import { createLogger } from '../logging.ts';
 import { ApiError } from './errors.ts';
-import { reachabilityLog, watchFailureLevel } from './reachability.ts';
+import { ApiUnreachable, foundNoAnswer, reachabilityLog, watchFailureLevel } from './reachability.ts';
 
 function recorded() {
   const lines: string[] = [];
@@ -66,4 +66,13 @@ test('a transient answer is a warning once it has lasted five tries, and only th
 
 test('an answer that refuses the watch is a warning every time', () => {
   for (const failures of [1, 2, 3, 10]) assert.equal(watchFailureLevel(forbidden, failures), 'warning');
+});
+
+test('a request found no one to answer when it got no answer and the gateway did not give it up', () => {
+  assert.equal(foundNoAnswer(refused), true);
+  assert.equal(foundNoAnswer(starting), false, 'a 503 is an answer');
+  assert.equal(foundNoAnswer(new DOMException('stopping', 'AbortError')), false);
+  const unreachable = new ApiUnreachable(refused);
+  assert.equal(unreachable.message, 'the Kubernetes API did not answer: connect ECONNREFUSED 127.0.0.1:6443');
+  assert.equal(unreachable.cause, refused);
 });

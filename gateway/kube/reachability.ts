@@ -17,14 +17,33 @@ export function reachabilityLog(logger: Logger, now: () => number = Date.now): R
       logger.info('Kubernetes API reachable again', { unreachableSeconds: Number(seconds.toFixed(1)) });
       return;
     }
-    // A request the gateway gave up on itself (it stops, or drops a silent watch) says nothing of the API.
-    if (error instanceof Error && error.name === 'AbortError') return;
+    if (!foundNoAnswer(error)) return;
     if (unreachableSince !== undefined) return;
     unreachableSince = now();
     logger.warning('Kubernetes API unreachable: watches and writes retry until it answers', {
       err: describe(error),
     });
   };
+}
+
+/**
+ * Whether a request found no one to answer: it got no answer (an ApiError is one), and it was not the
+ * gateway that gave up on it (it stops, or drops a silent watch), which says nothing of the API.
+ */
+export function foundNoAnswer(error: unknown): error is Error {
+  return error instanceof Error && !(error instanceof ApiError) && error.name !== 'AbortError';
+}
+
+/**
+ * A request the API did not answer, however often it was tried. The log of reachability has said so,
+ * once for all of them: who meets it need not say it again for each object.
+ */
+export class ApiUnreachable extends Error {
+  override name = 'ApiUnreachable';
+
+  constructor(cause: Error) {
+    super(`the Kubernetes API did not answer: ${cause.message}`, { cause });
+  }
 }
 
 /**

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from '../../protocol/index.ts';
+import { ApiUnreachable } from '../kube/reachability.ts';
 import { createLogger } from '../logging.ts';
 import { DEFAULT_SETTINGS } from '../settings.ts';
 import type { CycleOutcome } from './model.ts';
@@ -134,6 +135,32 @@ describe('object queue', () => {
     await cycleEnded.promise;
     assert.equal(queue.oldestUnhandledSeconds(), 0, 'handled');
     await queue.stop();
+  });
+
+  it('logs a cycle failed for an API that did not answer at the debug level, which the log of reachability covers, and any other failure as an error', async () => {
+    const lines: Array<{ level: string; msg: string }> = [];
+    const logger = createLogger({
+      level: 'debug',
+      format: 'json',
+      sink: { write: (line) => lines.push(JSON.parse(line)) },
+    });
+    const failures = [new ApiUnreachable(new Error('connect ECONNREFUSED')), new TypeError('a bug')];
+    let cycles = 0;
+    const queue = queueOf(
+      async () => {
+        const failure = failures[cycles++];
+        if (failure) throw failure;
+        return {};
+      },
+      { concurrency: 1, logger, errorDelaysS: [0] },
+    );
+    queue.push('ADDED', version('a', '1'));
+    while (cycles < 3) await new Promise((resolve) => setTimeout(resolve, 5));
+    await queue.stop();
+    assert.deepEqual(
+      lines.filter((line) => line.msg === 'processing failed').map((line) => line.level),
+      ['debug', 'error'],
+    );
   });
 
   it('runs the same state again when a cycle asks for a retry', async () => {

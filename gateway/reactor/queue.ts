@@ -6,6 +6,7 @@
  * beyond a timeout, until the object is read afresh from the API.
  */
 import type { KubernetesObject } from '../../protocol/index.ts';
+import { ApiUnreachable } from '../kube/reachability.ts';
 import type { WatchEventType } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
 import { delayFor, type Settings } from '../settings.ts';
@@ -199,7 +200,10 @@ export class ObjectQueue implements QueueReadings {
       slot.failures++;
       this.#options.logger
         .child({ object: objectName(object) })
-        .error('processing failed', { delaySeconds: delay, err: error });
+        .log(error instanceof ApiUnreachable ? 'debug' : 'error', 'processing failed', {
+          delaySeconds: delay,
+          err: error,
+        });
       outcome = { retryAfterMs: delay * 1000 };
     } finally {
       slot.running = false;
@@ -254,7 +258,10 @@ export class ObjectQueue implements QueueReadings {
     } catch (error) {
       if (this.#stopped) return;
       const delay = delayFor(this.#options.errorDelaysS, failures);
-      log.warning('reading the object failed', { delaySeconds: delay, err: error });
+      log.log(error instanceof ApiUnreachable ? 'debug' : 'warning', 'reading the object failed', {
+        delaySeconds: delay,
+        err: error,
+      });
       slot.awaiting = setTimeout(() => void this.#refresh(slot, object, written, failures + 1), delay * 1000);
       return;
     }

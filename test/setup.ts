@@ -10,15 +10,20 @@ let packDirectory: string | undefined;
 
 /**
  * One control plane for the whole run, the package packed once as npm publishes it, and helm for
- * test/deploy/helm.test.ts (built here, beside the control plane, because its first build takes
- * longer than a test's timeout); test files find them through the environment they inherit.
+ * test/deploy/helm.test.ts (built here, after the control plane, whose Go build its first build
+ * shares); test files find them through the environment they inherit.
  */
 export async function globalSetup(): Promise<void> {
   packDirectory = await mkdtemp(join(tmpdir(), 'causeway-pack-'));
+  const planeStarted = startControlPlane({
+    onProgress: (message) => process.stderr.write(`[control plane] ${message}\n`),
+  });
   const [started, tarball, helm] = await Promise.all([
-    startControlPlane({ onProgress: (message) => process.stderr.write(`[control plane] ${message}\n`) }),
+    planeStarted,
     packPackage(packDirectory),
-    ensureHelm({ onProgress: (message) => process.stderr.write(`[helm] ${message}\n`) }),
+    planeStarted.then(() =>
+      ensureHelm({ onProgress: (message) => process.stderr.write(`[helm] ${message}\n`) }),
+    ),
   ]);
   process.env.CAUSEWAY_HELM = helm;
   controlPlane = started;

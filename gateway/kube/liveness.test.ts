@@ -47,9 +47,12 @@ describe('Deadline', () => {
   });
 });
 
+/** Made once for the file: making keys takes seconds. */
+const CERTIFICATES = renewCertificates(undefined, ['127.0.0.1']).then(({ certificates }) => certificates);
+
 /** An HTTP/2 API server on loopback: `/api` answers, `/watch` streams a line at once and holds; with its sessions and the watches' HTTP versions. */
 async function apiServer(t: TestContext) {
-  const { certificates } = await renewCertificates(undefined, ['127.0.0.1']);
+  const certificates = await CERTIFICATES;
   const sessions: Http2Session[] = [];
   const watchVersions: string[] = [];
   const server = createSecureServer(

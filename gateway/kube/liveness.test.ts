@@ -89,7 +89,9 @@ function jsonLogger() {
 }
 
 describe('KubeClient over connections that fall silent', () => {
-  it('closes them all when one is silent, retries the request under way, ends the watches, and says so once', async (t) => {
+  it('closes them all when one is silent, retries the request under way, ends the watches, and says so once', {
+    timeout: 10_000,
+  }, async (t) => {
     const { target, watchVersions } = await apiServer(t);
     const proxy = await startStallingProxy(target);
     t.after(() => proxy.close());

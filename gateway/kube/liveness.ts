@@ -10,7 +10,7 @@
  */
 import type { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
-import { Agent, buildConnector, Client, type Dispatcher, Pool } from 'undici';
+import { Agent, type buildConnector, Client, type Dispatcher, Pool } from 'undici';
 import type { Logger } from '../logging.ts';
 import { SilentConnection } from './errors.ts';
 
@@ -95,7 +95,7 @@ export class ApiConnections {
     this.#timing = timing;
     const agent = () =>
       new Agent({
-        connect: buildConnector({ ...connect, allowH2: true }),
+        connect,
         allowH2: true,
         h2Options: { pingInterval: timing.pingIntervalMs },
         factory: (origin, options) => new Pool(origin, { ...options, factory: this.#pingedClient }),

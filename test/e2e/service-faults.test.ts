@@ -41,6 +41,7 @@ import { type CliProcess, causeway, freePort } from '../support/processes.ts';
 
 const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
 const RETRY_DELAYS_S = [0.2, 0.4, 0.8];
+/** Short, as a timeout fault waits it out; not shorter: on a busy 2-core machine a call can take 1 s. */
 const CALL_TIMEOUT_MS = 2000;
 /** A failed attempt's writes: its progress in one status patch, and a HandlerRetrying event. */
 const WRITES_PER_FAILED_ATTEMPT = 2;

@@ -47,7 +47,7 @@ export async function setUpCredentials(
   }
   const client = loginFrom
     ? undefined
-    : await KubeClient.fromConfig(options.kubeconfig ?? loadKubeConfig(), options.observe);
+    : await KubeClient.fromConfig(options.kubeconfig ?? loadKubeConfig(), options.observe, { logger });
   let signer: Signer | undefined = options.secret ? hmacSigner(options.secret) : undefined;
   if (settings.signing.keys) {
     if (!client) {
@@ -96,7 +96,9 @@ export async function clusterClient(
 ): Promise<KubeClient> {
   if (credentials.client) return credentials.client;
   const service = serviceNamed(login.services, login.from as string);
-  return KubeClient.fromLogin(loginThrough(service, login.activities, stopping, logger), observe);
+  return KubeClient.fromLogin(loginThrough(service, login.activities, stopping, logger), observe, {
+    logger,
+  });
 }
 
 /** Runs a step of the start; when it fails, what did start stops again before the failure is thrown. */

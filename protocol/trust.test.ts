@@ -8,7 +8,7 @@ import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { type JWK, SignJWT } from 'jose';
 import { nodeCrypto } from './node-verify.ts';
-import { ISSUER, SESSION_TYPE, type TokenRole, TrustError, tokenClaims } from './trust.ts';
+import { ISSUER, ReplayGuard, SESSION_TYPE, type TokenRole, TrustError, tokenClaims } from './trust.ts';
 
 const ed = generateKeyPairSync('ed25519');
 const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' });
@@ -254,4 +254,44 @@ describe('the token checkers, on Node and elsewhere', () => {
       else assert.equal(refusal, withJose.refusal);
     });
   }
+});
+
+describe('ReplayGuard', () => {
+  /** A guard on a clock the test moves, in seconds since the epoch. */
+  function guardAt(start: number, maxIds?: number) {
+    const clock = { now: start };
+    const guard = new ReplayGuard({ now: () => clock.now, ...(maxIds ? { maxIds } : {}) });
+    return { guard, clock };
+  }
+
+  it('refuses an id it has admitted, and forgets it once it has expired', () => {
+    const { guard, clock } = guardAt(1000);
+    assert.equal(guard.admit('a', 1030), true);
+    assert.equal(guard.admit('a', 1030), false, 'a replay');
+    clock.now = 1036; // past exp and the 5 s clock tolerance
+    assert.equal(guard.admit('b', 1066), true);
+    assert.equal(guard.size, 1, 'the expired id is forgotten');
+  });
+
+  it('keeps at most maxIds ids, however many calls come before their tokens expire', () => {
+    const { guard, clock } = guardAt(1000, 100);
+    for (let call = 0; call < 1000; call++) {
+      clock.now = 1000 + call / 100; // 100 calls a second, 30 s tokens: 3,000 live at once uncapped
+      assert.equal(guard.admit(`id-${call}`, Math.floor(clock.now) + 30), true, `call ${call}`);
+      assert.ok(guard.size <= 100, `${guard.size} ids kept after call ${call}`);
+    }
+  });
+
+  it('still refuses a replay of an id it forgot to stay within its cap, and what expires no later', () => {
+    const { guard } = guardAt(1000, 2);
+    assert.equal(guard.admit('first', 1030), true);
+    assert.equal(guard.admit('second', 1031), true);
+    assert.equal(guard.admit('third', 1032), true, 'admitted; "first" forgotten');
+    assert.equal(guard.size, 2);
+    assert.equal(guard.admit('first', 1030), false, 'the replay of a forgotten id');
+    assert.equal(guard.admit('other', 1030), false, 'expires no later than a forgotten id');
+    assert.equal(guard.admit('fourth', 1033), true, '"second" forgotten');
+    assert.equal(guard.admit('second', 1031), false, 'the replay of the next forgotten id');
+    assert.equal(guard.admit('third', 1032), false, 'the replay of an id kept');
+  });
 });

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type ControlPlane, startControlPlane } from '../deploy/control-plane/index.ts';
+import { type ControlPlane, cacheRoot, startControlPlane } from '../deploy/control-plane/index.ts';
 import { ensureHelm } from '../deploy/helm/build.ts';
 import { packPackage } from './package/project.ts';
 
@@ -10,15 +10,24 @@ let packDirectory: string | undefined;
 
 /**
  * One control plane for the whole run, the package packed once as npm publishes it, and helm for
- * test/deploy/helm.test.ts (built here, beside the control plane, because its first build takes
- * longer than a test's timeout); test files find them through the environment they inherit.
+ * test/deploy/helm.test.ts (built here, after the control plane, whose Go build its first build
+ * shares); test files find them through the environment they inherit.
  */
 export async function globalSetup(): Promise<void> {
+  // The test files and the hundreds of commands they start load the same sources: V8's code and the
+  // stripped TypeScript, cached on disk, save each process most of its start (measured: 2.1 to 1.2 CPU
+  // seconds for the CLI's).
+  process.env.NODE_COMPILE_CACHE ??= join(cacheRoot(), 'node-compile-cache');
   packDirectory = await mkdtemp(join(tmpdir(), 'causeway-pack-'));
+  const planeStarted = startControlPlane({
+    onProgress: (message) => process.stderr.write(`[control plane] ${message}\n`),
+  });
   const [started, tarball, helm] = await Promise.all([
-    startControlPlane({ onProgress: (message) => process.stderr.write(`[control plane] ${message}\n`) }),
+    planeStarted,
     packPackage(packDirectory),
-    ensureHelm({ onProgress: (message) => process.stderr.write(`[helm] ${message}\n`) }),
+    planeStarted.then(() =>
+      ensureHelm({ onProgress: (message) => process.stderr.write(`[helm] ${message}\n`) }),
+    ),
   ]);
   process.env.CAUSEWAY_HELM = helm;
   controlPlane = started;

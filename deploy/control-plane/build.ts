@@ -15,7 +15,7 @@ export interface ControlPlaneBinaries {
 
 const [K8S_MAJOR, K8S_MINOR] = KUBERNETES_VERSION.slice(1).split('.');
 
-const KUBERNETES: GoMainModule = {
+export const KUBERNETES: GoMainModule = {
   name: 'kube',
   path: 'k8s.io/kubernetes',
   version: KUBERNETES_VERSION,

@@ -24,6 +24,12 @@ export interface GoMainModule {
   programs: GoProgram[];
   tags?: string[];
   ldflags: string[];
+  /**
+   * Builds with another module's requirements (but for `except`) and its build tags, which with the
+   * versions are what Go's build cache keys a package by: the packages both import then compile once,
+   * for whichever of the two is built first.
+   */
+  sharesBuildOf?: { module: GoMainModule; except: string[] };
 }
 
 function goEnv(): NodeJS.ProcessEnv {
@@ -49,21 +55,27 @@ export async function buildGoPrograms(
   const go = (step: string, args: string[], stdoutPath?: string) =>
     runGo(step, args, { cwd: moduleDir, logPath, stdoutPath, onProgress });
 
-  const infoPath = join(workDir, `${module.name}.download.json`);
-  await go(
-    `downloading ${module.path} ${module.version}`,
-    ['mod', 'download', '-json', `${module.path}@${module.version}`],
-    infoPath,
-  );
-  const { GoMod } = JSON.parse(await readFile(infoPath, 'utf8')) as { GoMod: string };
-  await writeFile(join(moduleDir, 'go.mod'), wrapperGoMod(module, await readFile(GoMod, 'utf8')));
+  const goModOf = async (of: GoMainModule) => {
+    const infoPath = join(workDir, `${of.name}.download.json`);
+    await go(
+      `downloading ${of.path} ${of.version}`,
+      ['mod', 'download', '-json', `${of.path}@${of.version}`],
+      infoPath,
+    );
+    const { GoMod } = JSON.parse(await readFile(infoPath, 'utf8')) as { GoMod: string };
+    return readFile(GoMod, 'utf8');
+  };
+  const shared = module.sharesBuildOf;
+  const pins = shared ? sharedVersions(shared, await goModOf(shared.module)) : [];
+  await writeFile(join(moduleDir, 'go.mod'), wrapperGoMod(module, await goModOf(module), pins));
 
   const packages = programs.map((program) => `${program.package}@${module.version}`);
   await go(`resolving the dependencies of ${module.path}`, ['get', ...packages]);
+  const tags = shared ? shared.module.tags : module.tags;
   for (const program of programs) {
     await go(`compiling ${program.binary} ${module.version}`, [
       'build',
-      ...(module.tags ? ['-tags', module.tags.join(',')] : []),
+      ...(tags ? ['-tags', tags.join(',')] : []),
       '-ldflags',
       module.ldflags.join(' '),
       '-o',
@@ -74,11 +86,49 @@ export async function buildGoPrograms(
   return binDir;
 }
 
+/** A module path and the version a `replace` directive fixes it at. */
+export interface Pin {
+  path: string;
+  version: string;
+}
+
+/** The `require` lines of a go.mod, direct and indirect. */
+export function requirements(goMod: string): Pin[] {
+  const blocks = [...goMod.matchAll(/^require\s*\(\n([\s\S]*?)^\)/gm)].flatMap((m) =>
+    (m[1] ?? '').split('\n'),
+  );
+  const singles = [...goMod.matchAll(/^require[ \t]+([^\s(].*)$/gm)].map((m) => m[1] ?? '');
+  return [...blocks, ...singles].flatMap((line) => {
+    const [path, version] = line.trim().split(/\s+/);
+    return path && version && !path.startsWith('//') ? [{ path, version }] : [];
+  });
+}
+
+/** The versions `shared.module` requires, as pins. */
+export function sharedVersions(shared: { module: GoMainModule; except: string[] }, goMod: string): Pin[] {
+  return requirements(goMod)
+    .filter(({ path }) => !shared.except.includes(path))
+    .map(({ path, version }) => ({
+      path,
+      version: version === IN_TREE ? publishedVersion(shared.module, path) : version,
+    }));
+}
+
+/** What a module requires its in-tree modules (Kubernetes' staging ones) at. */
+const IN_TREE = 'v0.0.0';
+
+function publishedVersion(module: GoMainModule, path: string): string {
+  if (!module.stagingVersion)
+    throw new Error(`${module.path}@${module.version} requires ${path} at ${IN_TREE}`);
+  return module.stagingVersion;
+}
+
 /**
  * The wrapper takes over the main module's `go` and `godebug` lines, because those set the language and
- * runtime defaults the code was written for and a dependency's own lines are ignored.
+ * runtime defaults the code was written for and a dependency's own lines are ignored. `pins` replace
+ * the versions the module's own requirements would select.
  */
-function wrapperGoMod(module: GoMainModule, upstream: string): string {
+export function wrapperGoMod(module: GoMainModule, upstream: string, pins: Pin[] = []): string {
   const goVersion = /^go\s+(\S+)/m.exec(upstream)?.[1];
   if (!goVersion) throw new Error(`${module.path}@${module.version}: go.mod has no go directive`);
   const godebug = [
@@ -87,10 +137,12 @@ function wrapperGoMod(module: GoMainModule, upstream: string): string {
       (m[1] ?? '').split('\n').map((line) => line.trim()),
     ),
   ].filter((line) => line && !line.startsWith('//'));
-  const staging = [...upstream.matchAll(/^\t(\S+) v0\.0\.0(?:\s*\/\/.*)?$/gm)].map((m) => m[1]);
-  if (staging.length > 0 && !module.stagingVersion) {
-    throw new Error(`${module.path}@${module.version} requires ${staging.join(', ')} at v0.0.0`);
-  }
+  const replaced = new Map(
+    requirements(upstream)
+      .filter(({ version }) => version === IN_TREE)
+      .map(({ path }) => [path, publishedVersion(module, path)]),
+  );
+  for (const { path, version } of pins) if (path !== module.path) replaced.set(path, version);
   return [
     `module causeway.local/${module.name}`,
     '',
@@ -98,8 +150,8 @@ function wrapperGoMod(module: GoMainModule, upstream: string): string {
     ...godebug.map((line) => `godebug ${line}`),
     '',
     `require ${module.path} ${module.version}`,
-    ...(staging.length > 0
-      ? ['', 'replace (', ...staging.map((path) => `\t${path} => ${path} ${module.stagingVersion}`), ')']
+    ...(replaced.size > 0
+      ? ['', 'replace (', ...[...replaced].map(([path, version]) => `\t${path} => ${path} ${version}`), ')']
       : []),
     '',
   ].join('\n');

@@ -7,6 +7,8 @@
  * pid, signals, output and exit code stay the caller's; no second process to hold memory or forward
  * signals to). Where there is no execve (Windows), the CLI runs without them.
  */
+// A namespace: a named import of what Node 20 lacks would fail before the version check can speak.
+import * as nodeModule from 'node:module';
 import { missingMemorySettings } from './memory-settings.ts';
 import { nodeVersionProblem } from './node-version.ts';
 
@@ -23,5 +25,8 @@ if (missing && process.execve) {
     { ...process.env, ...missing.env },
   );
 }
+// V8's compiled code of the bundle, kept on disk (in the temporary directory) for the next start:
+// 0.69 to 0.56 CPU seconds for `--help`. Where the directory is not writable, Node goes on without it.
+nodeModule.enableCompileCache();
 const { cli } = await import('./main.ts');
 await cli(process.argv.slice(2));

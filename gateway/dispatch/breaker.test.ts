@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createLogger } from '../logging.ts';
-import { CircuitBreaker } from './breaker.ts';
+import { CircuitBreaker, LONGEST_PROBE_DELAY_S } from './breaker.ts';
 
-function breakerWith(probe: () => Promise<void>) {
+function breakerWith(probe: () => Promise<void>, probeDelaysS: readonly number[] = [0.001]) {
   const lines: string[] = [];
   const changes: Array<string | undefined> = [];
   const breaker: CircuitBreaker = new CircuitBreaker({
     threshold: 3,
-    probeDelaysS: [0.001],
+    probeDelaysS,
     probe,
     logger: createLogger({ level: 'info', sink: { write: (line) => lines.push(line) } }).child({
       service: 'billing',
@@ -59,6 +59,24 @@ describe('circuit breaker', () => {
       /INFO +function service back: its calls resume service=billing url=http:\/\/billing:8080 downSeconds=\d+$/m,
     );
     await breaker.recovered(); // closed: at once
+  });
+
+  it('asks the health check every 5 s at the most, however long the backoff, so that a return is found soon', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    let probes = 0;
+    const { breaker } = breakerWith(async () => {
+      probes++;
+      throw new Error('ECONNREFUSED');
+    }, [60]);
+    t.after(() => breaker.close());
+    for (let call = 0; call < 3; call++) breaker.unreachable('ECONNREFUSED');
+    for (let probe = 1; probe <= 3; probe++) {
+      t.mock.timers.tick(LONGEST_PROBE_DELAY_S * 1000 - 1);
+      assert.equal(probes, probe - 1, 'not before its delay');
+      t.mock.timers.tick(1);
+      assert.equal(probes, probe, `probe ${probe} ${LONGEST_PROBE_DELAY_S} s after the one before, not 60`);
+      await new Promise(setImmediate); // its failure schedules the next
+    }
   });
 
   it('lets whoever waits go when it is closed for good', async () => {

@@ -2,8 +2,8 @@
  * A circuit breaker per function service. After `threshold` calls in a row found it unreachable
  * (connection refused or reset, no answer in time, 502/503/504), the service is taken as down: calls
  * to it are not made, and the objects that needed one wait for its recovery without a retry loop or a
- * write each. Meanwhile its health check is asked on a backoff; the first answer closes the circuit
- * and wakes every waiting object at once.
+ * write each. Meanwhile its health check is asked on a backoff, every LONGEST_PROBE_DELAY_S at the
+ * most; the first answer closes the circuit and wakes every waiting object at once.
  */
 import type { Logger } from '../logging.ts';
 import { delayFor } from '../settings.ts';
@@ -11,7 +11,7 @@ import { delayFor } from '../settings.ts';
 export interface BreakerOptions {
   /** Calls in a row that found the service unreachable before the circuit opens. */
   threshold: number;
-  /** Seconds between health checks while open: one per failed check, the last repeated. */
+  /** Seconds between health checks while open: one per failed check, the last repeated; LONGEST_PROBE_DELAY_S at most. */
   probeDelaysS: readonly number[];
   /** Resolves when the service answers its health check. */
   probe: () => Promise<void>;
@@ -19,6 +19,12 @@ export interface BreakerOptions {
   /** Told when the circuit opens or closes. */
   onChange?: () => void;
 }
+
+/**
+ * The longest wait between two health checks: a service back is found this soon at the latest, however
+ * long it was down (an unsigned GET of /healthz costs the service next to nothing).
+ */
+export const LONGEST_PROBE_DELAY_S = 5;
 
 interface Outage {
   since: number;
@@ -78,7 +84,7 @@ export class CircuitBreaker {
   #scheduleProbe(): void {
     const open = this.#open;
     if (!open) return;
-    const delayS = delayFor(this.#options.probeDelaysS, open.probes);
+    const delayS = Math.min(delayFor(this.#options.probeDelaysS, open.probes), LONGEST_PROBE_DELAY_S);
     open.timer = setTimeout(() => void this.#probe(open), delayS * 1000);
     open.timer.unref();
   }

@@ -125,14 +125,19 @@ export class ServiceError extends Error {
   }
 }
 
-/** The service is down (its circuit is open): no call was made; `recovered` resolves when it is back. */
+/**
+ * The service is down (its circuit is open): no call was made, or the call found it unreachable as
+ * its circuit opened (`made`); `recovered` resolves when it is back.
+ */
 export class ServiceDown extends ServiceError {
   override name = 'ServiceDown';
   readonly recovered: Promise<void>;
+  readonly made: boolean;
 
-  constructor(message: string, recovered: Promise<void>) {
+  constructor(message: string, recovered: Promise<void>, made = false) {
     super(message, { unreachable: true });
     this.recovered = recovered;
+    this.made = made;
   }
 }
 
@@ -257,7 +262,7 @@ export class FunctionService {
       response = await this.#invoke(invocation, indexes, ids, timeoutMs, call);
     } catch (error) {
       // A service known to be down was not called.
-      if (!(error instanceof ServiceDown)) {
+      if (!(error instanceof ServiceDown) || error.made) {
         const failed = Object.fromEntries(ids.map((id) => [id, 'failed' as const]));
         observer.called(this.name, invocation.reason, failed, performance.now() - started);
       }
@@ -435,6 +440,11 @@ export class FunctionService {
       else breaker?.succeeded();
       const status = error instanceof ServiceError ? error.status : undefined;
       observer?.requested(this.name, status, performance.now() - started);
+      // Failed as the circuit opened (the calls in flight then, or the one that opened it): its
+      // object waits for the service as those not called do, rather than each writing a failure.
+      if (breaker?.down && error instanceof ServiceError && error.unreachable) {
+        throw new ServiceDown(error.message, breaker.recovered(), true);
+      }
       throw error;
     }
     breaker?.succeeded();

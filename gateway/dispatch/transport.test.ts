@@ -227,6 +227,55 @@ describe('a service over HTTP', () => {
   });
 });
 
+describe('a service that goes down with calls in flight', () => {
+  it('has the calls that fail as its circuit opens wait for it, and only those before fail', async (t) => {
+    const op = operator({ name: 'fragile', secret: SECRET });
+    op.on.create('kopfexamples', function create_fn() {});
+    const CALLS = 6;
+    let reached = 0;
+    const allReached = Promise.withResolvers<void>();
+    const goDown = Promise.withResolvers<void>();
+    const handler = {
+      async fetch(request: Request) {
+        if (new URL(request.url).pathname !== PATHS.invoke) return op.fetch(request);
+        if (++reached === CALLS) allReached.resolve();
+        await goDown.promise;
+        throw Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+      },
+    };
+    const breaker = new CircuitBreaker({
+      threshold: 3,
+      probeDelaysS: [60],
+      probe: () => new Promise(() => {}),
+      logger: createLogger({ level: 'error' }),
+    });
+    t.after(() => breaker.close());
+    const service = await FunctionService.connect({
+      transport: inProcessTransport(handler),
+      name: 'fragile',
+      sign: hmacSigner(new TextEncoder().encode(SECRET)),
+      breaker,
+    });
+    const subject = { reason: 'create', resource: KOPF_EXAMPLES, object: invocation([]).body } as const;
+    const handlers = [{ id: 'create_fn', retry: 0, started: new Date().toISOString(), idempotencyKey: 'k' }];
+    const answers = Promise.all(
+      Array.from({ length: CALLS }, () =>
+        callServices([{ service, handlers }], subject, [1], createLogger({ level: 'error' })),
+      ),
+    );
+    await allReached.promise;
+    goDown.resolve();
+    const outcomes = (await answers).map(
+      ([answer]) => answer?.outcomes.create_fn?.status ?? (answer?.down && 'waits'),
+    );
+    assert.deepEqual(
+      outcomes,
+      ['temporary', 'temporary', 'waits', 'waits', 'waits', 'waits'],
+      'the two failures before the threshold are recorded; the rest wait, writing nothing',
+    );
+  });
+});
+
 describe('Retry-After', () => {
   it('is read as seconds or as an HTTP date, and ignored when it is neither', () => {
     const now = Date.parse('2026-11-23T10:00:00Z');

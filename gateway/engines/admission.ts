@@ -370,7 +370,10 @@ export class Admission implements Component {
         return { allowed: false, status: { message: outcome.message, code: outcome.code }, warnings };
       default: {
         // The service could not be asked or failed to answer: the handler's failure policy decides.
-        const message = `admission handler ${webhook.handler.id} of "${service.name}" could not decide: ${outcome?.message ?? 'no outcome'}`;
+        const why =
+          outcome?.message ??
+          (answer?.down ? 'the service is down (no calls until its health check passes)' : 'no outcome');
+        const message = `admission handler ${webhook.handler.id} of "${service.name}" could not decide: ${why}`;
         log.error(message);
         if (webhook.handler.options?.ignoreFailures)
           return { allowed: true, warnings: [...warnings, message] };

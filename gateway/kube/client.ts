@@ -8,10 +8,12 @@
 import type { RequestOptions } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { type Span, SpanKind } from '@opentelemetry/api';
-import { Agent, type Dispatcher, ProxyAgent, request } from 'undici';
+import { type Dispatcher, ProxyAgent, request } from 'undici';
+import type { Logger } from '../logging.ts';
 import { jitter, sleep, spreadRetryAfter } from '../timing.ts';
 import { inRecordedSpan, inSpan, serverAttributes } from '../tracing/spans.ts';
 import { ApiError, isTransient } from './errors.ts';
+import { ApiConnections, type LivenessTiming } from './liveness.ts';
 import { ApiUnreachable, foundNoAnswer } from './reachability.ts';
 
 export type PatchType = 'merge' | 'json' | 'apply';
@@ -50,6 +52,12 @@ export type RequestObserver = (
   error?: unknown,
 ) => void;
 
+/** What the client's connections to the API server say when they replace a silent one, and how soon. */
+export interface ConnectionOptions {
+  logger?: Logger;
+  liveness?: LivenessTiming;
+}
+
 /** Logging in again failed. The login retried what it could, so the request is not retried for it. */
 export class LoginFailed extends Error {
   override name = 'LoginFailed';
@@ -79,22 +87,37 @@ export class KubeClient {
   readonly #login: Login | undefined;
   #renewing: Promise<Session> | undefined;
   readonly #observe: RequestObserver | undefined;
+  readonly #connections: ConnectionOptions;
 
-  private constructor(session: Session, login: Login | undefined, observe: RequestObserver | undefined) {
+  private constructor(
+    session: Session,
+    login: Login | undefined,
+    observe: RequestObserver | undefined,
+    connections: ConnectionOptions,
+  ) {
     this.#session = session;
     this.server = session.server;
     this.#login = login;
     this.#observe = observe;
+    this.#connections = connections;
   }
 
-  static async fromConfig(config: KubeConfig, observe?: RequestObserver): Promise<KubeClient> {
-    return new KubeClient(await sessionOf(config), undefined, observe);
+  static async fromConfig(
+    config: KubeConfig,
+    observe?: RequestObserver,
+    connections: ConnectionOptions = {},
+  ): Promise<KubeClient> {
+    return new KubeClient(await sessionOf(config, connections), undefined, observe, connections);
   }
 
   /** A client whose credentials come from `login`, asked again before they expire and after a 401. */
-  static async fromLogin(login: Login, observe?: RequestObserver): Promise<KubeClient> {
+  static async fromLogin(
+    login: Login,
+    observe?: RequestObserver,
+    connections: ConnectionOptions = {},
+  ): Promise<KubeClient> {
     const { config, expiresAt } = await login();
-    return new KubeClient(await sessionOf(config, expiresAt), login, observe);
+    return new KubeClient(await sessionOf(config, connections, expiresAt), login, observe, connections);
   }
 
   /** Sends one request and parses the JSON answer; retries transient failures with backoff. */
@@ -182,7 +205,7 @@ export class KubeClient {
       let next: Session;
       try {
         const { config, expiresAt } = await login();
-        next = await sessionOf(config, expiresAt);
+        next = await sessionOf(config, this.#connections, expiresAt);
       } catch (error) {
         throw new LoginFailed(`logging in again failed: ${(error as Error).message}`);
       }
@@ -281,7 +304,11 @@ export function pathTemplate(path: string): { template: string; namespace?: stri
   return namespace === undefined ? { template } : { template, namespace };
 }
 
-async function sessionOf(config: KubeConfig, expiresAt?: number): Promise<Session> {
+async function sessionOf(
+  config: KubeConfig,
+  connections: ConnectionOptions,
+  expiresAt?: number,
+): Promise<Session> {
   const cluster = config.getCurrentCluster();
   if (!cluster) throw new Error('the kubeconfig has no current cluster: set a current-context');
   const tls: RequestOptions = {};
@@ -293,18 +320,27 @@ async function sessionOf(config: KubeConfig, expiresAt?: number): Promise<Sessio
     ...(tls.rejectUnauthorized === undefined ? {} : { rejectUnauthorized: tls.rejectUnauthorized }),
     ...(tls.servername === undefined ? {} : { servername: tls.servername }),
   });
+  const server = cluster.server.replace(/\/+$/, '');
   let dispatcher: Dispatcher | undefined;
   let watchDispatcher: Dispatcher | undefined;
   switch (options.type) {
-    case 'agent':
+    case 'agent': {
       // HTTP/2: one connection carries every request; measured cheaper in CPU than a pool of HTTP/1.1 ones.
-      dispatcher = new Agent({ connect: options.connect, allowH2: true });
-      // Watches stream on HTTP/1.1 connections of their own. Sharing the HTTP/2 connection, a burst of
-      // events waited on its flow control behind the other requests, the apiserver's buffer for the
-      // watcher (about 200 events) filled, and it closed the watch: 20 to 38 times in one 10,000-object
-      // backlog, and none with a connection of its own, where only TCP's buffers bound a burst.
-      watchDispatcher = new Agent({ connect: options.connect });
+      // Watches stream on a connection of their own (HTTP/2 too: undici 8 offers it unless told not to).
+      // Sharing the requests' connection, a burst of events waited on its flow control behind the other
+      // requests, the apiserver's buffer for the watcher (about 200 events) filled, and it closed the
+      // watch: 20 to 38 times in one 10,000-object backlog, and none with a connection of its own.
+      // Both are PINGed, and replaced when silent (liveness.ts).
+      const apiConnections = new ApiConnections(
+        server,
+        options.connect,
+        connections.logger,
+        connections.liveness,
+      );
+      dispatcher = apiConnections.requests;
+      watchDispatcher = apiConnections.watches;
       break;
+    }
     case 'proxy':
       dispatcher = new ProxyAgent({
         uri: options.uri,
@@ -321,7 +357,7 @@ async function sessionOf(config: KubeConfig, expiresAt?: number): Promise<Sessio
   }
   return {
     config,
-    server: cluster.server.replace(/\/+$/, ''),
+    server,
     dispatcher,
     watchDispatcher: watchDispatcher ?? dispatcher,
     obtainedAt: Date.now(),

@@ -20,6 +20,14 @@ function isStatus(body: unknown): body is { kind: 'Status'; reason?: string; mes
   return typeof body === 'object' && body !== null && (body as { kind?: unknown }).kind === 'Status';
 }
 
+/**
+ * A connection to the API server that fell silent without closing, and was closed for it
+ * (kube/liveness.ts): what was under way on it fails with this, and is tried again on a new one.
+ */
+export class SilentConnection extends Error {
+  override name = 'SilentConnection';
+}
+
 /** Errors worth another try: throttling, server trouble, or a connection that broke. */
 export function isTransient(error: unknown): boolean {
   if (error instanceof ApiError) return error.status === 429 || error.status >= 500;

@@ -1,8 +1,14 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import { createLogger } from '../logging.ts';
-import { ApiError } from './errors.ts';
-import { ApiUnreachable, foundNoAnswer, reachabilityLog, watchFailureLevel } from './reachability.ts';
+import { ApiError, SilentConnection } from './errors.ts';
+import {
+  ApiUnreachable,
+  foundNoAnswer,
+  reachabilityLog,
+  UNANSWERED_MS,
+  watchFailureLevel,
+} from './reachability.ts';
 
 function recorded() {
   const lines: string[] = [];
@@ -16,12 +22,15 @@ function recorded() {
 
 const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6443'), { code: 'ECONNREFUSED' });
 
-test('an outage is said once, however many requests fail, and its end once, with its length', () => {
+test('an outage is said once it has lasted, however many requests fail, and its end once, with its length', () => {
   const { logger, messages } = recorded();
   let now = 1000;
   const observe = reachabilityLog(logger, () => now);
   observe('GET', '/api/v1/pods', 200);
-  for (let attempt = 0; attempt < 20; attempt++) observe('GET', `/watch/${attempt}`, undefined, refused);
+  for (let attempt = 0; attempt < 20; attempt++) {
+    observe('GET', `/watch/${attempt}`, undefined, refused);
+    now += 100;
+  }
   now = 6500;
   observe('PATCH', '/apis/kopf.dev/v1/x', 200);
   observe('GET', '/api/v1/pods', 200);
@@ -35,10 +44,35 @@ test('an outage is said once, however many requests fail, and its end once, with
     () => now,
   );
   withFields('GET', '/x', undefined, refused);
-  now += 2500;
+  now += UNANSWERED_MS;
+  withFields('GET', '/x', undefined, refused);
+  now += 1500;
   withFields('GET', '/x', 503);
   assert.match(JSON.parse(lines[0] as string).err, /ECONNREFUSED/);
   assert.equal(JSON.parse(lines[1] as string).unreachableSeconds, 2.5);
+});
+
+test('a broken connection whose requests are answered when tried again is no outage', () => {
+  const { logger, messages } = recorded();
+  let now = 1000;
+  const observe = reachabilityLog(logger, () => now);
+  for (let request = 0; request < 10; request++) observe('GET', '/x', undefined, refused);
+  now += 250;
+  observe('GET', '/x', 200);
+  now += UNANSWERED_MS;
+  observe('GET', '/x', undefined, refused);
+  assert.deepEqual(messages(), []);
+});
+
+test("a connection found silent is the liveness check's to say", () => {
+  const { logger, messages } = recorded();
+  let now = 1000;
+  const observe = reachabilityLog(logger, () => now);
+  for (let request = 0; request < 5; request++) {
+    observe('GET', '/x', undefined, new SilentConnection('no PING answered'));
+    now += UNANSWERED_MS;
+  }
+  assert.deepEqual(messages(), []);
 });
 
 test('any answer, an error status too, shows the API reachable; requests the gateway aborted show nothing', () => {

@@ -1,25 +1,35 @@
 /**
  * Whether the Kubernetes API answers, as the gateway's requests find it. When the apiserver goes away
- * every watch and every write retries on its own; this says so once, when the first request finds no
- * one to answer, and once when a request is answered again, instead of a line per watch per retry.
+ * every watch and every write retries on its own; this says so once, when requests have found no one
+ * to answer for a while, and once when a request is answered again, instead of a line per watch per
+ * retry. A connection that broke under a few requests, theirs answered when tried again, is no outage
+ * and says nothing; a connection found silent is said by the client's liveness check (liveness.ts).
  */
 import type { Logger } from '../logging.ts';
 import type { RequestObserver } from './client.ts';
-import { ApiError, isTransient } from './errors.ts';
+import { ApiError, isTransient, SilentConnection } from './errors.ts';
+
+/** How long requests find no one to answer, and none is answered, before the API is said unreachable. */
+export const UNANSWERED_MS = 1000;
 
 export function reachabilityLog(logger: Logger, now: () => number = Date.now): RequestObserver {
-  let unreachableSince: number | undefined;
+  /** When a request first found no one to answer, since the last answer. */
+  let unansweredSince: number | undefined;
+  let said = false;
   return (_method, _path, status, error) => {
     if (status !== undefined) {
-      if (unreachableSince === undefined) return;
-      const seconds = (now() - unreachableSince) / 1000;
-      unreachableSince = undefined;
-      logger.info('Kubernetes API reachable again', { unreachableSeconds: Number(seconds.toFixed(1)) });
+      if (said && unansweredSince !== undefined) {
+        const seconds = (now() - unansweredSince) / 1000;
+        logger.info('Kubernetes API reachable again', { unreachableSeconds: Number(seconds.toFixed(1)) });
+      }
+      unansweredSince = undefined;
+      said = false;
       return;
     }
-    if (!foundNoAnswer(error)) return;
-    if (unreachableSince !== undefined) return;
-    unreachableSince = now();
+    if (!foundNoAnswer(error) || error instanceof SilentConnection) return;
+    unansweredSince ??= now();
+    if (said || now() - unansweredSince < UNANSWERED_MS) return;
+    said = true;
     logger.warning('Kubernetes API unreachable: watches and writes retry until it answers', {
       err: describe(error),
     });

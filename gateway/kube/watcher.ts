@@ -34,8 +34,20 @@ export interface WatcherOptions {
   settings: Settings['watching'];
 }
 
-/** More than the server's own watch timeout plus its bookmark interval: silence beyond it means a dead stream. */
-const silenceMs = ({ watchSeconds }: Settings['watching']) => (watchSeconds + 60) * 1000;
+/** The apiserver's bookmark interval (60 s), and 15 s for its timers' jitter and a loaded server. */
+export const BOOKMARK_SILENCE_MS = 75_000;
+
+/**
+ * How long a watch may show nothing before it is taken for dead and dropped. The apiserver's watch
+ * cache sends a watch that allows them a BOOKMARK every minute (its cacher's bookmarkFrequency) and
+ * 2 s before the watch's deadline; so, once a watch's server has sent one, a minute and a margin. A
+ * server that sends none (an aggregated API, a resource not in the watch cache) gets the watch's whole
+ * length and that minute, not to be taken for dead when only quiet.
+ */
+export function silenceMs({ watchSeconds }: Settings['watching'], bookmarks: boolean): number {
+  const whole = (watchSeconds + 60) * 1000;
+  return bookmarks ? Math.min(BOOKMARK_SILENCE_MS, whole) : whole;
+}
 
 interface ListPage {
   metadata: { resourceVersion: string; continue?: string };
@@ -53,6 +65,8 @@ export class Watcher {
    */
   readonly #known = new Map<string, KubernetesObject>();
   #resourceVersion: string | undefined;
+  /** Whether the server has sent this resource's watches a bookmark: then silence is bounded by their interval. */
+  #bookmarks = false;
   #running: Promise<void> | undefined;
 
   constructor(options: WatcherOptions) {
@@ -146,7 +160,9 @@ export class Watcher {
   async #watch(): Promise<void> {
     const silence = new AbortController();
     const signal = AbortSignal.any([this.#abort.signal, silence.signal]);
-    let timer = setTimeout(() => silence.abort(), silenceMs(this.#options.settings));
+    const silent = () =>
+      setTimeout(() => silence.abort(), silenceMs(this.#options.settings, this.#bookmarks));
+    let timer = silent();
     try {
       const body = await this.#options.client.stream(this.#options.path, {
         query: {
@@ -163,7 +179,6 @@ export class Watcher {
       let events = 0;
       for await (const chunk of body) {
         clearTimeout(timer);
-        timer = setTimeout(() => silence.abort(), silenceMs(this.#options.settings));
         pending += chunk.toString();
         let newline = pending.indexOf('\n');
         while (newline >= 0) {
@@ -173,6 +188,7 @@ export class Watcher {
           events++;
           newline = pending.indexOf('\n');
         }
+        timer = silent(); // after the lines: a first bookmark among them shortens the bound at once
       }
       this.#options.logger.debug('watch ended by the server; watching on', {
         path: this.#options.path,
@@ -183,6 +199,12 @@ export class Watcher {
     } catch (error) {
       // A silent stream is dropped and reopened from the last position; anything else is a failure.
       if (!silence.signal.aborted) throw error;
+      this.#options.onRestart?.();
+      this.#options.logger.warning('watch silent, dropped it; watching again from where it was', {
+        path: this.#options.path,
+        silentSeconds: silenceMs(this.#options.settings, this.#bookmarks) / 1000,
+        resourceVersion: this.#resourceVersion,
+      });
     } finally {
       clearTimeout(timer);
     }
@@ -199,6 +221,7 @@ export class Watcher {
         return;
       case 'BOOKMARK':
         this.#resourceVersion = event.object.metadata.resourceVersion;
+        this.#bookmarks = true;
         return;
       case 'ERROR':
         if (event.object.code === 410) throw new Expired();

@@ -236,7 +236,10 @@ describe('admission webhooks through the real apiserver', () => {
     strict.metadata.labels = { strict: 'yes' };
     const refused = await kubectl(['create', '-f', '-'], JSON.stringify(strict));
     assert.notEqual(refused.code, 0);
-    assert.match(refused.stderr, /admission handler strict of "fragile" could not decide/);
+    assert.match(
+      refused.stderr,
+      /admission handler strict of "fragile" could not decide: the service is down \(no calls until its health check passes\)/,
+    );
 
     // Neither restarted nor taken out of the webhooks' Service for it: both endpoints say so, with 200.
     const live = await fetch(gateway.liveness as string);

@@ -1,0 +1,69 @@
+/** A watch that falls silent: how long it is given, and what happens then. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { createLogger } from '../logging.ts';
+import { settingsWith } from '../settings.ts';
+import type { KubeClient, RequestInit } from './client.ts';
+import { BOOKMARK_SILENCE_MS, silenceMs, Watcher } from './watcher.ts';
+
+const WATCHING = settingsWith().watching;
+
+describe('silenceMs', () => {
+  it("is the bookmark interval and a margin once the server sends bookmarks, the watch's whole length and a minute before", () => {
+    assert.equal(silenceMs(WATCHING, true), BOOKMARK_SILENCE_MS);
+    assert.equal(silenceMs(WATCHING, false), (300 + 60) * 1000);
+    assert.equal(silenceMs({ ...WATCHING, watchSeconds: 5 }, true), 65_000, 'never more than without');
+  });
+});
+
+/** The stream of a watch: these lines, then nothing until it is aborted. */
+async function* silentAfter(lines: string[], signal: AbortSignal): AsyncGenerator<Buffer> {
+  for (const line of lines) yield Buffer.from(`${line}\n`);
+  await new Promise((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    signal.addEventListener('abort', () => reject(signal.reason));
+  });
+}
+
+/** Lets what the fake client's promises started run its course: nothing here waits on I/O. */
+const settled = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('Watcher', () => {
+  it('drops a watch silent for the bookmark bound, says so, and watches again from the last bookmark', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout', 'Date'] });
+    const opened: string[] = [];
+    const client = {
+      request: async () => ({ metadata: { resourceVersion: '1' }, items: [] }),
+      stream: async (_path: string, init: RequestInit) => {
+        opened.push(String(init.query?.resourceVersion));
+        const bookmark = { type: 'BOOKMARK', object: { metadata: { resourceVersion: `${opened.length}0` } } };
+        return silentAfter([JSON.stringify(bookmark)], init.signal as AbortSignal);
+      },
+    } as unknown as KubeClient;
+    const lines: string[] = [];
+    let restarts = 0;
+    const watcher = new Watcher({
+      client,
+      path: '/apis/kopf.dev/v1/kopfexamples',
+      logger: createLogger({ level: 'debug', format: 'json', sink: { write: (line) => lines.push(line) } }),
+      onEvent: () => {},
+      onRestart: () => restarts++,
+      settings: WATCHING,
+    });
+
+    watcher.start();
+    await settled(); // listed, watching, the bookmark read
+    t.mock.timers.tick(BOOKMARK_SILENCE_MS - 1);
+    await settled();
+    assert.deepEqual(opened, ['1'], 'not dropped before the bound');
+    t.mock.timers.tick(1);
+    await settled();
+    assert.deepEqual(opened, ['1', '10'], 'from the bookmark’s resourceVersion');
+    const warnings = lines.filter((line) => /"level":"warning"/.test(line));
+    assert.equal(warnings.length, 1);
+    assert.match(warnings[0] as string, /watch silent, dropped it/);
+    assert.match(warnings[0] as string, /"silentSeconds":75/);
+    assert.equal(restarts, 1);
+    await watcher.stop();
+  });
+});

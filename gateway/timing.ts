@@ -16,3 +16,6 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 export function jitter(ms: number): number {
   return ms * (0.5 + Math.random());
 }
+
+/** Node runs a timer set for longer than this (some 24.8 days) after 1 ms: what waits longer looks again without end. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;

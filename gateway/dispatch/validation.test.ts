@@ -1,8 +1,19 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import fc from 'fast-check';
-import { PROTOCOL } from '../../protocol/index.ts';
+import { type InvocationResponse, PROTOCOL } from '../../protocol/index.ts';
 import { isObject, jsonCopy, mergePatched } from '../../protocol/json.ts';
+import {
+  benignKey,
+  jsonTree,
+  jsonValue,
+  nested,
+  oddString,
+  PROTOTYPE_KEYS,
+  wrongValue,
+} from '../../test/support/arbitraries.ts';
 import { DEFAULT_IDENTITY } from '../identity.ts';
 import type { Cause } from '../reactor/model.ts';
 import { collectEffects, emptyEffects } from '../reactor/outcomes.ts';
@@ -290,6 +301,32 @@ describe('what a response may hold', () => {
     }
   });
 
+  // Found by the generated replies below: each was taken, and Infinity or 1e300 seconds then failed every
+  // cycle of the object (a date out of range), and a message of 7 became "7".
+  it('refuses a delay or a requeue no date can hold, and a message that is not a string', () => {
+    const refused: Array<[string, RegExp]> = [
+      [
+        '{"status":"temporary","message":"m","delay":1e999}',
+        /^response\.outcomes\.a\.delay must be a number of seconds from 0 to 31536000$/,
+      ],
+      ['{"status":"temporary","message":"m","delay":1e300}', /^response\.outcomes\.a\.delay must be/],
+      [
+        '{"status":"success","requeueAfter":1e999}',
+        /^response\.outcomes\.a\.requeueAfter must be a number of seconds above 0, at most 31536000$/,
+      ],
+      ['{"status":"permanent","message":7}', /^response\.outcomes\.a\.message must be a string$/],
+      ['{"status":"temporary","delay":1}', /^response\.outcomes\.a\.message must be a string$/],
+    ];
+    for (const [outcome, message] of refused) {
+      const text = `{"protocol":"${PROTOCOL}","outcomes":{"a":${outcome}},"logs":[]}`;
+      assert.throws(
+        () => parseInvocationResponse(received(text), ['a']),
+        (error: unknown) => error instanceof ProtocolError && message.test(error.message),
+        outcome,
+      );
+    }
+  });
+
   it('cuts a long log message as it is logged, saying how much', () => {
     const message = 'x'.repeat(REPLY_LIMITS.logMessageChars + 10);
     const parsed = parseInvocationResponse(
@@ -325,19 +362,6 @@ function rfc7386(target: unknown, patch: unknown): unknown {
   return Object.fromEntries(result);
 }
 
-const PROTOTYPE_KEYS = ['__proto__', 'constructor', 'prototype'];
-/** Any key but those three: fast-check's strings favour `toString`, `hasOwnProperty` and their like. */
-const benignKey = fc.string({ maxLength: 8 }).filter((key) => !PROTOTYPE_KEYS.includes(key));
-const { tree: benignTree } = fc.letrec<{ tree: Record<string, unknown>; value: unknown }>((tie) => ({
-  tree: fc.dictionary(benignKey, tie('value'), { maxKeys: 4, noNullPrototype: true }),
-  value: fc.oneof(
-    { depthSize: 'small', withCrossShrink: true },
-    fc.oneof(fc.constant(null), fc.boolean(), fc.integer(), fc.string({ maxLength: 8 })),
-    fc.array(tie('value'), { maxLength: 3 }),
-    tie('tree'),
-  ),
-}));
-
 /** What a polluted prototype would show on every object. */
 const PROBE = 'causewayPolluted';
 /** Stands for the hostile key until the reply is JSON text: no generated string holds a control character. */
@@ -365,10 +389,10 @@ function withHostileKey(tree: Record<string, unknown>, choices: readonly number[
  * A patch of the object outside its status: the gateway writes `status` apart (a subresource), and
  * none at all when it is empty, where RFC 7386 would make an empty one.
  */
-const objectPatch = benignTree.filter((patch) => !Object.hasOwn(patch, 'status'));
+const objectPatch = jsonTree.filter((patch) => !Object.hasOwn(patch, 'status'));
 
 const hostile = fc.record({
-  tree: benignTree,
+  tree: jsonTree,
   choices: fc.array(fc.nat(), { maxLength: 6 }),
   key: fc.constantFrom(...PROTOTYPE_KEYS),
 });
@@ -439,7 +463,7 @@ describe('generated replies (property-based)', () => {
 
   it('merges a hostile patch that reaches the write plan as data, into objects with no prototype', () => {
     fc.assert(
-      fc.property(hostile, benignTree, ({ tree, choices, key }, other) => {
+      fc.property(hostile, jsonTree, ({ tree, choices, key }, other) => {
         const patch = withHostileKey({ spec: tree }, choices, key) as Record<string, unknown>;
         // Two patches, so that one is merged into what the other left: the path a recursion takes.
         const planned = plannedPatch([{ spec: other }, patch]);
@@ -451,7 +475,7 @@ describe('generated replies (property-based)', () => {
 
   it('accepts a benign reply, and writes what RFC 7386 says its patch makes of the object', () => {
     fc.assert(
-      fc.property(benignTree, objectPatch, (object, patch) => {
+      fc.property(jsonTree, objectPatch, (object, patch) => {
         const parsed = parseInvocationResponse(
           received(JSON.stringify(reply({ status: 'success', patch }))),
           ['h'],
@@ -460,6 +484,212 @@ describe('generated replies (property-based)', () => {
         const written = mergePatched(object, plannedPatch([given]));
         assert.deepEqual(jsonCopy(written), jsonCopy(rfc7386(object, patch)));
       }),
+    );
+  });
+});
+
+const ajv = new Ajv2020({ allErrors: true, strict: true, validateFormats: false });
+const responseSchema = ajv.compile(
+  JSON.parse(
+    readFileSync(new URL('../../protocol/schema/invocation-response.schema.json', import.meta.url), 'utf8'),
+  ),
+);
+
+/** A well-formed reply to a call of `ids`, as the schema describes one (admission replies may deny and warn). */
+function wellFormedReply(admission: boolean) {
+  const text = fc.string({ maxLength: 12 });
+  const nonEmpty = fc.string({ minLength: 1, maxLength: 12 });
+  const about = fc.record(
+    { apiVersion: nonEmpty, kind: nonEmpty, name: nonEmpty, namespace: nonEmpty, uid: nonEmpty },
+    { requiredKeys: ['apiVersion', 'kind', 'name'] },
+  );
+  const event = fc.record(
+    { type: fc.constantFrom('Normal', 'Warning'), reason: text, message: oddString, about },
+    { requiredKeys: ['type', 'reason', 'message'] },
+  );
+  const applied = fc.record({
+    apiVersion: text,
+    kind: text,
+    metadata: fc.oneof(fc.record({ name: text }), fc.record({ generateName: text })),
+  });
+  const seconds = fc.double({ min: 0, max: 1e6, noNaN: true });
+  const effects = fc.record(
+    {
+      patch: jsonTree.filter((patch) => !Object.hasOwn(patch, 'metadata')),
+      events: fc.array(event, { maxLength: 3 }),
+      apply: fc.array(applied, { maxLength: 3 }),
+      requeueAfter: seconds.filter((value) => value > 0),
+      roundEnded: fc.boolean(),
+      ...(admission ? { warnings: fc.array(oddString, { maxLength: 3 }) } : {}),
+    },
+    { requiredKeys: [] },
+  );
+  const statuses = [
+    fc.record({ status: fc.constant('success'), result: jsonValue }, { requiredKeys: ['status'] }),
+    fc.record({ status: fc.constant('temporary'), message: oddString, delay: seconds }),
+    fc.record({ status: fc.constant('permanent'), message: oddString }),
+    fc.record({ status: fc.constant('skipped') }),
+    ...(admission
+      ? [
+          fc.record({
+            status: fc.constant('denied'),
+            message: oddString,
+            code: fc.integer({ min: 400, max: 599 }),
+          }),
+        ]
+      : []),
+  ];
+  const leaf = fc.tuple(fc.oneof(...statuses), effects).map(([status, more]) => ({ ...more, ...status }));
+  const outcome = fc
+    .tuple(
+      leaf,
+      fc.option(fc.dictionary(benignKey, leaf, { maxKeys: 2, noNullPrototype: true }), { nil: undefined }),
+    )
+    .map(([parent, subhandlers]) => (subhandlers ? { ...parent, subhandlers } : parent));
+  return fc.record(
+    {
+      protocol: fc.constant(PROTOCOL),
+      outcomes: fc.dictionary(benignKey, outcome, { minKeys: 1, maxKeys: 3, noNullPrototype: true }),
+      logs: fc.array(
+        fc.record(
+          { level: fc.constantFrom('debug', 'info', 'warning', 'error'), message: oddString, handler: text },
+          { requiredKeys: ['level', 'message'] },
+        ),
+        { maxLength: 3 },
+      ),
+      memo: jsonTree,
+    },
+    { requiredKeys: ['protocol', 'outcomes', 'logs'] },
+  );
+}
+
+/** The fields of an outcome, and of a response, that a mutation may break. */
+const OUTCOME_FIELDS = [
+  'status',
+  'result',
+  'message',
+  'delay',
+  'code',
+  'patch',
+  'events',
+  'apply',
+  'subhandlers',
+  'requeueAfter',
+  'roundEnded',
+  'warnings',
+] as const;
+/** Stands for a number that JSON.parse makes Infinity (1e999): JSON.stringify cannot write one. */
+const INFINITE = '\u0001infinite';
+
+/** One way a service's reply goes wrong: a field of one outcome, or of the response, broken. */
+const mutation = fc.oneof(
+  fc.record({
+    where: fc.constant('outcome' as const),
+    choice: fc.nat(),
+    field: fc.constantFrom(...OUTCOME_FIELDS),
+    to: fc.oneof(
+      wrongValue.map((value) => ({ set: value })),
+      fc.constant({ set: undefined }),
+      fc.constant({ set: INFINITE }),
+      fc.constantFrom(101, 1000).map((length) => ({ set: Array.from({ length }, () => 'w') })),
+      fc
+        .integer({ min: REPLY_LIMITS.depth, max: 3 * REPLY_LIMITS.depth })
+        .map((depth) => ({ set: nested(depth) })),
+      fc.constant({ set: 'x'.repeat(1 << 18) }),
+    ),
+  }),
+  fc.record({
+    where: fc.constant('response' as const),
+    field: fc.constantFrom('protocol', 'outcomes', 'logs', 'memo'),
+    to: fc.oneof(
+      wrongValue.map((value) => ({ set: value })),
+      fc.constant({ set: undefined }),
+      fc.constant({
+        set: Array.from({ length: REPLY_LIMITS.logLines + 1 }, () => ({ level: 'info', message: 'm' })),
+      }),
+    ),
+  }),
+);
+
+/** `reply` with `change` made, as the JSON text a service sends; and the path of what was changed. */
+function mutated(
+  reply: Record<string, unknown>,
+  change: typeof mutation extends fc.Arbitrary<infer M> ? M : never,
+): { text: string; path: string } {
+  const copy = jsonCopy(reply) as { outcomes: Record<string, Record<string, unknown>> } & Record<
+    string,
+    unknown
+  >;
+  let target: Record<string, unknown> = copy;
+  let path = 'response';
+  if (change.where === 'outcome') {
+    const ids = Object.keys(copy.outcomes);
+    const id = ids[change.choice % ids.length] as string;
+    target = copy.outcomes[id] as Record<string, unknown>;
+    path = `response.outcomes.${id}`;
+  }
+  if (change.to.set === undefined) delete target[change.field];
+  else target[change.field] = change.to.set;
+  return { text: JSON.stringify(copy).replace(JSON.stringify(INFINITE), '1e999'), path };
+}
+
+describe('generated replies against the schema (property-based)', () => {
+  /** A reply, to a call that reviews an admission or not; its handlers named as the errors name them. */
+  const replies = fc.boolean().chain((admission) =>
+    wellFormedReply(admission).map((reply) => ({
+      admission,
+      reply: {
+        ...reply,
+        outcomes: Object.fromEntries(
+          Object.values(reply.outcomes).map((outcome, index) => [`h${index}`, outcome]),
+        ),
+      },
+    })),
+  );
+
+  it('reads a well-formed reply as it was sent, and the schema agrees it is one', () => {
+    fc.assert(
+      fc.property(replies, ({ admission, reply }) => {
+        assert.ok(responseSchema(reply), JSON.stringify(responseSchema.errors));
+        const parsed = parseInvocationResponse(
+          received(JSON.stringify(reply)),
+          Object.keys(reply.outcomes),
+          admission,
+        );
+        assert.deepEqual(jsonCopy(parsed), jsonCopy(reply));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('refuses a broken reply naming the part that is wrong, or takes it only where the schema does', () => {
+    fc.assert(
+      fc.property(replies, mutation, ({ admission, reply }, change) => {
+        const { text, path } = mutated(reply, change);
+        const sent = received(text);
+        let parsed: InvocationResponse | undefined;
+        try {
+          parsed = parseInvocationResponse(sent, Object.keys(reply.outcomes), admission);
+        } catch (error) {
+          assert.ok(error instanceof ProtocolError, `a ProtocolError, not ${error}`);
+          const field = change.where === 'outcome' ? path : `response.${change.field}`;
+          assert.ok(
+            error.message.includes(field) ||
+              (change.field === 'protocol' && error.message.startsWith('response speaks protocol')) ||
+              (change.field === 'outcomes' && error.message.startsWith('response has no outcome')),
+            `${error.message} names ${field}`,
+          );
+          return;
+        }
+        // The one leniency: a reply without logs is read as one with none.
+        if (change.where === 'response' && change.field === 'logs' && change.to.set === undefined) return;
+        assert.ok(
+          responseSchema(sent),
+          `taken, though the schema refuses it: ${JSON.stringify(responseSchema.errors)}`,
+        );
+        assert.ok(parsed);
+      }),
+      { numRuns: 1000 },
     );
   });
 });

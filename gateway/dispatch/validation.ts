@@ -46,6 +46,11 @@ export const REPLY_LIMITS = {
   warnings: 50,
   /** Levels of objects and arrays in a reply: deeper than any Kubernetes object; merges recurse this deep. */
   depth: 100,
+  /**
+   * Seconds of a delay or a requeue: a year, far beyond any retry and well within what a date holds
+   * (a delay of 1e300 seconds, or Infinity, which JSON.parse makes of 1e999, has no date to retry at).
+   */
+  delaySeconds: 365 * 24 * 3600,
 } as const;
 
 /** Keys that reach a prototype when assigned to an object: a reply holding one anywhere is refused. */
@@ -391,12 +396,14 @@ function parseOutcome(value: unknown, where: string, admission: boolean, counts:
         ? { status: 'success', ...effects }
         : { status: 'success', result: value.result, ...effects };
     case 'temporary':
-      if (typeof value.delay !== 'number' || !(value.delay >= 0)) {
-        throw new ProtocolError(`${where}.delay must be a number of seconds ≥ 0`);
+      if (!isSeconds(value.delay) || value.delay < 0) {
+        throw new ProtocolError(
+          `${where}.delay must be a number of seconds from 0 to ${REPLY_LIMITS.delaySeconds}`,
+        );
       }
-      return { status: 'temporary', message: String(value.message ?? ''), delay: value.delay, ...effects };
+      return { status: 'temporary', message: failureMessage(value, where), delay: value.delay, ...effects };
     case 'permanent':
-      return { status: 'permanent', message: String(value.message ?? ''), ...effects };
+      return { status: 'permanent', message: failureMessage(value, where), ...effects };
     case 'skipped':
       return { status: 'skipped', ...effects };
     case 'denied':
@@ -410,6 +417,17 @@ function parseOutcome(value: unknown, where: string, admission: boolean, counts:
         `${where}.status ${JSON.stringify(value.status)} is not success, temporary, permanent${admission ? ', skipped or denied' : ' or skipped'}`,
       );
   }
+}
+
+/** A number of seconds that a retry or a requeue can wait: finite, at most REPLY_LIMITS.delaySeconds. */
+function isSeconds(value: unknown): value is number {
+  return typeof value === 'number' && value <= REPLY_LIMITS.delaySeconds;
+}
+
+/** Why a handler failed: a string, as the schema says, and not whatever else a service sent made one. */
+function failureMessage(outcome: Record<string, unknown>, where: string): string {
+  if (typeof outcome.message !== 'string') throw new ProtocolError(`${where}.message must be a string`);
+  return outcome.message;
 }
 
 function isHttpCode(code: unknown): code is number {
@@ -503,8 +521,10 @@ function parseEffects(
     );
   }
   if (value.requeueAfter !== undefined) {
-    if (typeof value.requeueAfter !== 'number' || !(value.requeueAfter > 0)) {
-      throw new ProtocolError(`${where}.requeueAfter must be a number of seconds > 0`);
+    if (!isSeconds(value.requeueAfter) || !(value.requeueAfter > 0)) {
+      throw new ProtocolError(
+        `${where}.requeueAfter must be a number of seconds above 0, at most ${REPLY_LIMITS.delaySeconds}`,
+      );
     }
     effects.requeueAfter = value.requeueAfter;
   }

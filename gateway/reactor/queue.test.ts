@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { createLogger } from '../logging.ts';
 import { DEFAULT_SETTINGS } from '../settings.ts';
+import { MAX_TIMER_MS } from '../timing.ts';
 import type { CycleOutcome } from './model.ts';
 import { isOlder, ObjectQueue, type QueueOptions } from './queue.ts';
 
@@ -146,6 +147,22 @@ describe('object queue', () => {
     processor.finish();
     await queue.stop();
     assert.deepEqual(processor.seen, ['a@1', 'a@1']);
+  });
+
+  it('never sets a timer Node would run after 1 ms: a retry a month away is looked at again within a timer', async (t) => {
+    const timeout = t.mock.method(globalThis, 'setTimeout');
+    const processor = controlledProcessor();
+    const { promise: finished, resolve } = Promise.withResolvers<void>();
+    // Told as the cycle ends, just before its retry is set, in the same turn.
+    const observer = { added: () => {}, started: () => {}, finished: () => queueMicrotask(resolve) };
+    const queue = queueOf(processor.process, { concurrency: 8, observer });
+    queue.push('ADDED', version('a', '1'));
+    await processor.started(1);
+    processor.finish({ retryAfterMs: 30 * 24 * 3600 * 1000 });
+    await finished;
+    await queue.stop();
+    const delays = timeout.mock.calls.map((call) => Number(call.arguments[1]));
+    assert.ok(delays.length > 0 && delays.every((delay) => delay <= MAX_TIMER_MS), `${delays}`);
   });
 
   it('parks an object waiting for a service that is down, and runs its newest state when the service is back', async () => {

@@ -3,22 +3,35 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import fc from 'fast-check';
-import { type InvocationResponse, PROTOCOL } from '../../protocol/index.ts';
-import { isObject, jsonCopy, mergePatched } from '../../protocol/json.ts';
+import {
+  HANDLER_KIND_NAMES,
+  type HandlerSpec,
+  type InvocationResponse,
+  isHandlerKind,
+  type KubernetesObject,
+  type Manifest,
+  PROTOCOL,
+} from '../../protocol/index.ts';
+import { isObject, jsonCopy, mergePatched, valueAt } from '../../protocol/json.ts';
 import {
   benignKey,
   jsonTree,
   jsonValue,
+  kubeObject,
+  labelValue,
+  metadataKey,
   nested,
   oddString,
   PROTOTYPE_KEYS,
   wrongValue,
 } from '../../test/support/arbitraries.ts';
 import { DEFAULT_IDENTITY } from '../identity.ts';
+import { changeMatches, filterMiss } from '../reactor/filters.ts';
 import type { Cause } from '../reactor/model.ts';
 import { collectEffects, emptyEffects } from '../reactor/outcomes.ts';
 import { planWrites } from '../reactor/write-plan.ts';
 import { StateStorage } from '../state/storage.ts';
+import { ScopeError } from './scope.ts';
 import {
   batchAnswers,
   ProtocolError,
@@ -689,6 +702,209 @@ describe('generated replies against the schema (property-based)', () => {
         );
         assert.ok(parsed);
       }),
+      { numRuns: 1000 },
+    );
+  });
+});
+
+const manifestSchema = ajv.compile(
+  JSON.parse(readFileSync(new URL('../../protocol/schema/manifest.schema.json', import.meta.url), 'utf8')),
+);
+
+/** A manifest as the schema describes one: handlers of every kind (and of a kind to come), with filters and options. */
+const wellFormedManifest = (() => {
+  const metaMatch = fc.oneof(labelValue, fc.constant({ present: true }), fc.constant({ absent: true }));
+  const valueMatch = fc.oneof(
+    jsonValue.map((equals) => ({ equals })),
+    fc.constant({ present: true }),
+    fc.constant({ absent: true }),
+  );
+  const seconds = fc.double({ min: 0, max: 1e6, noNaN: true });
+  const filters = fc.record(
+    {
+      labels: fc.dictionary(metadataKey, metaMatch, { maxKeys: 2, noNullPrototype: true }),
+      annotations: fc.dictionary(metadataKey, metaMatch, { maxKeys: 2, noNullPrototype: true }),
+      field: fc.constantFrom('spec', 'spec.a', 'spec.a.b', 'metadata.labels.app'),
+      old: valueMatch,
+      new: valueMatch,
+      when: fc.boolean(),
+    },
+    { requiredKeys: [] },
+  );
+  const options = fc.record(
+    {
+      retries: fc.integer({ min: 1, max: 100 }),
+      timeout: seconds.filter((value) => value > 0),
+      backoff: seconds,
+      deleted: fc.boolean(),
+      interval: seconds.filter((value) => value > 0),
+      idle: seconds,
+      initialDelay: seconds,
+      cancellationTimeout: seconds,
+      sharp: fc.boolean(),
+      operations: fc.uniqueArray(fc.constantFrom('CREATE', 'UPDATE', 'DELETE', 'CONNECT'), { minLength: 1 }),
+      subresource: fc.constantFrom('status', 'scale'),
+      persistent: fc.boolean(),
+      sideEffects: fc.boolean(),
+      ignoreFailures: fc.boolean(),
+    },
+    { requiredKeys: [] },
+  );
+  const handler = fc.record(
+    {
+      kind: fc.constantFrom(...HANDLER_KIND_NAMES, 'to-come'),
+      resource: fc.oneof(
+        fc.record({
+          name: fc.constantFrom('kopfexamples', 'pods', 'kex'),
+          group: fc.constantFrom('', 'kopf.dev'),
+        }),
+        fc.record({ category: fc.constantFrom('all', 'kopf') }),
+      ),
+      filters,
+      options,
+    },
+    { requiredKeys: ['kind', 'resource'] },
+  );
+  return fc.array(handler, { maxLength: 5 }).map((handlers) => ({
+    protocol: PROTOCOL,
+    name: 'svc',
+    handlers: handlers.map((each, index) => ({ id: `h${index}`, ...each })),
+  }));
+})();
+
+/** The fields of a handler a mutation may break, down to one filter or option. */
+const HANDLER_PARTS = [
+  ['id'],
+  ['kind'],
+  ['resource'],
+  ['resource', 'name'],
+  ['filters'],
+  ['filters', 'labels'],
+  ['filters', 'labels', 'app'],
+  ['filters', 'annotations', 'note'],
+  ['filters', 'field'],
+  ['filters', 'old'],
+  ['filters', 'new'],
+  ['filters', 'value'],
+  ['filters', 'when'],
+  ['filters', 'namespaces'],
+  ['options'],
+  ...[
+    'retries',
+    'timeout',
+    'backoff',
+    'interval',
+    'idle',
+    'initialDelay',
+    'operations',
+    'indexes',
+    'optional',
+  ].map((option) => ['options', option]),
+] as const;
+
+describe('generated manifests (property-based)', () => {
+  const objects = fc.array(kubeObject({ spec: jsonTree }), { minLength: 1, maxLength: 2 });
+
+  /** Every filter of every handler matched against `objects`, as the reactor matches them: throws if one cannot be. */
+  function matchAll(handlers: readonly HandlerSpec[], against: readonly KubernetesObject[]): void {
+    for (const { filters } of handlers) {
+      for (const [index, object] of against.entries()) {
+        filterMiss(object, filters, against[index - 1]);
+        changeMatches(
+          valueAt(against[index - 1], filters?.field ?? 'spec'),
+          valueAt(object, filters?.field ?? 'spec'),
+          filters,
+        );
+      }
+    }
+  }
+
+  // Found by the property below: each was taken, and the first failed the matching of every object of
+  // the resource (`'present' in null`), the others set timers Node runs at once.
+  it('refuses filters the gateway cannot match with, and options of the wrong type, naming them', () => {
+    const refused: Array<[string, string]> = [
+      [
+        '"filters":{"labels":{"app":null}}',
+        'manifest.handlers[0].filters.labels.app must be a value, {"present": true} or {"absent": true}',
+      ],
+      [
+        '"filters":{"old":1}',
+        'manifest.handlers[0].filters.old must be {"equals": …}, {"present": true} or {"absent": true}',
+      ],
+      [
+        '"filters":{"field":"spec..a"}',
+        'manifest.handlers[0].filters.field must be a dotted path (spec.a.b)',
+      ],
+      [
+        '"options":{"timeout":1e999}',
+        'manifest.handlers[0].options.timeout must be a number of seconds above 0, at most 31536000',
+      ],
+      ['"options":{"retries":"3"}', 'manifest.handlers[0].options.retries must be an integer ≥ 1'],
+    ];
+    for (const [part, message] of refused) {
+      const text = `{"protocol":"${PROTOCOL}","name":"s","handlers":[{"id":"h","kind":"create","resource":{"name":"pods"},${part}}]}`;
+      assert.throws(() => parseManifest(received(text)), new ProtocolError(message), part);
+    }
+  });
+
+  it('reads a well-formed manifest as it was served: the kinds it knows, and the others named', () => {
+    fc.assert(
+      fc.property(wellFormedManifest, objects, (manifest, against) => {
+        assert.ok(manifestSchema(manifest), JSON.stringify(manifestSchema.errors));
+        const { manifest: parsed, unknownKinds } = parseManifest(received(JSON.stringify(manifest)));
+        const known = manifest.handlers.filter((handler) => handler.kind !== 'to-come');
+        assert.deepEqual(jsonCopy(parsed.handlers), jsonCopy(known));
+        assert.deepEqual(
+          unknownKinds,
+          manifest.handlers.filter((handler) => handler.kind === 'to-come').map(() => 'to-come'),
+        );
+        matchAll(parsed.handlers, against);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('refuses a broken handler naming it, or takes only one whose filters every object can be matched with', () => {
+    fc.assert(
+      fc.property(
+        wellFormedManifest.filter((manifest) => manifest.handlers.length > 0),
+        fc.nat(),
+        fc.constantFrom(...HANDLER_PARTS),
+        fc.oneof(wrongValue, fc.constant(undefined), fc.constant(INFINITE)),
+        objects,
+        (manifest, choice, part, value, against) => {
+          const copy = jsonCopy(manifest) as { handlers: Record<string, unknown>[] };
+          const index = choice % copy.handlers.length;
+          let node = copy.handlers[index] as Record<string, unknown>;
+          for (const key of part.slice(0, -1)) {
+            if (!isObject(node[key])) node[key] = {};
+            node = node[key] as Record<string, unknown>;
+          }
+          const last = part.at(-1) as string;
+          if (value === undefined) delete node[last];
+          else node[last] = value;
+          const text = JSON.stringify(copy).replace(JSON.stringify(INFINITE), '1e999');
+          const sent = received(text);
+          let parsed: Manifest;
+          try {
+            parsed = parseManifest(sent).manifest;
+          } catch (error) {
+            assert.ok(error instanceof ProtocolError || error instanceof ScopeError, `${error}`);
+            assert.ok(
+              error.message.startsWith(`manifest.handlers[${index}]`),
+              `${error.message} names handler ${index}`,
+            );
+            return;
+          }
+          // A handler of a kind the gateway does not know is skipped (and named), whatever it holds.
+          const kept = { ...copy, handlers: copy.handlers.filter((handler) => isHandlerKind(handler.kind)) };
+          assert.ok(
+            manifestSchema(received(JSON.stringify(kept).replace(JSON.stringify(INFINITE), '1e999'))),
+            `taken, though the schema refuses it: ${JSON.stringify(manifestSchema.errors)}`,
+          );
+          matchAll(parsed.handlers, against);
+        },
+      ),
       { numRuns: 1000 },
     );
   });

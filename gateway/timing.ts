@@ -1,13 +1,20 @@
-/** Waits `ms`, or less if the signal aborts first; never rejects. */
+/** Waits `ms`, or less if the signal aborts first; never rejects. Longer than a timer holds: in steps. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve();
+    let timer: NodeJS.Timeout | undefined;
     const done = () => {
       clearTimeout(timer);
       signal?.removeEventListener('abort', done);
       resolve();
     };
-    const timer = setTimeout(done, ms);
+    const wait = (left: number) => {
+      timer = setTimeout(
+        () => (left > MAX_TIMER_MS ? wait(left - MAX_TIMER_MS) : done()),
+        Math.min(left, MAX_TIMER_MS),
+      );
+    };
+    wait(ms);
     signal?.addEventListener('abort', done, { once: true });
   });
 }

@@ -15,7 +15,11 @@ export const benignKey = fc.string({ maxLength: 8 }).filter((key) => !PROTOTYPE_
 
 /** Strings of any code point (lone surrogates and control characters among them), or of whole graphemes. */
 export const oddString = fc.oneof(
-  fc.string({ unit: 'binary', maxLength: 12 }),
+  // Not unit 'binary': fast-check maps its whole alphabet (a million code points) back to build strings it favours.
+  fc.string({
+    unit: fc.integer({ min: 0, max: 0x10ffff }).map((code) => String.fromCodePoint(code)),
+    maxLength: 12,
+  }),
   fc.string({ unit: 'grapheme', maxLength: 12 }),
   fc.constantFrom('', ' ', '\n', '\u0000', '\u202e', '🙂', 'e\u0301', '\ud800', 'toString', '__proto__'),
 );
@@ -128,3 +132,42 @@ export const wrongValue = fc.oneof(
   }),
   oddString,
 );
+
+/**
+ * An AdmissionReview v1 as the apiserver sends one: the object after the operation (none for
+ * DELETE), the one before it (UPDATE and DELETE), a uid of any text.
+ */
+export const admissionReview = fc
+  .record({
+    uid: fc.oneof(
+      fc.uuid(),
+      oddString.filter((uid) => uid !== ''),
+    ),
+    operation: fc.constantFrom('CREATE', 'UPDATE', 'DELETE', 'CONNECT'),
+    object: kubeObject({ spec: jsonTree }),
+    oldSpec: jsonTree,
+    userInfo: fc.record(
+      { username: oddString, uid: fc.uuid(), groups: fc.array(oddString, { maxLength: 3 }) },
+      { requiredKeys: [], noNullPrototype: true },
+    ),
+    dryRun: fc.option(fc.boolean(), { nil: undefined }),
+    subResource: fc.option(fc.constantFrom('status', 'scale'), { nil: undefined }),
+  })
+  .map(({ operation, object, oldSpec, dryRun, subResource, ...request }) => ({
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      ...request,
+      operation,
+      kind: { group: 'kopf.dev', version: 'v1', kind: 'KopfExample' },
+      resource: { group: 'kopf.dev', version: 'v1', resource: 'kopfexamples' },
+      name: (object as KubernetesObject).metadata.name,
+      namespace: 'default',
+      ...(operation === 'DELETE' ? {} : { object }),
+      ...(operation === 'UPDATE' || operation === 'DELETE'
+        ? { oldObject: { ...object, spec: oldSpec } }
+        : {}),
+      ...(dryRun === undefined ? {} : { dryRun }),
+      ...(subResource === undefined ? {} : { subResource }),
+    },
+  }));

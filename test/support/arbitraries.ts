@@ -10,6 +10,16 @@ import type { KubernetesObject } from '../../protocol/index.ts';
 /** Keys that reach an object's prototype when assigned. */
 export const PROTOTYPE_KEYS = ['__proto__', 'constructor', 'prototype'];
 
+/** Names of Object.prototype's members, and `__proto__`: as keys of a spec, they are only keys. */
+export const PROTOTYPE_MEMBERS = [
+  '__proto__',
+  'constructor',
+  'toString',
+  'valueOf',
+  'hasOwnProperty',
+  'isPrototypeOf',
+];
+
 /** Any key but those three: fast-check's strings favour `toString`, `hasOwnProperty` and their like. */
 export const benignKey = fc.string({ maxLength: 8 }).filter((key) => !PROTOTYPE_KEYS.includes(key));
 

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { createLogger } from '../logging.ts';
 import { DEFAULT_SETTINGS } from '../settings.ts';
@@ -293,5 +294,58 @@ describe('isOlder', () => {
     assert.equal(isOlder('18446744073709551615', '18446744073709551616'), true);
     assert.equal(isOlder('abc', '10'), false);
     assert.equal(isOlder(undefined, '10'), false);
+  });
+});
+
+describe('generated objects through the queue (property-based)', () => {
+  it('handles every good object, whichever others fail their cycles, and in what order they come', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.uniqueArray(fc.record({ object: fc.uuid().map((uid) => version(uid, '1')), bad: fc.boolean() }), {
+          minLength: 1,
+          maxLength: 12,
+          selector: ({ object }) => object.metadata.uid,
+        }),
+        fc.integer({ min: 1, max: 4 }),
+        async (pushed, concurrency) => {
+          const good = new Set(pushed.filter(({ bad }) => !bad).map(({ object }) => object.metadata.uid));
+          const handled = new Set<string>();
+          const failed = new Set<string>();
+          // Every cycle has run once: each good object handled, each bad one failed (its retry a minute away).
+          const { promise: allRun, resolve } = Promise.withResolvers<void>();
+          const ranAll = () => handled.size + failed.size === pushed.length && resolve();
+          const queue = queueOf(
+            async (object) => {
+              const { uid } = object.metadata;
+              if (!good.has(uid)) {
+                failed.add(uid);
+                queueMicrotask(ranAll);
+                throw new Error(`a cycle of ${uid} failed`);
+              }
+              handled.add(uid);
+              ranAll();
+              return {};
+            },
+            { concurrency, errorDelaysS: [60] },
+          );
+          for (const { object } of pushed) queue.push('ADDED', object);
+          let timer: NodeJS.Timeout | undefined;
+          const late = new Promise<void>((_, reject) => {
+            timer = setTimeout(
+              () => reject(new Error(`ran ${handled.size + failed.size} of ${pushed.length}`)),
+              2000,
+            );
+          });
+          try {
+            await Promise.race([allRun, late]);
+          } finally {
+            clearTimeout(timer);
+            await queue.stop();
+          }
+          assert.deepEqual([...handled].sort(), [...good].sort());
+        },
+      ),
+      { numRuns: 1000 },
+    );
   });
 });

@@ -446,6 +446,9 @@ function admissionSettings(
     values['webhook-ca-file'],
   ];
   if (cert !== undefined || key !== undefined || ca !== undefined) {
+    if (cert === undefined && key === undefined) {
+      throw new UsageError('--webhook-ca-file needs --webhook-cert-file and --webhook-key-file');
+    }
     if (cert === undefined || key === undefined) {
       throw new UsageError('--webhook-cert-file and --webhook-key-file go together');
     }

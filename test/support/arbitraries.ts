@@ -108,7 +108,7 @@ export const labelValue = fc
 /** A label or annotation key: a name, with a DNS subdomain prefix or not. */
 export const metadataKey = fc
   .tuple(fc.option(objectName, { nil: undefined }), labelValue)
-  .map(([prefix, name]) => (prefix ? `${prefix.slice(0, 200)}/${name}` : name));
+  .map(([prefix, name]) => (prefix ? `${prefix.slice(0, 200).replace(/[-.]+$/, '')}/${name}` : name));
 
 /**
  * A Kubernetes object of a custom resource, as the apiserver stores it: valid names, odd but valid

@@ -608,7 +608,7 @@ const mutation = fc.oneof(
       fc
         .integer({ min: REPLY_LIMITS.depth, max: 3 * REPLY_LIMITS.depth })
         .map((depth) => ({ set: nested(depth) })),
-      fc.constant({ set: 'x'.repeat(1 << 18) }),
+      fc.constant({ set: 'x'.repeat(1 << 16) }),
     ),
   }),
   fc.record({

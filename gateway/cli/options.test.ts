@@ -119,7 +119,8 @@ describe('gatewayOptions: what run, gateway and dev give their gateway', () => {
     const settings = gatewayOptions({ concurrency: '8', 'function-timeout': '5' }, noFiles, nowhere).settings;
     assert.deepEqual(settings?.processing, { concurrency: 8 });
     assert.deepEqual(settings?.calls, { timeoutMs: 5000 });
-    for (const value of ['x', '-1', '1.5']) {
+    // '0x10', '1e3' and ' 8': found by the generated command lines, taken as 16, 1000 and 8.
+    for (const value of ['x', '-1', '1.5', '0x10', '1e3', ' 8', '99999999999999999999']) {
       refuses(
         () => gatewayOptions({ concurrency: value }, noFiles, nowhere),
         `--concurrency expects a whole number, got "${value}"`,
@@ -924,26 +925,29 @@ describe('generated command lines (property-based)', () => {
     ...(COMMON.flags as readonly Flag[]),
   ];
   const value = fc.oneof(
-    fc.constantFrom(
-      '',
-      '0',
-      '-1',
-      '1.5',
-      '1e3',
-      '1e999',
-      '0x10',
-      ' 8',
-      '8',
-      '600',
-      '99999999999999999999',
-      'x',
-      '-',
-      '--',
-      '=',
-      'a=b',
-      'http://x:1',
-      'default',
-    ),
+    {
+      weight: 3,
+      arbitrary: fc.constantFrom(
+        '',
+        '0',
+        '-1',
+        '1.5',
+        '1e3',
+        '1e999',
+        '0x10',
+        ' 8',
+        '8',
+        '600',
+        '99999999999999999999',
+        'x',
+        '-',
+        '--',
+        '=',
+        'a=b',
+        'http://x:1',
+        'default',
+      ),
+    },
     oddString,
   );
   /** A token of a command line: a flag of the command's (long or short, its value apart or after =), another command's, or a stray. */
@@ -989,7 +993,13 @@ describe('generated command lines (property-based)', () => {
               nowhere,
             );
           }
+          // Taken: a number is one as written in decimal digits, not whatever Number() makes of it.
+          for (const flag of ['concurrency', 'function-timeout'] as const) {
+            const given = values[flag];
+            if (given) assert.match(given, /^\d+$/, `--${flag} ${JSON.stringify(given)} taken`);
+          }
         } catch (error) {
+          if (error instanceof assert.AssertionError) throw error;
           if (error instanceof Error && error.message.startsWith('ENOENT')) return;
           assert.ok(error instanceof UsageError, `a UsageError, not ${(error as Error).stack}`);
           const named =

@@ -953,12 +953,24 @@ describe('generated command lines (property-based)', () => {
   /** A token of a command line: a flag of the command's (long or short, its value apart or after =), another command's, or a stray. */
   const token = (name: (typeof commands)[number]) =>
     fc.oneof(
-      fc.tuple(fc.constantFrom(...flagsOf(name)), value, fc.nat(3)).map(([flag, given, form]) => {
-        if (flag.value === undefined)
-          return form === 0 && flag.short ? [`-${flag.short}`] : [`--${flag.name}`];
-        if (form === 0) return [`--${flag.name}=${given}`];
-        return form === 1 && flag.short ? [`-${flag.short}`, given] : [`--${flag.name}`, given];
-      }),
+      // Flags of numbers more often: few among many, and each reads its value its own way.
+      fc
+        .tuple(
+          fc.oneof(
+            fc.constantFrom(...flagsOf(name)),
+            fc.constantFrom(
+              ...flagsOf(name).filter((flag) => /^<(n|s|port|days|seconds)>$/.test(flag.value ?? '')),
+            ),
+          ),
+          value,
+          fc.nat(3),
+        )
+        .map(([flag, given, form]) => {
+          if (flag.value === undefined)
+            return form === 0 && flag.short ? [`-${flag.short}`] : [`--${flag.name}`];
+          if (form === 0) return [`--${flag.name}=${given}`];
+          return form === 1 && flag.short ? [`-${flag.short}`, given] : [`--${flag.name}`, given];
+        }),
       fc.constantFrom(
         ['--functions'],
         ['--unknown-flag'],

@@ -67,6 +67,12 @@ describe('generated objects on a real apiserver', () => {
       metadata: { name: `plain-${index}` },
       spec: { field: 'value' },
     });
+    // And one that is sure to come in many chunks of the watch, of two-byte characters (half a MB).
+    odd.push({
+      ...(odd[0] as KubernetesObject),
+      metadata: { name: 'long', uid: '' },
+      spec: { long: 'é'.repeat(250_000) },
+    });
     // Interleaved, four at a time: the odd ones among plain ones, as a cluster's objects come.
     const objects = odd.flatMap((object, index) => [
       {

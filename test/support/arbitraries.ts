@@ -77,7 +77,7 @@ const characterOf = (alphabet: string) =>
   fc.mapToConstant({ num: alphabet.length, build: (index) => alphabet[index] as string });
 const alphanumeric = characterOf('abcdefghijklmnopqrstuvwxyz0123456789');
 /** A DNS-1123 label: lowercase letters, digits and dashes inside, at most 63 characters. */
-export const dnsLabel = fc
+const dnsLabel = fc
   .tuple(
     alphanumeric,
     fc.string({ unit: characterOf('abcdefghijklmnopqrstuvwxyz0123456789-'), maxLength: 61 }),

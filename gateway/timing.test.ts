@@ -1,8 +1,20 @@
 import assert from 'node:assert/strict';
-import test from 'node:test';
-import { spreadRetryAfter } from './timing.ts';
+import { describe, it } from 'node:test';
+import { MAX_TIMER_MS, sleep, spreadRetryAfter } from './timing.ts';
 
-test('a Retry-After is waited for in full, and spread over half as much again', () => {
+describe('sleep', () => {
+  it('never sets a timer Node would run after 1 ms: a wait of a month is one of steps within a timer', async (t) => {
+    const timeout = t.mock.method(globalThis, 'setTimeout');
+    const stop = new AbortController();
+    const slept = sleep(30 * 24 * 3600 * 1000, stop.signal);
+    stop.abort();
+    await slept;
+    const delays = timeout.mock.calls.map((call) => Number(call.arguments[1]));
+    assert.ok(delays.length > 0 && delays.every((delay) => delay <= MAX_TIMER_MS), `${delays}`);
+  });
+});
+
+it('a Retry-After is waited for in full, and spread over half as much again', () => {
   const waits = Array.from({ length: 1000 }, () => spreadRetryAfter(1000));
   assert.ok(Math.min(...waits) >= 1000, 'never sooner than the server asks');
   assert.ok(Math.max(...waits) < 1500);

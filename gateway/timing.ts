@@ -1,13 +1,23 @@
-/** Waits `ms`, or less if the signal aborts first; never rejects. */
+/** Node runs a timer set for longer than this (some 24.8 days) after 1 ms: what waits longer looks again without end. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Waits `ms`, or less if the signal aborts first; never rejects. Longer than a timer holds: in steps. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve();
+    let timer: NodeJS.Timeout | undefined;
     const done = () => {
       clearTimeout(timer);
       signal?.removeEventListener('abort', done);
       resolve();
     };
-    const timer = setTimeout(done, ms);
+    const wait = (left: number) => {
+      timer = setTimeout(
+        () => (left > MAX_TIMER_MS ? wait(left - MAX_TIMER_MS) : done()),
+        Math.min(left, MAX_TIMER_MS),
+      );
+    };
+    wait(ms);
     signal?.addEventListener('abort', done, { once: true });
   });
 }

@@ -61,18 +61,42 @@ export function parseReview(value: unknown): ReviewRequest {
   if (!OPERATIONS.includes(request.operation)) {
     throw new MalformedReview(`request.operation ${JSON.stringify(request.operation)} is not an operation`);
   }
-  for (const part of ['kind', 'resource'] as const) {
-    if (!isObject(request[part])) throw new MalformedReview(`request.${part} is missing`);
+  const namedParts = {
+    kind: ['group', 'version', 'kind'],
+    resource: ['group', 'version', 'resource'],
+  } as const;
+  for (const [part, names] of Object.entries(namedParts)) {
+    const value = request[part];
+    if (!isObject(value) || !names.every((name) => typeof value[name] === 'string')) {
+      throw new MalformedReview(`request.${part} must have ${names.join(', ')} as strings`);
+    }
   }
-  if (!isObject(request.userInfo)) throw new MalformedReview('request.userInfo is missing');
+  for (const field of ['name', 'namespace', 'subResource'] as const) {
+    if (request[field] !== undefined && typeof request[field] !== 'string') {
+      throw new MalformedReview(`request.${field} must be a string`);
+    }
+  }
+  const { userInfo } = request;
+  if (
+    !isObject(userInfo) ||
+    !(userInfo.username === undefined || typeof userInfo.username === 'string') ||
+    !(
+      userInfo.groups === undefined ||
+      (Array.isArray(userInfo.groups) && userInfo.groups.every((group) => typeof group === 'string'))
+    )
+  ) {
+    throw new MalformedReview('request.userInfo must be an object, with a username and groups as strings');
+  }
   const object = optionalObject(request.object, 'object');
   const oldObject = optionalObject(request.oldObject, 'oldObject');
   if (!object && !oldObject) throw new MalformedReview('the request has neither object nor oldObject');
   if (request.dryRun !== undefined && typeof request.dryRun !== 'boolean') {
     throw new MalformedReview('request.dryRun must be true or false');
   }
+  // The apiserver sends `"object": null` for a DELETE: left out, as the type says.
+  const { object: _object, oldObject: _oldObject, ...rest } = request;
   return {
-    ...(request as unknown as ReviewRequest),
+    ...(rest as unknown as ReviewRequest),
     ...(object ? { object } : {}),
     ...(oldObject ? { oldObject } : {}),
     dryRun: request.dryRun === true,

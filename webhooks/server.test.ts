@@ -4,9 +4,13 @@ import { once } from 'node:events';
 import { connect as netConnect } from 'node:net';
 import { describe, it, type TestContext } from 'node:test';
 import { connect, type TLSSocket } from 'node:tls';
+import fc from 'fast-check';
+import jsonpatch from 'fast-json-patch';
 import { generate } from 'selfsigned';
 import { Agent, fetch } from 'undici';
+import { admissionReview } from '../test/support/arbitraries.ts';
 import { type CertificateAuthority, renewCertificates } from './certificates.ts';
+import { jsonPatchOf } from './patch.ts';
 import type { ReviewRequest } from './review.ts';
 import { type Decide, startWebhookServer, type WebhookServerOptions } from './server.ts';
 
@@ -427,5 +431,99 @@ describe('the webhook server', () => {
     await within(5000, closed, 'the server to close');
     await within(5000, idleClosed, 'the idle connection to be closed');
     assert.ok(Date.now() - began >= 950, 'the idle connection held the drain to its limit');
+  });
+});
+
+describe('generated reviews over HTTPS (property-based)', () => {
+  /** What the server is sent: a review as the apiserver sends it, one broken, or one over the body limit. */
+  // Weighted: a review over the limit closes its connection (a new TLS handshake each).
+  const posted = fc.oneof(
+    {
+      weight: 6,
+      arbitrary: admissionReview.map((review) => ({
+        sent: 'review' as const,
+        body: JSON.stringify(review),
+        uid: review.request.uid,
+      })),
+    },
+    {
+      weight: 3,
+      arbitrary: fc
+        // Values that none of these fields may hold: neither a string nor an object.
+        .tuple(
+          admissionReview,
+          fc.constantFrom('uid', 'operation', 'kind', 'resource', 'userInfo'),
+          fc.constantFrom(null, true, 0, -1.5, [], [null]),
+        )
+        .map(([review, field, value]) => ({
+          sent: 'broken' as const,
+          body: JSON.stringify({ ...review, request: { ...review.request, [field]: value } }),
+          field,
+        })),
+    },
+    fc
+      .constantFrom('not json', '', '{', '[]', 'null', '"review"')
+      .map((body) => ({ sent: 'not a review' as const, body })),
+    admissionReview.map((review) => ({
+      sent: 'oversized' as const,
+      body: JSON.stringify({ ...review, padding: 'x'.repeat(LIMIT) }),
+    })),
+  );
+  const LIMIT = 16 * 1024;
+
+  it('answers a review with its uid and patch, a broken one with a 400 that says why, one too large with a 413', async (t) => {
+    const mutation = { metadata: { labels: { reviewed: 'yes' } } };
+    const { post } = await serve(
+      t,
+      async (request) => {
+        const object = request.object ?? request.oldObject;
+        return {
+          allowed: request.operation !== 'CONNECT',
+          patch: jsonPatchOf(object, [mutation]),
+          warnings: [request.uid],
+        };
+      },
+      { bodyLimitBytes: LIMIT },
+    );
+    await fc.assert(
+      fc.asyncProperty(posted, async (given) => {
+        const answer = await post('/svc/mutate', given.body);
+        const body = (await answer.json()) as { error?: string; response?: Record<string, unknown> };
+        switch (given.sent) {
+          case 'review': {
+            assert.equal(answer.status, 200, body.error);
+            const response = body.response as Record<string, unknown>;
+            assert.equal(response.uid, given.uid);
+            assert.deepEqual(response.warnings, [given.uid]);
+            if (response.allowed) {
+              const review = JSON.parse(given.body);
+              const object = review.request.object ?? review.request.oldObject;
+              const patch = JSON.parse(Buffer.from(response.patch as string, 'base64').toString('utf8'));
+              assert.equal(response.patchType, 'JSONPatch');
+              assert.deepEqual(
+                jsonpatch.applyPatch(object, patch).newDocument.metadata.labels.reviewed,
+                'yes',
+              );
+            }
+            return;
+          }
+          case 'broken':
+            assert.equal(answer.status, 400);
+            assert.ok(body.error?.includes(`request.${given.field}`), body.error);
+            return;
+          case 'not a review':
+            assert.equal(answer.status, 400);
+            assert.match(
+              body.error ?? '',
+              /^the body is not (JSON|a JSON object)|^expected an AdmissionReview/,
+            );
+            return;
+          case 'oversized':
+            assert.equal(answer.status, 413);
+            assert.equal(body.error, `the review is larger than ${LIMIT} bytes`);
+        }
+      }),
+      { numRuns: 1000 },
+    );
   });
 });

@@ -2,10 +2,12 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import { parse as parseYaml } from 'yaml';
+import { oddString } from '../../test/support/arbitraries.ts';
 import { DEFAULT_IDENTITY } from '../identity.ts';
 import { DEV_PRIORITY } from '../peering/members.ts';
-import { parseCommandLine, UsageError } from './command-line.ts';
+import { COMMON, type Flag, parseCommandLine, UsageError } from './command-line.ts';
 import { COMMANDS } from './main.ts';
 import {
   buildOptions,
@@ -117,7 +119,8 @@ describe('gatewayOptions: what run, gateway and dev give their gateway', () => {
     const settings = gatewayOptions({ concurrency: '8', 'function-timeout': '5' }, noFiles, nowhere).settings;
     assert.deepEqual(settings?.processing, { concurrency: 8 });
     assert.deepEqual(settings?.calls, { timeoutMs: 5000 });
-    for (const value of ['x', '-1', '1.5']) {
+    // '0x10', '1e3' and ' 8': found by the generated command lines, taken as 16, 1000 and 8.
+    for (const value of ['x', '-1', '1.5', '0x10', '1e3', ' 8', '99999999999999999999']) {
       refuses(
         () => gatewayOptions({ concurrency: value }, noFiles, nowhere),
         `--concurrency expects a whole number, got "${value}"`,
@@ -191,13 +194,14 @@ describe('gatewayOptions: what run, gateway and dev give their gateway', () => {
         })?.certificateFiles,
         { cert: resolve('tls.crt'), key: resolve('tls.key'), ca: resolve('ca.crt') },
       );
-      for (const alone of [
-        { 'webhook-cert-file': 'tls.crt' },
-        { 'webhook-key-file': 'tls.key' },
-        { 'webhook-ca-file': 'ca.crt' },
-      ]) {
+      for (const alone of [{ 'webhook-cert-file': 'tls.crt' }, { 'webhook-key-file': 'tls.key' }]) {
         refuses(() => admission(alone), '--webhook-cert-file and --webhook-key-file go together');
       }
+      // Found by the generated command lines: it said the two go together, naming neither given.
+      refuses(
+        () => admission({ 'webhook-ca-file': 'ca.crt' }),
+        '--webhook-ca-file needs --webhook-cert-file and --webhook-key-file',
+      );
     });
 
     it('keeps certificates and the ngrok authtoken in Secrets named namespace/name', () => {
@@ -906,6 +910,122 @@ describe('buildOptions: what causeway build makes', () => {
     refuses(
       () => buildOptions('op.ts', { target: 'node', 'worker-name': 'x' }),
       '--worker-name and --jwks-url are for --target workers',
+    );
+  });
+});
+
+describe('generated command lines (property-based)', () => {
+  /** A file a flag names that is not there: the error names it, as reading it would. */
+  const missing = (path: string): string => {
+    throw new Error(`ENOENT: no such file, open '${path}'`);
+  };
+  const commands = ['run', 'gateway', 'dev', 'serve'] as const;
+  const flagsOf = (name: string): Flag[] => [
+    ...(COMMANDS.find((each) => each.name === name)?.groups ?? []).flatMap((group) => group.flags),
+    ...(COMMON.flags as readonly Flag[]),
+  ];
+  const value = fc.oneof(
+    {
+      weight: 3,
+      arbitrary: fc.constantFrom(
+        '',
+        '0',
+        '-1',
+        '1.5',
+        '1e3',
+        '1e999',
+        '0x10',
+        ' 8',
+        '8',
+        '600',
+        '99999999999999999999',
+        'x',
+        '-',
+        '--',
+        '=',
+        'a=b',
+        'http://x:1',
+        'default',
+      ),
+    },
+    oddString,
+  );
+  /** A token of a command line: a flag of the command's (long or short, its value apart or after =), another command's, or a stray. */
+  const token = (name: (typeof commands)[number]) =>
+    fc.oneof(
+      // Flags of numbers more often: few among many, and each reads its value its own way.
+      fc
+        .tuple(
+          fc.oneof(
+            fc.constantFrom(...flagsOf(name)),
+            fc.constantFrom(
+              ...flagsOf(name).filter((flag) => /^<(n|s|port|days|seconds)>$/.test(flag.value ?? '')),
+            ),
+          ),
+          value,
+          fc.nat(3),
+        )
+        .map(([flag, given, form]) => {
+          if (flag.value === undefined)
+            return form === 0 && flag.short ? [`-${flag.short}`] : [`--${flag.name}`];
+          if (form === 0) return [`--${flag.name}=${given}`];
+          return form === 1 && flag.short ? [`-${flag.short}`, given] : [`--${flag.name}`, given];
+        }),
+      fc.constantFrom(
+        ['--functions'],
+        ['--unknown-flag'],
+        ['-Z'],
+        ['--'],
+        ['-'],
+        ['--verbose=yes'],
+        ['operator.ts'],
+      ),
+      value.map((given) => [given]),
+    );
+  const commandLine = fc
+    .constantFrom(...commands)
+    .chain((name) => fc.array(token(name), { maxLength: 6 }).map((tokens) => [name, ...tokens.flat()]));
+
+  it('gives a command options, or a usage error naming what is wrong, and never another error', () => {
+    fc.assert(
+      fc.property(commandLine, (argv) => {
+        try {
+          const line = parseCommandLine(argv, COMMANDS);
+          if (!line.command || line.values.help || line.values.version) return;
+          logLevel(line.values);
+          logFormat(line.values, false, undefined);
+          const values = line.values as GatewayOnlyValues;
+          if (line.command.name === 'serve') serveOptions(line.values);
+          if (line.command.name === 'run') gatewayOptions(values, missing, nowhere);
+          if (line.command.name === 'dev') devGatewayOptions(values, missing, nowhere);
+          if (line.command.name === 'gateway') {
+            gatewayOnlyOptions(
+              values,
+              { text: missing, secret: (path) => new TextEncoder().encode(missing(path)) },
+              nowhere,
+            );
+          }
+          // Taken: a number is one as written in decimal digits, not whatever Number() makes of it.
+          for (const flag of ['concurrency', 'function-timeout'] as const) {
+            const given = values[flag];
+            if (given) assert.match(given, /^\d+$/, `--${flag} ${JSON.stringify(given)} taken`);
+          }
+        } catch (error) {
+          if (error instanceof assert.AssertionError) throw error;
+          if (error instanceof Error && error.message.startsWith('ENOENT')) return;
+          assert.ok(error instanceof UsageError, `a UsageError, not ${(error as Error).stack}`);
+          const named =
+            /^(needs |unexpected arguments|unknown command)/.test(error.message) ||
+            argv.some(
+              (each) =>
+                each.startsWith('-') &&
+                each.length > 1 &&
+                error.message.includes(each.split('=')[0] as string),
+            );
+          assert.ok(named, `${error.message} names a flag of ${JSON.stringify(argv)}`);
+        }
+      }),
+      { numRuns: 1000 },
     );
   });
 });

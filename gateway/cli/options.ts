@@ -446,6 +446,9 @@ function admissionSettings(
     values['webhook-ca-file'],
   ];
   if (cert !== undefined || key !== undefined || ca !== undefined) {
+    if (cert === undefined && key === undefined) {
+      throw new UsageError('--webhook-ca-file needs --webhook-cert-file and --webhook-key-file');
+    }
     if (cert === undefined || key === undefined) {
       throw new UsageError('--webhook-cert-file and --webhook-key-file go together');
     }
@@ -779,9 +782,10 @@ function signedInteger(value: string, flag: string): number {
   return number;
 }
 
+/** Decimal digits only: Number() also reads `0x10`, `1e3`, ` 8` and `` (0), none of which says a whole number. */
 function integer(value: string, flag: string): number {
   const number = Number(value);
-  if (!Number.isInteger(number) || number < 0)
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(number))
     throw new UsageError(`${flag} expects a whole number, got "${value}"`);
   return number;
 }

@@ -1,13 +1,37 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import fc from 'fast-check';
-import { PROTOCOL } from '../../protocol/index.ts';
-import { isObject, jsonCopy, mergePatched } from '../../protocol/json.ts';
+import {
+  HANDLER_KIND_NAMES,
+  type HandlerSpec,
+  type InvocationResponse,
+  isHandlerKind,
+  type KubernetesObject,
+  type Manifest,
+  PROTOCOL,
+} from '../../protocol/index.ts';
+import { isObject, jsonCopy, mergePatched, valueAt } from '../../protocol/json.ts';
+import {
+  benignKey,
+  jsonTree,
+  jsonValue,
+  kubeObject,
+  labelValue,
+  metadataKey,
+  nested,
+  oddString,
+  PROTOTYPE_KEYS,
+  wrongValue,
+} from '../../test/support/arbitraries.ts';
 import { DEFAULT_IDENTITY } from '../identity.ts';
+import { changeMatches, filterMiss } from '../reactor/filters.ts';
 import type { Cause } from '../reactor/model.ts';
 import { collectEffects, emptyEffects } from '../reactor/outcomes.ts';
 import { planWrites } from '../reactor/write-plan.ts';
 import { StateStorage } from '../state/storage.ts';
+import { ScopeError } from './scope.ts';
 import {
   batchAnswers,
   ProtocolError,
@@ -290,6 +314,32 @@ describe('what a response may hold', () => {
     }
   });
 
+  // Found by the generated replies below: each was taken, and Infinity or 1e300 seconds then failed every
+  // cycle of the object (a date out of range), and a message of 7 became "7".
+  it('refuses a delay or a requeue no date can hold, and a message that is not a string', () => {
+    const refused: Array<[string, RegExp]> = [
+      [
+        '{"status":"temporary","message":"m","delay":1e999}',
+        /^response\.outcomes\.a\.delay must be a number of seconds from 0 to 31536000$/,
+      ],
+      ['{"status":"temporary","message":"m","delay":1e300}', /^response\.outcomes\.a\.delay must be/],
+      [
+        '{"status":"success","requeueAfter":1e999}',
+        /^response\.outcomes\.a\.requeueAfter must be a number of seconds above 0, at most 31536000$/,
+      ],
+      ['{"status":"permanent","message":7}', /^response\.outcomes\.a\.message must be a string$/],
+      ['{"status":"temporary","delay":1}', /^response\.outcomes\.a\.message must be a string$/],
+    ];
+    for (const [outcome, message] of refused) {
+      const text = `{"protocol":"${PROTOCOL}","outcomes":{"a":${outcome}},"logs":[]}`;
+      assert.throws(
+        () => parseInvocationResponse(received(text), ['a']),
+        (error: unknown) => error instanceof ProtocolError && message.test(error.message),
+        outcome,
+      );
+    }
+  });
+
   it('cuts a long log message as it is logged, saying how much', () => {
     const message = 'x'.repeat(REPLY_LIMITS.logMessageChars + 10);
     const parsed = parseInvocationResponse(
@@ -325,19 +375,6 @@ function rfc7386(target: unknown, patch: unknown): unknown {
   return Object.fromEntries(result);
 }
 
-const PROTOTYPE_KEYS = ['__proto__', 'constructor', 'prototype'];
-/** Any key but those three: fast-check's strings favour `toString`, `hasOwnProperty` and their like. */
-const benignKey = fc.string({ maxLength: 8 }).filter((key) => !PROTOTYPE_KEYS.includes(key));
-const { tree: benignTree } = fc.letrec<{ tree: Record<string, unknown>; value: unknown }>((tie) => ({
-  tree: fc.dictionary(benignKey, tie('value'), { maxKeys: 4, noNullPrototype: true }),
-  value: fc.oneof(
-    { depthSize: 'small', withCrossShrink: true },
-    fc.oneof(fc.constant(null), fc.boolean(), fc.integer(), fc.string({ maxLength: 8 })),
-    fc.array(tie('value'), { maxLength: 3 }),
-    tie('tree'),
-  ),
-}));
-
 /** What a polluted prototype would show on every object. */
 const PROBE = 'causewayPolluted';
 /** Stands for the hostile key until the reply is JSON text: no generated string holds a control character. */
@@ -365,10 +402,10 @@ function withHostileKey(tree: Record<string, unknown>, choices: readonly number[
  * A patch of the object outside its status: the gateway writes `status` apart (a subresource), and
  * none at all when it is empty, where RFC 7386 would make an empty one.
  */
-const objectPatch = benignTree.filter((patch) => !Object.hasOwn(patch, 'status'));
+const objectPatch = jsonTree.filter((patch) => !Object.hasOwn(patch, 'status'));
 
 const hostile = fc.record({
-  tree: benignTree,
+  tree: jsonTree,
   choices: fc.array(fc.nat(), { maxLength: 6 }),
   key: fc.constantFrom(...PROTOTYPE_KEYS),
 });
@@ -439,7 +476,7 @@ describe('generated replies (property-based)', () => {
 
   it('merges a hostile patch that reaches the write plan as data, into objects with no prototype', () => {
     fc.assert(
-      fc.property(hostile, benignTree, ({ tree, choices, key }, other) => {
+      fc.property(hostile, jsonTree, ({ tree, choices, key }, other) => {
         const patch = withHostileKey({ spec: tree }, choices, key) as Record<string, unknown>;
         // Two patches, so that one is merged into what the other left: the path a recursion takes.
         const planned = plannedPatch([{ spec: other }, patch]);
@@ -451,7 +488,7 @@ describe('generated replies (property-based)', () => {
 
   it('accepts a benign reply, and writes what RFC 7386 says its patch makes of the object', () => {
     fc.assert(
-      fc.property(benignTree, objectPatch, (object, patch) => {
+      fc.property(jsonTree, objectPatch, (object, patch) => {
         const parsed = parseInvocationResponse(
           received(JSON.stringify(reply({ status: 'success', patch }))),
           ['h'],
@@ -460,6 +497,415 @@ describe('generated replies (property-based)', () => {
         const written = mergePatched(object, plannedPatch([given]));
         assert.deepEqual(jsonCopy(written), jsonCopy(rfc7386(object, patch)));
       }),
+    );
+  });
+});
+
+const ajv = new Ajv2020({ allErrors: true, strict: true, validateFormats: false });
+const responseSchema = ajv.compile(
+  JSON.parse(
+    readFileSync(new URL('../../protocol/schema/invocation-response.schema.json', import.meta.url), 'utf8'),
+  ),
+);
+
+/** A well-formed reply to a call of `ids`, as the schema describes one (admission replies may deny and warn). */
+function wellFormedReply(admission: boolean) {
+  const text = fc.string({ maxLength: 12 });
+  const nonEmpty = fc.string({ minLength: 1, maxLength: 12 });
+  const about = fc.record(
+    { apiVersion: nonEmpty, kind: nonEmpty, name: nonEmpty, namespace: nonEmpty, uid: nonEmpty },
+    { requiredKeys: ['apiVersion', 'kind', 'name'] },
+  );
+  const event = fc.record(
+    { type: fc.constantFrom('Normal', 'Warning'), reason: text, message: oddString, about },
+    { requiredKeys: ['type', 'reason', 'message'] },
+  );
+  const applied = fc.record({
+    apiVersion: text,
+    kind: text,
+    metadata: fc.oneof(fc.record({ name: text }), fc.record({ generateName: text })),
+  });
+  const seconds = fc.double({ min: 0, max: 1e6, noNaN: true });
+  const effects = fc.record(
+    {
+      patch: jsonTree.filter((patch) => !Object.hasOwn(patch, 'metadata')),
+      events: fc.array(event, { maxLength: 3 }),
+      apply: fc.array(applied, { maxLength: 3 }),
+      requeueAfter: seconds.filter((value) => value > 0),
+      roundEnded: fc.boolean(),
+      ...(admission ? { warnings: fc.array(oddString, { maxLength: 3 }) } : {}),
+    },
+    { requiredKeys: [] },
+  );
+  const statuses = [
+    fc.record({ status: fc.constant('success'), result: jsonValue }, { requiredKeys: ['status'] }),
+    fc.record({ status: fc.constant('temporary'), message: oddString, delay: seconds }),
+    fc.record({ status: fc.constant('permanent'), message: oddString }),
+    fc.record({ status: fc.constant('skipped') }),
+    ...(admission
+      ? [
+          fc.record({
+            status: fc.constant('denied'),
+            message: oddString,
+            code: fc.integer({ min: 400, max: 599 }),
+          }),
+        ]
+      : []),
+  ];
+  const leaf = fc.tuple(fc.oneof(...statuses), effects).map(([status, more]) => ({ ...more, ...status }));
+  const outcome = fc
+    .tuple(
+      leaf,
+      fc.option(fc.dictionary(benignKey, leaf, { maxKeys: 2, noNullPrototype: true }), { nil: undefined }),
+    )
+    .map(([parent, subhandlers]) => (subhandlers ? { ...parent, subhandlers } : parent));
+  return fc.record(
+    {
+      protocol: fc.constant(PROTOCOL),
+      outcomes: fc.dictionary(benignKey, outcome, { minKeys: 1, maxKeys: 3, noNullPrototype: true }),
+      logs: fc.array(
+        fc.record(
+          { level: fc.constantFrom('debug', 'info', 'warning', 'error'), message: oddString, handler: text },
+          { requiredKeys: ['level', 'message'] },
+        ),
+        { maxLength: 3 },
+      ),
+      memo: jsonTree,
+    },
+    { requiredKeys: ['protocol', 'outcomes', 'logs'] },
+  );
+}
+
+/** The fields of an outcome, and of a response, that a mutation may break. */
+const OUTCOME_FIELDS = [
+  'status',
+  'result',
+  'message',
+  'delay',
+  'code',
+  'patch',
+  'events',
+  'apply',
+  'subhandlers',
+  'requeueAfter',
+  'roundEnded',
+  'warnings',
+] as const;
+/** Stands for a number that JSON.parse makes Infinity (1e999): JSON.stringify cannot write one. */
+const INFINITE = '\u0001infinite';
+
+/** One way a service's reply goes wrong: a field of one outcome, or of the response, broken. */
+const mutation = fc.oneof(
+  fc.record({
+    where: fc.constant('outcome' as const),
+    choice: fc.nat(),
+    field: fc.constantFrom(...OUTCOME_FIELDS),
+    to: fc.oneof(
+      wrongValue.map((value) => ({ set: value })),
+      fc.constant({ set: undefined }),
+      fc.constant({ set: INFINITE }),
+      fc.constantFrom(101, 1000).map((length) => ({ set: Array.from({ length }, () => 'w') })),
+      fc
+        .integer({ min: REPLY_LIMITS.depth, max: 3 * REPLY_LIMITS.depth })
+        .map((depth) => ({ set: nested(depth) })),
+      fc.constant({ set: 'x'.repeat(1 << 16) }),
+    ),
+  }),
+  fc.record({
+    where: fc.constant('response' as const),
+    field: fc.constantFrom('protocol', 'outcomes', 'logs', 'memo'),
+    to: fc.oneof(
+      wrongValue.map((value) => ({ set: value })),
+      fc.constant({ set: undefined }),
+      fc.constant({
+        set: Array.from({ length: REPLY_LIMITS.logLines + 1 }, () => ({ level: 'info', message: 'm' })),
+      }),
+    ),
+  }),
+);
+
+/** `reply` with `change` made, as the JSON text a service sends; and the path of what was changed. */
+function mutated(
+  reply: Record<string, unknown>,
+  change: typeof mutation extends fc.Arbitrary<infer M> ? M : never,
+): { text: string; path: string } {
+  const copy = jsonCopy(reply) as { outcomes: Record<string, Record<string, unknown>> } & Record<
+    string,
+    unknown
+  >;
+  let target: Record<string, unknown> = copy;
+  let path = 'response';
+  if (change.where === 'outcome') {
+    const ids = Object.keys(copy.outcomes);
+    const id = ids[change.choice % ids.length] as string;
+    target = copy.outcomes[id] as Record<string, unknown>;
+    path = `response.outcomes.${id}`;
+  }
+  if (change.to.set === undefined) delete target[change.field];
+  else target[change.field] = change.to.set;
+  return { text: JSON.stringify(copy).replace(JSON.stringify(INFINITE), '1e999'), path };
+}
+
+describe('generated replies against the schema (property-based)', () => {
+  /** A reply, to a call that reviews an admission or not; its handlers named as the errors name them. */
+  const replies = fc.boolean().chain((admission) =>
+    wellFormedReply(admission).map((reply) => ({
+      admission,
+      reply: {
+        ...reply,
+        outcomes: Object.fromEntries(
+          Object.values(reply.outcomes).map((outcome, index) => [`h${index}`, outcome]),
+        ),
+      },
+    })),
+  );
+
+  it('reads a well-formed reply as it was sent, and the schema agrees it is one', () => {
+    fc.assert(
+      fc.property(replies, ({ admission, reply }) => {
+        assert.ok(responseSchema(reply), JSON.stringify(responseSchema.errors));
+        const parsed = parseInvocationResponse(
+          received(JSON.stringify(reply)),
+          Object.keys(reply.outcomes),
+          admission,
+        );
+        assert.deepEqual(jsonCopy(parsed), jsonCopy(reply));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('refuses a broken reply naming the part that is wrong, or takes it only where the schema does', () => {
+    fc.assert(
+      fc.property(replies, mutation, ({ admission, reply }, change) => {
+        const { text, path } = mutated(reply, change);
+        const sent = received(text);
+        let parsed: InvocationResponse | undefined;
+        try {
+          parsed = parseInvocationResponse(sent, Object.keys(reply.outcomes), admission);
+        } catch (error) {
+          assert.ok(error instanceof ProtocolError, `a ProtocolError, not ${error}`);
+          const field = change.where === 'outcome' ? path : `response.${change.field}`;
+          assert.ok(
+            error.message.includes(field) ||
+              (change.field === 'protocol' && error.message.startsWith('response speaks protocol')) ||
+              (change.field === 'outcomes' && error.message.startsWith('response has no outcome')),
+            `${error.message} names ${field}`,
+          );
+          return;
+        }
+        // The one leniency: a reply without logs is read as one with none.
+        if (change.where === 'response' && change.field === 'logs' && change.to.set === undefined) return;
+        assert.ok(
+          responseSchema(sent),
+          `taken, though the schema refuses it: ${JSON.stringify(responseSchema.errors)}`,
+        );
+        assert.ok(parsed);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+});
+
+const manifestSchema = ajv.compile(
+  JSON.parse(readFileSync(new URL('../../protocol/schema/manifest.schema.json', import.meta.url), 'utf8')),
+);
+
+/** A manifest as the schema describes one: handlers of every kind (and of a kind to come), with filters and options. */
+const wellFormedManifest = (() => {
+  const metaMatch = fc.oneof(labelValue, fc.constant({ present: true }), fc.constant({ absent: true }));
+  const valueMatch = fc.oneof(
+    jsonValue.map((equals) => ({ equals })),
+    fc.constant({ present: true }),
+    fc.constant({ absent: true }),
+  );
+  const seconds = fc.double({ min: 0, max: 1e6, noNaN: true });
+  const filters = fc.record(
+    {
+      labels: fc.dictionary(metadataKey, metaMatch, { maxKeys: 2, noNullPrototype: true }),
+      annotations: fc.dictionary(metadataKey, metaMatch, { maxKeys: 2, noNullPrototype: true }),
+      field: fc.constantFrom('spec', 'spec.a', 'spec.a.b', 'metadata.labels.app'),
+      old: valueMatch,
+      new: valueMatch,
+      when: fc.boolean(),
+    },
+    { requiredKeys: [] },
+  );
+  const options = fc.record(
+    {
+      retries: fc.integer({ min: 1, max: 100 }),
+      timeout: seconds.filter((value) => value > 0),
+      backoff: seconds,
+      deleted: fc.boolean(),
+      interval: seconds.filter((value) => value > 0),
+      idle: seconds,
+      initialDelay: seconds,
+      cancellationTimeout: seconds,
+      sharp: fc.boolean(),
+      operations: fc.uniqueArray(fc.constantFrom('CREATE', 'UPDATE', 'DELETE', 'CONNECT'), { minLength: 1 }),
+      subresource: fc.constantFrom('status', 'scale'),
+      persistent: fc.boolean(),
+      sideEffects: fc.boolean(),
+      ignoreFailures: fc.boolean(),
+    },
+    { requiredKeys: [] },
+  );
+  const handler = fc.record(
+    {
+      kind: fc.constantFrom(...HANDLER_KIND_NAMES, 'to-come'),
+      resource: fc.oneof(
+        fc.record({
+          name: fc.constantFrom('kopfexamples', 'pods', 'kex'),
+          group: fc.constantFrom('', 'kopf.dev'),
+        }),
+        fc.record({ category: fc.constantFrom('all', 'kopf') }),
+      ),
+      filters,
+      options,
+    },
+    { requiredKeys: ['kind', 'resource'] },
+  );
+  return fc.array(handler, { maxLength: 5 }).map((handlers) => ({
+    protocol: PROTOCOL,
+    name: 'svc',
+    handlers: handlers.map((each, index) => ({ id: `h${index}`, ...each })),
+  }));
+})();
+
+/** The fields of a handler a mutation may break, down to one filter or option. */
+const HANDLER_PARTS = [
+  ['id'],
+  ['kind'],
+  ['resource'],
+  ['resource', 'name'],
+  ['filters'],
+  ['filters', 'labels'],
+  ['filters', 'labels', 'app'],
+  ['filters', 'annotations', 'note'],
+  ['filters', 'field'],
+  ['filters', 'old'],
+  ['filters', 'new'],
+  ['filters', 'value'],
+  ['filters', 'when'],
+  ['filters', 'namespaces'],
+  ['options'],
+  ...[
+    'retries',
+    'timeout',
+    'backoff',
+    'interval',
+    'idle',
+    'initialDelay',
+    'operations',
+    'indexes',
+    'optional',
+  ].map((option) => ['options', option]),
+] as const;
+
+describe('generated manifests (property-based)', () => {
+  const objects = fc.array(kubeObject({ spec: jsonTree }), { minLength: 1, maxLength: 2 });
+
+  /** Every filter of every handler matched against `objects`, as the reactor matches them: throws if one cannot be. */
+  function matchAll(handlers: readonly HandlerSpec[], against: readonly KubernetesObject[]): void {
+    for (const { filters } of handlers) {
+      for (const [index, object] of against.entries()) {
+        filterMiss(object, filters, against[index - 1]);
+        changeMatches(
+          valueAt(against[index - 1], filters?.field ?? 'spec'),
+          valueAt(object, filters?.field ?? 'spec'),
+          filters,
+        );
+      }
+    }
+  }
+
+  // Found by the property below: each was taken, and the first failed the matching of every object of
+  // the resource (`'present' in null`), the others set timers Node runs at once.
+  it('refuses filters the gateway cannot match with, and options of the wrong type, naming them', () => {
+    const refused: Array<[string, string]> = [
+      [
+        '"filters":{"labels":{"app":null}}',
+        'manifest.handlers[0].filters.labels.app must be a value, {"present": true} or {"absent": true}',
+      ],
+      [
+        '"filters":{"old":1}',
+        'manifest.handlers[0].filters.old must be {"equals": …}, {"present": true} or {"absent": true}',
+      ],
+      [
+        '"filters":{"field":"spec..a"}',
+        'manifest.handlers[0].filters.field must be a dotted path (spec.a.b)',
+      ],
+      [
+        '"options":{"timeout":1e999}',
+        'manifest.handlers[0].options.timeout must be a number of seconds above 0, at most 31536000',
+      ],
+      ['"options":{"retries":"3"}', 'manifest.handlers[0].options.retries must be an integer ≥ 1'],
+    ];
+    for (const [part, message] of refused) {
+      const text = `{"protocol":"${PROTOCOL}","name":"s","handlers":[{"id":"h","kind":"create","resource":{"name":"pods"},${part}}]}`;
+      assert.throws(() => parseManifest(received(text)), new ProtocolError(message), part);
+    }
+  });
+
+  it('reads a well-formed manifest as it was served: the kinds it knows, and the others named', () => {
+    fc.assert(
+      fc.property(wellFormedManifest, objects, (manifest, against) => {
+        assert.ok(manifestSchema(manifest), JSON.stringify(manifestSchema.errors));
+        const { manifest: parsed, unknownKinds } = parseManifest(received(JSON.stringify(manifest)));
+        const known = manifest.handlers.filter((handler) => handler.kind !== 'to-come');
+        assert.deepEqual(jsonCopy(parsed.handlers), jsonCopy(known));
+        assert.deepEqual(
+          unknownKinds,
+          manifest.handlers.filter((handler) => handler.kind === 'to-come').map(() => 'to-come'),
+        );
+        matchAll(parsed.handlers, against);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('refuses a broken handler naming it, or takes only one whose filters every object can be matched with', () => {
+    fc.assert(
+      fc.property(
+        wellFormedManifest.filter((manifest) => manifest.handlers.length > 0),
+        fc.nat(),
+        fc.constantFrom(...HANDLER_PARTS),
+        fc.oneof(wrongValue, fc.constant(undefined), fc.constant(INFINITE)),
+        objects,
+        (manifest, choice, part, value, against) => {
+          const copy = jsonCopy(manifest) as { handlers: Record<string, unknown>[] };
+          const index = choice % copy.handlers.length;
+          let node = copy.handlers[index] as Record<string, unknown>;
+          for (const key of part.slice(0, -1)) {
+            if (!isObject(node[key])) node[key] = {};
+            node = node[key] as Record<string, unknown>;
+          }
+          const last = part.at(-1) as string;
+          if (value === undefined) delete node[last];
+          else node[last] = value;
+          const text = JSON.stringify(copy).replace(JSON.stringify(INFINITE), '1e999');
+          const sent = received(text);
+          let parsed: Manifest;
+          try {
+            parsed = parseManifest(sent).manifest;
+          } catch (error) {
+            assert.ok(error instanceof ProtocolError || error instanceof ScopeError, `${error}`);
+            assert.ok(
+              error.message.startsWith(`manifest.handlers[${index}]`),
+              `${error.message} names handler ${index}`,
+            );
+            return;
+          }
+          // A handler of a kind the gateway does not know is skipped (and named), whatever it holds.
+          const kept = { ...copy, handlers: copy.handlers.filter((handler) => isHandlerKind(handler.kind)) };
+          assert.ok(
+            manifestSchema(received(JSON.stringify(kept).replace(JSON.stringify(INFINITE), '1e999'))),
+            `taken, though the schema refuses it: ${JSON.stringify(manifestSchema.errors)}`,
+          );
+          matchAll(parsed.handlers, against);
+        },
+      ),
+      { numRuns: 1000 },
     );
   });
 });

@@ -46,6 +46,11 @@ export const REPLY_LIMITS = {
   warnings: 50,
   /** Levels of objects and arrays in a reply: deeper than any Kubernetes object; merges recurse this deep. */
   depth: 100,
+  /**
+   * Seconds of a delay or a requeue: a year, far beyond any retry and well within what a date holds
+   * (a delay of 1e300 seconds, or Infinity, which JSON.parse makes of 1e999, has no date to retry at).
+   */
+  delaySeconds: 365 * 24 * 3600,
 } as const;
 
 /** Keys that reach a prototype when assigned to an object: a reply holding one anywhere is refused. */
@@ -137,6 +142,8 @@ export function parseManifest(value: unknown): { manifest: Manifest; unknownKind
     checkId(handler.id, where);
     ids.add(handler.id);
     checkResource(handler.resource, `${where}.resource`);
+    if (handler.filters !== undefined) checkFilters(handler.filters, `${where}.filters`);
+    if (handler.options !== undefined) checkOptions(handler.options, `${where}.options`);
     if (!isHandlerKind(handler.kind)) {
       unknownKinds.push(String(handler.kind));
       continue;
@@ -196,6 +203,109 @@ function checkResource(resource: unknown, where: string): void {
   }
 }
 
+/** A label's or annotation's match: a value, `{present: true}` or `{absent: true}`. */
+function isMetaMatch(match: unknown): boolean {
+  return typeof match === 'string' || (isObject(match) && (match.present === true || match.absent === true));
+}
+
+/** A field's match: `{equals: …}`, `{present: true}` or `{absent: true}`. */
+function isValueMatch(match: unknown): boolean {
+  return (
+    isObject(match) && (Object.hasOwn(match, 'equals') || match.present === true || match.absent === true)
+  );
+}
+
+/**
+ * A handler's filters, each of the shape the gateway matches objects with: one that is not would
+ * fail the matching of every object of the resource, not only this handler's.
+ */
+function checkFilters(filters: unknown, where: string): void {
+  if (!isObject(filters)) throw new ProtocolError(`${where} is not an object`);
+  for (const part of ['labels', 'annotations'] as const) {
+    const matches = filters[part];
+    if (matches === undefined) continue;
+    if (!isObject(matches)) throw new ProtocolError(`${where}.${part} is not an object`);
+    for (const [key, match] of Object.entries(matches)) {
+      if (!isMetaMatch(match)) {
+        throw new ProtocolError(
+          `${where}.${part}${pathStep(key)} must be a value, {"present": true} or {"absent": true}`,
+        );
+      }
+    }
+  }
+  if (
+    filters.field !== undefined &&
+    (typeof filters.field !== 'string' || !/^[^.]+(\.[^.]+)*$/.test(filters.field))
+  ) {
+    throw new ProtocolError(`${where}.field must be a dotted path (spec.a.b)`);
+  }
+  for (const part of ['value', 'old', 'new'] as const) {
+    if (filters[part] !== undefined && !isValueMatch(filters[part])) {
+      throw new ProtocolError(
+        `${where}.${part} must be {"equals": …}, {"present": true} or {"absent": true}`,
+      );
+    }
+  }
+  if (filters.when !== undefined && typeof filters.when !== 'boolean') {
+    throw new ProtocolError(`${where}.when must be true or false`);
+  }
+  if (filters.namespaces !== undefined && !isStrings(filters.namespaces, 0)) {
+    throw new ProtocolError(`${where}.namespaces must be a list of namespaces, globs or negations`);
+  }
+}
+
+/** Options as numbers of seconds (at most a year: waited for with timers), counts, switches and names. */
+const OPTION_RULES: Record<string, [(value: unknown) => boolean, string]> = {
+  retries: [(value) => Number.isInteger(value) && (value as number) >= 1, 'an integer ≥ 1'],
+  timeout: [
+    (value) => isSeconds(value) && value > 0,
+    `a number of seconds above 0, at most ${REPLY_LIMITS.delaySeconds}`,
+  ],
+  interval: [
+    (value) => isSeconds(value) && value > 0,
+    `a number of seconds above 0, at most ${REPLY_LIMITS.delaySeconds}`,
+  ],
+  ...Object.fromEntries(
+    ['backoff', 'idle', 'initialDelay', 'cancellationTimeout'].map((name) => [
+      name,
+      [
+        (value: unknown) => isSeconds(value) && value >= 0,
+        `a number of seconds from 0 to ${REPLY_LIMITS.delaySeconds}`,
+      ],
+    ]),
+  ),
+  ...Object.fromEntries(
+    ['optional', 'deleted', 'sharp', 'persistent', 'sideEffects', 'ignoreFailures'].map((name) => [
+      name,
+      [(value: unknown) => typeof value === 'boolean', 'true or false'],
+    ]),
+  ),
+  operations: [
+    (value) =>
+      isStrings(value, 1) &&
+      (value as string[]).every((operation) => ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'].includes(operation)),
+    'a list of CREATE, UPDATE, DELETE and CONNECT',
+  ],
+  subresource: [(value) => typeof value === 'string' && value !== '', 'a non-empty string'],
+  indexes: [(value) => isStrings(value, 0) && (value as string[]).every(Boolean), 'a list of index ids'],
+};
+
+/** Options of a handler or an activity: those the gateway reads, of the type it reads them as. */
+function checkOptions(options: unknown, where: string): void {
+  if (!isObject(options)) throw new ProtocolError(`${where} is not an object`);
+  for (const [name, value] of Object.entries(options)) {
+    const rule = Object.hasOwn(OPTION_RULES, name) ? OPTION_RULES[name] : undefined;
+    if (rule && value !== undefined && !rule[0](value)) {
+      throw new ProtocolError(`${where}.${name} must be ${rule[1]}`);
+    }
+  }
+}
+
+/** A list of strings, at least `min` of them. */
+function isStrings(value: unknown, min: number): boolean {
+  return Array.isArray(value) && value.length >= min && value.every((item) => typeof item === 'string');
+}
+
 /** The manifest's activities this gateway knows (none when absent); adds the others' kinds to `unknownKinds`. */
 function parseActivities(value: unknown, unknownKinds: string[]): ActivitySpec[] {
   if (value === undefined) return [];
@@ -209,9 +319,7 @@ function parseActivities(value: unknown, unknownKinds: string[]): ActivitySpec[]
     if (ids.has(activity.id)) throw new ProtocolError(`${where}.id "${activity.id}" is declared twice`);
     checkId(activity.id, where);
     ids.add(activity.id);
-    if (activity.options !== undefined && !isObject(activity.options)) {
-      throw new ProtocolError(`${where}.options is not an object`);
-    }
+    if (activity.options !== undefined) checkOptions(activity.options, `${where}.options`);
     if (!isActivityKind(activity.kind)) {
       unknownKinds.push(`activity ${String(activity.kind)}`);
       continue;
@@ -391,12 +499,14 @@ function parseOutcome(value: unknown, where: string, admission: boolean, counts:
         ? { status: 'success', ...effects }
         : { status: 'success', result: value.result, ...effects };
     case 'temporary':
-      if (typeof value.delay !== 'number' || !(value.delay >= 0)) {
-        throw new ProtocolError(`${where}.delay must be a number of seconds ≥ 0`);
+      if (!isSeconds(value.delay) || value.delay < 0) {
+        throw new ProtocolError(
+          `${where}.delay must be a number of seconds from 0 to ${REPLY_LIMITS.delaySeconds}`,
+        );
       }
-      return { status: 'temporary', message: String(value.message ?? ''), delay: value.delay, ...effects };
+      return { status: 'temporary', message: failureMessage(value, where), delay: value.delay, ...effects };
     case 'permanent':
-      return { status: 'permanent', message: String(value.message ?? ''), ...effects };
+      return { status: 'permanent', message: failureMessage(value, where), ...effects };
     case 'skipped':
       return { status: 'skipped', ...effects };
     case 'denied':
@@ -410,6 +520,17 @@ function parseOutcome(value: unknown, where: string, admission: boolean, counts:
         `${where}.status ${JSON.stringify(value.status)} is not success, temporary, permanent${admission ? ', skipped or denied' : ' or skipped'}`,
       );
   }
+}
+
+/** A number of seconds that a retry or a requeue can wait: finite, at most REPLY_LIMITS.delaySeconds. */
+function isSeconds(value: unknown): value is number {
+  return typeof value === 'number' && value <= REPLY_LIMITS.delaySeconds;
+}
+
+/** Why a handler failed: a string, as the schema says, and not whatever else a service sent made one. */
+function failureMessage(outcome: Record<string, unknown>, where: string): string {
+  if (typeof outcome.message !== 'string') throw new ProtocolError(`${where}.message must be a string`);
+  return outcome.message;
 }
 
 function isHttpCode(code: unknown): code is number {
@@ -503,8 +624,10 @@ function parseEffects(
     );
   }
   if (value.requeueAfter !== undefined) {
-    if (typeof value.requeueAfter !== 'number' || !(value.requeueAfter > 0)) {
-      throw new ProtocolError(`${where}.requeueAfter must be a number of seconds > 0`);
+    if (!isSeconds(value.requeueAfter) || !(value.requeueAfter > 0)) {
+      throw new ProtocolError(
+        `${where}.requeueAfter must be a number of seconds above 0, at most ${REPLY_LIMITS.delaySeconds}`,
+      );
     }
     effects.requeueAfter = value.requeueAfter;
   }

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { createLogger } from '../logging.ts';
+import { MAX_TIMER_MS } from '../timing.ts';
 import {
   type DevSession,
   DevSessionRoutes,
@@ -15,7 +16,6 @@ import {
   devSessionLeaseName,
   devSessionOf,
   devSessionRefusal,
-  MAX_TIMER_MS,
 } from './dev-sessions.ts';
 
 const session: DevSession = {

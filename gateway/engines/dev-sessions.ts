@@ -19,6 +19,7 @@ import type { KubeClient } from '../kube/client.ts';
 import { Watcher } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
 import type { Settings } from '../settings.ts';
+import { MAX_TIMER_MS } from '../timing.ts';
 import { matchesUrlGlob, shownUrl, urlProblem } from './function-service-urls.ts';
 
 /** What one dev session asks: calls of `service` go to `url` while it lasts. */
@@ -100,9 +101,6 @@ export interface DevSessionsAllowed {
 
 /** How long a session may last unrenewed when its service does not say: an hour. */
 export const DEFAULT_DEV_SESSION_SECONDS = 3600;
-
-/** Node runs a timer set for longer than this (some 24.8 days) after 1 ms: a route would look again without end. */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Why `session` is not followed under `allowed` (its service's word), or undefined. */
 export function devSessionRefusal(

@@ -4,10 +4,15 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import type { KubernetesObject } from '../../protocol/index.ts';
+import { objectName, oddString } from '../../test/support/arbitraries.ts';
+import { ScopeError } from '../dispatch/scope.ts';
+import type { KubeClient } from '../kube/client.ts';
 import {
   devSessionsAllowedBy,
   functionServiceDefinition,
+  functionServiceEndpoint,
   functionServicesPath,
 } from './function-service-objects.ts';
 
@@ -65,6 +70,71 @@ describe('FunctionService objects', () => {
     assert.equal(
       functionServicesPath('a/../b'),
       '/apis/causeway.dev/v1alpha1/namespaces/a%2F..%2Fb/functionservices',
+    );
+  });
+});
+
+describe('generated FunctionService objects (property-based)', () => {
+  /** A spec as the CRD lets the apiserver store one: its types checked there, its strings any. */
+  const scopeEntry = fc.oneof(
+    fc.constantFrom('kopfexamples.kopf.dev', 'pods', '*', 'team-*', '!kube-*'),
+    oddString,
+  );
+  const spec = fc.record(
+    {
+      url: fc.constantFrom('http://billing:8080', 'https://billing.team-a.svc', 'https://x/', 'http://é'),
+      serviceName: fc.constantFrom('billing', 'b', 'a-1'),
+      caBundle: oddString,
+      tls: fc.record({ secretName: fc.constantFrom('billing-tls', 'a.b') }),
+      timeoutSeconds: fc.integer({ min: 1, max: 600 }),
+      concurrency: fc.integer({ min: 1, max: 1000 }),
+      scope: fc.record(
+        {
+          resources: fc.array(scopeEntry, { maxLength: 3 }),
+          admission: fc.array(scopeEntry, { maxLength: 2 }),
+          children: fc.array(scopeEntry, { maxLength: 2 }),
+          namespaces: fc.array(scopeEntry, { maxLength: 2 }),
+        },
+        { requiredKeys: ['resources'], noNullPrototype: true },
+      ),
+      devSessions: fc.record({
+        allowed: fc.boolean(),
+        urls: fc.array(fc.constantFrom('https://*.ngrok.app', 'http://x'), { maxLength: 2 }),
+        maxSeconds: fc.integer({ min: 1, max: 86_400 }),
+      }),
+    },
+    { requiredKeys: ['url'], noNullPrototype: true },
+  );
+  const noSecrets = {
+    get: async () => {
+      throw new Error('no Secret expected');
+    },
+  } as unknown as KubeClient;
+
+  it('gives the endpoint its spec says, or refuses its scope naming the entry', async () => {
+    await fc.assert(
+      fc.asyncProperty(objectName, spec, async (name, given) => {
+        const object = { ...withSpec({}), metadata: { name, uid: 'u' }, spec: given };
+        let endpoint: Awaited<ReturnType<typeof functionServiceEndpoint>>;
+        try {
+          endpoint = await functionServiceEndpoint(noSecrets, object);
+        } catch (error) {
+          assert.ok(error instanceof ScopeError, `a ScopeError, not ${error}`);
+          assert.match(error.message, /^spec\.scope\.(resources|admission|children|namespaces) has /);
+          return;
+        }
+        assert.equal(endpoint.name, given.serviceName ?? name);
+        assert.equal(endpoint.url, given.url);
+        assert.equal(
+          endpoint.timeoutMs,
+          given.timeoutSeconds === undefined ? undefined : given.timeoutSeconds * 1000,
+        );
+        assert.equal(endpoint.concurrency, given.concurrency);
+        assert.deepEqual(endpoint.scope, given.scope && { ...given.scope });
+        const allowed = devSessionsAllowedBy(object);
+        assert.equal(allowed === undefined, given.devSessions?.allowed !== true);
+      }),
+      { numRuns: 1000 },
     );
   });
 });

@@ -4,6 +4,7 @@
  * that falls silent is dropped so it can never hang the gateway.
  */
 import type { KubernetesObject } from '../../protocol/index.ts';
+import { isObject } from '../../protocol/json.ts';
 import type { Logger } from '../logging.ts';
 import type { Settings } from '../settings.ts';
 import { jitter, sleep, spreadRetryAfter } from '../timing.ts';
@@ -149,6 +150,7 @@ export class Watcher {
       resourceVersion = page.metadata.resourceVersion;
       continueToken = page.metadata.continue || undefined;
       for (const object of page.items) {
+        if (!this.#identifiable(object, 'listed')) continue;
         seen.add(object.metadata.uid);
         this.#deliver(this.#known.has(object.metadata.uid) ? 'MODIFIED' : 'ADDED', object);
       }
@@ -175,11 +177,13 @@ export class Watcher {
         signal,
       });
       let pending = '';
+      // One decoder for the stream: a character split between two chunks is decoded whole.
+      const decoder = new TextDecoder();
       const opened = performance.now();
       let events = 0;
       for await (const chunk of body) {
         clearTimeout(timer);
-        pending += chunk.toString();
+        pending += decoder.decode(chunk, { stream: true });
         let newline = pending.indexOf('\n');
         while (newline >= 0) {
           const line = pending.slice(0, newline);
@@ -210,23 +214,72 @@ export class Watcher {
     }
   }
 
+  /**
+   * One event of the stream. One the gateway cannot read (not JSON, of no type it knows, or of an
+   * object without a uid) is skipped, saying so: failing the watch would only reopen it before that
+   * same event, and the good events after it would never come.
+   */
   #handleLine(line: string): void {
-    const event = JSON.parse(line) as { type: string; object: KubernetesObject & { code?: number } };
+    let event: unknown;
+    try {
+      event = JSON.parse(line);
+    } catch {
+      this.#skip('not JSON', line);
+      return;
+    }
+    if (!isObject(event)) {
+      this.#skip('not an event', line);
+      return;
+    }
+    const object = event.object as (KubernetesObject & { code?: number }) | undefined;
     switch (event.type) {
       case 'ADDED':
       case 'MODIFIED':
       case 'DELETED':
-        this.#resourceVersion = event.object.metadata.resourceVersion;
-        this.#deliver(event.type, event.object);
+        if (!this.#identifiable(object, 'watched')) return;
+        if (typeof object.metadata.resourceVersion === 'string')
+          this.#resourceVersion = object.metadata.resourceVersion;
+        this.#deliver(event.type, object);
         return;
       case 'BOOKMARK':
-        this.#resourceVersion = event.object.metadata.resourceVersion;
+        if (
+          isObject(object) &&
+          isObject(object.metadata) &&
+          typeof object.metadata.resourceVersion === 'string'
+        )
+          this.#resourceVersion = object.metadata.resourceVersion;
         this.#bookmarks = true;
         return;
       case 'ERROR':
-        if (event.object.code === 410) throw new Expired();
-        throw new Error(`watch error: ${JSON.stringify(event.object)}`);
+        if (isObject(object) && object.code === 410) throw new Expired();
+        throw new Error(`watch error: ${JSON.stringify(object)}`);
+      default:
+        this.#skip(`of type ${JSON.stringify(event.type)}, none of a watch`, line);
     }
+  }
+
+  /** Whether `object` can be handled: an object whose metadata has a uid and a name; warns when not. */
+  #identifiable(object: unknown, how: 'listed' | 'watched'): object is KubernetesObject {
+    const metadata = isObject(object) ? object.metadata : undefined;
+    if (
+      isObject(metadata) &&
+      typeof metadata.uid === 'string' &&
+      metadata.uid &&
+      typeof metadata.name === 'string'
+    )
+      return true;
+    this.#skip(
+      `${how} object without metadata.uid and metadata.name`,
+      JSON.stringify(object) ?? String(object),
+    );
+    return false;
+  }
+
+  #skip(why: string, what: string): void {
+    this.#options.logger.warning(`skipped an event the watch sent: ${why}`, {
+      path: this.#options.path,
+      event: what.length > 200 ? `${what.slice(0, 200)}…` : what,
+    });
   }
 
   #deliver(type: WatchEventType, object: KubernetesObject): void {

@@ -4,9 +4,11 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import { KOPF_EXAMPLES } from '../../functions/test-helpers.ts';
 import type { HandlerSpec, KubernetesObject, Outcome } from '../../protocol/index.ts';
-import { equal, isObject, mergePatched } from '../../protocol/json.ts';
+import { equal, isObject, jsonCopy, mergePatched } from '../../protocol/json.ts';
+import { jsonTree, kubeObject, oddSpec } from '../../test/support/arbitraries.ts';
 import { DEFAULT_IDENTITY } from '../identity.ts';
 import { ApiError } from '../kube/errors.ts';
 import type { JsonPatch, ObjectChanges } from '../kube/patcher.ts';
@@ -263,5 +265,33 @@ describe('a reactor cycle', () => {
     await cycle.run(api.object);
     assert.equal(api.writes[0], 'apply ConfigMap/child');
     assert.match(api.writes[1] as string, /^status /);
+  });
+});
+
+describe('generated objects through a cycle (property-based)', () => {
+  it('handles an object of any valid name, labels, unicode and large or deep spec once, storing the result as a merge patch does', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        kubeObject({ spec: fc.oneof({ weight: 3, arbitrary: jsonTree }, oddSpec) }),
+        jsonTree,
+        async (object, result) => {
+          const api = new FakeApi(object);
+          const { calls, call } = handlers({ create_fn: [{ status: 'success', result }] });
+          const { reactor: cycle } = reactor(api, LIFECYCLE, call);
+          await cycle.run(api.object);
+          assert.deepEqual(calls, ['create:create_fn']);
+          // The result is written as a merge patch of the status: its nulls are not kept (as in Kopf).
+          assert.deepEqual(
+            jsonCopy(api.object.status?.create_fn ?? {}),
+            jsonCopy(mergePatched(undefined, result)),
+          );
+          assert.deepEqual(jsonCopy(api.object.spec), jsonCopy(object.spec), 'the spec is as it was');
+          const writes = api.writes.length;
+          assert.deepEqual(await cycle.run(api.object), {}, 'handled: nothing more to do');
+          assert.deepEqual([calls.length, api.writes.length], [1, writes]);
+        },
+      ),
+      { numRuns: 1000 },
+    );
   });
 });

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import type { HandlerSpec, KubernetesObject } from '../../protocol/index.ts';
+import { isObject } from '../../protocol/json.ts';
+import { jsonTree, jsonValue, kubeObject, PROTOTYPE_MEMBERS } from '../../test/support/arbitraries.ts';
 import { essenceOf, serializeEssence } from '../state/essence.ts';
 import { detectCause } from './causes.ts';
 import { planCause } from './plan.ts';
@@ -193,6 +196,43 @@ describe('planning a cause', () => {
     assert.deepEqual(
       plan.givenUp.map((given) => given.message),
       ['gave up after 2 retries', 'gave up after its 60s timeout'],
+    );
+  });
+});
+
+describe('causes of generated changes (property-based)', () => {
+  /** A spec as it comes off the wire: keys that name Object.prototype's members are its own keys. */
+  const wireSpec = fc
+    .tuple(
+      jsonTree,
+      fc.dictionary(fc.constantFrom(...PROTOTYPE_MEMBERS), jsonValue, { maxKeys: 2, noNullPrototype: true }),
+    )
+    // Through JSON text, as a watch delivers it: `__proto__` becomes an own key.
+    .map(([tree, members]) =>
+      JSON.parse(
+        `{${[JSON.stringify(tree).slice(1, -1), JSON.stringify(members).slice(1, -1)].filter(Boolean).join(',')}}`,
+      ),
+    );
+  /** The value at `path` of `value`, own keys only: undefined where it has none. */
+  const at = (value: unknown, path: readonly string[]) =>
+    path.reduce<unknown>(
+      (current, key) => (isObject(current) && Object.hasOwn(current, key) ? current[key] : undefined),
+      value,
+    );
+
+  it('detects an update exactly when the essence changed, and its diff says what each changed part was and is', () => {
+    fc.assert(
+      fc.property(kubeObject({ spec: wireSpec }), wireSpec, fc.boolean(), (before, spec, changed) => {
+        const after = { ...before, spec: changed ? spec : before.spec };
+        const cause = detectCause(after, stored(before), context);
+        const [old, current] = [essenceOf(before, 'causeway.dev'), essenceOf(after, 'causeway.dev')];
+        assert.equal(cause.reason, serializeEssence(old) === serializeEssence(current) ? 'none' : 'update');
+        for (const [operation, path, was, is] of cause.diff) {
+          assert.deepEqual([was, is], [at(old, path), at(current, path)], `${operation} ${path.join('.')}`);
+          assert.equal(operation, was === undefined ? 'add' : is === undefined ? 'remove' : 'change');
+        }
+      }),
+      { numRuns: 1000 },
     );
   });
 });

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { ApiUnreachable } from '../kube/reachability.ts';
 import { createLogger } from '../logging.ts';
 import { DEFAULT_SETTINGS } from '../settings.ts';
+import { MAX_TIMER_MS } from '../timing.ts';
 import type { CycleOutcome } from './model.ts';
 import { isOlder, ObjectQueue, type QueueOptions } from './queue.ts';
 
@@ -175,6 +177,22 @@ describe('object queue', () => {
     assert.deepEqual(processor.seen, ['a@1', 'a@1']);
   });
 
+  it('never sets a timer Node would run after 1 ms: a retry a month away is looked at again within a timer', async (t) => {
+    const timeout = t.mock.method(globalThis, 'setTimeout');
+    const processor = controlledProcessor();
+    const { promise: finished, resolve } = Promise.withResolvers<void>();
+    // Told as the cycle ends, just before its retry is set, in the same turn.
+    const observer = { added: () => {}, started: () => {}, finished: () => queueMicrotask(resolve) };
+    const queue = queueOf(processor.process, { concurrency: 8, observer });
+    queue.push('ADDED', version('a', '1'));
+    await processor.started(1);
+    processor.finish({ retryAfterMs: 30 * 24 * 3600 * 1000 });
+    await finished;
+    await queue.stop();
+    const delays = timeout.mock.calls.map((call) => Number(call.arguments[1]));
+    assert.ok(delays.length > 0 && delays.every((delay) => delay <= MAX_TIMER_MS), `${delays}`);
+  });
+
   it('parks an object waiting for a service that is down, and runs its newest state when the service is back', async () => {
     const processor = controlledProcessor();
     const queue = queueOf(processor.process, { concurrency: 8 });
@@ -303,5 +321,58 @@ describe('isOlder', () => {
     assert.equal(isOlder('18446744073709551615', '18446744073709551616'), true);
     assert.equal(isOlder('abc', '10'), false);
     assert.equal(isOlder(undefined, '10'), false);
+  });
+});
+
+describe('generated objects through the queue (property-based)', () => {
+  it('handles every good object, whichever others fail their cycles, and in what order they come', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.uniqueArray(fc.record({ object: fc.uuid().map((uid) => version(uid, '1')), bad: fc.boolean() }), {
+          minLength: 1,
+          maxLength: 12,
+          selector: ({ object }) => object.metadata.uid,
+        }),
+        fc.integer({ min: 1, max: 4 }),
+        async (pushed, concurrency) => {
+          const good = new Set(pushed.filter(({ bad }) => !bad).map(({ object }) => object.metadata.uid));
+          const handled = new Set<string>();
+          const failed = new Set<string>();
+          // Every cycle has run once: each good object handled, each bad one failed (its retry a minute away).
+          const { promise: allRun, resolve } = Promise.withResolvers<void>();
+          const ranAll = () => handled.size + failed.size === pushed.length && resolve();
+          const queue = queueOf(
+            async (object) => {
+              const { uid } = object.metadata;
+              if (!good.has(uid)) {
+                failed.add(uid);
+                queueMicrotask(ranAll);
+                throw new Error(`a cycle of ${uid} failed`);
+              }
+              handled.add(uid);
+              ranAll();
+              return {};
+            },
+            { concurrency, errorDelaysS: [60] },
+          );
+          for (const { object } of pushed) queue.push('ADDED', object);
+          let timer: NodeJS.Timeout | undefined;
+          const late = new Promise<void>((_, reject) => {
+            timer = setTimeout(
+              () => reject(new Error(`ran ${handled.size + failed.size} of ${pushed.length}`)),
+              2000,
+            );
+          });
+          try {
+            await Promise.race([allRun, late]);
+          } finally {
+            clearTimeout(timer);
+            await queue.stop();
+          }
+          assert.deepEqual([...handled].sort(), [...good].sort());
+        },
+      ),
+      { numRuns: 1000 },
+    );
   });
 });

@@ -10,6 +10,7 @@ import { ApiUnreachable } from '../kube/reachability.ts';
 import type { WatchEventType } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
 import { delayFor, type Settings } from '../settings.ts';
+import { MAX_TIMER_MS } from '../timing.ts';
 import { type CycleOutcome, objectName } from './model.ts';
 
 export type Processor = (object: KubernetesObject) => Promise<CycleOutcome>;
@@ -221,10 +222,14 @@ export class ObjectQueue implements QueueReadings {
       });
     }
     if (outcome.retryAfterMs !== undefined) {
-      slot.retry = setTimeout(() => {
-        slot.retry = undefined;
-        this.#schedule(slot);
-      }, outcome.retryAfterMs);
+      slot.retry = setTimeout(
+        () => {
+          slot.retry = undefined;
+          this.#schedule(slot);
+          // Longer than a timer holds: woken sooner, the cycle finds nothing due yet and waits again.
+        },
+        Math.min(outcome.retryAfterMs, MAX_TIMER_MS),
+      );
     }
     // Handled, unless it runs again (a newer state, a retry, a service to come back).
     if (!slot.latest && !slot.retry && !slot.parked) slot.pendingSince = undefined;

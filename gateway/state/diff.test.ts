@@ -16,4 +16,18 @@ describe('diff', () => {
     assert.deepEqual(diff({ a: { x: 1, y: [{ z: 1 }] } }, { a: { y: [{ z: 1 }], x: 1 } }), []);
     assert.deepEqual(diff(undefined, { a: 1 }), [['add', [], undefined, { a: 1 }]]);
   });
+
+  // Found by the generated changes of plan.test.ts: a key one side lacked was read off Object.prototype,
+  // so adding `toString` was a change from a function, and `__proto__` one from Object.prototype.
+  it('reports a key named as a member of Object.prototype as added or removed, as any other', () => {
+    const added = JSON.parse('{"spec":{"toString":1,"__proto__":{"a":1}}}');
+    assert.deepEqual(diff({ spec: {} }, added), [
+      ['add', ['spec', '__proto__'], undefined, { a: 1 }],
+      ['add', ['spec', 'toString'], undefined, 1],
+    ]);
+    assert.deepEqual(diff(added, { spec: {} }), [
+      ['remove', ['spec', '__proto__'], { a: 1 }, undefined],
+      ['remove', ['spec', 'toString'], 1, undefined],
+    ]);
+  });
 });

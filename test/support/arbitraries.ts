@@ -1,0 +1,183 @@
+/**
+ * Generated input for the property-based tests (fast-check): JSON trees, odd strings, and Kubernetes
+ * objects as the apiserver would hold them (names, labels and annotations within its rules, unicode
+ * where it allows any string, large and deeply nested specs). One place, so that every property draws
+ * from the same generators.
+ */
+import fc from 'fast-check';
+import type { KubernetesObject } from '../../protocol/index.ts';
+
+/** Keys that reach an object's prototype when assigned. */
+export const PROTOTYPE_KEYS = ['__proto__', 'constructor', 'prototype'];
+
+/** Names of Object.prototype's members, and `__proto__`: as keys of a spec, they are only keys. */
+export const PROTOTYPE_MEMBERS = [
+  '__proto__',
+  'constructor',
+  'toString',
+  'valueOf',
+  'hasOwnProperty',
+  'isPrototypeOf',
+];
+
+/** Any key but those three: fast-check's strings favour `toString`, `hasOwnProperty` and their like. */
+export const benignKey = fc.string({ maxLength: 8 }).filter((key) => !PROTOTYPE_KEYS.includes(key));
+
+/** Strings of any code point (lone surrogates and control characters among them), or of whole graphemes. */
+export const oddString = fc.oneof(
+  // Not unit 'binary': fast-check maps its whole alphabet (a million code points) back to build strings it favours.
+  fc.string({
+    unit: fc.integer({ min: 0, max: 0x10ffff }).map((code) => String.fromCodePoint(code)),
+    maxLength: 12,
+  }),
+  fc.string({ unit: 'grapheme', maxLength: 12 }),
+  fc.constantFrom('', ' ', '\n', '\u0000', '\u202e', '🙂', 'e\u0301', '\ud800', 'toString', '__proto__'),
+);
+
+/** JSON values, as a reply or a spec holds them, and the objects among them. */
+export const { tree: jsonTree, value: jsonValue } = fc.letrec<{
+  tree: Record<string, unknown>;
+  value: unknown;
+}>((tie) => ({
+  tree: fc.dictionary(benignKey, tie('value'), { maxKeys: 4, noNullPrototype: true }),
+  value: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    fc.oneof(
+      fc.constant(null),
+      fc.boolean(),
+      fc.integer(),
+      fc.double({ noNaN: true, noDefaultInfinity: true }),
+      fc.string({ maxLength: 8 }),
+    ),
+    fc.array(tie('value'), { maxLength: 3 }),
+    tie('tree'),
+  ),
+}));
+
+/** `{a: {a: … leaf}}`, `depth` levels deep. */
+export function nested(depth: number, leaf: unknown = 1, key = 'a'): Record<string, unknown> {
+  let value: unknown = leaf;
+  for (let level = 0; level < depth; level++) value = { [key]: value };
+  return value as Record<string, unknown>;
+}
+
+/** What a spec may be beyond the small trees: unicode keys and values, long strings, wide arrays, deep nesting. */
+export const oddSpec: fc.Arbitrary<Record<string, unknown>> = fc.oneof(
+  jsonTree,
+  fc.dictionary(oddString, oddString, { maxKeys: 6, noNullPrototype: true }),
+  fc.record({ long: fc.integer({ min: 10_000, max: 100_000 }).map((length) => 'é'.repeat(length)) }),
+  fc.record({
+    wide: fc.integer({ min: 1000, max: 5000 }).map((length) => Array.from({ length }, (_, i) => i)),
+  }),
+  fc.integer({ min: 30, max: 90 }).map((depth) => ({ deep: nested(depth) })),
+);
+
+/** One character of `alphabet` (mapToConstant: several times faster than constantFrom, which counts). */
+const characterOf = (alphabet: string) =>
+  fc.mapToConstant({ num: alphabet.length, build: (index) => alphabet[index] as string });
+const alphanumeric = characterOf('abcdefghijklmnopqrstuvwxyz0123456789');
+/** A DNS-1123 label: lowercase letters, digits and dashes inside, at most 63 characters. */
+const dnsLabel = fc
+  .tuple(
+    alphanumeric,
+    fc.string({ unit: characterOf('abcdefghijklmnopqrstuvwxyz0123456789-'), maxLength: 61 }),
+    alphanumeric,
+  )
+  .map(([first, middle, last]) => `${first}${middle}${last}`.slice(0, 63).replace(/-+$/, '') || first);
+
+/** The name of most objects: a DNS-1123 subdomain, dotted labels of at most 253 characters in all. */
+export const objectName = fc.array(dnsLabel, { minLength: 1, maxLength: 4 }).map(
+  (labels) =>
+    labels
+      .join('.')
+      .slice(0, 253)
+      .replace(/[-.]+$/, '') || 'a',
+);
+
+const labelCharacter = fc.constantFrom(
+  ...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.',
+);
+const labelAlphanumeric = fc.constantFrom(
+  ...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789',
+);
+/** A label's value or a key's name part: up to 63 characters, alphanumeric at both ends. */
+export const labelValue = fc
+  .tuple(labelAlphanumeric, fc.string({ unit: labelCharacter, maxLength: 20 }), labelAlphanumeric)
+  .map(([first, middle, last]) => `${first}${middle}${last}`);
+
+/** A label or annotation key: a name, with a DNS subdomain prefix or not. */
+export const metadataKey = fc
+  .tuple(fc.option(objectName, { nil: undefined }), labelValue)
+  .map(([prefix, name]) => (prefix ? `${prefix.slice(0, 200).replace(/[-.]+$/, '')}/${name}` : name));
+
+/**
+ * A Kubernetes object of a custom resource, as the apiserver stores it: valid names, odd but valid
+ * values; its spec odd (large, deep) unless `spec` says otherwise.
+ */
+export const kubeObject = (
+  options: { apiVersion?: string; kind?: string; spec?: fc.Arbitrary<Record<string, unknown>> } = {},
+) =>
+  fc
+    .record({
+      name: objectName,
+      uid: fc.uuid(),
+      resourceVersion: fc.nat().map(String),
+      labels: fc.dictionary(metadataKey, labelValue, { maxKeys: 3, noNullPrototype: true }),
+      annotations: fc.dictionary(metadataKey, oddString, { maxKeys: 3, noNullPrototype: true }),
+      spec: options.spec ?? oddSpec,
+    })
+    .map(
+      ({ name, uid, resourceVersion, labels, annotations, spec }): KubernetesObject => ({
+        apiVersion: options.apiVersion ?? 'kopf.dev/v1',
+        kind: options.kind ?? 'KopfExample',
+        metadata: { name, namespace: 'default', uid, resourceVersion, labels, annotations },
+        spec,
+      }),
+    );
+
+/** Values of a wrong type for any field: what a mutated reply puts where something else belongs. */
+export const wrongValue = fc.oneof(
+  fc.constantFrom(null, true, false, 0, -1, 1.5, Number.MAX_SAFE_INTEGER + 2, '', 'x', [], {}, [null], {
+    a: 1,
+  }),
+  oddString,
+);
+
+/**
+ * An AdmissionReview v1 as the apiserver sends one: the object after the operation (none for
+ * DELETE), the one before it (UPDATE and DELETE), a uid of any text.
+ */
+export const admissionReview = fc
+  .record({
+    uid: fc.oneof(
+      fc.uuid(),
+      oddString.filter((uid) => uid !== ''),
+    ),
+    operation: fc.constantFrom('CREATE', 'UPDATE', 'DELETE', 'CONNECT'),
+    object: kubeObject({ spec: jsonTree }),
+    oldSpec: jsonTree,
+    userInfo: fc.record(
+      { username: oddString, uid: fc.uuid(), groups: fc.array(oddString, { maxLength: 3 }) },
+      { requiredKeys: [], noNullPrototype: true },
+    ),
+    dryRun: fc.option(fc.boolean(), { nil: undefined }),
+    subResource: fc.option(fc.constantFrom('status', 'scale'), { nil: undefined }),
+  })
+  .map(({ operation, object, oldSpec, dryRun, subResource, ...request }) => ({
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      ...request,
+      operation,
+      kind: { group: 'kopf.dev', version: 'v1', kind: 'KopfExample' },
+      resource: { group: 'kopf.dev', version: 'v1', resource: 'kopfexamples' },
+      name: (object as KubernetesObject).metadata.name,
+      namespace: 'default',
+      ...(operation === 'DELETE' ? {} : { object }),
+      ...(operation === 'UPDATE' || operation === 'DELETE'
+        ? { oldObject: { ...object, spec: oldSpec } }
+        : {}),
+      ...(dryRun === undefined ? {} : { dryRun }),
+      ...(subResource === undefined ? {} : { subResource }),
+    },
+  }));

@@ -18,7 +18,7 @@
 import { readdirSync, readlinkSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { freePorts } from '../deploy/control-plane/ports.ts';
-import type { KubeClient } from '../gateway/kube/client.ts';
+import type { KubeClient, RequestInit } from '../gateway/kube/client.ts';
 import type { KubernetesObject } from '../protocol/index.ts';
 import {
   createNamespace,
@@ -83,6 +83,8 @@ export interface Sample {
   /** Of the soak: objects created so far, and live (created, not yet seen gone). */
   created: number;
   live: number;
+  /** The soak's writes sent and not yet answered (each create waits for the apiserver's webhook calls). */
+  writesInFlight: number;
 }
 
 /** One object's life as the soak saw it: when each write was sent and when its effect was seen (ms). */
@@ -133,6 +135,7 @@ const LAG_P99_MS = 50;
 /** Descriptors the last part may hold above the first: a pool's connection or two, not a leak. */
 const FD_SLACK = 5;
 const ADMITTED_LABEL = 'soak.causeway.dev/admitted';
+const MERGE_PATCH = 'application/merge-patch+json';
 
 /** The warm-up a run of `seconds` gets unless told: a tenth of it, at least 15 s. */
 export function defaultWarmup(seconds: number): number {
@@ -164,43 +167,47 @@ export async function soak(target: SoakTarget, options: SoakOptions): Promise<So
   });
   await listed;
   const writeErrors: string[] = [];
-  const write = (what: string, request: () => Promise<unknown>) =>
-    request().catch((error: Error) => {
-      writeErrors.push(`${what}: ${error.message}`);
-    });
+  // Writes still unanswered when the soak ends are given up, so that it ends within its bound.
+  const ending = new AbortController();
+  let inFlight = 0;
+  /** One write; false when it failed (its object's later writes are not made). */
+  const write = async (what: string, init: RequestInit, at = path): Promise<boolean> => {
+    inFlight++;
+    try {
+      await client.request(at, { ...init, signal: ending.signal });
+      return true;
+    } catch (error) {
+      writeErrors.push(`${what}: ${(error as Error).message}`);
+      return false;
+    } finally {
+      inFlight--;
+    }
+  };
   const total = Math.round(options.seconds * options.rate);
   const lifetimeMs = options.lifetimeSeconds * 1000;
   const start = performance.now();
   const samples: Sample[] = [];
   let created = 0;
   let writes: Promise<unknown>[] = [];
+  const life = async (name: string, due: number) => {
+    const seen: Life = { created: performance.now() };
+    lives.set(name, seen);
+    created++;
+    const body = { apiVersion: 'kopf.dev/v1', kind: 'KopfExample', metadata: { name }, spec: { field: 'a' } };
+    if (!(await write(`create ${name}`, { method: 'POST', body }))) return;
+    await sleepUntil(due + lifetimeMs / 2);
+    seen.updated = performance.now();
+    const update = { method: 'PATCH', contentType: MERGE_PATCH, body: { spec: { field: 'updated' } } };
+    if (!(await write(`update ${name}`, update, `${path}/${name}`))) return;
+    await sleepUntil(due + lifetimeMs);
+    seen.deleted = performance.now();
+    await write(`delete ${name}`, { method: 'DELETE' }, `${path}/${name}`);
+  };
   const load = async () => {
-    for (let index = 0; index < total; index++) {
+    for (let index = 0; index < total && !target.gone(); index++) {
       const due = start + (index * 1000) / options.rate;
       await sleepUntil(due);
-      if (target.gone()) return;
-      const name = `soak-${String(index).padStart(6, '0')}`;
-      const life: Life = { created: performance.now() };
-      lives.set(name, life);
-      created++;
-      const body = {
-        apiVersion: 'kopf.dev/v1',
-        kind: 'KopfExample',
-        metadata: { name },
-        spec: { field: 'a' },
-      };
-      writes.push(
-        write(`create ${name}`, () => client.request(path, { method: 'POST', body })).then(async () => {
-          await sleepUntil(due + lifetimeMs / 2);
-          life.updated = performance.now();
-          await write(`update ${name}`, () =>
-            client.patch(`${path}/${name}`, 'merge', { spec: { field: 'updated' } }),
-          );
-          await sleepUntil(due + lifetimeMs);
-          life.deleted = performance.now();
-          await write(`delete ${name}`, () => client.request(`${path}/${name}`, { method: 'DELETE' }));
-        }),
-      );
+      writes.push(life(`soak-${String(index).padStart(6, '0')}`, due));
       // Settled writes need not be kept (an hour's would be 72,000 promises).
       if (writes.length > 1000) writes = [Promise.all(writes)];
     }
@@ -213,23 +220,25 @@ export async function soak(target: SoakTarget, options: SoakOptions): Promise<So
         options.sampleSeconds * 1000 - ((performance.now() - start) % (options.sampleSeconds * 1000)),
       );
       const live = [...lives.values()].filter((life) => life.gone === undefined).length;
-      const taken = await sample(target, (performance.now() - start) / 1000, created, live);
+      const taken = await sample(target, (performance.now() - start) / 1000, created, live, inFlight);
       samples.push(taken);
       // A line a minute, for a long run to show how it goes.
       if (Math.floor(taken.at / 60) > Math.floor((samples.at(-2)?.at ?? 0) / 60)) {
         say(
           `  ${taken.at.toFixed(0)} s: RSS ${taken.rssMiB} MiB, heap ${taken.heapMiB} MiB, lag p99 ${taken.lagP99Ms} ms, ` +
             `${taken.fds} fds (${taken.sockets} sockets), CPU ${taken.cpuSeconds} s, ` +
-            `${taken.live} objects live, ${taken.reviews} reviews`,
+            `${taken.live} objects live, ${taken.writesInFlight} writes in flight, ${taken.reviews} reviews`,
         );
       }
     }
   })();
   try {
     await load();
-    await Promise.all(writes);
     await sampling;
+    ending.abort();
+    await Promise.all(writes);
   } finally {
+    ending.abort();
     watcher.stop();
   }
   if (target.gone()) throw new Error('the gateway exited during the soak');
@@ -265,7 +274,13 @@ async function admissionReady(client: KubeClient, path: string): Promise<void> {
   );
 }
 
-async function sample(target: SoakTarget, at: number, created: number, live: number): Promise<Sample> {
+async function sample(
+  target: SoakTarget,
+  at: number,
+  created: number,
+  live: number,
+  writesInFlight: number,
+): Promise<Sample> {
   const metrics = parseMetrics(await (await fetch(target.metricsUrl)).text());
   const sum = (name: string, match: (labels: string) => boolean = () => true) =>
     metrics
@@ -304,6 +319,7 @@ async function sample(target: SoakTarget, at: number, created: number, live: num
     reviews: sum('controller_runtime_webhook_requests_total', (labels) => labels.includes('code="200"')),
     created,
     live,
+    writesInFlight,
   };
 }
 
@@ -454,6 +470,13 @@ export function report(result: SoakResult): void {
       `update ${describe(objects.updateHandled)}, delete ${describe(objects.deleteHandled)}; ` +
       `CPU after the warm-up: gateway ${result.cpuPercent.gateway}%, function service ${result.cpuPercent.functions}%`,
   );
+  const series = (what: string, read: (each: Sample) => number) =>
+    say(`${what}, sample by sample: ${result.samples.map(read).join(' ')}`);
+  series('gateway RSS MiB', (each) => each.rssMiB);
+  series('gateway heap MiB', (each) => each.heapMiB);
+  series('gateway lag p99 ms', (each) => each.lagP99Ms);
+  series('gateway descriptors', (each) => each.fds);
+  series('objects live', (each) => each.live);
   for (const line of table(
     ['verdict', 'pass', 'measured'],
     Object.entries(verdicts).map(([name, verdict]) => [name, verdict.pass ? 'yes' : 'NO', verdict.detail]),

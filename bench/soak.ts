@@ -110,8 +110,8 @@ export interface SoakResult {
   objects: {
     created: number;
     writeErrors: string[];
-    /** Objects missing a step, or late for one, by what they missed (up to 10 names each). */
-    unhandled: Record<string, string[]>;
+    /** Objects missing a step, or late for one, by what they missed: how many, and up to 10 names. */
+    unhandled: Record<string, { count: number; names: string[] }>;
     /** Seconds from each write to its effect seen, over every object: p50, p99, max. */
     createHandled: Quantiles;
     updateHandled: Quantiles;
@@ -392,10 +392,13 @@ function judge(
   const socketsLast = of(last, (each) => each.sockets);
 
   const boundMs = options.boundSeconds * 1000;
-  const unhandled: Record<string, string[]> = {};
+  const unhandled: Record<string, { count: number; names: string[] }> = {};
   const miss = (what: string, name: string) => {
-    const names = unhandled[what] ?? [];
-    if (names.length < 10) unhandled[what] = [...names, name];
+    const missed = unhandled[what] ?? { count: 0, names: [] };
+    unhandled[what] = {
+      count: missed.count + 1,
+      names: missed.names.length < 10 ? [...missed.names, name] : missed.names,
+    };
   };
   const took = { create: [] as number[], update: [] as number[], delete: [] as number[] };
   for (const [name, life] of lives) {
@@ -450,7 +453,7 @@ function judge(
           missed.length === 0 && writeErrors.length === 0
             ? `all ${created} objects created, updated and deleted, each step handled within ${options.boundSeconds} s`
             : [
-                ...missed.map(([what, names]) => `${what}: ${names.join(', ')}`),
+                ...missed.map(([what, { count, names }]) => `${what}: ${count} (${names.join(', ')}, …)`),
                 ...writeErrors.slice(0, 5),
               ].join('; '),
       },

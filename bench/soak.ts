@@ -120,7 +120,10 @@ export interface SoakResult {
   reviewsPerSecond: number;
   /** Of one core, after the warm-up: the gateway's and the function service's. */
   cpuPercent: { gateway: number; functions: number };
-  verdicts: { rssFlat: Verdict; lag: Verdict; noStall: Verdict; fdsFlat: Verdict };
+  /** The gateway before the load, and once every object was gone (absent if some never went). */
+  idle: Sample;
+  atRest?: Sample;
+  verdicts: { rssFlat: Verdict; lag: Verdict; noStall: Verdict; fdsFlat: Verdict; atRest: Verdict };
 }
 
 interface Quantiles {
@@ -161,11 +164,14 @@ export async function soak(target: SoakTarget, options: SoakOptions): Promise<So
     }
     const status = (object.status ?? {}) as Record<string, { field?: string } | undefined>;
     if (status.create_fn) life.createHandled ??= now;
-    if (status.update_fn?.field === 'updated') life.updateHandled ??= now;
+    // A create handled after the update saw the updated spec: no update is then left to handle.
+    if (status.update_fn?.field === 'updated' || status.create_fn?.field === 'updated')
+      life.updateHandled ??= now;
     if (status.tick) life.ticked = true;
     if (object.metadata?.labels?.[ADMITTED_LABEL] === 'true') life.admitted = true;
   });
   await listed;
+  const idle = await sample(target, 0, 0, 0, 0);
   const writeErrors: string[] = [];
   // Writes still unanswered when the soak ends are given up, so that it ends within its bound.
   const ending = new AbortController();
@@ -242,7 +248,26 @@ export async function soak(target: SoakTarget, options: SoakOptions): Promise<So
     watcher.stop();
   }
   if (target.gone()) throw new Error('the gateway exited during the soak');
-  return judge(options, samples, lives, writeErrors, created);
+  const allGone = [...lives.values()].every((life) => life.gone !== undefined);
+  const atRest = allGone ? await rest(target, idle, options.boundSeconds * 1000) : undefined;
+  return judge(options, samples, lives, writeErrors, created, idle, atRest);
+}
+
+/**
+ * Once every object is gone: the gateway with no timer, no daemon, and no more descriptors than before
+ * the load (idle keep-alive connections close within their timeout), or as it is after `timeoutMs`.
+ */
+async function rest(target: SoakTarget, idle: Sample, timeoutMs: number): Promise<Sample> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const now = await sample(target, 0, 0, 0, 0);
+    if (
+      (now.timers === 0 && now.daemons === 0 && now.fds <= idle.fds + FD_SLACK) ||
+      performance.now() > deadline
+    )
+      return now;
+    await sleep(500);
+  }
 }
 
 /**
@@ -368,7 +393,9 @@ function median(values: number[]): number {
  * - lag: every sample's p99 under 50 ms (so the whole window's p99 is too);
  * - no stall: every object created was created, updated and deleted, each handled within the bound,
  *   labelled by the mutating webhook and ticked by its timer, and no write failed;
- * - descriptors flat: the last quarter's median descriptors and sockets at most 5 above the first's.
+ * - descriptors flat: the last quarter's median descriptors and sockets at most 5 above the first's;
+ * - at rest: once every object is gone, no timer, no daemon, and at most 5 descriptors more than
+ *   before the load.
  */
 function judge(
   options: SoakOptions,
@@ -376,6 +403,8 @@ function judge(
   lives: Map<string, Life>,
   writeErrors: string[],
   created: number,
+  idle: Sample,
+  atRest: Sample | undefined,
 ): SoakResult {
   const loaded = samples.filter((each) => each.at > options.warmupSeconds && each.at <= options.seconds);
   const quarter = Math.max(1, Math.floor(loaded.length / 4));
@@ -408,7 +437,10 @@ function judge(
       if (seen - sent > boundMs) miss(`${what} handled after ${options.boundSeconds} s`, name);
     };
     step('create', life.created, life.createHandled);
-    step('update', life.updated, life.updateHandled);
+    // Deleted before its update was handled, an object gets its delete handler only (as in Kopf).
+    if (life.updateHandled === undefined && life.gone !== undefined)
+      miss('deleted before its update was handled', name);
+    else step('update', life.updated, life.updateHandled);
     step('delete', life.deleted, life.gone);
     if (!life.admitted) miss('not labelled by the mutating webhook', name);
     if (!life.ticked) miss('not ticked by its timer', name);
@@ -425,6 +457,8 @@ function judge(
   return {
     options,
     samples,
+    idle,
+    ...(atRest ? { atRest } : {}),
     objects: {
       created,
       writeErrors: writeErrors.slice(0, 20),
@@ -461,6 +495,14 @@ function judge(
         pass: fdsLast <= fdsFirst + FD_SLACK && socketsLast <= socketsFirst + FD_SLACK,
         detail: `descriptors ${fdsFirst} after the warm-up, ${fdsLast} at the end; sockets ${socketsFirst}, ${socketsLast} (at most +${FD_SLACK})`,
       },
+      atRest: atRest
+        ? {
+            pass: atRest.timers === 0 && atRest.daemons === 0 && atRest.fds <= idle.fds + FD_SLACK,
+            detail:
+              `once every object was gone: ${atRest.timers} timers, ${atRest.daemons} daemons, ` +
+              `${atRest.fds} descriptors (${idle.fds} before the load, at most +${FD_SLACK}), RSS ${atRest.rssMiB} MiB`,
+          }
+        : { pass: false, detail: 'not every object was gone by the end' },
     },
   };
 }

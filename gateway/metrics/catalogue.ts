@@ -154,6 +154,18 @@ export const CATALOGUE = [
     labels: ['webhook'],
   },
   {
+    name: 'nodejs_eventloop_lag_p99_seconds',
+    type: 'gauge',
+    help: "The 99th percentile of the event loop's delay since the previous scrape (sampled every 10 ms): how late the gateway's timers, watches and replies run.",
+    labels: [],
+  },
+  {
+    name: 'nodejs_heap_size_used_bytes',
+    type: 'gauge',
+    help: 'The JavaScript heap in use (V8), garbage not yet collected included.',
+    labels: [],
+  },
+  {
     name: 'leader_election_master_status',
     type: 'gauge',
     help: 'With peering: 1 while this replica leads (runs the watches, handlers, timers and daemons), 0 while it stands by.',

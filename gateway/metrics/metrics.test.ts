@@ -24,6 +24,26 @@ describe('GatewayMetrics', () => {
     assert.doesNotMatch((await second.text()).body, /^rest_client_requests_total\{/m);
   });
 
+  it("reads the event loop's delay since the previous scrape, and the heap in use", async () => {
+    const metrics = new GatewayMetrics();
+    const lagOf = async () =>
+      Number(/^nodejs_eventloop_lag_p99_seconds (\S+)$/m.exec((await metrics.text()).body)?.[1]);
+    await lagOf();
+    const pause = (ms: number) => new Promise((settle) => setTimeout(settle, ms));
+    // A few samples after the scrape (the first after a reset is not recorded), the loop blocked for
+    // 500 ms, then free again: one sample late by some 490 ms, which the next scrape no longer counts
+    // (a busy machine may delay this process by some tens of milliseconds, not 400).
+    await pause(30);
+    const blockedUntil = performance.now() + 500;
+    while (performance.now() < blockedUntil);
+    await pause(50);
+    assert.ok((await lagOf()) > 0.4, 'the blocked loop seen');
+    await pause(100);
+    assert.ok((await lagOf()) < 0.4, 'forgotten at the next scrape');
+    const heap = Number(/^nodejs_heap_size_used_bytes (\S+)$/m.exec((await metrics.text()).body)?.[1]);
+    assert.ok(heap > 1e6, `${heap} bytes in use`);
+  });
+
   it('counts API writes that succeeded by verb and subresource, and every request by its status', async () => {
     const metrics = new GatewayMetrics();
     metrics.apiRequest('PATCH', '/apis/kopf.dev/v1/namespaces/ns/kopfexamples/a/status', 200);
@@ -169,7 +189,7 @@ describe('docs/observability.md', () => {
     const doc = readFileSync(new URL('../../docs/observability.md', import.meta.url), 'utf8');
     const documented = doc
       .split('\n')
-      .filter((line) => /^\| `[a-z_]+` \| (counter|gauge|histogram) \|/.test(line));
+      .filter((line) => /^\| `[a-z0-9_]+` \| (counter|gauge|histogram) \|/.test(line));
     const expected = [...CATALOGUE, ...SERVICE_CATALOGUE].map(
       (spec) =>
         `| \`${spec.name}\` | ${spec.type} | ${spec.labels.map((label) => `\`${label}\``).join(', ')} | ${spec.help} |`,

@@ -4,6 +4,8 @@
  * queues their objects, the function services their calls, the webhook server its reviews. The
  * layers know nothing of Prometheus; only this module does.
  */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { getHeapStatistics } from 'node:v8';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { CallObserver } from '../dispatch/function-service.ts';
 import type { ObjectReadings, PipelineObserver } from '../pipeline.ts';
@@ -58,6 +60,8 @@ export class GatewayMetrics implements Exposition {
   #leading: { name: string; leads: () => boolean } | undefined;
 
   constructor() {
+    // Sampled from now: the first scrape reads the delay since the gateway started.
+    eventLoopDelay();
     // What the gauges read when scraped: set by each one's `collect`.
     const readings: Partial<Record<MetricName, (gauge: Gauge) => void>> = {
       workqueue_depth: (gauge) => {
@@ -82,6 +86,12 @@ export class GatewayMetrics implements Exposition {
       causeway_daemons: (gauge) => {
         for (const [resource, background] of this.#background) gauge.set({ resource }, background.daemons());
       },
+      nodejs_eventloop_lag_p99_seconds: (gauge) => {
+        const delay = eventLoopDelay();
+        gauge.set(delay.count === 0 ? 0 : delay.percentile(99) / 1e9);
+        delay.reset();
+      },
+      nodejs_heap_size_used_bytes: (gauge) => gauge.set(getHeapStatistics().used_heap_size),
       leader_election_master_status: (gauge) => {
         if (this.#leading) gauge.set({ name: this.#leading.name }, this.#leading.leads() ? 1 : 0);
       },
@@ -172,6 +182,20 @@ export class GatewayMetrics implements Exposition {
     this.#counter('controller_runtime_webhook_requests_total').inc({ webhook, code: String(status) });
     this.#histogram('controller_runtime_webhook_latency_seconds').observe({ webhook }, tookMs / 1000);
   };
+}
+
+let eventLoop: ReturnType<typeof monitorEventLoopDelay> | undefined;
+
+/**
+ * The event loop's delay, sampled from the first gateway with metrics on: one loop per process, so one
+ * monitor, whose timer does not keep the process alive.
+ */
+function eventLoopDelay(): ReturnType<typeof monitorEventLoopDelay> {
+  if (!eventLoop) {
+    eventLoop = monitorEventLoopDelay({ resolution: 10 });
+    eventLoop.enable();
+  }
+  return eventLoop;
 }
 
 /**

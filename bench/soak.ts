@@ -10,7 +10,7 @@
  * them) from /proc, its heap and event-loop lag (p99 since the previous sample) from its /metrics,
  * with its handler calls and admission reviews; the function service's RSS and descriptors too. At
  * the end, the verdicts (see `verdicts`), over the samples after the warm-up (`--warmup-seconds`, a
- * tenth of the run by default, at least 15 s). test/e2e/soak.test.ts runs the same at one minute.
+ * tenth of the run by default, at least 15 s).
  *
  *   npm run bench:soak -- [--minutes 60] [--rate 20] [--lifetime 6] [--timer-interval 3]
  *                         [--sample-seconds 5] [--warmup-seconds N] [--bound-seconds 10]

@@ -54,7 +54,7 @@ import {
   writeServiceAccountKubeconfig,
 } from '../support/kubectl.ts';
 import { applyFile } from '../support/operator.ts';
-import { freePort } from '../support/processes.ts';
+import { CAUSEWAY_CLI, freePort } from '../support/processes.ts';
 
 const CHART = join(REPO, 'deploy/helm/causeway');
 const OVERLAY = join(REPO, 'deploy/examples/01-minimal');
@@ -124,14 +124,10 @@ async function causewayRbac(
     ...['--service-account', `${namespace}/${GATEWAY}`],
     ...flags,
   ];
-  const { stdout } = await promisify(execFile)(
-    process.execPath,
-    [join(REPO, 'gateway/cli/main.ts'), ...args],
-    {
-      cwd: REPO,
-      env: { ...process.env, KUBECONFIG: kubeconfigPath },
-    },
-  );
+  const { stdout } = await promisify(execFile)(process.execPath, [CAUSEWAY_CLI, ...args], {
+    cwd: REPO,
+    env: { ...process.env, KUBECONFIG: kubeconfigPath },
+  });
   return stdout;
 }
 

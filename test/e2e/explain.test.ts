@@ -29,6 +29,7 @@ import {
   runOperator,
   TEST_SECRET,
 } from '../support/operator.ts';
+import { CAUSEWAY_CLI } from '../support/processes.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 const MODULE = 'test/support/explain-operator.ts';
@@ -48,12 +49,12 @@ describe('causeway explain', () => {
   let service: Awaited<ReturnType<typeof serveFetch>>;
   let env: NodeJS.ProcessEnv;
 
-  /** The CLI from sources, as users run it: stdout and stderr apart, and the exit code. */
+  /** The CLI as users run it: stdout and stderr apart, and the exit code. */
   function causewayExplain(args: string[]): Promise<Run> {
     return new Promise((resolve) => {
       execFile(
         process.execPath,
-        [`${ROOT}gateway/cli/main.ts`, 'explain', ...args],
+        [CAUSEWAY_CLI, 'explain', ...args],
         { cwd: ROOT, env },
         (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
       );

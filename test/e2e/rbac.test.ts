@@ -24,7 +24,7 @@ import {
   writeServiceAccountKubeconfig,
 } from '../support/kubectl.ts';
 import { applyFile, createKopfExample, eventually, kubeClient } from '../support/operator.ts';
-import { causeway, serveOnLoopback } from '../support/processes.ts';
+import { CAUSEWAY_CLI, causeway, serveOnLoopback } from '../support/processes.ts';
 import { rbacObjects, refusal, withoutRule, withoutSecret } from '../support/rbac.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -36,13 +36,16 @@ const ACCOUNT = 'causeway-gateway';
 
 /** `causeway rbac --check` with `args`, as the identity of `kubeconfig`: its exit code and report. */
 async function rbacCheck(args: string[], kubeconfig: string): Promise<{ code: number; report: string }> {
-  const main = `${ROOT}gateway/cli/main.ts`;
   const env = { ...withoutSecret, KUBECONFIG: kubeconfig };
   try {
-    const { stdout } = await promisify(execFile)(process.execPath, [main, 'rbac', '--check', ...args], {
-      cwd: ROOT,
-      env,
-    });
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [CAUSEWAY_CLI, 'rbac', '--check', ...args],
+      {
+        cwd: ROOT,
+        env,
+      },
+    );
     return { code: 0, report: stdout };
   } catch (error) {
     const { code, stdout, stderr } = error as { code: unknown; stdout: string; stderr: string };

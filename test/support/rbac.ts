@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { type Manifest, type PolicyRule, parseYaml } from './kubectl.ts';
+import { CAUSEWAY_CLI } from './processes.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 
@@ -15,7 +16,7 @@ export const withoutSecret: NodeJS.ProcessEnv = (() => {
 /** The objects `causeway rbac` with `args` prints (its log goes to stderr). */
 export async function rbacObjects(args: string[]): Promise<Manifest[]> {
   const run = promisify(execFile);
-  const { stdout } = await run(process.execPath, [`${ROOT}gateway/cli/main.ts`, 'rbac', ...args], {
+  const { stdout } = await run(process.execPath, [CAUSEWAY_CLI, 'rbac', ...args], {
     cwd: ROOT,
     env: withoutSecret,
   });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { isObject } from '../protocol/json.ts';
-import { admissionReview, jsonTree, wrongValue } from '../test/support/arbitraries.ts';
+import { admissionReview, jsonTree, setAtPath, wrongValue } from '../test/support/arbitraries.ts';
 import { jsonPatchOf } from './patch.ts';
 import { MalformedReview, parseReview, type ReviewRequest, reviewResponse } from './review.ts';
 
@@ -142,14 +142,7 @@ describe('generated admission reviews (property-based)', () => {
         fc.oneof(wrongValue, fc.constant(undefined)),
         (review, part, value) => {
           const copy = received(review) as Record<string, unknown>;
-          let node = copy;
-          for (const key of part.slice(0, -1)) {
-            if (!isObject(node[key])) node[key] = {};
-            node = node[key] as Record<string, unknown>;
-          }
-          const last = part.at(-1) as string;
-          if (value === undefined) delete node[last];
-          else node[last] = value;
+          setAtPath(copy, part, value);
           let request: ReviewRequest;
           try {
             request = parseReview(copy);

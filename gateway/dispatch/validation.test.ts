@@ -23,6 +23,7 @@ import {
   nested,
   oddString,
   PROTOTYPE_KEYS,
+  setAtPath,
   wrongValue,
 } from '../../test/support/arbitraries.ts';
 import { DEFAULT_IDENTITY } from '../identity.ts';
@@ -875,14 +876,7 @@ describe('generated manifests (property-based)', () => {
         (manifest, choice, part, value, against) => {
           const copy = jsonCopy(manifest) as { handlers: Record<string, unknown>[] };
           const index = choice % copy.handlers.length;
-          let node = copy.handlers[index] as Record<string, unknown>;
-          for (const key of part.slice(0, -1)) {
-            if (!isObject(node[key])) node[key] = {};
-            node = node[key] as Record<string, unknown>;
-          }
-          const last = part.at(-1) as string;
-          if (value === undefined) delete node[last];
-          else node[last] = value;
+          setAtPath(copy.handlers[index] as Record<string, unknown>, part, value);
           const text = JSON.stringify(copy).replace(JSON.stringify(INFINITE), '1e999');
           const sent = received(text);
           let parsed: Manifest;

@@ -6,6 +6,7 @@
  */
 import fc from 'fast-check';
 import type { KubernetesObject } from '../../protocol/index.ts';
+import { isObject } from '../../protocol/json.ts';
 
 /** Keys that reach an object's prototype when assigned. */
 export const PROTOTYPE_KEYS = ['__proto__', 'constructor', 'prototype'];
@@ -142,6 +143,21 @@ export const wrongValue = fc.oneof(
   }),
   oddString,
 );
+
+/**
+ * Puts `value` at `path` in `tree` (a mutated copy of something well-formed), making the objects on the
+ * way; `undefined` deletes the last key instead: a field missing.
+ */
+export function setAtPath(tree: Record<string, unknown>, path: readonly string[], value: unknown): void {
+  let node = tree;
+  for (const key of path.slice(0, -1)) {
+    if (!isObject(node[key])) node[key] = {};
+    node = node[key] as Record<string, unknown>;
+  }
+  const last = path.at(-1) as string;
+  if (value === undefined) delete node[last];
+  else node[last] = value;
+}
 
 /**
  * An AdmissionReview v1 as the apiserver sends one: the object after the operation (none for

@@ -118,13 +118,18 @@ function fakeApiserver(listed: unknown[], entries: Entry[], cuts: number[]) {
 const shown = (type: string, { metadata, spec }: KubernetesObject) =>
   `${type} ${metadata.uid} ${JSON.stringify([metadata.name, metadata.labels, metadata.annotations, spec])}`;
 
-/** Runs a watcher on `client` until `count` events are delivered (or 2 s pass), and gives them. */
+/**
+ * Runs a watcher on `client` until `count` events are delivered (or 2 s pass, failing with what
+ * `context` says), and gives them with the number of its restarts.
+ */
 async function watched(
   client: KubeClient,
   count: number,
   logger = createLogger({ sink: { write: () => {} } }),
+  context = () => '',
 ) {
   const delivered: WatchEvent[] = [];
+  let restarts = 0;
   const { promise: all, resolve } = Promise.withResolvers<void>();
   const watcher = new Watcher({
     client,
@@ -135,11 +140,15 @@ async function watched(
       delivered.push(event);
       if (delivered.length === count) resolve();
     },
+    onRestart: () => restarts++,
   });
   watcher.start();
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<void>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`delivered ${delivered.length} of ${count}`)), 2000);
+    timer = setTimeout(
+      () => reject(new Error(`delivered ${delivered.length} of ${count}; ${context()}`)),
+      2000,
+    );
   });
   try {
     await Promise.race([all, late]);
@@ -147,7 +156,7 @@ async function watched(
     clearTimeout(timer);
     await watcher.stop();
   }
-  return delivered;
+  return { delivered, restarts };
 }
 
 // Found by the property below: a listed object without metadata failed every list, so the watch never
@@ -164,7 +173,7 @@ describe('the watcher, given what it cannot read', () => {
     const lines: string[] = [];
     const logger = createLogger({ sink: { write: (line) => void lines.push(line) }, format: 'json' });
     const { client } = fakeApiserver([object('a'), { kind: 'KopfExample' }, object('b')], [], []);
-    const delivered = await watched(client, 2, logger);
+    const { delivered } = await watched(client, 2, logger);
     assert.deepEqual(
       delivered.map((event) => event.object.metadata.uid),
       ['a', 'b'],
@@ -180,7 +189,7 @@ describe('the watcher, given what it cannot read', () => {
       { good: false, kind: 'bad', line: 'not json' },
       { good: true, type: 'ADDED', object: object('a') },
     ];
-    const delivered = await watched(fakeApiserver([], entries, []).client, 1);
+    const { delivered } = await watched(fakeApiserver([], entries, []).client, 1);
     assert.deepEqual(
       delivered.map((event) => event.object.metadata.uid),
       ['a'],
@@ -192,7 +201,7 @@ describe('the watcher, given what it cannot read', () => {
     const bytes = Buffer.from(`${fakeApiserver([], entries, []).lineOf(entries[0] as Entry, 0)}\n`);
     // Inside the two bytes of the first é: cuts are fractions of the stream's length.
     const cut = (bytes.indexOf(Buffer.from('é')) + 1.5) / bytes.length;
-    const delivered = await watched(fakeApiserver([], entries, [cut]).client, 1);
+    const { delivered } = await watched(fakeApiserver([], entries, [cut]).client, 1);
     assert.equal(delivered[0]?.object.metadata.annotations?.note, 'é'.repeat(100));
   });
 });
@@ -234,39 +243,14 @@ describe('the watcher, fed generated streams (property-based)', () => {
             ...good.map((object) => shown('ADDED', object)),
             ...entries.flatMap((each) => (each.good ? [shown(each.type, each.object)] : [])),
           ];
-          const delivered: string[] = [];
           warnings.length = 0;
-          let restarts = 0;
-          const { promise: all, resolve } = Promise.withResolvers<void>();
-          const watcher = new Watcher({
-            client,
-            path: '/apis/kopf.dev/v1/kopfexamples',
-            settings,
-            logger,
-            onEvent: ({ type, object }: WatchEvent) => {
-              delivered.push(shown(type, object));
-              if (delivered.length === expected.length) resolve();
-            },
-            onRestart: () => restarts++,
-          });
-          watcher.start();
-          let timer: NodeJS.Timeout | undefined;
-          const late = new Promise<void>((_, reject) => {
-            timer = setTimeout(
-              () =>
-                reject(
-                  new Error(`delivered ${delivered.length} of ${expected.length}; ${warnings.join('')}`),
-                ),
-              2000,
-            );
-          });
-          try {
-            await Promise.race([all, late]);
-          } finally {
-            clearTimeout(timer);
-            await watcher.stop();
-          }
-          assert.deepEqual(delivered, expected);
+          const { delivered, restarts } = await watched(client, expected.length, logger, () =>
+            warnings.join(''),
+          );
+          assert.deepEqual(
+            delivered.map(({ type, object }) => shown(type, object)),
+            expected,
+          );
           assert.equal(restarts, entries.filter((each) => !each.good && each.kind === 'error').length);
         },
       ),

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type TestContext } from 'node:test';
@@ -9,6 +10,25 @@ import { supervise } from './processes.ts';
 import { waitFor } from './wait.ts';
 
 const execFileAsync = promisify(execFile);
+
+/** A port free on loopback now. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** Listens on `port` and closes again; rejects (EADDRINUSE) when something holds it. */
+async function listenOnce(port: number): Promise<void> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', resolve);
+  });
+  await new Promise((resolve) => server.close(resolve));
+}
 
 async function scratch(t: TestContext): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'causeway-processes-test-'));
@@ -85,8 +105,30 @@ test('kill(SIGKILL) ends at once a command that ignores SIGTERM, with no grace p
   const started = performance.now();
   const exit = await proc.kill('SIGKILL');
   assert.ok(performance.now() - started < 5000, 'no grace period is waited for');
-  assert.equal(exit.signal, 'SIGKILL');
+  assert.equal(exit.code, 128 + 9, 'the command ends by SIGKILL and the supervisor reports it');
   await groupDies(proc.pid);
+});
+
+test('kill(SIGKILL) resolves once the command is gone: its port can be listened on again at once', async (t) => {
+  const dir = await scratch(t);
+  const logPath = join(dir, 'log');
+  const port = await freePort();
+  const listen = `require('node:net').createServer().listen(${port}, '127.0.0.1', () => console.log('listening'))`;
+  // Each round kills a fresh listener; a kill that resolved before the command was gone would leave
+  // the port held in some of them.
+  for (let round = 0; round < 10; round++) {
+    const proc = await supervise('listener', process.execPath, ['-e', listen], { logPath });
+    await waitFor(
+      'the listener',
+      async () => (await readFile(logPath, 'utf8')).includes('listening') || undefined,
+      {
+        timeoutMs: 10_000,
+      },
+    );
+    await proc.kill('SIGKILL');
+    await listenOnce(port);
+    await rm(logPath);
+  }
 });
 
 test('a command that exits by itself is reported', async (t) => {

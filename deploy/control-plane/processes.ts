@@ -11,7 +11,7 @@ import { open, readFile } from 'node:fs/promises';
  * and KILL after the grace period.
  *
  * The command starts before `trap '' TERM` because ignored signals are inherited. Only then does the
- * supervisor say "ready" on fd 3, so a stop() can never reach it before its trap is set. The watcher
+ * supervisor say the command's pid on fd 3, so a stop() can never reach it before its trap is set. The watcher
  * reads fd 4 because sh points a background job's stdin at /dev/null. It polls rather than sleeping the whole
  * grace so that after Node's death it outlives the command by at most 0.1 s. Its `wait`s send stderr
  * to /dev/null so that sh's job reports ("Terminated") stay out of the command's log.
@@ -21,7 +21,7 @@ ticks=$1; shift
 "$@" </dev/null 3>&- &
 child=$!
 trap '' TERM
-echo ready >&3
+echo "$child" >&3
 exec 3>&-
 exec 4<&0
 {
@@ -58,8 +58,9 @@ export interface Supervised {
   /** Idempotent; resolves when the command and its supervisor are gone. */
   stop(): Promise<Exit>;
   /**
-   * Sends `signal` to the command and its supervisor at once, with no grace (a crash, as `kill -9`
-   * makes one); resolves when the supervisor has exited.
+   * Sends `signal` to the command, with no grace (a crash, as `kill -9` makes one); resolves when the
+   * supervisor has exited, which it does once it has reaped the command: its ports are free then, for
+   * a restart on them. (Killing the supervisor too would let it end first, the ports still held.)
    */
   kill(signal: NodeJS.Signals): Promise<Exit>;
 }
@@ -96,6 +97,7 @@ export async function supervise(
   // Listened for from the spawn on: a command that exits before it is reported ready, or while the
   // files close, must still be seen to exit.
   let exit: Exit | undefined;
+  let commandPid: number;
   const exited = new Promise<Exit>((resolve) =>
     child.once('exit', (code, signal) => {
       exit = { code, signal };
@@ -103,8 +105,8 @@ export async function supervise(
     }),
   );
   try {
-    await new Promise<void>((resolve, reject) => {
-      child.stdio[3]?.once('data', () => resolve());
+    commandPid = await new Promise<number>((resolve, reject) => {
+      child.stdio[3]?.once('data', (data: Buffer) => resolve(Number(String(data).trim())));
       child.once('error', reject);
       void exited.then(({ code, signal }) =>
         reject(new Error(`${name}: the supervisor exited (${code ?? signal})`)),
@@ -142,8 +144,14 @@ export async function supervise(
       return stopping;
     },
     async kill(signal) {
-      signalGroup(pid, signal);
+      try {
+        process.kill(commandPid, signal);
+      } catch {
+        // Already gone: the supervisor exits, or has.
+      }
       const ended = await exited;
+      // Whatever the command started, and the supervisor's watcher, go with it.
+      signalGroup(pid, 'SIGKILL');
       child.stdin?.destroy();
       return ended;
     },

@@ -1,6 +1,6 @@
 /** A client that logs in: again when its credentials are about to expire, and after a 401. */
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, it, type TestContext } from 'node:test';
 import { kubeConfigOf } from '../engines/login.ts';
@@ -83,5 +83,88 @@ describe('KubeClient from a login', () => {
     );
     const plain = await KubeClient.fromConfig(kubeConfigOf({ server, token: 'bad', insecure: true }));
     await assert.rejects(plain.get('/api'), (error) => error instanceof ApiError && error.status === 401);
+  });
+});
+
+/** A server not listening yet, and the URL of the port it will listen on, where nothing listens now. */
+async function closedPort(): Promise<{ server: Server; url: string }> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return { server, url: `http://127.0.0.1:${port}` };
+}
+
+describe('KubeClient retries', () => {
+  /** An API server that breaks the connection of the first request of each method, once it has read it. */
+  async function breakingServer(t: TestContext, firstAnswer: 'break' | 'retry-after') {
+    const requests: string[] = [];
+    const server = createServer((request, response) => {
+      request.resume();
+      request.on('end', () => {
+        requests.push(request.method as string);
+        if (requests.filter((method) => method === request.method).length > 1) {
+          response.writeHead(201, { 'content-type': 'application/json' });
+          response.end(JSON.stringify({ kind: 'ConfigMap' }));
+        } else if (firstAnswer === 'break') request.socket.destroy();
+        else {
+          response.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' });
+          response.end(JSON.stringify({ kind: 'Status', code: 429 }));
+        }
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    t.after(() => {
+      server.closeAllConnections();
+      server.close();
+    });
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const client = await KubeClient.fromLogin(async () => ({
+      config: kubeConfigOf({ server: url, token: 'token', insecure: true }),
+    }));
+    return { client, requests };
+  }
+  const create = { method: 'POST', body: { kind: 'ConfigMap' } };
+
+  it('does not try a create again when its connection broke after it was sent: it may have been made', async (t) => {
+    const { client, requests } = await breakingServer(t, 'break');
+    await assert.rejects(client.request('/api/v1/namespaces/default/configmaps', create));
+    assert.deepEqual(requests, ['POST'], 'one try: a second could make it twice, or meet 409 AlreadyExists');
+    assert.deepEqual(await client.get('/api/v1/namespaces/default/configmaps'), { kind: 'ConfigMap' });
+    assert.deepEqual(requests, ['POST', 'GET', 'GET'], 'a read is tried again');
+  });
+
+  it('tries a create again when the apiserver said to, with Retry-After', async (t) => {
+    const { client, requests } = await breakingServer(t, 'retry-after');
+    assert.deepEqual(await client.request('/api/v1/namespaces/default/configmaps', create), {
+      kind: 'ConfigMap',
+    });
+    assert.deepEqual(requests, ['POST', 'POST']);
+  });
+
+  it('tries a create again when nothing listened: it never reached a server', async (t) => {
+    const { server, url } = await closedPort();
+    const created: string[] = [];
+    server.on('request', (request, response) => {
+      created.push(request.method as string);
+      response.writeHead(201, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ kind: 'ConfigMap' }));
+    });
+    t.after(() => server.close());
+    const answers: (number | undefined)[] = [];
+    const client = await KubeClient.fromLogin(
+      async () => ({ config: kubeConfigOf({ server: url, token: 'token', insecure: true }) }),
+      (_method, _path, status) => {
+        answers.push(status);
+        // Refused once: the server listens from then on.
+        if (!server.listening) server.listen(new URL(url).port, '127.0.0.1');
+      },
+    );
+    assert.deepEqual(await client.request('/api/v1/namespaces/default/configmaps', create), {
+      kind: 'ConfigMap',
+    });
+    assert.equal(answers[0], undefined, 'the first try found no one');
+    assert.equal(answers.at(-1), 201);
+    assert.deepEqual(created, ['POST'], 'made once');
   });
 });

@@ -35,6 +35,18 @@ export interface RequestInit {
 /** Delays between tries of a request that failed transiently (429, 5xx, broken connections). */
 const RETRY_DELAYS_MS = [250, 500, 1000, 2000, 4000, 8000];
 
+/**
+ * Whether a create that failed may have been made all the same, so that trying it again would make it
+ * twice (a generated name) or be answered 409 AlreadyExists: as client-go, a create is tried again only
+ * when the apiserver said to (an answer with Retry-After: 429, a 503 while it starts) or when nothing
+ * listened. The other writes are guarded (a resourceVersion, a patch of the same content), and their
+ * callers handle the conflict; a create's callers see the error and look again.
+ */
+function mayHaveBeenCarriedOut(error: unknown): boolean {
+  if (error instanceof ApiError) return error.retryAfterSeconds === undefined;
+  return (error as NodeJS.ErrnoException).code !== 'ECONNREFUSED';
+}
+
 /** Credentials got by logging in, as a kubeconfig, and when they expire (ms since the epoch). */
 export interface LoggedIn {
   config: KubeConfig;
@@ -128,6 +140,7 @@ export class KubeClient {
       } catch (error) {
         const delay = RETRY_DELAYS_MS[attempt];
         if (!isTransient(error) || error instanceof LoginFailed || init.signal?.aborted) throw error;
+        if (init.method === 'POST' && mayHaveBeenCarriedOut(error)) throw error;
         if (delay === undefined) throw foundNoAnswer(error) ? new ApiUnreachable(error) : error;
         const retryAfterMs = error instanceof ApiError ? (error.retryAfterSeconds ?? 0) * 1000 : 0;
         await sleep(Math.max(jitter(delay), spreadRetryAfter(retryAfterMs)), init.signal);

@@ -157,7 +157,7 @@ describe('KubeClient retries', () => {
       (_method, _path, status) => {
         answers.push(status);
         // Refused once: the server listens from then on.
-        if (!server.listening) server.listen(new URL(url).port, '127.0.0.1');
+        if (!server.listening) server.listen(Number(new URL(url).port), '127.0.0.1');
       },
     );
     assert.deepEqual(await client.request('/api/v1/namespaces/default/configmaps', create), {

@@ -7,6 +7,7 @@
  * Every replica serves admission and health whatever its role: those are not leader-only.
  */
 import { hostname } from 'node:os';
+import type { KubernetesObject } from '../../protocol/index.ts';
 import type { Component, Components } from '../components.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { ApiError, isNotFound } from '../kube/errors.ts';
@@ -135,12 +136,7 @@ export class Peering implements Component {
     await this.#writing;
     // By now the pipelines have stopped (they stop before this part): the others need not wait.
     try {
-      await this.#options.client.request(`${LEASES(this.#options.namespace)}/${this.#lease}`, {
-        method: 'DELETE',
-        ...(this.#resourceVersion
-          ? { body: { preconditions: { resourceVersion: this.#resourceVersion } } }
-          : {}),
-      });
+      await this.#removeLease();
     } catch (error) {
       if (!isNotFound(error)) {
         this.#options.logger.warning(
@@ -148,6 +144,29 @@ export class Peering implements Component {
           { err: describe(error) },
         );
       }
+    }
+  }
+
+  /**
+   * Deletes this gateway's Lease as last written, not one a later process of the same id (a pod
+   * started again) wrote since. A renewal given up on (its time ran out) may have landed all the same,
+   * unknown here: its Lease is still this process's (the same `since`), and goes as it now is.
+   */
+  async #removeLease(): Promise<void> {
+    const { client, namespace } = this.#options;
+    const path = `${LEASES(namespace)}/${this.#lease}`;
+    const remove = (resourceVersion: string | undefined) =>
+      client.request(path, {
+        method: 'DELETE',
+        ...(resourceVersion ? { body: { preconditions: { resourceVersion } } } : {}),
+      });
+    try {
+      await remove(this.#resourceVersion);
+    } catch (error) {
+      if (!(error instanceof ApiError && error.status === 409)) throw error;
+      const current = await client.get<KubernetesObject>(path);
+      if (current.metadata.annotations?.[this.#keys.since] !== this.#since) throw error;
+      await remove(current.metadata.resourceVersion);
     }
   }
 

@@ -9,6 +9,7 @@ import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { operator } from '../../functions/index.ts';
 import { DEV_PRIORITY } from '../../gateway/index.ts';
+import type { KubernetesObject } from '../../protocol/index.ts';
 import { testCluster, testNamespace } from '../support/cluster.ts';
 import { startLaggingProxy } from '../support/lagging-proxy.ts';
 import {
@@ -16,6 +17,7 @@ import {
   createKopfExamples,
   createResults,
   eventually,
+  kubeClient,
   memoryLogger,
   objectNames,
   runOperator,
@@ -220,5 +222,36 @@ describe('peering', () => {
       20_000,
     );
     assert.equal(cut.gateway.leading, false);
+  });
+
+  it('removes its Lease as it stops, even when a renewal it gave up on landed: the Lease moved on behind it', async (t) => {
+    await applyFile(CRD);
+    const namespace = await testNamespace(t);
+    const log = memoryLogger();
+    const running = await runOperator(recordingOperator('alone', []), {
+      namespaces: [namespace],
+      transport: 'in-process',
+      peering: { namespace, id: 'alone' },
+      // No renewal of its own before the stop: the change below is the only one it does not know of.
+      settings: { peering: { leaseDurationS: 120, renewDeadlineS: 90, retryPeriodS: 60 } },
+      logger: log,
+    });
+    t.after(() => running.stop());
+    await eventually('the gateway leading', async () => running.gateway.leading || undefined);
+    const client = await kubeClient();
+    const leases = `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`;
+    const [lease] = (await client.get<{ items: KubernetesObject[] }>(leases)).items;
+    assert.ok(lease, 'its Lease');
+    // As a renewal whose answer was lost: the Lease as it wrote it, at a resourceVersion it never saw.
+    await client.patch(`${leases}/${lease.metadata.name}`, 'merge', {
+      spec: { renewTime: new Date().toISOString().replace('Z', '000Z') },
+    });
+    await running.stop();
+    const left = (await client.get<{ items: KubernetesObject[] }>(leases)).items;
+    assert.deepEqual(
+      left.map((each) => each.metadata.name),
+      [],
+      `no Lease left to wait out; the log:\n${log.lines.join('\n')}`,
+    );
   });
 });

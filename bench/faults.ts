@@ -1,0 +1,447 @@
+/**
+ * Control-plane faults, both contenders side by side: Causeway (`causeway run`) and Kopf (`kopf run`
+ * with its default settings), each in a namespace of its own, run at the same time against one real
+ * control plane and put through the same faults at the same moment:
+ *
+ * - stall: the operator reaches the apiserver through a TCP proxy (test/support/stalling-proxy.ts;
+ *   TLS passes through it end to end) whose open connections then go silent without closing; N
+ *   objects are created right after, directly.
+ * - cut: the same, the proxy's connections reset instead.
+ * - kube-apiserver, etcd: killed with SIGKILL while the operators work through a backlog, and started
+ *   again on the same port and data; N more objects are created once it is back.
+ *
+ * For each: when each object was first called (from the handler's own log, bench/operators/*crash*)
+ * and when its result was stored, counted from the fault (from the restart for the kills); objects not
+ * handled within --limit seconds; objects called more than once; what the operator printed.
+ *
+ *   npm run bench:faults -- [--faults stall,cut,kube-apiserver,etcd] [--objects 10] [--backlog 600]
+ *                           [--limit 150] [--only kopf|causeway] [--kopf-timeouts]
+ *
+ * --kopf-timeouts adds a third contender: Kopf with its watch timeouts set
+ * (bench/operators/kopf_timeouts.py), labelled as such.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { writeKubeconfig } from '../deploy/control-plane/kubeconfig.ts';
+import type { KubeClient } from '../gateway/kube/client.ts';
+import type { KubernetesObject } from '../protocol/index.ts';
+import { type PrivateCluster, startPrivateCluster } from '../test/support/private-cluster.ts';
+import { type StallingProxy, startStallingProxy } from '../test/support/stalling-proxy.ts';
+import {
+  type Command,
+  createBacklog,
+  forEachName,
+  KOPF_NAME,
+  KOPFEXAMPLES,
+  type OperatorProcess,
+  operatorProcess,
+  prepareContenders,
+  ROOT,
+  saveResults,
+  say,
+  scratchDir,
+  sleep,
+  table,
+  until,
+  withArgs,
+} from './common.ts';
+
+const FAULTS = ['stall', 'cut', 'kube-apiserver', 'etcd'] as const;
+type Fault = (typeof FAULTS)[number];
+
+const { values } = parseArgs({
+  options: {
+    faults: { type: 'string', default: FAULTS.join(',') },
+    objects: { type: 'string', default: '10' },
+    backlog: { type: 'string', default: '600' },
+    limit: { type: 'string', default: '150' },
+    only: { type: 'string' },
+    'kopf-timeouts': { type: 'boolean', default: false },
+  },
+});
+const OBJECTS = Number(values.objects);
+const BACKLOG = Number(values.backlog);
+const LIMIT_MS = Number(values.limit) * 1000;
+const faults = values.faults.split(',').map((name) => {
+  if (!(FAULTS as readonly string[]).includes(name))
+    throw new Error(`no fault ${name}: ${FAULTS.join(', ')}`);
+  return name as Fault;
+});
+
+/** Handled before the fault, so that the operator's connections are open and in use when it comes. */
+const WARM_UP = 3;
+/** The kill comes once every contender has called this share of its backlog. */
+const KILL_AT_SHARE = 0.1;
+const POLL_MS = 250;
+/** A stop (SIGTERM) that takes longer is made a SIGKILL: a hung operator must not hang the bench. */
+const STOP_MS = 15_000;
+
+interface Contender {
+  name: string;
+  command(namespace: string): Command;
+}
+
+/** One contender's run through one fault. */
+interface Outcome {
+  fault: Fault;
+  contender: string;
+  namespace: string;
+  /** Objects created for the measure (after the fault; for the kills, the backlog and those after). */
+  objects: number;
+  /** For the kills: the backlog's calls made before the kill, and how long the component was down. */
+  callsBeforeKill?: number;
+  downSeconds?: number;
+  /** Seconds from the fault (the kills: from the component's return) to the first and last call. */
+  firstCallSeconds?: number;
+  lastCallSeconds?: number;
+  /** Seconds from the fault (the kills: from the return) until every result was stored, if all were. */
+  allStoredSeconds?: number;
+  /** Results stored within the limit. */
+  stored: number;
+  /** Objects without a stored result when the limit passed. */
+  missed: string[];
+  /** Objects called more than once, with their number of calls. */
+  repeated: Record<string, number>;
+  /** What the operator printed (stderr) from its start to its stop. */
+  printed: string[];
+}
+
+async function main(): Promise<void> {
+  const commands = await prepareContenders();
+  const all: Contender[] = [
+    { name: 'causeway', command: (namespace) => commands.causeway('causeway-crash.ts', namespace) },
+    { name: KOPF_NAME, command: (namespace) => commands.kopf('kopf_crash.py', namespace) },
+    ...(values['kopf-timeouts']
+      ? [
+          {
+            name: `${KOPF_NAME}, watch timeouts set`,
+            command: (namespace: string) =>
+              withArgs(commands.kopf('kopf_crash.py', namespace), [
+                join(ROOT, 'bench/operators/kopf_timeouts.py'),
+              ]),
+          },
+        ]
+      : []),
+  ];
+  const contenders = all.filter((contender) => !values.only || contender.name.startsWith(values.only));
+  const cluster = await startPrivateCluster({ onProgress: (line) => say(`  ${line}`) });
+  const outcomes: Outcome[] = [];
+  try {
+    for (const fault of faults) {
+      say(`\n${fault}: ${contenders.map((contender) => contender.name).join(' and ')} at the same time`);
+      const results =
+        fault === 'stall' || fault === 'cut'
+          ? await silentConnections(fault, contenders, cluster)
+          : await killed(fault, contenders, cluster);
+      report(results);
+      outcomes.push(...results);
+    }
+  } finally {
+    await cluster.stop();
+  }
+  await saveResults('faults', {
+    objects: OBJECTS,
+    backlog: BACKLOG,
+    limitSeconds: LIMIT_MS / 1000,
+    outcomes,
+  });
+}
+
+/** A contender's operator running in a namespace of its own, its handler's calls logged to a file. */
+interface Run {
+  contender: Contender;
+  namespace: string;
+  operator: OperatorProcess;
+  calls(): Map<string, number[]>;
+  /** The lines it printed (stderr) so far. */
+  printed(): string[];
+}
+
+function start(contender: Contender, namespace: string, kubeconfig: string): Run {
+  const dir = scratchDir('faults');
+  const log = join(dir, 'calls.log');
+  const stderr = join(dir, 'stderr.log');
+  writeFileSync(log, '');
+  const command = contender.command(namespace);
+  // All it prints, kept in a file: operatorProcess keeps only a tail. `exec`: the pid is the operator's.
+  const operator = operatorProcess(
+    {
+      ...command,
+      file: '/bin/sh',
+      args: ['-c', 'exec "$0" "$@" 2>"$BENCH_STDERR"', command.file, ...command.args],
+    },
+    kubeconfig,
+    { BENCH_CALL_LOG: log, BENCH_STDERR: stderr },
+  );
+  return {
+    contender,
+    namespace,
+    operator,
+    // `<epoch ms> <name> <key> <retry>` per call (bench/operators/*crash*): the times of each name's calls.
+    calls: () => {
+      const calls = new Map<string, number[]>();
+      for (const line of readFileSync(log, 'utf8').split('\n').filter(Boolean)) {
+        const [at, name] = line.split(' ') as [string, string];
+        calls.set(name, [...(calls.get(name) ?? []), Number(at)]);
+      }
+      return calls;
+    },
+    printed: () =>
+      readFileSync(stderr, 'utf8')
+        .split('\n')
+        .filter((line) => line.trim() !== ''),
+  };
+}
+
+async function stop(run: Run): Promise<string[]> {
+  const stopped = run.operator.stop();
+  if ((await Promise.race([stopped.then(() => true), sleep(STOP_MS).then(() => false)])) === false) {
+    await run.operator.kill();
+  }
+  return run.printed();
+}
+
+async function createObjects(client: KubeClient, namespace: string, names: string[]): Promise<void> {
+  await forEachName(names, 16, (name) =>
+    client.request(`${KOPFEXAMPLES}/${namespace}/kopfexamples`, {
+      method: 'POST',
+      body: { apiVersion: 'kopf.dev/v1', kind: 'KopfExample', metadata: { name }, spec: { field: 'value' } },
+    }),
+  );
+}
+
+/** The names in `namespace` whose result is stored (status.create_fn, by either contender). */
+async function storedResults(client: KubeClient, namespace: string): Promise<Set<string>> {
+  const list = await client.get<{ items: KubernetesObject[] }>(`${KOPFEXAMPLES}/${namespace}/kopfexamples`);
+  return new Set(
+    list.items.filter((item) => item.status?.create_fn !== undefined).map((item) => item.metadata.name),
+  );
+}
+
+/**
+ * Polls every run's namespace until `expected` all have a result, or the limit passes from `since`
+ * (epoch ms); the time each run's last result was first seen, if all were.
+ */
+async function untilStored(
+  client: KubeClient,
+  runs: Run[],
+  expected: (run: Run) => string[],
+  since: number,
+): Promise<Map<Run, { stored: Set<string>; allStoredMs?: number }>> {
+  const state = new Map(
+    runs.map((run) => [run, { stored: new Set<string>() } as { stored: Set<string>; allStoredMs?: number }]),
+  );
+  while (Date.now() - since < LIMIT_MS) {
+    const pending = runs.filter((run) => state.get(run)?.allStoredMs === undefined);
+    if (!pending.length) break;
+    for (const run of pending) {
+      const stored = await storedResults(client, run.namespace);
+      const names = expected(run).filter((name) => stored.has(name));
+      const entry = { stored: new Set(names) } as { stored: Set<string>; allStoredMs?: number };
+      if (names.length === expected(run).length) entry.allStoredMs = Date.now() - since;
+      state.set(run, entry);
+    }
+    await sleep(POLL_MS);
+  }
+  return state;
+}
+
+function outcomeOf(
+  fault: Fault,
+  run: Run,
+  expected: string[],
+  since: number,
+  result: { stored: Set<string>; allStoredMs?: number },
+  printed: string[],
+  extra: Pick<Outcome, 'callsBeforeKill' | 'downSeconds'> = {},
+): Outcome {
+  const calls = run.calls();
+  // Calls after the fault (the kills: after the return), of the objects measured.
+  const times = expected
+    .flatMap((name) => calls.get(name) ?? [])
+    .filter((at) => at >= since)
+    .map((at) => (at - since) / 1000);
+  const repeated = Object.fromEntries(
+    [...calls].filter(([, ofName]) => ofName.length > 1).map(([name, ofName]) => [name, ofName.length]),
+  );
+  return {
+    fault,
+    contender: run.contender.name,
+    namespace: run.namespace,
+    objects: expected.length,
+    ...extra,
+    ...(times.length ? { firstCallSeconds: Math.min(...times), lastCallSeconds: Math.max(...times) } : {}),
+    ...(result.allStoredMs === undefined ? {} : { allStoredSeconds: result.allStoredMs / 1000 }),
+    stored: result.stored.size,
+    missed: expected.filter((name) => !result.stored.has(name)),
+    repeated,
+    printed,
+  };
+}
+
+const names = (prefix: string, count: number) =>
+  Array.from({ length: count }, (_, index) => `${prefix}-${String(index).padStart(5, '0')}`);
+
+/** Each contender through a proxy of its own; the proxies stalled (or cut) at once, then N objects each. */
+async function silentConnections(fault: 'stall' | 'cut', contenders: Contender[], cluster: PrivateCluster) {
+  const { client } = cluster;
+  const runs: Array<Run & { proxy: StallingProxy }> = [];
+  try {
+    for (const contender of contenders) {
+      const namespace = await cluster.namespace();
+      const proxy = await startStallingProxy(cluster.controlPlane);
+      const kubeconfig = join(scratchDir('faults-kubeconfig'), 'kubeconfig');
+      await writeKubeconfig(kubeconfig, proxy.target);
+      runs.push({ ...start(contender, namespace, kubeconfig), proxy });
+    }
+    const warmUp = names('warm-up', WARM_UP);
+    for (const run of runs) {
+      await createObjects(client, run.namespace, warmUp);
+      await until(
+        `${run.contender.name} to handle the warm-up objects`,
+        async () => ((await storedResults(client, run.namespace)).size === WARM_UP ? true : undefined),
+        { timeoutMs: 60_000 },
+      );
+    }
+    const after = names(fault, OBJECTS);
+    const faultAt = Date.now();
+    for (const run of runs) run.proxy[fault]();
+    say(`  ${fault === 'stall' ? 'stalled' : 'cut'} the connections; creating ${OBJECTS} objects for each`);
+    await Promise.all(runs.map((run) => createObjects(client, run.namespace, after)));
+    const results = await untilStored(client, runs, () => after, faultAt);
+    const outcomes: Outcome[] = [];
+    for (const run of runs) {
+      const printed = await stop(run);
+      outcomes.push(outcomeOf(fault, run, after, faultAt, results.get(run) as never, printed));
+    }
+    return outcomes;
+  } finally {
+    for (const run of runs) {
+      if (!run.operator.gone) await run.operator.kill();
+      await run.proxy.close();
+    }
+  }
+}
+
+/**
+ * Each contender with a backlog of its own, created before it starts; the component killed -9 once
+ * every contender has called a tenth of its backlog, and started again; then N objects more each.
+ */
+async function killed(
+  component: 'kube-apiserver' | 'etcd',
+  contenders: Contender[],
+  cluster: PrivateCluster,
+) {
+  const { client, controlPlane } = cluster;
+  const runs: Run[] = [];
+  try {
+    const backlog = names('kex', BACKLOG);
+    const namespaces: string[] = [];
+    for (const [index] of contenders.entries()) {
+      const namespace = `faults-${component}-${index}`;
+      say(`  creating ${BACKLOG} objects in ${namespace}`);
+      await createBacklog(client, namespace, BACKLOG);
+      namespaces.push(namespace);
+    }
+    for (const [index, contender] of contenders.entries()) {
+      runs.push(start(contender, namespaces[index] as string, controlPlane.kubeconfigPath));
+    }
+    const callsOf = (run: Run) => [...run.calls().values()].reduce((sum, times) => sum + times.length, 0);
+    await until(
+      `every contender to call ${Math.round(BACKLOG * KILL_AT_SHARE)} of its backlog`,
+      async () => (runs.every((run) => callsOf(run) >= BACKLOG * KILL_AT_SHARE) ? true : undefined),
+      { timeoutMs: 120_000, intervalMs: 5 },
+    );
+    const callsBeforeKill = new Map(runs.map((run) => [run, callsOf(run)]));
+    const killedAt = Date.now();
+    say(
+      `  killing ${component} (-9): ${runs.map((run) => `${run.contender.name} ${callsBeforeKill.get(run)} calls`).join(', ')}`,
+    );
+    await controlPlane.restart(component, {
+      kill: 'SIGKILL',
+      // restart() sees the supervisor exit, which can come before the killed process has closed its
+      // listener (a big process frees its memory first): started again before that, it cannot bind.
+      whileDown: () =>
+        until(`the killed ${component} to stop listening`, () =>
+          refused(component === 'etcd' ? controlPlane.etcdUrl : controlPlane.server),
+        ),
+    });
+    const backAt = Date.now();
+    say(
+      `  ${component} back after ${((backAt - killedAt) / 1000).toFixed(1)} s; creating ${OBJECTS} objects for each`,
+    );
+    const after = names('after', OBJECTS);
+    await Promise.all(runs.map((run) => createObjects(client, run.namespace, after)));
+    const expected = [...backlog, ...after];
+    const results = await untilStored(client, runs, () => expected, backAt);
+    const outcomes: Outcome[] = [];
+    for (const run of runs) {
+      const printed = await stop(run);
+      outcomes.push(
+        outcomeOf(component, run, expected, backAt, results.get(run) as never, printed, {
+          callsBeforeKill: callsBeforeKill.get(run) as number,
+          downSeconds: (backAt - killedAt) / 1000,
+        }),
+      );
+    }
+    return outcomes;
+  } finally {
+    for (const run of runs) if (!run.operator.gone) await run.operator.kill();
+  }
+}
+
+/** true once nothing listens at the URL's port any more (the connection refused); else undefined. */
+function refused(url: string): Promise<true | undefined> {
+  const { hostname, port } = new URL(url);
+  return new Promise((settle) => {
+    const socket = connect(Number(port), hostname);
+    socket.once('connect', () => {
+      socket.destroy();
+      settle(undefined);
+    });
+    socket.once('error', (error: NodeJS.ErrnoException) =>
+      settle(error.code === 'ECONNREFUSED' ? true : undefined),
+    );
+  });
+}
+
+function report(outcomes: Outcome[]): void {
+  const seconds = (value: number | undefined) => (value === undefined ? '-' : value.toFixed(1));
+  say('');
+  for (const line of table(
+    [
+      'contender',
+      'first call s',
+      'last call s',
+      'all stored s',
+      'stored',
+      'missed',
+      'repeated',
+      'printed lines',
+    ],
+    outcomes.map((outcome) => [
+      outcome.contender,
+      seconds(outcome.firstCallSeconds),
+      seconds(outcome.lastCallSeconds),
+      outcome.allStoredSeconds === undefined
+        ? `not in ${LIMIT_MS / 1000} s`
+        : seconds(outcome.allStoredSeconds),
+      `${outcome.stored}/${outcome.objects}`,
+      String(outcome.missed.length),
+      String(Object.keys(outcome.repeated).length),
+      String(outcome.printed.length),
+    ]),
+  ))
+    say(`  ${line}`);
+  for (const outcome of outcomes) {
+    for (const line of outcome.printed.slice(0, 5))
+      say(`  ${outcome.contender} printed: ${line.slice(0, 300)}`);
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`benchmark failed: ${error instanceof Error ? error.stack : error}\n`);
+  process.exit(1);
+});

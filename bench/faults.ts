@@ -7,6 +7,9 @@
  *   TLS passes through it end to end) whose open connections then go silent without closing; N
  *   objects are created right after, directly.
  * - cut: the same, the proxy's connections reset instead.
+ * - gone: on a control plane without the watch cache, the proxy stalled, N objects created, etcd
+ *   compacted, then the proxy's connections cut: each watch resumed from before the compaction is
+ *   answered 410 Gone (by etcd itself), and the objects created meanwhile must be found by a new list.
  * - kube-apiserver, etcd: killed with SIGKILL while the operators work through a backlog, and started
  *   again on the same port and data; N more objects are created once it is back.
  *
@@ -14,7 +17,7 @@
  * and when its result was stored, counted from the fault (from the restart for the kills); objects not
  * handled within --limit seconds; objects called more than once; what the operator printed.
  *
- *   npm run bench:faults -- [--faults stall,cut,kube-apiserver,etcd] [--objects 10] [--backlog 600]
+ *   npm run bench:faults -- [--faults stall,cut,kube-apiserver,etcd,gone] [--objects 10] [--backlog 600]
  *                           [--limit 150] [--only kopf|causeway] [--kopf-timeouts]
  *
  * --kopf-timeouts adds a third contender: Kopf with its watch timeouts set
@@ -48,7 +51,7 @@ import {
   withArgs,
 } from './common.ts';
 
-const FAULTS = ['stall', 'cut', 'kube-apiserver', 'etcd'] as const;
+const FAULTS = ['stall', 'cut', 'kube-apiserver', 'etcd', 'gone'] as const;
 type Fault = (typeof FAULTS)[number];
 
 const { values } = parseArgs({
@@ -132,9 +135,11 @@ async function main(): Promise<void> {
     for (const fault of faults) {
       say(`\n${fault}: ${contenders.map((contender) => contender.name).join(' and ')} at the same time`);
       const results =
-        fault === 'stall' || fault === 'cut'
-          ? await silentConnections(fault, contenders, cluster)
-          : await killed(fault, contenders, cluster);
+        fault === 'kube-apiserver' || fault === 'etcd'
+          ? await killed(fault, contenders, cluster)
+          : fault === 'gone'
+            ? await withoutWatchCache((own) => silentConnections(fault, contenders, own))
+            : await silentConnections(fault, contenders, cluster);
       report(results);
       outcomes.push(...results);
     }
@@ -147,6 +152,16 @@ async function main(): Promise<void> {
     limitSeconds: LIMIT_MS / 1000,
     outcomes,
   });
+}
+
+/** A control plane of its own without the watch cache, so that etcd itself answers a resumed watch. */
+async function withoutWatchCache<T>(task: (cluster: PrivateCluster) => Promise<T>): Promise<T> {
+  const cluster = await startPrivateCluster({ watchCache: false, onProgress: (line) => say(`  ${line}`) });
+  try {
+    return await task(cluster);
+  } finally {
+    await cluster.stop();
+  }
 }
 
 /** A contender's operator running in a namespace of its own, its handler's calls logged to a file. */
@@ -284,8 +299,15 @@ function outcomeOf(
 const names = (prefix: string, count: number) =>
   Array.from({ length: count }, (_, index) => `${prefix}-${String(index).padStart(5, '0')}`);
 
-/** Each contender through a proxy of its own; the proxies stalled (or cut) at once, then N objects each. */
-async function silentConnections(fault: 'stall' | 'cut', contenders: Contender[], cluster: PrivateCluster) {
+/**
+ * Each contender through a proxy of its own; the proxies stalled (or cut) at once, then N objects
+ * each; or, for `gone`, the objects created while stalled and etcd compacted, then the proxies cut.
+ */
+async function silentConnections(
+  fault: 'stall' | 'cut' | 'gone',
+  contenders: Contender[],
+  cluster: PrivateCluster,
+) {
   const { client } = cluster;
   const runs: Array<Run & { proxy: StallingProxy }> = [];
   try {
@@ -306,10 +328,22 @@ async function silentConnections(fault: 'stall' | 'cut', contenders: Contender[]
       );
     }
     const after = names(fault, OBJECTS);
-    const faultAt = Date.now();
-    for (const run of runs) run.proxy[fault]();
-    say(`  ${fault === 'stall' ? 'stalled' : 'cut'} the connections; creating ${OBJECTS} objects for each`);
-    await Promise.all(runs.map((run) => createObjects(client, run.namespace, after)));
+    let faultAt = Date.now();
+    if (fault === 'gone') {
+      // The watches parted from the apiserver while objects are created and etcd compacted; then the
+      // connections are cut (well before Causeway would find the stall), and each watch, resumed
+      // from before the compaction, is answered 410 Gone by etcd.
+      for (const run of runs) run.proxy.stall();
+      await Promise.all(runs.map((run) => createObjects(client, run.namespace, after)));
+      const revision = await cluster.controlPlane.compact();
+      faultAt = Date.now();
+      for (const run of runs) run.proxy.cut();
+      say(`  stalled, created ${OBJECTS} objects for each, compacted etcd at revision ${revision}, cut`);
+    } else {
+      for (const run of runs) run.proxy[fault]();
+      say(`  ${fault === 'stall' ? 'stalled' : 'cut'} the connections; creating ${OBJECTS} objects for each`);
+      await Promise.all(runs.map((run) => createObjects(client, run.namespace, after)));
+    }
     const results = await untilStored(client, runs, () => after, faultAt);
     const outcomes: Outcome[] = [];
     for (const run of runs) {

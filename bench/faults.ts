@@ -12,13 +12,16 @@
  *   answered 410 Gone (by etcd itself), and the objects created meanwhile must be found by a new list.
  * - kube-apiserver, etcd: killed with SIGKILL while the operators work through a backlog, and started
  *   again on the same port and data; N more objects are created once it is back.
+ * - throttled: each operator runs as a ServiceAccount that API Priority and Fairness gives a priority
+ *   level of one share, answering 429 to what does not fit; a backlog waits for it.
  *
  * For each: when each object was first called (from the handler's own log, bench/operators/*crash*)
- * and when its result was stored, counted from the fault (from the restart for the kills); objects not
- * handled within --limit seconds; objects called more than once; what the operator printed.
+ * and when its result was stored, counted from the fault (for the kills from the restart, throttled
+ * from the start); objects not handled within --limit seconds; objects called more than once; what the
+ * operator printed.
  *
- *   npm run bench:faults -- [--faults stall,cut,kube-apiserver,etcd,gone] [--objects 10] [--backlog 600]
- *                           [--limit 150] [--only kopf|causeway] [--kopf-timeouts]
+ *   npm run bench:faults -- [--faults stall,cut,kube-apiserver,etcd,gone,throttled] [--objects 10] [--backlog 600]
+ *                           [--throttled-backlog 100] [--limit 150] [--only kopf|causeway] [--kopf-timeouts]
  *
  * --kopf-timeouts adds a third contender: Kopf with its watch timeouts set
  * (bench/operators/kopf_timeouts.py), labelled as such.
@@ -32,6 +35,7 @@ import type { KubeClient } from '../gateway/kube/client.ts';
 import type { KubernetesObject } from '../protocol/index.ts';
 import { type PrivateCluster, startPrivateCluster } from '../test/support/private-cluster.ts';
 import { type StallingProxy, startStallingProxy } from '../test/support/stalling-proxy.ts';
+import { flowControlCount, throttledServiceAccount } from '../test/support/throttled.ts';
 import {
   type Command,
   createBacklog,
@@ -51,7 +55,7 @@ import {
   withArgs,
 } from './common.ts';
 
-const FAULTS = ['stall', 'cut', 'kube-apiserver', 'etcd', 'gone'] as const;
+const FAULTS = ['stall', 'cut', 'kube-apiserver', 'etcd', 'gone', 'throttled'] as const;
 type Fault = (typeof FAULTS)[number];
 
 const { values } = parseArgs({
@@ -59,6 +63,7 @@ const { values } = parseArgs({
     faults: { type: 'string', default: FAULTS.join(',') },
     objects: { type: 'string', default: '10' },
     backlog: { type: 'string', default: '600' },
+    'throttled-backlog': { type: 'string', default: '100' },
     limit: { type: 'string', default: '150' },
     only: { type: 'string' },
     'kopf-timeouts': { type: 'boolean', default: false },
@@ -66,6 +71,7 @@ const { values } = parseArgs({
 });
 const OBJECTS = Number(values.objects);
 const BACKLOG = Number(values.backlog);
+const THROTTLED_BACKLOG = Number(values['throttled-backlog']);
 const LIMIT_MS = Number(values.limit) * 1000;
 const faults = values.faults.split(',').map((name) => {
   if (!(FAULTS as readonly string[]).includes(name))
@@ -96,6 +102,9 @@ interface Outcome {
   /** For the kills: the backlog's calls made before the kill, and how long the component was down. */
   callsBeforeKill?: number;
   downSeconds?: number;
+  /** For `throttled`: the requests its priority level refused (429) and let through. */
+  refused?: number;
+  dispatched?: number;
   /** Seconds from the fault (the kills: from the component's return) to the first and last call. */
   firstCallSeconds?: number;
   lastCallSeconds?: number;
@@ -137,9 +146,11 @@ async function main(): Promise<void> {
       const results =
         fault === 'kube-apiserver' || fault === 'etcd'
           ? await killed(fault, contenders, cluster)
-          : fault === 'gone'
-            ? await withoutWatchCache((own) => silentConnections(fault, contenders, own))
-            : await silentConnections(fault, contenders, cluster);
+          : fault === 'throttled'
+            ? await throttled(contenders, cluster)
+            : fault === 'gone'
+              ? await withoutWatchCache((own) => silentConnections(fault, contenders, own))
+              : await silentConnections(fault, contenders, cluster);
       report(results);
       outcomes.push(...results);
     }
@@ -149,6 +160,7 @@ async function main(): Promise<void> {
   await saveResults('faults', {
     objects: OBJECTS,
     backlog: BACKLOG,
+    throttledBacklog: THROTTLED_BACKLOG,
     limitSeconds: LIMIT_MS / 1000,
     outcomes,
   });
@@ -270,7 +282,7 @@ function outcomeOf(
   since: number,
   result: { stored: Set<string>; allStoredMs?: number },
   printed: string[],
-  extra: Pick<Outcome, 'callsBeforeKill' | 'downSeconds'> = {},
+  extra: Pick<Outcome, 'callsBeforeKill' | 'downSeconds' | 'refused' | 'dispatched'> = {},
 ): Outcome {
   const calls = run.calls();
   // Calls after the fault (the kills: after the return), of the objects measured.
@@ -426,6 +438,49 @@ async function killed(
   }
 }
 
+/**
+ * Each contender as a ServiceAccount of its own that API Priority and Fairness puts in a priority level
+ * of its own, of one share, that answers 429 to what does not fit (test/support/throttled.ts); started
+ * on a backlog created before, all at once. Counted from the start.
+ */
+async function throttled(contenders: Contender[], cluster: PrivateCluster) {
+  const { client } = cluster;
+  const runs: Run[] = [];
+  try {
+    const backlog = names('kex', THROTTLED_BACKLOG);
+    const prepared: Array<{ contender: Contender; namespace: string; kubeconfig: string; level: string }> =
+      [];
+    for (const [index, contender] of contenders.entries()) {
+      const namespace = `faults-throttled-${index}`;
+      await createBacklog(client, namespace, THROTTLED_BACKLOG);
+      const level = `bench-throttled-${index}`;
+      const config = await throttledServiceAccount(cluster, namespace, 'operator', level);
+      const kubeconfig = join(scratchDir('faults-kubeconfig'), 'kubeconfig');
+      writeFileSync(kubeconfig, config.exportConfig());
+      prepared.push({ contender, namespace, kubeconfig, level });
+    }
+    say(`  ${THROTTLED_BACKLOG} objects for each; starting them, each throttled`);
+    const startedAt = Date.now();
+    for (const { contender, namespace, kubeconfig } of prepared)
+      runs.push(start(contender, namespace, kubeconfig));
+    const results = await untilStored(client, runs, () => backlog, startedAt);
+    const outcomes: Outcome[] = [];
+    for (const [index, run] of runs.entries()) {
+      const printed = await stop(run);
+      const { level } = prepared[index] as { level: string };
+      outcomes.push(
+        outcomeOf('throttled', run, backlog, startedAt, results.get(run) as never, printed, {
+          refused: await flowControlCount(cluster, level, 'rejected'),
+          dispatched: await flowControlCount(cluster, level, 'dispatched'),
+        }),
+      );
+    }
+    return outcomes;
+  } finally {
+    for (const run of runs) if (!run.operator.gone) await run.operator.kill();
+  }
+}
+
 /** true once nothing listens at the URL's port any more (the connection refused); else undefined. */
 function refused(url: string): Promise<true | undefined> {
   const { hostname, port } = new URL(url);
@@ -470,6 +525,10 @@ function report(outcomes: Outcome[]): void {
   ))
     say(`  ${line}`);
   for (const outcome of outcomes) {
+    if (outcome.refused !== undefined)
+      say(
+        `  ${outcome.contender}: ${outcome.refused} requests refused (429), ${outcome.dispatched} let through`,
+      );
     for (const line of outcome.printed.slice(0, 5))
       say(`  ${outcome.contender} printed: ${line.slice(0, 300)}`);
   }

@@ -1,7 +1,7 @@
 """bench/faults.ts --kopf-timeouts: loaded beside kopf_crash.py (`kopf run kopf_crash.py kopf_timeouts.py`),
-sets the watch timeouts Kopf's documentation names for watches that go silent (`settings.watching`,
-docs/configuration.rst "API timeouts"; the workaround of nolar/kopf#585). Its defaults leave all three
-unset (None); 1.44+ adds `inactivity_timeout`, 70 s by default, which stays as it is."""
+sets Kopf's watch timeouts (`settings.watching`), the workaround of nolar/kopf#585 for watches that go
+silent, with values of the benchmark's choosing. Kopf's defaults leave all three unset (None); 1.44+
+adds `inactivity_timeout`, 70 s by default, which stays as it is."""
 import kopf
 
 

@@ -114,6 +114,8 @@ interface Outcome {
   stored: number;
   /** Objects without a stored result when the limit passed. */
   missed: string[];
+  /** How often each of those was called: 0, never; more, a result that was not stored. */
+  missedCalls: Record<string, number>;
   /** Objects called more than once, with their number of calls. */
   repeated: Record<string, number>;
   /** What the operator printed (stderr) from its start to its stop. */
@@ -290,6 +292,7 @@ function outcomeOf(
     .flatMap((name) => calls.get(name) ?? [])
     .filter((at) => at >= since)
     .map((at) => (at - since) / 1000);
+  const missed = expected.filter((name) => !result.stored.has(name));
   const repeated = Object.fromEntries(
     [...calls].filter(([, ofName]) => ofName.length > 1).map(([name, ofName]) => [name, ofName.length]),
   );
@@ -302,7 +305,8 @@ function outcomeOf(
     ...(times.length ? { firstCallSeconds: Math.min(...times), lastCallSeconds: Math.max(...times) } : {}),
     ...(result.allStoredMs === undefined ? {} : { allStoredSeconds: result.allStoredMs / 1000 }),
     stored: result.stored.size,
-    missed: expected.filter((name) => !result.stored.has(name)),
+    missed,
+    missedCalls: Object.fromEntries(missed.map((name) => [name, calls.get(name)?.length ?? 0])),
     repeated,
     printed,
   };

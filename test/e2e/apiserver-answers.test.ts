@@ -13,11 +13,9 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
-import { KubeConfig } from '@kubernetes/client-node';
 import { operator } from '../../functions/index.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { startLaggingProxy } from '../support/lagging-proxy.ts';
-import { samples } from '../support/metrics.ts';
 import {
   createKopfExamples,
   createResults,
@@ -28,6 +26,7 @@ import {
   TEST_SECRET,
 } from '../support/operator.ts';
 import { type PrivateCluster, startPrivateCluster } from '../support/private-cluster.ts';
+import { flowControlCount, throttledServiceAccount } from '../support/throttled.ts';
 
 describe('answers of the apiserver that refuse the gateway for a while', () => {
   let cluster: PrivateCluster;
@@ -95,7 +94,7 @@ describe('answers of the apiserver that refuse the gateway for a while', () => {
   it('429 from API Priority and Fairness to the gateway: each refused write tried again no sooner than its Retry-After, every object handled', async (t) => {
     const namespace = await cluster.namespace();
     const gatewayUser = `system:serviceaccount:${namespace}:gateway`;
-    const kubeconfig = await throttledServiceAccount(cluster, namespace, 'gateway');
+    const kubeconfig = await throttledServiceAccount(cluster, namespace, 'gateway', THROTTLED);
     const names = objectNames('kex', OBJECTS);
     await createKopfExamples(namespace, names, {}, cluster.client);
 
@@ -105,8 +104,8 @@ describe('answers of the apiserver that refuse the gateway for a while', () => {
       calls.push(name);
       return { created: name };
     });
-    const refusedBefore = await flowControlCount(cluster, 'rejected');
-    const dispatchedBefore = await flowControlCount(cluster, 'dispatched');
+    const refusedBefore = await flowControlCount(cluster, THROTTLED, 'rejected');
+    const dispatchedBefore = await flowControlCount(cluster, THROTTLED, 'dispatched');
     const started = performance.now();
     const running = await runOperator(op, {
       namespaces: [namespace],
@@ -121,8 +120,8 @@ describe('answers of the apiserver that refuse the gateway for a while', () => {
       60_000,
     );
     const seconds = (performance.now() - started) / 1000;
-    const refused = (await flowControlCount(cluster, 'rejected')) - refusedBefore;
-    const dispatched = (await flowControlCount(cluster, 'dispatched')) - dispatchedBefore;
+    const refused = (await flowControlCount(cluster, THROTTLED, 'rejected')) - refusedBefore;
+    const dispatched = (await flowControlCount(cluster, THROTTLED, 'dispatched')) - dispatchedBefore;
 
     // The apiserver's account of each write to an object: a 429, then the same write again, Retry-After
     // later. (Events the gateway posts have no name to tell one from the next.)
@@ -240,104 +239,6 @@ function turnstile() {
 /** Objects created before the gateway starts, so that its first writes go out together. */
 const OBJECTS = 40;
 const THROTTLED = 'causeway-test-throttled';
-
-/**
- * A ServiceAccount with every right, whose requests API Priority and Fairness puts in a priority
- * level of one share, neither lent nor borrowing, that rejects what does not fit at once; its
- * kubeconfig, once the level is in force.
- */
-async function throttledServiceAccount(cluster: PrivateCluster, namespace: string, name: string) {
-  const { client, controlPlane } = cluster;
-  const create = (path: string, body: object) => client.request(path, { method: 'POST', body });
-  await create(`/api/v1/namespaces/${namespace}/serviceaccounts`, {
-    apiVersion: 'v1',
-    kind: 'ServiceAccount',
-    metadata: { name },
-  });
-  await create('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'ClusterRoleBinding',
-    metadata: { name: `${namespace}-${name}` },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
-    subjects: [{ kind: 'ServiceAccount', name, namespace }],
-  });
-  await create('/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations', {
-    apiVersion: 'flowcontrol.apiserver.k8s.io/v1',
-    kind: 'PriorityLevelConfiguration',
-    metadata: { name: THROTTLED },
-    spec: {
-      type: 'Limited',
-      limited: {
-        nominalConcurrencyShares: 1,
-        lendablePercent: 0,
-        borrowingLimitPercent: 0,
-        limitResponse: { type: 'Reject' },
-      },
-    },
-  });
-  await create('/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas', {
-    apiVersion: 'flowcontrol.apiserver.k8s.io/v1',
-    kind: 'FlowSchema',
-    metadata: { name: THROTTLED },
-    spec: {
-      priorityLevelConfiguration: { name: THROTTLED },
-      matchingPrecedence: 500,
-      distinguisherMethod: { type: 'ByUser' },
-      rules: [
-        {
-          subjects: [{ kind: 'ServiceAccount', serviceAccount: { name, namespace } }],
-          resourceRules: [
-            { verbs: ['*'], apiGroups: ['*'], resources: ['*'], namespaces: ['*'], clusterScope: true },
-          ],
-          nonResourceRules: [{ verbs: ['*'], nonResourceURLs: ['*'] }],
-        },
-      ],
-    },
-  });
-  await eventually('the priority level in force', async () =>
-    (await controlPlane.metrics()).includes(
-      `apiserver_flowcontrol_nominal_limit_seats{priority_level="${THROTTLED}"}`,
-    )
-      ? true
-      : undefined,
-  );
-  const { status } = await client.request<{ status: { token: string } }>(
-    `/api/v1/namespaces/${namespace}/serviceaccounts/${name}/token`,
-    {
-      method: 'POST',
-      body: {
-        apiVersion: 'authentication.k8s.io/v1',
-        kind: 'TokenRequest',
-        spec: { expirationSeconds: 3600 },
-      },
-    },
-  );
-  const config = new KubeConfig();
-  config.loadFromOptions({
-    clusters: [{ name: 'private', server: controlPlane.server, caData: btoa(controlPlane.caPem) }],
-    users: [{ name, token: status.token }],
-    contexts: [{ name, cluster: 'private', user: name }],
-    currentContext: name,
-  });
-  return config;
-}
-
-/** Requests of the throttled priority level the apiserver has `rejected` (429) or `dispatched`, from its metrics. */
-async function flowControlCount(
-  cluster: PrivateCluster,
-  outcome: 'rejected' | 'dispatched',
-): Promise<number> {
-  const all = samples(await cluster.controlPlane.metrics());
-  let total = 0;
-  for (const [key, value] of all) {
-    if (
-      key.startsWith(`apiserver_flowcontrol_${outcome}_requests_total{`) &&
-      key.includes(`priority_level="${THROTTLED}"`)
-    )
-      total += value;
-  }
-  return total;
-}
 
 interface AuditEvent {
   verb: string;

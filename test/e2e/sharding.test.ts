@@ -6,7 +6,7 @@
  * every replica, whichever owns the object that reads it.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Index, operator } from '../../functions/index.ts';
 import { freeze, resume } from '../../gateway/peering/freeze.ts';
@@ -47,6 +47,65 @@ function recordingOperator(gateway: string, calls: Call[]) {
     calls.push({ gateway, name, handler: 'tick_fn', started: now, ended: now });
   });
   return op;
+}
+
+type Logs = ReadonlyMap<string, { lines: string[] }>;
+
+/**
+ * When each gateway was past its renew deadline (epoch ms), read from its log: it says it stops
+ * leading, or (while its pipelines were turning already) that it has not renewed for 10 s or more.
+ * From then on its writes are refused (peering.ts, writeLeave).
+ */
+function leaseLapses(logs: Logs): Map<string, number[]> {
+  const lapses = new Map<string, number[]>();
+  for (const [id, { lines }] of logs) {
+    const lapsed = lines.filter(
+      (line) =>
+        line.includes('stops leading: its Lease was not renewed') ||
+        Number(/could not renew this gateway's Lease \S+ \(for (\d+)s\)/.exec(line)?.[1] ?? 0) >= 10,
+    );
+    lapses.set(
+      id,
+      lapsed.map((line) => Date.parse(line.slice(0, line.indexOf(' ')))),
+    );
+  }
+  return lapses;
+}
+
+/**
+ * Each object called once, but where the gateway that called it first lost its Lease meanwhile (its
+ * renewals failing to the renew deadline: a starved machine). From the deadline on its writes are
+ * refused, guarded by the object's version from 4 s overdue, so a call it made then is made again by
+ * whoever owns the object next: at least once, never written twice (docs/peering.md). A Lease lost
+ * within the Lease's 15 s after the first call ended explains it; nothing else does.
+ */
+function assertCalledOnceButAfterLostLeases(calls: readonly Call[], logs: Logs, t: TestContext): void {
+  const lapses = leaseLapses(logs);
+  const twice = [...Map.groupBy(calls, (call) => call.name)].filter(([, ofName]) => ofName.length > 1);
+  const unexplained = twice.filter(([, ofName]) => {
+    const first = ofName.toSorted((a, b) => a.started - b.started)[0] as Call;
+    return !(lapses.get(first.gateway) ?? []).some((at) => at >= first.started && at - first.ended <= 15_000);
+  });
+  const lost = [...lapses].filter(([, at]) => at.length > 0).map(([id, at]) => `${id} at ${at.join(', ')}`);
+  t.diagnostic(`${twice.length} object(s) called twice; Leases lost: ${lost.join('; ') || 'none'}`);
+  assert.deepEqual(
+    unexplained.map(
+      ([name, ofName]) =>
+        `${name}: ${ofName.map((call) => `${call.gateway} ${call.started}-${call.ended}`).join(', ')}`,
+    ),
+    [],
+    'no object was called twice but after its gateway lost its Lease',
+  );
+}
+
+/** Who handles each object now: the gateway that called it last. */
+function lastCallers(calls: readonly Call[]): Map<string, string> {
+  const last = new Map<string, Call>();
+  for (const call of calls) {
+    const before = last.get(call.name);
+    if (!before || call.started >= before.started) last.set(call.name, call);
+  }
+  return new Map([...last].map(([name, call]) => [name, call.gateway]));
 }
 
 describe('sharding', () => {
@@ -97,15 +156,12 @@ describe('sharding', () => {
     );
 
     const creates = calls.filter((call) => call.handler === 'create_fn');
-    const byName = Map.groupBy(creates, (call) => call.name);
-    assert.equal(byName.size, names.length + ticking.length, 'every object was called');
-    assert.deepEqual(
-      [...byName].filter(([, ofName]) => ofName.length > 1).map(([name]) => name),
-      [],
-      'no object was called twice',
-    );
+    const handlers = lastCallers(creates);
+    assert.equal(handlers.size, names.length + ticking.length, 'every object was called');
+    assertCalledOnceButAfterLostLeases(creates, logs, t);
+    const handledBy = (id: string) => [...handlers.values()].filter((gateway) => gateway === id).length;
     for (const id of ['shard-a', 'shard-b', 'shard-c']) {
-      const share = creates.filter((call) => call.gateway === id).length / creates.length;
+      const share = handledBy(id) / handlers.size;
       t.diagnostic(`${id}: ${(share * 100).toFixed(1)}%`);
       assert.ok(share >= 0.2 && share <= 0.47, `${id} handled ${(share * 100).toFixed(1)}%`);
     }
@@ -115,18 +171,14 @@ describe('sharding', () => {
     for (const [index, { gateway }] of gateways.entries()) {
       const scraped = await scrape(gateway);
       const resource = { resource: 'kopfexamples.kopf.dev/v1' };
-      assert.equal(sample(scraped, 'causeway_objects', resource), creates.length);
+      assert.equal(sample(scraped, 'causeway_objects', resource), handlers.size);
       owned.push(sample(scraped, 'causeway_owned_objects', resource));
-      const id = ['shard-a', 'shard-b', 'shard-c'][index];
-      assert.equal(
-        owned.at(-1),
-        creates.filter((call) => call.gateway === id).length,
-        `${id} owns what it handled`,
-      );
+      const id = ['shard-a', 'shard-b', 'shard-c'][index] as string;
+      assert.equal(owned.at(-1), handledBy(id), `${id} owns what it handled`);
     }
     assert.equal(
       owned.reduce((sum, each) => sum + each, 0),
-      creates.length,
+      handlers.size,
     );
     for (const name of ticking) {
       const tickers = new Set(
@@ -140,12 +192,16 @@ describe('sharding', () => {
     await applyFile(CRD);
     const namespace = await testNamespace(t);
     const calls: Call[] = [];
+    const logs = new Map<string, ReturnType<typeof memoryLogger>>();
     const start = async (id: string) => {
+      const logger = memoryLogger();
+      logs.set(id, logger);
       const gateway = await runOperator(recordingOperator(id, calls), {
         namespaces: [namespace],
         transport: 'in-process',
         peering: { namespace, id, sharding: true },
         settings: { processing: { concurrency: 4 } },
+        logger,
       });
       let stopped = false;
       t.after(() => (stopped ? undefined : gateway.stop()));
@@ -174,17 +230,8 @@ describe('sharding', () => {
       60_000,
     );
 
-    const byName = Map.groupBy(calls, (call) => call.name);
-    assert.equal(byName.size, names.length, 'every object was called');
-    const twice = [...byName].filter(([, ofName]) => ofName.length > 1);
-    assert.deepEqual(
-      twice.map(
-        ([name, ofName]) =>
-          `${name}: ${ofName.map((call) => `${call.gateway} ${call.started}-${call.ended}`).join(', ')}`,
-      ),
-      [],
-      'no object was called twice',
-    );
+    assert.equal(new Set(calls.map((call) => call.name)).size, names.length, 'every object was called');
+    assertCalledOnceButAfterLostLeases(calls, logs, t);
     const gateways = new Set(calls.map((call) => call.gateway));
     t.diagnostic(
       [...gateways].map((id) => `${id}: ${calls.filter((call) => call.gateway === id).length}`).join(', '),

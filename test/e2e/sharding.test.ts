@@ -88,6 +88,18 @@ function assertCalledOnceButAfterLostLeases(calls: readonly Call[], logs: Logs, 
   });
   const lost = [...lapses].filter(([, at]) => at.length > 0).map(([id, at]) => `${id} at ${at.join(', ')}`);
   t.diagnostic(`${twice.length} object(s) called twice; Leases lost: ${lost.join('; ') || 'none'}`);
+  const [, ofFirst] = unexplained[0] ?? [];
+  if (ofFirst) {
+    // What the first caller said between its call and the next: why it was called again.
+    const [first, next] = ofFirst.toSorted((a, b) => a.started - b.started) as [Call, Call];
+    const said = (logs.get(first.gateway)?.lines ?? []).filter((line) => {
+      const at = Date.parse(line.slice(0, line.indexOf(' ')));
+      return at >= first.started && at <= next.started && !line.includes(' DEBUG ');
+    });
+    t.diagnostic(
+      `${first.gateway} between ${first.started} and ${next.started}:\n${said.slice(0, 20).join('')}`,
+    );
+  }
   assert.deepEqual(
     unexplained.map(
       ([name, ofName]) =>

@@ -81,6 +81,8 @@ interface Session {
   server: string;
   dispatcher: Dispatcher | undefined;
   watchDispatcher: Dispatcher | undefined;
+  /** For requests with a body: HTTP/1.1 (see ApiConnections.writes). */
+  writeDispatcher: Dispatcher | undefined;
   obtainedAt: number;
   expiresAt?: number;
 }
@@ -287,7 +289,7 @@ export class KubeClient {
         method,
         headers,
         body: hasBody ? JSON.stringify(init.body) : undefined,
-        dispatcher: session.dispatcher,
+        dispatcher: hasBody ? session.writeDispatcher : session.dispatcher,
         signal: init.signal,
       }),
     );
@@ -336,9 +338,11 @@ async function sessionOf(
   const server = cluster.server.replace(/\/+$/, '');
   let dispatcher: Dispatcher | undefined;
   let watchDispatcher: Dispatcher | undefined;
+  let writeDispatcher: Dispatcher | undefined;
   switch (options.type) {
     case 'agent': {
-      // HTTP/2: one connection carries every request; measured cheaper in CPU than a pool of HTTP/1.1 ones.
+      // HTTP/2: one connection carries every read; measured cheaper in CPU than a pool of HTTP/1.1 ones.
+      // Writes (a request with a body) go over HTTP/1.1 connections of their own: see ApiConnections.writes.
       // Watches stream on a connection of their own (HTTP/2 too: undici 8 offers it unless told not to).
       // Sharing the requests' connection, a burst of events waited on its flow control behind the other
       // requests, the apiserver's buffer for the watcher (about 200 events) filled, and it closed the
@@ -352,6 +356,7 @@ async function sessionOf(
       );
       dispatcher = apiConnections.requests;
       watchDispatcher = apiConnections.watches;
+      writeDispatcher = apiConnections.writes;
       break;
     }
     case 'proxy':
@@ -373,6 +378,7 @@ async function sessionOf(
     server,
     dispatcher,
     watchDispatcher: watchDispatcher ?? dispatcher,
+    writeDispatcher: writeDispatcher ?? dispatcher,
     obtainedAt: Date.now(),
     ...(expiresAt === undefined ? {} : { expiresAt }),
   };
@@ -380,7 +386,7 @@ async function sessionOf(
 
 /** Closes a session's connections once the requests under way on them are done. */
 async function closeSession(session: Session): Promise<void> {
-  const dispatchers = new Set([session.dispatcher, session.watchDispatcher]);
+  const dispatchers = new Set([session.dispatcher, session.watchDispatcher, session.writeDispatcher]);
   await Promise.all([...dispatchers].map((dispatcher) => dispatcher?.close()));
 }
 

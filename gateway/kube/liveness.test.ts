@@ -50,11 +50,15 @@ describe('Deadline', () => {
 /** Made once for the file: making keys takes seconds. */
 const CERTIFICATES = renewCertificates(undefined, ['127.0.0.1']).then(({ certificates }) => certificates);
 
-/** An HTTP/2 API server on loopback: `/api` answers, `/watch` streams a line at once and holds; with its sessions and the watches' HTTP versions. */
+/**
+ * An HTTP/2 API server on loopback (HTTP/1.1 too): `/api` answers, `/watch` streams a line at once and
+ * holds; with its sessions, the watches' HTTP versions and the other requests' methods and versions.
+ */
 async function apiServer(t: TestContext) {
   const certificates = await CERTIFICATES;
   const sessions: Http2Session[] = [];
   const watchVersions: string[] = [];
+  const requestVersions: string[] = [];
   const server = createSecureServer(
     { key: certificates.key, cert: certificates.cert, allowHTTP1: true },
     (request, response) => {
@@ -62,7 +66,10 @@ async function apiServer(t: TestContext) {
       if (request.url?.startsWith('/watch')) {
         watchVersions.push(request.httpVersion);
         response.write('{"type":"BOOKMARK"}\n');
-      } else response.end('{"kind":"APIVersions"}');
+      } else {
+        requestVersions.push(`${request.method} ${request.httpVersion}`);
+        response.end('{"kind":"APIVersions"}');
+      }
     },
   );
   server.on('session', (session) => sessions.push(session));
@@ -73,7 +80,7 @@ async function apiServer(t: TestContext) {
   });
   const { port } = server.address() as { port: number };
   const target = { server: `https://127.0.0.1:${port}`, token: 't', caPem: certificates.ca.cert };
-  return { target, sessions, watchVersions };
+  return { target, sessions, watchVersions, requestVersions };
 }
 
 const LIVENESS = { pingIntervalMs: 50, pingTimeoutMs: 200 };
@@ -87,6 +94,25 @@ function jsonLogger() {
   });
   return { logger, lines };
 }
+
+describe('KubeClient connections', () => {
+  it('sends reads and watches over HTTP/2, and the requests with a body over HTTP/1.1', async (t) => {
+    const { target, watchVersions, requestVersions } = await apiServer(t);
+    const client = await KubeClient.fromConfig(
+      kubeConfigOf({ server: target.server, token: 't', caData: target.caPem }),
+    );
+    await client.get('/api');
+    await client.patch('/api', 'merge', { metadata: { labels: { a: 'b' } } });
+    await client.request('/api', { method: 'PUT', body: { kind: 'Lease' } });
+    await client.request('/api', { method: 'DELETE', body: { preconditions: { resourceVersion: '1' } } });
+    await client.request('/api', { method: 'DELETE' });
+    const watch = await client.stream('/watch', {});
+    watch.destroy();
+    // A request stream that sends DATA frames is what Node's HTTP/2 looped on (ApiConnections.writes).
+    assert.deepEqual(requestVersions, ['GET 2.0', 'PATCH 1.1', 'PUT 1.1', 'DELETE 1.1', 'DELETE 2.0']);
+    assert.deepEqual(watchVersions, ['2.0']);
+  });
+});
 
 describe('KubeClient over connections that fall silent', () => {
   it('closes them all when one is silent, retries the request under way, ends the watches, and says so once', {

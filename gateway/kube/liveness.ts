@@ -70,15 +70,26 @@ export class Deadline {
 }
 
 /**
- * The two dispatchers of a session to one API server, each with connections of its own: one for
- * requests, one for watches (see sessionOf in client.ts for why). Both speak HTTP/2 where the server
- * does (the apiserver does), so both are PINGed: the watches' session always has streams open, and is
- * never closed as idle, as the requests' is after a few seconds without one. When one falls silent,
- * every connection to the server is closed: they take the same path.
+ * The dispatchers of a session to one API server, each with connections of its own: one for
+ * requests, one for watches (see sessionOf in client.ts for why), and one for the requests that carry
+ * a body (writes). The first two speak HTTP/2 where the server does (the apiserver does), so both are
+ * PINGed: the watches' session always has streams open, and is never closed as idle, as the
+ * requests' is after a few seconds without one. Writes go over HTTP/1.1: a request stream that sends
+ * DATA frames is what Node's HTTP/2 was seen to loop on (see `writes`). When one connection falls
+ * silent, every connection to the server is closed, HTTP/1.1 ones too: they take the same path.
  */
 export class ApiConnections {
   readonly requests: Dispatcher;
   readonly watches: Dispatcher;
+  /**
+   * HTTP/1.1, kept alive. Over HTTP/2, Node 24.21 was caught (gdb, in two test processes of a starved
+   * machine) looping in native code on a request stream of ours: nghttp2 asked its stream for data,
+   * got none and no end, and packed an empty DATA frame (9 bytes: length 0, no flags) again and again,
+   * copying each into the session's outgoing buffer. No JavaScript ran again; memory grew by some
+   * 100 MB/s until the kernel killed the process (23 GB, twice). A request without a body ends its
+   * stream with its headers and sends no DATA frame: reads and watches stay on HTTP/2.
+   */
+  readonly writes: Dispatcher;
   readonly #server: string;
   readonly #logger: Logger | undefined;
   readonly #timing: LivenessTiming;
@@ -93,15 +104,16 @@ export class ApiConnections {
     this.#server = server;
     this.#logger = logger;
     this.#timing = timing;
-    const agent = () =>
+    const agent = (allowH2: boolean) =>
       new Agent({
         connect,
-        allowH2: true,
-        h2Options: { pingInterval: timing.pingIntervalMs },
+        allowH2,
+        ...(allowH2 ? { h2Options: { pingInterval: timing.pingIntervalMs } } : {}),
         factory: (origin, options) => new Pool(origin, { ...options, factory: this.#pingedClient }),
       });
-    this.requests = agent();
-    this.watches = agent();
+    this.requests = agent(true);
+    this.watches = agent(true);
+    this.writes = agent(false);
   }
 
   /** A client of a pool whose sockets are known, and whose HTTP/2 sessions are given a Deadline, met by each PING's ack. */

@@ -8,7 +8,7 @@ import { stopOnInterrupt } from './interrupts.ts';
 import { startKubeApiserver } from './kube-apiserver.ts';
 import { startKubeControllerManager } from './kube-controller-manager.ts';
 import { writeKubeconfig } from './kubeconfig.ts';
-import { freePorts } from './ports.ts';
+import { freePorts, untilPortsFree } from './ports.ts';
 import type { Supervised } from './processes.ts';
 import { type Progress, seconds, silent } from './progress.ts';
 import { controlPlaneDir } from './temp-dir.ts';
@@ -139,6 +139,10 @@ export async function startControlPlane({
       etcd: etcd.launch,
       'kube-apiserver': api.launch,
     };
+    const ports: Record<RestartableComponent, number[]> = {
+      etcd: [clientPort, peerPort],
+      'kube-apiserver': [apiPort],
+    };
     return {
       server: api.server,
       token: api.token,
@@ -169,6 +173,7 @@ export async function startControlPlane({
         } finally {
           // Up again even when `whileDown` failed: the next test still has a control plane.
           const restarted = performance.now();
+          await untilPortsFree(ports[name]);
           await launchers[name]();
           onProgress(`${name} started again in ${seconds(restarted)}`);
         }

@@ -3,10 +3,12 @@
  * die. For each target and contender, in a fresh namespace, KopfExamples are created at a steady pace;
  * once an object's create result is stored its `spec.field` is changed, and once the update result
  * names the new field one object in two is deleted (held by the operator's finalizer until its delete
- * handler has run). Meanwhile the target is killed with SIGKILL and started again, K times, a seeded
- * random 1–4 s apart; then everything is left to settle. Every handler call is recorded by the handler
- * itself, one line appended to a log file (bench/operators/*crash_lifecycle*, *crash-lifecycle*), and
- * the objects are listed after every kill, so each repeated call is traced to the kill it followed.
+ * handler has run). Meanwhile, from the operator's first handler call on, the target is killed with
+ * SIGKILL and started again, K times, a seeded random 1–4 s apart (counted from the target being back:
+ * a process spawned, the function service listening, the apiserver ready); then everything is left
+ * to settle. Every handler call is recorded by the handler itself, one line appended to a log file
+ * (bench/operators/*crash_lifecycle*, *crash-lifecycle*), and the objects are listed after every kill,
+ * so each repeated call is traced to the kill it followed.
  *
  *   npm run bench:crash-lifecycle -- [--target operator|service|apiserver|all] [--objects 300]
  *     [--kills 10] [--handler-ms 100] [--seed <n>] [--only kopf|causeway]
@@ -26,6 +28,7 @@
  */
 import { randomInt } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePorts } from '../deploy/control-plane/ports.ts';
@@ -51,6 +54,7 @@ import {
   sleep,
   startTogether,
   table,
+  until,
   withCluster,
 } from './common.ts';
 
@@ -88,6 +92,8 @@ const REQUESTS_AT_ONCE = 16;
 const QUIET_MS = 10_000;
 const SETTLE_LIMIT_MS = 180_000;
 const SHOWN_NAMES = 20;
+/** The longest wait for the operator's first handler call, after which the kills start. */
+const FIRST_CALL_LIMIT_MS = 60_000;
 
 const HANDLERS = ['create', 'update', 'delete'] as const;
 type Handler = (typeof HANDLERS)[number];
@@ -255,7 +261,12 @@ async function servedApart(
   );
   return {
     operator: () => together,
-    killTarget: () => together.killService(0),
+    async killTarget() {
+      await together.killService(0);
+      await until(`the function service listening on ${port} again`, () => listening(port), {
+        timeoutMs: 30_000,
+      });
+    },
     stop: () => together.stop(),
     async revive() {
       throw new Error(`the gateway exited:\n${await together.exited}`);
@@ -299,6 +310,10 @@ async function crashTest(
   const snapshots: Snapshot[] = [];
   let era = 0;
   try {
+    // The kills are of a running operator: they start once it has called its first handler.
+    await until(`${contender.name}'s first handler call`, async () => (log.grown() ? true : undefined), {
+      timeoutMs: FIRST_CALL_LIMIT_MS,
+    });
     for (let k = 1; k <= KILLS; k++) {
       const gap = GAP_S[0] + random() * (GAP_S[1] - GAP_S[0]);
       const until = Date.now() + gap * 1000;
@@ -475,6 +490,18 @@ class Workload {
       }
     });
   }
+}
+
+/** true once a connection to the port on loopback is accepted, undefined while refused. */
+function listening(port: number): Promise<true | undefined> {
+  return new Promise((settle) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      settle(true);
+    });
+    socket.once('error', () => settle(undefined));
+  });
 }
 
 function updateResult(object: KubernetesObject): unknown {

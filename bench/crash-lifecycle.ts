@@ -88,9 +88,12 @@ const AFTER_KILL_MS = 250;
 /** The workload's tick: objects created, changed and deleted as they become due. */
 const TICK_MS = 300;
 const REQUESTS_AT_ONCE = 16;
-/** After the last kill: until everything is settled, or nothing changes for this long. */
-const QUIET_MS = 10_000;
-const SETTLE_LIMIT_MS = 180_000;
+/**
+ * After the last kill: until everything is settled, or nothing changes for this long: longer than a
+ * watch's longest reconnect backoff (30 s, jittered up to 45 s), so that late is not taken for lost.
+ */
+const QUIET_MS = 50_000;
+const SETTLE_LIMIT_MS = 240_000;
 const SHOWN_NAMES = 20;
 /** The longest wait for the operator's first handler call, after which the kills start. */
 const FIRST_CALL_LIMIT_MS = 60_000;

@@ -10,6 +10,7 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  statSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
@@ -24,23 +25,18 @@ import {
   totalmem,
 } from 'node:os';
 import { dirname, join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
 import { build, type Plugin } from 'esbuild';
 import { bundleCli } from '../deploy/build.ts';
-import {
-  type ControlPlane,
-  cacheRoot,
-  ensureBinaries,
-  startControlPlane,
-} from '../deploy/control-plane/index.ts';
+import { type ControlPlane, cacheRoot, ensureBinaries } from '../deploy/control-plane/index.ts';
 import { newKey, publicKeys } from '../gateway/dispatch/keys.ts';
 import { PRIVATE_KEYS_FILE, PUBLIC_KEYS_FILE } from '../gateway/engines/signing-keys.ts';
-import { applyManifests, parseManifests } from '../gateway/kube/apply.ts';
-import { KubeClient } from '../gateway/kube/client.ts';
+import { applyManifests } from '../gateway/kube/apply.ts';
+import type { KubeClient } from '../gateway/kube/client.ts';
 import { type WatchEvent, Watcher } from '../gateway/kube/watcher.ts';
 import { createLogger } from '../gateway/logging.ts';
 import { DEFAULT_SETTINGS } from '../gateway/settings.ts';
 import type { KubernetesObject } from '../protocol/index.ts';
+import { startPrivateCluster } from '../test/support/private-cluster.ts';
 import { issueServingCertificate, newAuthority } from '../webhooks/certificates.ts';
 import { ensureKopf, KOPF_VERSION } from './kopf.ts';
 
@@ -154,6 +150,14 @@ export interface Command {
 /** The Secret of the gateway's signing keys, in the namespace it serves. */
 export const SIGNING_KEYS = 'causeway-signing-keys';
 
+/** A gateway and its function services, started by startTogether. */
+export interface Together extends OperatorProcess {
+  /** Their pids at the start, the gateway's first. */
+  pids: number[];
+  /** Kills the `index`th service with SIGKILL and starts it again with the same command and port. */
+  killService(index: number): Promise<void>;
+}
+
 /**
  * Starts a gateway and its function services as they are deployed (the gateway first): the gateway
  * signs with an Ed25519 key kept in a Secret in `namespace`, and the services verify with its public
@@ -165,7 +169,7 @@ export async function startTogether(
   [gateway, ...services]: [Command, ...Command[]],
   cluster: { client: KubeClient; kubeconfig: string; namespace: string },
   env: Record<string, string> = {},
-): Promise<OperatorProcess & { pids: number[] }> {
+): Promise<Together> {
   const key = newKey(Date.now());
   await applyManifests(
     cluster.client,
@@ -181,10 +185,11 @@ export async function startTogether(
   );
   const jwks = join(scratchDir('bench-keys'), PUBLIC_KEYS_FILE);
   writeFileSync(jwks, JSON.stringify(publicKeys([key])));
-  const processes = [
+  const commands = [
     withArgs(gateway, ['--signing-keys', `${cluster.namespace}/${SIGNING_KEYS}`]),
     ...services.map((service) => withArgs(service, ['--jwks-file', jwks])),
-  ].map((command) => operatorProcess(command, cluster.kubeconfig, env));
+  ];
+  const processes = commands.map((command) => operatorProcess(command, cluster.kubeconfig, env));
   const main = processes[0] as OperatorProcess;
   return {
     ...(main.pid === undefined ? {} : { pid: main.pid }),
@@ -196,6 +201,12 @@ export async function startTogether(
     kill: () => main.kill(),
     stop: async () => {
       await Promise.all(processes.map((running) => running.stop()));
+    },
+    async killService(index) {
+      const service = processes[index + 1];
+      if (!service) throw new Error(`no service ${index}: ${services.length} started`);
+      await service.kill();
+      processes[index + 1] = operatorProcess(commands[index + 1] as Command, cluster.kubeconfig, env);
     },
   };
 }
@@ -402,23 +413,71 @@ export interface BenchCluster {
 
 /**
  * A fresh control plane without kube-controller-manager (so nothing but the contenders and the
- * benchmark write to it), with the KopfExample CRD of examples/01-minimal.
+ * benchmark write to it), with the KopfExample CRD of examples/01-minimal: the tests' private cluster,
+ * whose `controlPlane.restart` kills and restarts the apiserver or etcd on the same port and data.
  */
 export async function withCluster<T>(task: (cluster: BenchCluster) => Promise<T>): Promise<T> {
-  const controlPlane = await startControlPlane({
-    onProgress: (line) => say(`  ${line}`),
-    controllerManager: false,
-  });
+  const cluster = await startPrivateCluster({ onProgress: (line) => say(`  ${line}`) });
   try {
-    const config = new KubeConfig();
-    config.loadFromFile(controlPlane.kubeconfigPath);
-    const client = await KubeClient.fromConfig(config);
-    const crd = parseManifests(readFileSync(join(ROOT, 'examples/01-minimal/crd.yaml'), 'utf8'));
-    await applyManifests(client, crd, { fieldManager: 'bench' });
-    return await task({ controlPlane, client });
+    return await task({ controlPlane: cluster.controlPlane, client: cluster.client });
   } finally {
-    await controlPlane.stop();
+    await cluster.stop();
   }
+}
+
+/** One handler call, as the handler recorded it. */
+export interface Call {
+  at: number;
+  name: string;
+  key: string;
+  retry: number;
+  /** Which run of the operator made it, as the reader counts them. */
+  run: number;
+}
+
+/** The handlers' append-only record of calls, read as it grows. */
+export class CallLog {
+  readonly calls: Call[] = [];
+  readonly #path: string;
+  #offset = 0;
+
+  constructor(path: string) {
+    this.#path = path;
+  }
+
+  /** Whether lines were appended since the last read. */
+  grown(): boolean {
+    return statSync(this.#path).size > this.#offset;
+  }
+
+  /** The complete lines appended since the last read, as calls of `run`. */
+  read(run: number): Call[] {
+    const text = readFileSync(this.#path).subarray(this.#offset).toString('utf8');
+    const complete = text.slice(0, text.lastIndexOf('\n') + 1);
+    this.#offset += Buffer.byteLength(complete);
+    const calls = complete
+      .split('\n')
+      .filter(Boolean)
+      .map((line): Call => {
+        const [at, name, key, retry] = line.split(' ');
+        if (!at || !name || !key || retry === undefined) throw new Error(`malformed call line: ${line}`);
+        return { at: Number(at), name, key, retry: Number(retry), run };
+      });
+    this.calls.push(...calls);
+    return calls;
+  }
+}
+
+/** A small seeded generator of uniform numbers in [0, 1). */
+export function mulberry32(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
 }
 
 export function objectNames(count: number): string[] {

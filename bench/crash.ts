@@ -18,17 +18,20 @@
  * or that was not in flight at a kill, or repeats a call with a different idempotency key.
  */
 import { randomInt } from 'node:crypto';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { KubeClient } from '../gateway/kube/client.ts';
 import type { KubernetesObject } from '../protocol/index.ts';
 import {
   type BenchCluster,
+  type Call,
+  CallLog,
   type Command,
   createBacklog,
   KOPF_NAME,
   KOPFEXAMPLES,
+  mulberry32,
   objectNames,
   operatorProcess,
   prepareContenders,
@@ -78,16 +81,6 @@ interface Contender {
   handledRecord(object: KubernetesObject): boolean;
   /** What the third field of a call's line is: an idempotency key, or Kopf's uid and retry. */
   keyKind: string;
-}
-
-/** One handler call, as the handler recorded it. */
-interface Call {
-  at: number;
-  name: string;
-  key: string;
-  retry: number;
-  /** 1…K for the killed runs, K+1 for the last one. */
-  run: number;
 }
 
 /** The objects' state after a run: names with a result, names with the operator's handled-record. */
@@ -301,39 +294,6 @@ function killAim(
   return { pastFirstCall: random() * 2 * (share / (calls / busySeconds)) };
 }
 
-/** The handlers' append-only record of calls, read as it grows. */
-class CallLog {
-  readonly calls: Call[] = [];
-  readonly #path: string;
-  #offset = 0;
-
-  constructor(path: string) {
-    this.#path = path;
-  }
-
-  /** Whether lines were appended since the last read. */
-  grown(): boolean {
-    return statSync(this.#path).size > this.#offset;
-  }
-
-  /** The complete lines appended since the last read, as calls of `run`. */
-  read(run: number): Call[] {
-    const text = readFileSync(this.#path).subarray(this.#offset).toString('utf8');
-    const complete = text.slice(0, text.lastIndexOf('\n') + 1);
-    this.#offset += Buffer.byteLength(complete);
-    const calls = complete
-      .split('\n')
-      .filter(Boolean)
-      .map((line): Call => {
-        const [at, name, key, retry] = line.split(' ');
-        if (!at || !name || !key || retry === undefined) throw new Error(`malformed call line: ${line}`);
-        return { at: Number(at), name, key, retry: Number(retry), run };
-      });
-    this.calls.push(...calls);
-    return calls;
-  }
-}
-
 async function snapshotOf(client: KubeClient, namespace: string, contender: Contender): Promise<Snapshot> {
   const list = await client.get<{ items: KubernetesObject[] }>(`${KOPFEXAMPLES}/${namespace}/kopfexamples`);
   const snapshot: Snapshot = { results: new Set(), records: new Set() };
@@ -455,18 +415,6 @@ function report(outcomes: Outcome[]): string[] {
   check(causeway.differentKey, 'repeated calls with a different idempotency key');
   if (bugs.length) bugs.push(`namespace ${causeway.namespace}, seed ${SEED}`);
   return bugs;
-}
-
-/** A small seeded generator of uniform numbers in [0, 1). */
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
 }
 
 main().catch((error: unknown) => {

@@ -27,7 +27,6 @@
  * (bench/operators/kopf_timeouts.py), labelled as such.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { writeKubeconfig } from '../deploy/control-plane/kubeconfig.ts';
@@ -409,15 +408,7 @@ async function killed(
     say(
       `  killing ${component} (-9): ${runs.map((run) => `${run.contender.name} ${callsBeforeKill.get(run)} calls`).join(', ')}`,
     );
-    await controlPlane.restart(component, {
-      kill: 'SIGKILL',
-      // restart() sees the supervisor exit, which can come before the killed process has closed its
-      // listener (a big process frees its memory first): started again before that, it cannot bind.
-      whileDown: () =>
-        until(`the killed ${component} to stop listening`, () =>
-          refused(component === 'etcd' ? controlPlane.etcdUrl : controlPlane.server),
-        ),
-    });
+    await controlPlane.restart(component, { kill: 'SIGKILL' });
     const backAt = Date.now();
     say(
       `  ${component} back after ${((backAt - killedAt) / 1000).toFixed(1)} s; creating ${OBJECTS} objects for each`,
@@ -483,21 +474,6 @@ async function throttled(contenders: Contender[], cluster: PrivateCluster) {
   } finally {
     for (const run of runs) if (!run.operator.gone) await run.operator.kill();
   }
-}
-
-/** true once nothing listens at the URL's port any more (the connection refused); else undefined. */
-function refused(url: string): Promise<true | undefined> {
-  const { hostname, port } = new URL(url);
-  return new Promise((settle) => {
-    const socket = connect(Number(port), hostname);
-    socket.once('connect', () => {
-      socket.destroy();
-      settle(undefined);
-    });
-    socket.once('error', (error: NodeJS.ErrnoException) =>
-      settle(error.code === 'ECONNREFUSED' ? true : undefined),
-    );
-  });
 }
 
 function report(outcomes: Outcome[]): void {

@@ -66,4 +66,39 @@ describe('Watcher', () => {
     assert.equal(restarts, 1);
     await watcher.stop();
   });
+
+  it('reopens a watch that broke after it opened as promptly the sixth time as the first: the API answered it', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout', 'Date'] });
+    const first = 250;
+    let opened = 0;
+    const client = {
+      request: async () => ({ metadata: { resourceVersion: '1' }, items: [] }),
+      // Opens, then the connection breaks: as when the apiserver is killed under an open watch.
+      stream: async () => {
+        opened++;
+        return (async function* () {
+          yield Buffer.from('');
+          throw new Error('other side closed');
+        })();
+      },
+    } as unknown as KubeClient;
+    const watcher = new Watcher({
+      client,
+      path: '/apis/kopf.dev/v1/kopfexamples',
+      logger: createLogger({ level: 'error' }),
+      onEvent: () => {},
+      settings: { ...WATCHING, retryDelayMs: { first, max: 30_000 } },
+    });
+
+    watcher.start();
+    await settled();
+    assert.equal(opened, 1);
+    for (let broken = 1; broken <= 6; broken++) {
+      // The jittered first delay is under 1.5 times it; the doubled ones would outgrow that by the third.
+      t.mock.timers.tick(first * 1.5);
+      await settled();
+      assert.equal(opened, broken + 1, `reopened within ${first * 1.5} ms after break ${broken}`);
+    }
+    await watcher.stop();
+  });
 });

@@ -95,6 +95,11 @@ export class Watcher {
 
   async #loop(): Promise<void> {
     let backoff = this.#options.settings.retryDelayMs.first;
+    // The backoff is of attempts the API refused or left unanswered: one it answered starts it over, so
+    // that a watch broken after it opened (the apiserver restarted, again and again) reopens promptly.
+    const answered = () => {
+      backoff = this.#options.settings.retryDelayMs.first;
+    };
     /** Failed answers in a row: reset by a list, a watch the server ended, or no answer at all. */
     let failedAnswers = 0;
     let synced = false;
@@ -102,14 +107,14 @@ export class Watcher {
       try {
         if (this.#resourceVersion === undefined) {
           await this.#list();
+          answered();
           failedAnswers = 0;
           if (!synced) {
             synced = true;
             this.#options.onSynced?.();
           }
         }
-        await this.#watch();
-        backoff = this.#options.settings.retryDelayMs.first;
+        await this.#watch(answered);
         failedAnswers = 0;
       } catch (error) {
         if (this.#abort.signal.aborted) return;
@@ -159,7 +164,8 @@ export class Watcher {
     this.#resourceVersion = resourceVersion;
   }
 
-  async #watch(): Promise<void> {
+  /** One watch, from the last position; `answered` once the server has answered it with a stream. */
+  async #watch(answered: () => void): Promise<void> {
     const silence = new AbortController();
     const signal = AbortSignal.any([this.#abort.signal, silence.signal]);
     const silent = () =>
@@ -176,6 +182,7 @@ export class Watcher {
         },
         signal,
       });
+      answered();
       let pending = '';
       // One decoder for the stream: a character split between two chunks is decoded whole.
       const decoder = new TextDecoder();

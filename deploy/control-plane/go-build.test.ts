@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type GoMainModule, requirements, sharedVersions, wrapperGoMod } from './go-build.ts';
+import { executableName, type GoMainModule, requirements, sharedVersions, wrapperGoMod } from './go-build.ts';
 
 const KUBE_GO_MOD = `module k8s.io/kubernetes
 
@@ -77,5 +77,14 @@ describe('the wrapper module of a Go build', () => {
       () => wrapperGoMod({ ...KUBE, stagingVersion: undefined }, KUBE_GO_MOD),
       /k8s\.io\/kubernetes@v1\.34\.10 requires k8s\.io\/api at v0\.0\.0/,
     );
+  });
+});
+
+describe('executableName', () => {
+  it("is the name go build -o DIR/ gives a main package's executable", () => {
+    assert.equal(executableName('k8s.io/kubernetes/cmd/kube-apiserver'), 'kube-apiserver');
+    assert.equal(executableName('go.etcd.io/etcd/server/v3'), 'server');
+    assert.equal(executableName('helm.sh/helm/v3/cmd/helm'), 'helm');
+    assert.equal(executableName('example.com/v2tool'), 'v2tool');
   });
 });

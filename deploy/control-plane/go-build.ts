@@ -1,4 +1,4 @@
-import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describeExit, logTail, supervise } from './processes.ts';
 import type { Progress } from './progress.ts';
@@ -72,18 +72,36 @@ export async function buildGoPrograms(
   const packages = programs.map((program) => `${program.package}@${module.version}`);
   await go(`resolving the dependencies of ${module.path}`, ['get', ...packages]);
   const tags = shared ? shared.module.tags : module.tags;
+  // One `go build` for all the programs, so that Go compiles their packages in one schedule and links
+  // one while it compiles for another. No DWARF: `-w` strips it from the binaries anyway, and not
+  // generating it saves a seventh of the compilers' time (measured on etcd: 154 to 132 CPU-s). The
+  // flags are part of the build cache's key, so a module that shares this build has the same.
+  const stagingDir = join(workDir, 'built');
+  await go(`compiling ${programs.map((program) => program.binary).join(' and ')} ${module.version}`, [
+    'build',
+    ...(tags ? ['-tags', tags.join(',')] : []),
+    '-gcflags=all=-dwarf=false',
+    '-ldflags',
+    module.ldflags.join(' '),
+    '-o',
+    `${stagingDir}/`,
+    ...programs.map((program) => program.package),
+  ]);
+  await mkdir(binDir, { recursive: true });
   for (const program of programs) {
-    await go(`compiling ${program.binary} ${module.version}`, [
-      'build',
-      ...(tags ? ['-tags', tags.join(',')] : []),
-      '-ldflags',
-      module.ldflags.join(' '),
-      '-o',
-      join(binDir, program.binary),
-      program.package,
-    ]);
+    await rename(join(stagingDir, executableName(program.package)), join(binDir, program.binary));
   }
   return binDir;
+}
+
+/**
+ * The name `go build -o DIR/` gives a main package's executable: its path's last element, or the one
+ * before a major version suffix (go.etcd.io/etcd/server/v3 makes `server`).
+ */
+export function executableName(packagePath: string): string {
+  const elements = packagePath.split('/');
+  const last = elements.at(-1) ?? packagePath;
+  return /^v[2-9]\d*$/.test(last) && elements.length > 1 ? (elements.at(-2) as string) : last;
 }
 
 /** A module path and the version a `replace` directive fixes it at. */

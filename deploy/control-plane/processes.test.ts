@@ -1,24 +1,16 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { type AddressInfo, createServer } from 'node:net';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type TestContext } from 'node:test';
 import { promisify } from 'node:util';
+import { freePorts } from './ports.ts';
 import { supervise } from './processes.ts';
 import { waitFor } from './wait.ts';
 
 const execFileAsync = promisify(execFile);
-
-/** A port free on loopback now. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** Listens on `port` and closes again; rejects (EADDRINUSE) when something holds it. */
 async function listenOnce(port: number): Promise<void> {
@@ -112,7 +104,7 @@ test('kill(SIGKILL) ends at once a command that ignores SIGTERM, with no grace p
 test('kill(SIGKILL) resolves once the command is gone: its port can be listened on again at once', async (t) => {
   const dir = await scratch(t);
   const logPath = join(dir, 'log');
-  const port = await freePort();
+  const [port] = (await freePorts(1)) as [number];
   const listen = `require('node:net').createServer().listen(${port}, '127.0.0.1', () => console.log('listening'))`;
   // Each round kills a fresh listener; a kill that resolved before the command was gone would leave
   // the port held in some of them.

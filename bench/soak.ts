@@ -383,13 +383,14 @@ function bucketsOf(metrics: ReturnType<typeof parseMetrics>, name: string): Buck
 
 /**
  * The 99th percentile of the runs counted between two scrapes of a histogram (from none: since the
- * start), as the bound of the bucket it falls in (ms): the p99 is at most this. 0 when no run.
+ * start), as the bound of the bucket it falls in (ms): the p99 is at most this. NaN when no run was
+ * counted (a gateway that serves no such histogram fails the verdict rather than pass it unmeasured).
  */
 export function p99Between(from: Buckets | undefined, to: Buckets): number {
   const before = new Map(from);
   const counts = to.map(([le, count]): [number, number] => [le, count - (before.get(le) ?? 0)]);
   const all = counts.at(-1)?.[1] ?? 0;
-  if (all === 0) return 0;
+  if (all === 0) return Number.NaN;
   const [le] = counts.find(([, count]) => count >= 0.99 * all) ?? [Number.POSITIVE_INFINITY];
   return round(le * 1000);
 }

@@ -19,7 +19,7 @@ import { CAUSEWAY_CLI } from '../support/processes.ts';
 
 const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
 const RATE = 2;
-const WARMUP_SECONDS = 20;
+const WARMUP_SECONDS = 30;
 
 const causeway = (args: string[]): Command => ({
   file: process.execPath,

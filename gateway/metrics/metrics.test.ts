@@ -7,6 +7,12 @@ import { metricsAddress } from './endpoint.ts';
 import { GatewayMetrics, subresourceOf } from './metrics.ts';
 import { ServiceMetrics } from './service-metrics.ts';
 
+/** The main thread's CPU time so far, in ms. */
+function threadCpuMs(): number {
+  const { user, system } = process.threadCpuUsage();
+  return (user + system) / 1000;
+}
+
 describe('GatewayMetrics', () => {
   it('exports every metric of the catalogue, with its type and help, before anything happened', async () => {
     const text = (await new GatewayMetrics().text()).body;
@@ -54,8 +60,9 @@ describe('GatewayMetrics', () => {
     metrics.eventLoop.start();
     try {
       await new Promise((settle) => setTimeout(settle, 50));
-      const busyUntil = performance.now() + 300;
-      while (performance.now() < busyUntil);
+      // 300 ms of the thread's own CPU time, however long a loaded machine makes it wait for a CPU.
+      const busyUntil = threadCpuMs() + 300;
+      while (threadCpuMs() < busyUntil);
       await new Promise((settle) => setTimeout(settle, 50));
     } finally {
       await metrics.eventLoop.stop();
@@ -63,9 +70,9 @@ describe('GatewayMetrics', () => {
     const { body } = await metrics.text();
     for (const name of ['causeway_eventloop_delay_seconds', 'causeway_eventloop_own_delay_seconds']) {
       const all = count(body, name);
-      // The 300 ms of work stand for some 14 runs late by 20 ms to 280 ms (on a CPU for much of it).
+      // The 300 ms of work stand for some 14 runs late by 20 ms to 280 ms.
       assert.ok(all - count(body, name, '0.1') >= 5, `${name}: ${body}`);
-      assert.ok(count(body, name, '0.005') > 0, `${name}: runs on time around the pause`);
+      assert.ok(count(body, name, '0.05') > 0, `${name}: runs about on time around the pause`);
     }
   });
 

@@ -3,7 +3,8 @@
  * connections (open, nothing passing either way, as behind a hung load balancer), then cuts them
  * mid-stream. The objects created after each are all handled, each exactly once: after the stall
  * within the liveness bound (the HTTP/2 session's PING unanswered), said in one line of the log;
- * after the cut at once.
+ * after the cut at once. The same through an HTTP proxy, as a kubeconfig's `proxy-url` names one,
+ * whose CONNECT tunnels stall, then are cut.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';

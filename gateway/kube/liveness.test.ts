@@ -110,33 +110,24 @@ function configOf({ server, caPem }: { server: string; caPem: string }, proxyUrl
 }
 
 describe('KubeClient connections', () => {
-  it('sends reads and watches over HTTP/2, and the requests with a body over HTTP/1.1', async (t) => {
-    const { target, watchVersions, requestVersions } = await apiServer(t);
-    const client = await KubeClient.fromConfig(configOf(target));
-    await client.get('/api');
-    await client.patch('/api', 'merge', { metadata: { labels: { a: 'b' } } });
-    await client.request('/api', { method: 'PUT', body: { kind: 'Lease' } });
-    await client.request('/api', { method: 'DELETE', body: { preconditions: { resourceVersion: '1' } } });
-    await client.request('/api', { method: 'DELETE' });
-    const watch = await client.stream('/watch', {});
-    watch.destroy();
-    // A request stream that sends DATA frames is what Node's HTTP/2 looped on (ApiConnections.writes).
-    assert.deepEqual(requestVersions, ['GET 2.0', 'PATCH 1.1', 'PUT 1.1', 'DELETE 1.1', 'DELETE 2.0']);
-    assert.deepEqual(watchVersions, ['2.0']);
-  });
-
-  it('does the same through an HTTP proxy (proxy-url)', async (t) => {
-    const { target, watchVersions, requestVersions } = await apiServer(t);
-    const proxy = await startStallingProxy(target, { tunnel: true });
-    t.after(() => proxy.close());
-    const client = await KubeClient.fromConfig(configOf(target, proxy.target.proxyUrl));
-    await client.get('/api');
-    await client.patch('/api', 'merge', { metadata: { labels: { a: 'b' } } });
-    const watch = await client.stream('/watch', {});
-    watch.destroy();
-    assert.deepEqual(requestVersions, ['GET 2.0', 'PATCH 1.1']);
-    assert.deepEqual(watchVersions, ['2.0']);
-  });
+  for (const { route, tunnel } of ROUTES) {
+    it(`sends reads and watches over HTTP/2, and the requests with a body over HTTP/1.1${route}`, async (t) => {
+      const { target, watchVersions, requestVersions } = await apiServer(t);
+      const proxy = tunnel ? await startStallingProxy(target, { tunnel }) : undefined;
+      t.after(() => proxy?.close());
+      const client = await KubeClient.fromConfig(configOf(target, proxy?.target.proxyUrl));
+      await client.get('/api');
+      await client.patch('/api', 'merge', { metadata: { labels: { a: 'b' } } });
+      await client.request('/api', { method: 'PUT', body: { kind: 'Lease' } });
+      await client.request('/api', { method: 'DELETE', body: { preconditions: { resourceVersion: '1' } } });
+      await client.request('/api', { method: 'DELETE' });
+      const watch = await client.stream('/watch', {});
+      watch.destroy();
+      // A request stream that sends DATA frames is what Node's HTTP/2 looped on (ApiConnections.writes).
+      assert.deepEqual(requestVersions, ['GET 2.0', 'PATCH 1.1', 'PUT 1.1', 'DELETE 1.1', 'DELETE 2.0']);
+      assert.deepEqual(watchVersions, ['2.0']);
+    });
+  }
 });
 
 describe('KubeClient over connections that fall silent', () => {

@@ -125,6 +125,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const metricsEndpoint =
     metrics && new MetricsEndpoint(metrics, metricsAddress(options.metrics as string), logger);
   if (metricsEndpoint) await components.add(metricsEndpoint);
+  if (metrics) await components.add(metrics.eventLoop);
 
   const reachability = reachabilityLog(logger);
   const observeRequest: RequestObserver = (method, path, status, error) => {

@@ -157,6 +157,7 @@ export class ResourcePipeline implements Component {
       ...settings.processing,
       process: (object) => reactor.run(object),
       refresh: (object) => api.read(object),
+      apiAnswered: (signal) => this.#options.client.answeredAgain(signal),
       logger,
       ...(observer ? { observer } : {}),
     });

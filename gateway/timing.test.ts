@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { MAX_TIMER_MS, sleep, spreadRetryAfter } from './timing.ts';
+import { MAX_TIMER_MS, sleep, sleepUnlessWoken, spreadRetryAfter } from './timing.ts';
 
 describe('sleep', () => {
   it('never sets a timer Node would run after 1 ms: a wait of a month is one of steps within a timer', async (t) => {
@@ -20,4 +20,26 @@ it('a Retry-After is waited for in full, and spread over half as much again', ()
   assert.ok(Math.max(...waits) < 1500);
   assert.ok(new Set(waits).size > 900, 'the requests refused together come back apart');
   assert.equal(spreadRetryAfter(0), 0, 'no Retry-After, no wait of its own');
+});
+
+describe('sleepUnlessWoken', () => {
+  it('ends when woken, says so, and tells the waker when it ended by itself', async () => {
+    const wake = Promise.withResolvers<void>();
+    const woken = sleepUnlessWoken(60_000, () => wake.promise);
+    wake.resolve();
+    assert.equal(await woken, true);
+
+    let over: AbortSignal | undefined;
+    const slept = await sleepUnlessWoken(1, (signal) => {
+      over = signal;
+      return new Promise((resolve) => signal.addEventListener('abort', () => resolve()));
+    });
+    assert.equal(slept, false, 'the time ran out first');
+    assert.equal(over?.aborted, true, 'the waker was told to stop waiting');
+
+    const stop = new AbortController();
+    const stopped = sleepUnlessWoken(60_000, undefined, stop.signal);
+    stop.abort();
+    assert.equal(await stopped, false, 'aborted: not woken');
+  });
 });

@@ -34,3 +34,28 @@ export function jitter(ms: number): number {
 export function spreadRetryAfter(ms: number): number {
   return ms * (1 + Math.random() / 2);
 }
+
+/**
+ * Waits `ms`, or less if `wake` resolves first (given a signal that aborts when the wait is over, to
+ * stop waiting for it) or the signal aborts; never rejects. Says whether `wake` cut it short.
+ */
+export async function sleepUnlessWoken(
+  ms: number,
+  wake: ((over: AbortSignal) => Promise<void>) | undefined,
+  signal?: AbortSignal,
+): Promise<boolean> {
+  if (!wake) {
+    await sleep(ms, signal);
+    return false;
+  }
+  const over = new AbortController();
+  let woken = false;
+  void wake(over.signal).then(() => {
+    if (over.signal.aborted) return;
+    woken = true;
+    over.abort();
+  });
+  await sleep(ms, signal ? AbortSignal.any([signal, over.signal]) : over.signal);
+  over.abort();
+  return woken;
+}

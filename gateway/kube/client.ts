@@ -10,11 +10,11 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { type Span, SpanKind } from '@opentelemetry/api';
 import { type Dispatcher, request } from 'undici';
 import type { Logger } from '../logging.ts';
-import { jitter, sleep, spreadRetryAfter } from '../timing.ts';
+import { jitter, sleepUnlessWoken, spreadRetryAfter } from '../timing.ts';
 import { inRecordedSpan, inSpan, serverAttributes } from '../tracing/spans.ts';
 import { ApiError, isTransient } from './errors.ts';
 import { ApiConnections, type LivenessTiming } from './liveness.ts';
-import { ApiUnreachable, foundNoAnswer } from './reachability.ts';
+import { ApiComeback, ApiUnreachable, waitsForComeback } from './reachability.ts';
 
 export type PatchType = 'merge' | 'json' | 'apply';
 const PATCH_CONTENT_TYPES: Record<PatchType, string> = {
@@ -102,6 +102,7 @@ export class KubeClient {
   #renewing: Promise<Session> | undefined;
   readonly #observe: RequestObserver | undefined;
   readonly #connections: ConnectionOptions;
+  readonly #comeback = new ApiComeback(() => this.#readiness());
 
   private constructor(
     session: Session,
@@ -136,6 +137,7 @@ export class KubeClient {
 
   /** Sends one request and parses the JSON answer; retries transient failures with backoff. */
   async request<T>(path: string, init: RequestInit = {}): Promise<T> {
+    let comingBack = false;
     for (let attempt = 0; ; attempt++) {
       try {
         return await this.#authenticated((session) => this.#once<T>(session, path, init));
@@ -143,10 +145,39 @@ export class KubeClient {
         const delay = RETRY_DELAYS_MS[attempt];
         if (!isTransient(error) || error instanceof LoginFailed || init.signal?.aborted) throw error;
         if (init.method === 'POST' && mayHaveBeenCarriedOut(error)) throw error;
-        if (delay === undefined) throw foundNoAnswer(error) ? new ApiUnreachable(error) : error;
+        comingBack = waitsForComeback(error, comingBack);
+        if (delay === undefined) throw comingBack ? new ApiUnreachable(error as Error) : error;
         const retryAfterMs = error instanceof ApiError ? (error.retryAfterSeconds ?? 0) * 1000 : 0;
-        await sleep(Math.max(jitter(delay), spreadRetryAfter(retryAfterMs)), init.signal);
+        const woken = await sleepUnlessWoken(
+          Math.max(jitter(delay), spreadRetryAfter(retryAfterMs)),
+          comingBack ? (over) => this.answeredAgain(over) : undefined,
+          init.signal,
+        );
+        // Back after an outage: the tries that found no one count for nothing against what it answers now.
+        if (woken) {
+          attempt = -1;
+          comingBack = false;
+        }
       }
+    }
+  }
+
+  /**
+   * Resolves once the API is back (see ApiComeback), or when `signal` aborts: for what found no one to
+   * answer, so that it goes again as soon as the API is back.
+   */
+  answeredAgain(signal?: AbortSignal): Promise<void> {
+    return this.#comeback.wait(signal);
+  }
+
+  /** The API's readiness, asked once: its status, or a rejection when nothing answered. */
+  async #readiness(): Promise<number> {
+    try {
+      await this.#authenticated((session) => this.#send(session, '/readyz', {}, 'GET'));
+      return 200;
+    } catch (error) {
+      if (error instanceof ApiError) return error.status;
+      throw error;
     }
   }
 

@@ -30,8 +30,13 @@ export class SilentConnection extends Error {
 
 /** Errors worth another try: throttling, server trouble, or a connection that broke. */
 export function isTransient(error: unknown): boolean {
-  if (error instanceof ApiError) return error.status === 429 || error.status >= 500;
+  if (error instanceof ApiError) return isTransientStatus(error.status);
   return error instanceof Error && error.name !== 'AbortError';
+}
+
+/** An answer that says to ask again later: throttled (429), or the server in trouble or not ready yet (5xx). */
+export function isTransientStatus(status: number): boolean {
+  return status === 429 || status >= 500;
 }
 
 export function isNotFound(error: unknown): boolean {

@@ -3,10 +3,13 @@ import test from 'node:test';
 import { createLogger } from '../logging.ts';
 import { ApiError, SilentConnection } from './errors.ts';
 import {
+  ApiComeback,
   ApiUnreachable,
+  COMEBACK_PROBE_MS,
   foundNoAnswer,
   reachabilityLog,
   UNANSWERED_MS,
+  waitsForComeback,
   watchFailureLevel,
 } from './reachability.ts';
 
@@ -107,6 +110,55 @@ test('a request found no one to answer when it got no answer and the gateway did
   assert.equal(foundNoAnswer(starting), false, 'a 503 is an answer');
   assert.equal(foundNoAnswer(new DOMException('stopping', 'AbortError')), false);
   const unreachable = new ApiUnreachable(refused);
-  assert.equal(unreachable.message, 'the Kubernetes API did not answer: connect ECONNREFUSED 127.0.0.1:6443');
+  assert.equal(unreachable.message, 'the Kubernetes API is unreachable: connect ECONNREFUSED 127.0.0.1:6443');
   assert.equal(unreachable.cause, refused);
+});
+
+test('what found no one to answer waits for the API to come back, and so does a 503 right after; a 429 never', () => {
+  const notReady = new ApiError('GET', '/apis/kopf.dev/v1/kopfexamples', 503, {}, 5);
+  const throttled = new ApiError('GET', '/apis/kopf.dev/v1/kopfexamples', 429, {}, 1);
+  assert.equal(waitsForComeback(refused, false), true);
+  assert.equal(
+    waitsForComeback(notReady, true),
+    true,
+    'a starting apiserver: /readyz ends its Retry-After sooner',
+  );
+  assert.equal(waitsForComeback(notReady, false), false, 'an API that answers: its backoff in full');
+  assert.equal(waitsForComeback(throttled, true), false);
+  assert.equal(waitsForComeback(new SilentConnection('silent'), false), true);
+});
+
+test('while anything waits, the readiness is asked about once a second, its first answer not transient releases every wait, and no probe once nothing waits', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const settled = () => new Promise((resolve) => setImmediate(resolve));
+  // No one, then a starting apiserver: throttled while its storage initialises, not ready, then refused
+  // (it is there: a gateway that may not read /readyz still learns it).
+  const answers: Array<number | undefined> = [undefined, 429, 503, 500, 403];
+  let probes = 0;
+  const comeback = new ApiComeback(async () => {
+    probes++;
+    return answers.shift();
+  });
+  let released = 0;
+  const waits = [comeback.wait(), comeback.wait()].map((wait) => wait.then(() => released++));
+  // Each probe within 1.5 times the interval after the one before (it is jittered).
+  for (let probe = 1; probe <= 5; probe++) {
+    assert.equal(released, 0);
+    t.mock.timers.tick(COMEBACK_PROBE_MS * 1.5);
+    await settled();
+    assert.equal(probes, probe);
+  }
+  await Promise.all(waits);
+  assert.equal(released, 2);
+
+  const stop = new AbortController();
+  const abandoned = comeback.wait(stop.signal);
+  t.mock.timers.tick(COMEBACK_PROBE_MS * 1.5);
+  await settled();
+  assert.equal(probes, 6, 'probing again for a new wait');
+  stop.abort();
+  await abandoned;
+  t.mock.timers.tick(COMEBACK_PROBE_MS * 10);
+  await settled();
+  assert.equal(probes, 6, 'nothing waits: no probe');
 });

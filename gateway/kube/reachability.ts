@@ -6,8 +6,9 @@
  * and says nothing; a connection found silent is said by the client's liveness check (liveness.ts).
  */
 import type { Logger } from '../logging.ts';
+import { jitter, sleep } from '../timing.ts';
 import type { RequestObserver } from './client.ts';
-import { ApiError, isTransient, SilentConnection } from './errors.ts';
+import { ApiError, isTransient, isTransientStatus, SilentConnection } from './errors.ts';
 
 /** How long requests find no one to answer, and none is answered, before the API is said unreachable. */
 export const UNANSWERED_MS = 1000;
@@ -45,14 +46,85 @@ export function foundNoAnswer(error: unknown): error is Error {
 }
 
 /**
- * A request the API did not answer, however often it was tried. The log of reachability has said so,
- * once for all of them: who meets it need not say it again for each object.
+ * A request the API did not answer however often it was tried, or answered only as an apiserver still
+ * starting (see waitsForComeback). The log of reachability has said so, once for all of them: who
+ * meets it need not say it again for each object, and waits for the API to come back.
  */
 export class ApiUnreachable extends Error {
   override name = 'ApiUnreachable';
 
   constructor(cause: Error) {
-    super(`the Kubernetes API did not answer: ${cause.message}`, { cause });
+    super(`the Kubernetes API is unreachable: ${cause.message}`, { cause });
+  }
+}
+
+/** How often, while anything waits for the API to answer again, it is asked whether it is back. */
+export const COMEBACK_PROBE_MS = 1000;
+
+/**
+ * Whether a failed try goes again as soon as the API is back (ApiComeback), as well as at the end of its
+ * backoff: when it found no one to answer, or, right after that, met a starting apiserver's 503, whose
+ * Retry-After of 5 s its readiness ends sooner. A 429's Retry-After is always waited for in full.
+ */
+export function waitsForComeback(error: unknown, foundNoAnswerBefore: boolean): boolean {
+  return foundNoAnswer(error) || (foundNoAnswerBefore && error instanceof ApiError && error.status === 503);
+}
+
+/**
+ * The API's return after it answered nothing. Watches, writes and cycles that found no one to answer,
+ * or then the answers of an apiserver still starting (503 until it serves every path, with a
+ * Retry-After of 5 s; 429 while its storage initialises), wait for it as well as for their own backoff,
+ * which has grown through the outage (up to 30 s for a watch). While any of them waits, one probe a
+ * second (jittered) asks the API's readiness (/readyz), and the first answer that is not transient
+ * releases them all: within about a second of its return, whatever the outage's length, for the cost
+ * of one request a second to an API that is down. Only the probe's answer counts: /readyz answers 500
+ * until the apiserver serves every path, while other paths answer before it does (or never, an
+ * aggregated API that is down); and a wait is released once a probe, never in a loop.
+ */
+export class ApiComeback {
+  readonly #probe: () => Promise<number | undefined>;
+  readonly #probeMs: number;
+  /** What each wait resolves when the API is back. */
+  readonly #waits = new Set<() => void>();
+  /** Aborted when nothing waits any more: ends the probes. */
+  #probing: AbortController | undefined;
+
+  /** `probe` asks the API's readiness once and gives the status, or undefined when nothing answered. */
+  constructor(probe: () => Promise<number | undefined>, probeMs = COMEBACK_PROBE_MS) {
+    this.#probe = probe;
+    this.#probeMs = probeMs;
+  }
+
+  /** Resolves once a probe's answer is not transient, or when `signal` aborts. */
+  async wait(signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return;
+    const { promise, resolve: settle } = Promise.withResolvers<void>();
+    const resolve = () => settle();
+    this.#waits.add(resolve);
+    signal?.addEventListener('abort', resolve, { once: true });
+    if (!this.#probing) {
+      this.#probing = new AbortController();
+      void this.#probeWhileWaited(this.#probing.signal);
+    }
+    try {
+      await promise;
+    } finally {
+      signal?.removeEventListener('abort', resolve);
+      this.#waits.delete(resolve);
+      if (this.#waits.size === 0) {
+        this.#probing?.abort();
+        this.#probing = undefined;
+      }
+    }
+  }
+
+  async #probeWhileWaited(done: AbortSignal): Promise<void> {
+    while (!done.aborted) {
+      await sleep(jitter(this.#probeMs), done);
+      if (done.aborted) return;
+      const status = await this.#probe().catch(() => undefined);
+      if (status !== undefined && !isTransientStatus(status)) for (const resolve of this.#waits) resolve();
+    }
   }
 }
 

@@ -81,6 +81,9 @@ describe('Watcher', () => {
           throw new Error('other side closed');
         })();
       },
+      // Not back before the watch's own backoff is over.
+      answeredAgain: (over: AbortSignal) =>
+        new Promise<void>((resolve) => over.addEventListener('abort', () => resolve())),
     } as unknown as KubeClient;
     const watcher = new Watcher({
       client,
@@ -99,6 +102,49 @@ describe('Watcher', () => {
       await settled();
       assert.equal(opened, broken + 1, `reopened within ${first * 1.5} ms after break ${broken}`);
     }
+    await watcher.stop();
+  });
+
+  it('opens again as soon as the API answers after it answered nothing, not at the end of its grown backoff', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout', 'Date'] });
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6443'), { code: 'ECONNREFUSED' });
+    let listed = 0;
+    /** What waits for the API's next answer. */
+    const waiting = new Set<() => void>();
+    const client = {
+      request: async () => {
+        listed++;
+        throw refused;
+      },
+      answeredAgain: (over: AbortSignal) =>
+        new Promise<void>((resolve) => {
+          waiting.add(resolve);
+          over.addEventListener('abort', () => resolve());
+        }),
+    } as unknown as KubeClient;
+    const watcher = new Watcher({
+      client,
+      path: '/apis/kopf.dev/v1/kopfexamples',
+      logger: createLogger({ level: 'error' }),
+      onEvent: () => {},
+      settings: { ...WATCHING, retryDelayMs: { first: 250, max: 30_000 } },
+    });
+    watcher.start();
+    await settled();
+    // Refused again and again: the backoff grows to 250 ms × 2^7 = 32 s, capped at 30 s.
+    for (let tries = 1; tries <= 8; tries++) {
+      t.mock.timers.tick(30_000 * 1.5);
+      await settled();
+    }
+    assert.equal(listed, 9);
+    for (const answered of waiting) answered();
+    waiting.clear();
+    await settled();
+    assert.equal(listed, 10, 'listed again at once');
+    // And from the first delay on: refused again, it is tried again within 1.5 times it.
+    t.mock.timers.tick(250 * 1.5);
+    await settled();
+    assert.equal(listed, 11);
     await watcher.stop();
   });
 });

@@ -7,10 +7,10 @@ import type { KubernetesObject } from '../../protocol/index.ts';
 import { isObject } from '../../protocol/json.ts';
 import type { Logger } from '../logging.ts';
 import type { Settings } from '../settings.ts';
-import { jitter, sleep, spreadRetryAfter } from '../timing.ts';
+import { jitter, sleepUnlessWoken, spreadRetryAfter } from '../timing.ts';
 import type { KubeClient } from './client.ts';
 import { ApiError } from './errors.ts';
-import { watchFailureLevel } from './reachability.ts';
+import { waitsForComeback, watchFailureLevel } from './reachability.ts';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
@@ -95,10 +95,13 @@ export class Watcher {
 
   async #loop(): Promise<void> {
     let backoff = this.#options.settings.retryDelayMs.first;
+    /** Whether it waits for the API to come back, as well as for its backoff (waitsForComeback). */
+    let comingBack = false;
     // The backoff is of attempts the API refused or left unanswered: one it answered starts it over, so
     // that a watch broken after it opened (the apiserver restarted, again and again) reopens promptly.
     const answered = () => {
       backoff = this.#options.settings.retryDelayMs.first;
+      comingBack = false;
     };
     /** Failed answers in a row: reset by a list, a watch the server ended, or no answer at all. */
     let failedAnswers = 0;
@@ -133,8 +136,15 @@ export class Watcher {
           err: describeError(error),
         });
         const retryAfter = error instanceof ApiError ? (error.retryAfterSeconds ?? 0) * 1000 : 0;
-        await sleep(Math.max(jitter(backoff), spreadRetryAfter(retryAfter)), this.#abort.signal);
-        backoff = Math.min(backoff * 2, this.#options.settings.retryDelayMs.max);
+        const { client } = this.#options;
+        comingBack = waitsForComeback(error, comingBack);
+        const woken = await sleepUnlessWoken(
+          Math.max(jitter(backoff), spreadRetryAfter(retryAfter)),
+          comingBack ? (over) => client.answeredAgain(over) : undefined,
+          this.#abort.signal,
+        );
+        if (woken) answered();
+        else backoff = Math.min(backoff * 2, this.#options.settings.retryDelayMs.max);
       }
     }
   }
@@ -257,9 +267,12 @@ export class Watcher {
           this.#resourceVersion = object.metadata.resourceVersion;
         this.#bookmarks = true;
         return;
-      case 'ERROR':
-        if (isObject(object) && object.code === 410) throw new Expired();
-        throw new Error(`watch error: ${JSON.stringify(object)}`);
+      case 'ERROR': {
+        // The server's answer, in the stream: a failure like one answered to the request.
+        const code = isObject(object) && typeof object.code === 'number' ? object.code : 500;
+        if (code === 410) throw new Expired();
+        throw new ApiError('WATCH', this.#options.path, code, object);
+      }
       default:
         this.#skip(`of type ${JSON.stringify(event.type)}, none of a watch`, line);
     }

@@ -13,11 +13,18 @@ export interface MetricSpec {
   type: MetricType;
   help: string;
   labels: readonly string[];
+  /** A histogram's, when not DURATION_BUCKETS. */
+  buckets?: readonly number[];
 }
 
 /** Seconds: from a quick handler's call on loopback to a slow function's deadline. */
 export const DURATION_BUCKETS = [
   0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+] as const;
+
+/** Seconds: an event loop's delays, finer about the 50 ms that a gateway's p99 should stay under. */
+export const EVENT_LOOP_BUCKETS = [
+  0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.075, 0.1, 0.25, 0.5, 1, 2.5, 5,
 ] as const;
 
 export const CATALOGUE = [
@@ -156,8 +163,22 @@ export const CATALOGUE = [
   {
     name: 'nodejs_eventloop_lag_p99_seconds',
     type: 'gauge',
-    help: "The 99th percentile of the event loop's delay since the previous scrape (sampled every 10 ms): how late the gateway's timers, watches and replies run.",
+    help: "The 99th percentile of the event loop's delay since the previous scrape (sampled every 20 ms): how late the gateway's timers, watches and replies run.",
     labels: [],
+  },
+  {
+    name: 'causeway_eventloop_delay_seconds',
+    type: 'histogram',
+    help: "How late a timer set every 20 ms runs, each time it runs, and, for a pause, each time it would have run during it (an interval less late each): the event loop's delay, as the gateway's timers, watches and replies see it, its waits for a CPU included.",
+    labels: [],
+    buckets: EVENT_LOOP_BUCKETS,
+  },
+  {
+    name: 'causeway_eventloop_own_delay_seconds',
+    type: 'histogram',
+    help: "The same delays, each at most the CPU time the gateway's main thread used in its interval: the pauses of the gateway's own work (JavaScript, garbage collection), not its waits for a CPU (CFS throttling under a CPU limit, other processes). Beside causeway_eventloop_delay_seconds, it tells a busy gateway (both high) from a starved one (only the delay high). Not served on Node before 23.9, which cannot read a thread's CPU time.",
+    labels: [],
+    buckets: EVENT_LOOP_BUCKETS,
   },
   {
     name: 'nodejs_heap_size_used_bytes',

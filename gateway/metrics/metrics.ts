@@ -4,13 +4,20 @@
  * queues their objects, the function services their calls, the webhook server its reviews. The
  * layers know nothing of Prometheus; only this module does.
  */
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { createHistogram } from 'node:perf_hooks';
 import { getHeapStatistics } from 'node:v8';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { CallObserver } from '../dispatch/function-service.ts';
 import type { ObjectReadings, PipelineObserver } from '../pipeline.ts';
 import type { QueueObserver, QueueReadings } from '../reactor/queue.ts';
 import { CATALOGUE, DURATION_BUCKETS, type MetricName, type MetricSpec } from './catalogue.ts';
+import {
+  delaysStoodFor,
+  EventLoopSampler,
+  SAMPLE_INTERVAL_MS,
+  type ThreadCpuClock,
+  threadCpuClock,
+} from './event-loop.ts';
 
 export type Metric = Counter | Gauge | Histogram;
 
@@ -32,7 +39,7 @@ export function registered<Name extends string>(
       spec.type === 'counter'
         ? new Counter(common)
         : spec.type === 'histogram'
-          ? new Histogram({ ...common, buckets: [...DURATION_BUCKETS] })
+          ? new Histogram({ ...common, buckets: [...(spec.buckets ?? DURATION_BUCKETS)] })
           : new Gauge({
               ...common,
               collect() {
@@ -58,10 +65,13 @@ export class GatewayMetrics implements Exposition {
   readonly #objects = new Map<string, ObjectReadings>();
   #breakers: () => Iterable<[service: string, open: boolean]> = () => [];
   #leading: { name: string; leads: () => boolean } | undefined;
+  /** Feeds the event loop's delay histograms while it runs: the gateway starts it with its endpoint. */
+  readonly eventLoop: EventLoopSampler;
 
-  constructor() {
-    // Sampled from now: the first scrape reads the delay since the gateway started.
-    eventLoopDelay();
+  /** `threadCpu` null: the main thread's CPU time cannot be read, and the own delay is not served. */
+  constructor(threadCpu: ThreadCpuClock | null = threadCpuClock()) {
+    // Each run's delay since the previous scrape, in µs, for nodejs_eventloop_lag_p99_seconds.
+    const lag = createHistogram();
     // What the gauges read when scraped: set by each one's `collect`.
     const readings: Partial<Record<MetricName, (gauge: Gauge) => void>> = {
       workqueue_depth: (gauge) => {
@@ -87,9 +97,8 @@ export class GatewayMetrics implements Exposition {
         for (const [resource, background] of this.#background) gauge.set({ resource }, background.daemons());
       },
       nodejs_eventloop_lag_p99_seconds: (gauge) => {
-        const delay = eventLoopDelay();
-        gauge.set(delay.count === 0 ? 0 : delay.percentile(99) / 1e9);
-        delay.reset();
+        gauge.set(lag.count === 0 ? 0 : lag.percentile(99) / 1e6);
+        lag.reset();
       },
       nodejs_heap_size_used_bytes: (gauge) => gauge.set(getHeapStatistics().used_heap_size),
       leader_election_master_status: (gauge) => {
@@ -97,6 +106,15 @@ export class GatewayMetrics implements Exposition {
       },
     };
     this.#metrics = registered(this.registry, CATALOGUE, readings);
+    if (!threadCpu) this.registry.removeSingleMetric('causeway_eventloop_own_delay_seconds');
+    const delays = this.#histogram('causeway_eventloop_delay_seconds');
+    const ownDelays = this.#histogram('causeway_eventloop_own_delay_seconds');
+    this.eventLoop = new EventLoopSampler(({ delayMs, ownMs }) => {
+      lag.record(Math.max(1, Math.round(delayMs * 1000)));
+      for (const each of delaysStoodFor(delayMs, SAMPLE_INTERVAL_MS)) delays.observe(each / 1000);
+      if (ownMs !== undefined)
+        for (const each of delaysStoodFor(ownMs, SAMPLE_INTERVAL_MS)) ownDelays.observe(each / 1000);
+    }, threadCpu);
   }
 
   /** The metrics as Prometheus text, and its content type. */
@@ -182,20 +200,6 @@ export class GatewayMetrics implements Exposition {
     this.#counter('controller_runtime_webhook_requests_total').inc({ webhook, code: String(status) });
     this.#histogram('controller_runtime_webhook_latency_seconds').observe({ webhook }, tookMs / 1000);
   };
-}
-
-let eventLoop: ReturnType<typeof monitorEventLoopDelay> | undefined;
-
-/**
- * The event loop's delay, sampled from the first gateway with metrics on: one loop per process, so one
- * monitor, whose timer does not keep the process alive.
- */
-function eventLoopDelay(): ReturnType<typeof monitorEventLoopDelay> {
-  if (!eventLoop) {
-    eventLoop = monitorEventLoopDelay({ resolution: 10 });
-    eventLoop.enable();
-  }
-  return eventLoop;
 }
 
 /**

@@ -15,7 +15,10 @@ function version(uid: string, resourceVersion: string): KubernetesObject {
   return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: uid, uid, resourceVersion } };
 }
 
-/** A queue over `process`; reading an object afresh fails unless the test says otherwise. */
+/**
+ * A queue over `process`; reading an object afresh fails, and the API never answers again after it did
+ * not, unless the test says otherwise.
+ */
 function queueOf(
   process: QueueOptions['process'],
   options: Partial<QueueOptions> & Pick<QueueOptions, 'concurrency'>,
@@ -27,6 +30,7 @@ function queueOf(
     refresh: async () => {
       throw new Error('no refresh expected');
     },
+    apiAnswered: (signal) => new Promise((resolve) => signal.addEventListener('abort', () => resolve())),
     ...options,
   });
 }
@@ -34,7 +38,7 @@ function queueOf(
 /** A processor whose cycles the test finishes by hand, recording what each cycle saw. */
 function controlledProcessor() {
   const seen: string[] = [];
-  const pending: Array<(outcome: CycleOutcome) => void> = [];
+  const pending: Array<{ finish(outcome: CycleOutcome): void; fail(error: unknown): void }> = [];
   let running = 0;
   let maxRunning = 0;
   const waiters: Array<() => void> = [];
@@ -44,13 +48,19 @@ function controlledProcessor() {
       return maxRunning;
     },
     process: (object: KubernetesObject) =>
-      new Promise<CycleOutcome>((resolve) => {
+      new Promise<CycleOutcome>((resolve, reject) => {
         seen.push(`${object.metadata.uid}@${object.metadata.resourceVersion}`);
         running++;
         maxRunning = Math.max(maxRunning, running);
-        pending.push((outcome) => {
-          running--;
-          resolve(outcome);
+        pending.push({
+          finish(outcome) {
+            running--;
+            resolve(outcome);
+          },
+          fail(error) {
+            running--;
+            reject(error);
+          },
         });
         waiters.splice(0).forEach((wake) => {
           wake();
@@ -61,7 +71,10 @@ function controlledProcessor() {
       while (seen.length < count) await new Promise<void>((wake) => waiters.push(wake));
     },
     finish(outcome: CycleOutcome = {}) {
-      (pending.shift() as (outcome: CycleOutcome) => void)(outcome);
+      pending.shift()?.finish(outcome);
+    },
+    fail(error: unknown) {
+      pending.shift()?.fail(error);
     },
   };
 }
@@ -139,30 +152,121 @@ describe('object queue', () => {
     await queue.stop();
   });
 
-  it('logs a cycle failed for an API that did not answer at the debug level, which the log of reachability covers, and any other failure as an error', async () => {
+  it('runs a failed cycle again after its delay on the object read afresh, not on the state it failed with', async () => {
+    const lines: Array<{ level: string; msg: string }> = [];
+    const logger = createLogger({ format: 'json', sink: { write: (line) => lines.push(JSON.parse(line)) } });
+    const processor = controlledProcessor();
+    let reads = 0;
+    const queue = queueOf(processor.process, {
+      concurrency: 1,
+      logger,
+      errorDelaysS: [0],
+      // Its result was written, though the answer was lost: the API has the object with it.
+      refresh: async () => {
+        reads++;
+        return version('a', '2');
+      },
+    });
+    queue.push('ADDED', version('a', '1'));
+    await processor.started(1);
+    processor.fail(new Error('read ECONNRESET'));
+    await processor.started(2);
+    processor.finish();
+    await queue.stop();
+    assert.deepEqual(processor.seen, ['a@1', 'a@2']);
+    assert.equal(reads, 1);
+    assert.deepEqual(
+      lines.filter((line) => line.msg === 'processing failed').map((line) => line.level),
+      ['error'],
+    );
+  });
+
+  it("runs the watch's newer state after a failed cycle's delay, without reading the object", async () => {
+    const processor = controlledProcessor();
+    const queue = queueOf(processor.process, { concurrency: 1, errorDelaysS: [0] });
+    queue.push('ADDED', version('a', '1'));
+    await processor.started(1);
+    processor.fail(new Error('read ECONNRESET'));
+    queue.push('MODIFIED', version('a', '3'));
+    await processor.started(2);
+    processor.finish();
+    await queue.stop();
+    assert.deepEqual(processor.seen, ['a@1', 'a@3'], 'and no read, which would have failed');
+  });
+
+  it('parks a cycle failed for an API that did not answer until it answers, at the debug level and with no timer, then runs the object read afresh', async (t) => {
     const lines: Array<{ level: string; msg: string }> = [];
     const logger = createLogger({
       level: 'debug',
       format: 'json',
       sink: { write: (line) => lines.push(JSON.parse(line)) },
     });
-    const failures = [new ApiUnreachable(new Error('connect ECONNREFUSED')), new TypeError('a bug')];
-    let cycles = 0;
-    const queue = queueOf(
-      async () => {
-        const failure = failures[cycles++];
-        if (failure) throw failure;
-        return {};
+    const processor = controlledProcessor();
+    const back = Promise.withResolvers<void>();
+    const waiting = Promise.withResolvers<void>();
+    let reads = 0;
+    const queue = queueOf(processor.process, {
+      concurrency: 1,
+      logger,
+      errorDelaysS: [0],
+      apiAnswered: () => {
+        waiting.resolve();
+        return back.promise;
       },
-      { concurrency: 1, logger, errorDelaysS: [0] },
-    );
+      refresh: async () => {
+        reads++;
+        return version('a', '2');
+      },
+    });
     queue.push('ADDED', version('a', '1'));
-    while (cycles < 3) await new Promise((resolve) => setTimeout(resolve, 5));
+    await processor.started(1);
+    const timeout = t.mock.method(globalThis, 'setTimeout');
+    processor.fail(new ApiUnreachable(new Error('connect ECONNREFUSED')));
+    await waiting.promise;
+    assert.equal(timeout.mock.callCount(), 0, 'no retry on a timer');
+    assert.equal(queue.oldestUnhandledSeconds() > 0, true, 'still to be handled');
+    t.mock.restoreAll();
+    back.resolve();
+    await processor.started(2);
+    processor.finish();
     await queue.stop();
+    assert.deepEqual(processor.seen, ['a@1', 'a@2']);
+    assert.equal(reads, 1);
     assert.deepEqual(
-      lines.filter((line) => line.msg === 'processing failed').map((line) => line.level),
-      ['debug', 'error'],
+      lines.filter((line) => /processing/.test(line.msg)).map((line) => [line.level, line.msg]),
+      [['debug', 'processing waits for the Kubernetes API to answer']],
     );
+  });
+
+  it('forgets an object deleted while it waits for the API, and does not read it when the API answers', async () => {
+    const processor = controlledProcessor();
+    const back = Promise.withResolvers<void>();
+    const waiting = Promise.withResolvers<void>();
+    let reads = 0;
+    const queue = queueOf(processor.process, {
+      concurrency: 1,
+      apiAnswered: () => {
+        waiting.resolve();
+        return back.promise;
+      },
+      refresh: async () => {
+        reads++;
+        return version('a', '2');
+      },
+    });
+    queue.push('ADDED', version('a', '1'));
+    await processor.started(1);
+    processor.fail(new ApiUnreachable(new Error('connect ECONNREFUSED')));
+    await waiting.promise;
+    assert.equal(queue.size, 1, 'kept while it waits');
+    queue.push('DELETED', version('a', '3'));
+    assert.equal(queue.size, 0);
+    back.resolve();
+    await back.promise;
+    await new Promise((resolve) => setImmediate(resolve));
+    await queue.stop();
+    assert.equal(reads, 0);
+    assert.deepEqual(processor.seen, ['a@1']);
   });
 
   it('runs the same state again when a cycle asks for a retry', async () => {

@@ -3,7 +3,9 @@
  * has a slot that holds only its newest unprocessed state. A cycle never works on a state older than
  * the gateway's own last write: after a write the object waits until the watch delivers that write
  * (older states it delivers meanwhile are dropped, however late they come), or, if the watch lags
- * beyond a timeout, until the object is read afresh from the API.
+ * beyond a timeout, until the object is read afresh from the API. A cycle that failed is not run again
+ * on the state it failed with, which its writes may have changed even if their answer was lost: the
+ * object is read afresh first, unless the watch shows a newer state meanwhile.
  */
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { ApiUnreachable } from '../kube/reachability.ts';
@@ -37,6 +39,8 @@ export interface QueueOptions
   extends Pick<Settings['processing'], 'concurrency' | 'consistencyTimeoutMs' | 'errorDelaysS'> {
   process: Processor;
   refresh: Refresh;
+  /** Resolves once the Kubernetes API answers again after it did not, or when `signal` aborts. */
+  apiAnswered(signal: AbortSignal): Promise<void>;
   logger: Logger;
   observer?: QueueObserver;
 }
@@ -49,7 +53,10 @@ interface Slot {
   /** Waiting for the watch to show our write; the timer reads the object afresh if it does not. */
   awaiting: NodeJS.Timeout | undefined;
   retry: NodeJS.Timeout | undefined;
-  /** Waiting for a function service that is down: runs again (with its newest state) when it is back. */
+  /**
+   * Waiting for a function service that is down, or for the Kubernetes API to answer again: runs again
+   * (with its newest state) when it is back.
+   */
   parked: boolean;
   failures: number;
   /** When it was last queued (performance.now()). */
@@ -76,6 +83,8 @@ export class ObjectQueue implements QueueReadings {
   readonly #ready: Slot[] = [];
   readonly #active = new Set<Promise<void>>();
   #stopped = false;
+  /** Ends the waits for the API at stop. */
+  readonly #stopping = new AbortController();
 
   constructor(options: QueueOptions) {
     this.#options = options;
@@ -116,7 +125,7 @@ export class ObjectQueue implements QueueReadings {
     let slot = this.#slots.get(key);
     if (type === 'DELETED') {
       if (!slot) return;
-      this.#cancelTimers(slot);
+      this.#cancelWaits(slot);
       slot.latest = undefined;
       this.#forgetIfIdle(slot);
       return;
@@ -147,7 +156,8 @@ export class ObjectQueue implements QueueReadings {
   /** Stops taking work and waits for the cycles in progress. */
   async stop(): Promise<void> {
     this.#stopped = true;
-    for (const slot of this.#slots.values()) this.#cancelTimers(slot);
+    this.#stopping.abort();
+    for (const slot of this.#slots.values()) this.#cancelWaits(slot);
     this.#ready.length = 0;
     await Promise.all(this.#active);
   }
@@ -190,35 +200,36 @@ export class ObjectQueue implements QueueReadings {
     slot.latest = undefined;
     slot.running = true;
     const started = performance.now();
-    let outcome: CycleOutcome;
-    let failed = false;
+    let outcome: CycleOutcome | undefined;
+    let failure: unknown;
     try {
       outcome = await this.#options.process(object);
       slot.failures = 0;
     } catch (error) {
-      failed = true;
-      const delay = delayFor(this.#options.errorDelaysS, slot.failures);
-      slot.failures++;
-      this.#options.logger
-        .child({ object: objectName(object) })
-        .log(error instanceof ApiUnreachable ? 'debug' : 'error', 'processing failed', {
-          delaySeconds: delay,
-          err: error,
-        });
-      outcome = { retryAfterMs: delay * 1000 };
+      failure = error;
     } finally {
       slot.running = false;
     }
-    const result = failed ? 'error' : outcome.retryAfterMs !== undefined ? 'requeue_after' : 'success';
+    const result = !outcome ? 'error' : outcome.retryAfterMs !== undefined ? 'requeue_after' : 'success';
     this.#options.observer?.finished(result, performance.now() - started);
     if (this.#stopped) return;
+    if (outcome) this.#follow(slot, object, outcome);
+    else this.#failed(slot, object, failure);
+    // Handled, unless it runs again (a newer state, a retry, a service or the API to come back).
+    if (!slot.latest && !slot.retry && !slot.parked) slot.pendingSince = undefined;
+    this.#forgetIfIdle(slot);
+    this.#schedule(slot);
+  }
+
+  /** What a cycle that ended asks for: to wait for its write to show, to run again later or once a service is back. */
+  #follow(slot: Slot, object: KubernetesObject, outcome: CycleOutcome): void {
     if (outcome.written) this.#awaitWrite(slot, object, outcome.written);
     else if (outcome.retryAfterMs !== undefined || outcome.wakeOn) slot.latest ??= object;
     if (outcome.wakeOn) {
       slot.parked = true;
       void outcome.wakeOn.then(() => {
         slot.parked = false;
-        this.#schedule(slot);
+        if (this.#slots.get(slot.key) === slot) this.#schedule(slot);
       });
     }
     if (outcome.retryAfterMs !== undefined) {
@@ -231,10 +242,41 @@ export class ObjectQueue implements QueueReadings {
         Math.min(outcome.retryAfterMs, MAX_TIMER_MS),
       );
     }
-    // Handled, unless it runs again (a newer state, a retry, a service to come back).
-    if (!slot.latest && !slot.retry && !slot.parked) slot.pendingSince = undefined;
-    this.#forgetIfIdle(slot);
-    this.#schedule(slot);
+  }
+
+  /**
+   * A cycle that failed: tried again after a delay that grows with its failures in a row, or, when the
+   * API did not answer, once it does (not the object's failure, so not counted), from the object read
+   * afresh.
+   */
+  #failed(slot: Slot, object: KubernetesObject, error: unknown): void {
+    const log = this.#options.logger.child({ object: objectName(object) });
+    if (error instanceof ApiUnreachable) {
+      // The log of reachability says it once for all objects.
+      log.debug('processing waits for the Kubernetes API to answer', { err: error });
+      this.#untilApiAnswers(slot, () => void this.#refresh(slot, object));
+      return;
+    }
+    const delay = delayFor(this.#options.errorDelaysS, slot.failures);
+    slot.failures++;
+    log.error('processing failed', { delaySeconds: delay, err: error });
+    slot.retry = setTimeout(() => {
+      slot.retry = undefined;
+      if (slot.latest) this.#schedule(slot);
+      else void this.#refresh(slot, object);
+    }, delay * 1000);
+  }
+
+  /** Parks the slot until the API answers, then runs its newest state if the watch showed one, or `then`. */
+  #untilApiAnswers(slot: Slot, then: () => void): void {
+    slot.parked = true;
+    void this.#options.apiAnswered(this.#stopping.signal).then(() => {
+      slot.parked = false;
+      // Stopped, or deleted meanwhile (the slot was forgotten).
+      if (this.#stopped || this.#slots.get(slot.key) !== slot) return;
+      if (slot.latest) this.#schedule(slot);
+      else then();
+    });
   }
 
   /** After our write: states older than it are stale, whether pushed already or still to come. */
@@ -250,23 +292,29 @@ export class ObjectQueue implements QueueReadings {
     );
   }
 
-  /** The watch lags behind our write: read the object afresh rather than wait longer. */
-  async #refresh(slot: Slot, object: KubernetesObject, written: string, failures = 0): Promise<void> {
+  /**
+   * Reads the object afresh and runs it: after our write, when the watch lags behind it (`written`), or
+   * after a failed cycle.
+   */
+  async #refresh(slot: Slot, object: KubernetesObject, written?: string, failures = 0): Promise<void> {
     slot.awaiting = undefined;
     const log = this.#options.logger.child({ object: objectName(object) });
-    log.debug('the watch has not shown our write yet: reading the object afresh', {
-      resourceVersion: written,
-    });
+    if (written !== undefined)
+      log.debug('the watch has not shown our write yet: reading the object afresh', {
+        resourceVersion: written,
+      });
     let fresh: KubernetesObject | undefined;
     try {
       fresh = await this.#options.refresh(object);
     } catch (error) {
       if (this.#stopped) return;
+      if (error instanceof ApiUnreachable) {
+        log.debug('reading the object waits for the Kubernetes API to answer', { err: error });
+        this.#untilApiAnswers(slot, () => void this.#refresh(slot, object, written));
+        return;
+      }
       const delay = delayFor(this.#options.errorDelaysS, failures);
-      log.log(error instanceof ApiUnreachable ? 'debug' : 'warning', 'reading the object failed', {
-        delaySeconds: delay,
-        err: error,
-      });
+      log.warning('reading the object failed', { delaySeconds: delay, err: error });
       slot.awaiting = setTimeout(() => void this.#refresh(slot, object, written, failures + 1), delay * 1000);
       return;
     }
@@ -278,7 +326,7 @@ export class ObjectQueue implements QueueReadings {
       return;
     }
     this.#floors.set(slot.key, {
-      resourceVersion: fresh.metadata.resourceVersion ?? written,
+      resourceVersion: fresh.metadata.resourceVersion ?? written ?? '',
       processed: true,
     });
     slot.latest = fresh;
@@ -286,15 +334,17 @@ export class ObjectQueue implements QueueReadings {
     this.#schedule(slot);
   }
 
-  #cancelTimers(slot: Slot): void {
+  /** Ends its waits: for a delay, for the watch, for a service or the API to come back (which then find it forgotten). */
+  #cancelWaits(slot: Slot): void {
     clearTimeout(slot.awaiting);
     clearTimeout(slot.retry);
     slot.awaiting = undefined;
     slot.retry = undefined;
+    slot.parked = false;
   }
 
   #forgetIfIdle(slot: Slot): void {
-    if (!slot.running && !slot.queued && !slot.latest && !slot.awaiting && !slot.retry)
+    if (!slot.running && !slot.queued && !slot.latest && !slot.awaiting && !slot.retry && !slot.parked)
       this.#slots.delete(slot.key);
   }
 }

@@ -6,7 +6,10 @@ interface Kubeconfig {
   kind: 'Config';
   'current-context': string;
   contexts: { name: string; context: { cluster: string; user: string } }[];
-  clusters: { name: string; cluster: { server: string; 'certificate-authority-data': string } }[];
+  clusters: {
+    name: string;
+    cluster: { server: string; 'certificate-authority-data': string; 'proxy-url'?: string };
+  }[];
   users: { name: string; user: { token: string } }[];
 }
 
@@ -14,9 +17,13 @@ const NAME = 'causeway';
 
 /**
  * Written as JSON, which kubectl and client libraries read like YAML, so that reading it back needs no
- * YAML parser. The CA is embedded so the file stays valid when copied elsewhere.
+ * YAML parser. The CA is embedded so the file stays valid when copied elsewhere. With a `proxyUrl`,
+ * clients reach the server through that HTTP proxy (CONNECT).
  */
-export async function writeKubeconfig(path: string, { server, token, caPem }: ApiTarget): Promise<void> {
+export async function writeKubeconfig(
+  path: string,
+  { server, token, caPem, proxyUrl }: ApiTarget & { proxyUrl?: string | undefined },
+): Promise<void> {
   const config: Kubeconfig = {
     apiVersion: 'v1',
     kind: 'Config',
@@ -25,7 +32,11 @@ export async function writeKubeconfig(path: string, { server, token, caPem }: Ap
     clusters: [
       {
         name: NAME,
-        cluster: { server, 'certificate-authority-data': Buffer.from(caPem).toString('base64') },
+        cluster: {
+          server,
+          'certificate-authority-data': Buffer.from(caPem).toString('base64'),
+          ...(proxyUrl ? { 'proxy-url': proxyUrl } : {}),
+        },
       },
     ],
     users: [{ name: NAME, user: { token } }],

@@ -8,7 +8,7 @@
 import type { RequestOptions } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { type Span, SpanKind } from '@opentelemetry/api';
-import { type Dispatcher, ProxyAgent, request } from 'undici';
+import { type Dispatcher, request } from 'undici';
 import type { Logger } from '../logging.ts';
 import { jitter, sleepUnlessWoken, spreadRetryAfter } from '../timing.ts';
 import { inRecordedSpan, inSpan, serverAttributes } from '../tracing/spans.ts';
@@ -371,32 +371,21 @@ async function sessionOf(
   let watchDispatcher: Dispatcher | undefined;
   let writeDispatcher: Dispatcher | undefined;
   switch (options.type) {
-    case 'agent': {
+    case 'agent':
+    case 'proxy': {
       // HTTP/2: one connection carries every read; measured cheaper in CPU than a pool of HTTP/1.1 ones.
       // Writes (a request with a body) go over HTTP/1.1 connections of their own: see ApiConnections.writes.
       // Watches stream on a connection of their own (HTTP/2 too: undici 8 offers it unless told not to).
       // Sharing the requests' connection, a burst of events waited on its flow control behind the other
       // requests, the apiserver's buffer for the watcher (about 200 events) filled, and it closed the
       // watch: 20 to 38 times in one 10,000-object backlog, and none with a connection of its own.
-      // Both are PINGed, and replaced when silent (liveness.ts).
-      const apiConnections = new ApiConnections(
-        server,
-        options.connect,
-        connections.logger,
-        connections.liveness,
-      );
+      // Both are PINGed, and replaced when silent (liveness.ts); through a proxy (`proxy-url`) too.
+      const apiConnections = new ApiConnections(server, options, connections.logger, connections.liveness);
       dispatcher = apiConnections.requests;
       watchDispatcher = apiConnections.watches;
       writeDispatcher = apiConnections.writes;
       break;
     }
-    case 'proxy':
-      dispatcher = new ProxyAgent({
-        uri: options.uri,
-        requestTls: options.requestTls,
-        connect: options.connect,
-      });
-      break;
     case 'socks':
       throw new Error(
         `SOCKS proxies (${options.uri}) are not supported by the gateway; use an HTTP(S) proxy`,

@@ -91,6 +91,9 @@ export class Discovery {
       throw new TypeError(`"${describe(selector)}" selects several resources, not one`);
     }
     const wanted = name.toLowerCase();
+    // Discovery says '' for a singular or kind an aggregated API leaves out: that names no resource.
+    if (wanted === '')
+      throw new ResourceNotFound(`"${describe(selector)}" has no resource name before its group`);
     const matches = this.resources.filter(
       (resource) =>
         (group === undefined || resource.group === group) &&

@@ -95,64 +95,80 @@ function jsonLogger() {
   return { logger, lines };
 }
 
+/** How the client reaches the server: straight, or through an HTTP proxy (a kubeconfig's proxy-url). */
+const ROUTES = [
+  { route: '', tunnel: false },
+  { route: ' through an HTTP proxy (proxy-url)', tunnel: true },
+];
+
+/** A kubeconfig of `server`, reached through the HTTP proxy at `proxyUrl` if one is given. */
+function configOf({ server, caPem }: { server: string; caPem: string }, proxyUrl?: string) {
+  const config = kubeConfigOf({ server, token: 't', caData: caPem });
+  const [cluster, user] = [config.getCurrentCluster(), config.getCurrentUser()];
+  if (proxyUrl && cluster && user) config.loadFromClusterAndUser({ ...cluster, proxyUrl }, user);
+  return config;
+}
+
 describe('KubeClient connections', () => {
-  it('sends reads and watches over HTTP/2, and the requests with a body over HTTP/1.1', async (t) => {
-    const { target, watchVersions, requestVersions } = await apiServer(t);
-    const client = await KubeClient.fromConfig(
-      kubeConfigOf({ server: target.server, token: 't', caData: target.caPem }),
-    );
-    await client.get('/api');
-    await client.patch('/api', 'merge', { metadata: { labels: { a: 'b' } } });
-    await client.request('/api', { method: 'PUT', body: { kind: 'Lease' } });
-    await client.request('/api', { method: 'DELETE', body: { preconditions: { resourceVersion: '1' } } });
-    await client.request('/api', { method: 'DELETE' });
-    const watch = await client.stream('/watch', {});
-    watch.destroy();
-    // A request stream that sends DATA frames is what Node's HTTP/2 looped on (ApiConnections.writes).
-    assert.deepEqual(requestVersions, ['GET 2.0', 'PATCH 1.1', 'PUT 1.1', 'DELETE 1.1', 'DELETE 2.0']);
-    assert.deepEqual(watchVersions, ['2.0']);
-  });
+  for (const { route, tunnel } of ROUTES) {
+    it(`sends reads and watches over HTTP/2, and the requests with a body over HTTP/1.1${route}`, async (t) => {
+      const { target, watchVersions, requestVersions } = await apiServer(t);
+      const proxy = tunnel ? await startStallingProxy(target, { tunnel }) : undefined;
+      t.after(() => proxy?.close());
+      const client = await KubeClient.fromConfig(configOf(target, proxy?.target.proxyUrl));
+      await client.get('/api');
+      await client.patch('/api', 'merge', { metadata: { labels: { a: 'b' } } });
+      await client.request('/api', { method: 'PUT', body: { kind: 'Lease' } });
+      await client.request('/api', { method: 'DELETE', body: { preconditions: { resourceVersion: '1' } } });
+      await client.request('/api', { method: 'DELETE' });
+      const watch = await client.stream('/watch', {});
+      watch.destroy();
+      // A request stream that sends DATA frames is what Node's HTTP/2 looped on (ApiConnections.writes).
+      assert.deepEqual(requestVersions, ['GET 2.0', 'PATCH 1.1', 'PUT 1.1', 'DELETE 1.1', 'DELETE 2.0']);
+      assert.deepEqual(watchVersions, ['2.0']);
+    });
+  }
 });
 
 describe('KubeClient over connections that fall silent', () => {
-  it('closes them all when one is silent, retries the request under way, ends the watches, and says so once', {
-    timeout: 10_000,
-  }, async (t) => {
-    const { target, watchVersions } = await apiServer(t);
-    const proxy = await startStallingProxy(target);
-    t.after(() => proxy.close());
-    const { logger, lines } = jsonLogger();
-    const client = await KubeClient.fromConfig(
-      kubeConfigOf({ server: proxy.target.server, token: 't', caData: target.caPem }),
-      undefined,
-      { logger, liveness: LIVENESS },
-    );
-    assert.deepEqual(await client.get('/api'), { kind: 'APIVersions' });
-    const watches = await Promise.all([1, 2].map(() => client.stream('/watch', {})));
-    assert.deepEqual(watchVersions, ['2.0', '2.0'], 'the watches share an HTTP/2 session, PINGed too');
-    const watchesEnded = watches.map((body) =>
-      assert.rejects(async () => {
-        for await (const _chunk of body);
-      }, SilentConnection),
-    );
+  for (const { route, tunnel } of ROUTES) {
+    it(`closes them all when one is silent${route}, retries the request under way, ends the watches, and says so once`, {
+      timeout: 10_000,
+    }, async (t) => {
+      const { target, watchVersions } = await apiServer(t);
+      const proxy = await startStallingProxy(target, { tunnel });
+      t.after(() => proxy.close());
+      const { logger, lines } = jsonLogger();
+      const client = await KubeClient.fromConfig(configOf(proxy.target, proxy.target.proxyUrl), undefined, {
+        logger,
+        liveness: LIVENESS,
+      });
+      assert.deepEqual(await client.get('/api'), { kind: 'APIVersions' });
+      const watches = await Promise.all([1, 2].map(() => client.stream('/watch', {})));
+      assert.deepEqual(watchVersions, ['2.0', '2.0'], 'the watches share an HTTP/2 session, PINGed too');
+      const watchesEnded = watches.map((body) =>
+        assert.rejects(async () => {
+          for await (const _chunk of body);
+        }, SilentConnection),
+      );
 
-    proxy.stall();
-    assert.deepEqual(await client.get('/api'), { kind: 'APIVersions' }, 'answered on a new connection');
-    await Promise.all(watchesEnded);
-    const warnings = lines.filter((line) => /"level":"warning"/.test(line));
-    assert.equal(warnings.length, 1, warnings.join('\n'));
-    assert.match(warnings[0] as string, /fell silent \(no answer to PING for [\d.]+ s\)/);
-    assert.match(warnings[0] as string, /"connections":2/, "the requests' connection and the watches'");
-  });
+      proxy.stall();
+      assert.deepEqual(await client.get('/api'), { kind: 'APIVersions' }, 'answered on a new connection');
+      await Promise.all(watchesEnded);
+      const warnings = lines.filter((line) => /"level":"warning"/.test(line));
+      assert.equal(warnings.length, 1, warnings.join('\n'));
+      assert.match(warnings[0] as string, /fell silent \(no answer to PING for [\d.]+ s\)/);
+      assert.match(warnings[0] as string, /"connections":2/, "the requests' connection and the watches'");
+    });
+  }
 
   it('keeps connections whose PINGs are answered, however long they carry nothing', async (t) => {
     const { target, sessions } = await apiServer(t);
     const { logger, lines } = jsonLogger();
-    const client = await KubeClient.fromConfig(
-      kubeConfigOf({ server: target.server, token: 't', caData: target.caPem }),
-      undefined,
-      { logger, liveness: LIVENESS },
-    );
+    const client = await KubeClient.fromConfig(configOf(target), undefined, {
+      logger,
+      liveness: LIVENESS,
+    });
     const watch = await client.stream('/watch', {});
     const session = sessions[0] as Http2Session;
     // Ten PINGs answered: twice as long as the deadline of one; or fewer, if the session was closed.

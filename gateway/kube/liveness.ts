@@ -6,11 +6,12 @@
  * past the interval is taken for dead: it is destroyed with every other connection to the same server,
  * the requests under way fail (transiently: the client retries them on a new connection), and each
  * watch resumes from its last resourceVersion. One warning says so. undici sends the PINGs, but never
- * times one out.
+ * times one out. Through an HTTP proxy (a kubeconfig's `proxy-url`), each connection is a TLS session
+ * with the server inside a CONNECT tunnel, HTTP/2 as a direct one: PINGed and replaced the same way.
  */
 import type { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
-import { Agent, type buildConnector, Client, type Dispatcher, Pool } from 'undici';
+import { Agent, type buildConnector, Client, type Dispatcher, Pool, ProxyAgent } from 'undici';
 import type { Logger } from '../logging.ts';
 import { SilentConnection } from './errors.ts';
 
@@ -70,6 +71,21 @@ export class Deadline {
 }
 
 /**
+ * How the connections reach the server, as client-node reads a kubeconfig: straight, with these
+ * options (TLS material, keep-alive), or through the HTTP proxy at `uri`, which each connection asks
+ * for a tunnel (CONNECT) over a connection made with `connect`, for a TLS session made with
+ * `requestTls` inside it.
+ */
+export type Route =
+  | { type: 'agent'; connect: buildConnector.BuildOptions }
+  | {
+      type: 'proxy';
+      uri: string;
+      requestTls: buildConnector.BuildOptions;
+      connect: buildConnector.BuildOptions;
+    };
+
+/**
  * The dispatchers of a session to one API server, each with connections of its own: one for
  * requests, one for watches (see sessionOf in client.ts for why), and one for the requests that carry
  * a body (writes). The first two speak HTTP/2 where the server does (the apiserver does), so both are
@@ -97,20 +113,29 @@ export class ApiConnections {
 
   constructor(
     server: string,
-    connect: buildConnector.BuildOptions,
+    route: Route,
     logger: Logger | undefined,
     timing: LivenessTiming = DEFAULT_LIVENESS,
   ) {
     this.#server = server;
     this.#logger = logger;
     this.#timing = timing;
-    const agent = (allowH2: boolean) =>
-      new Agent({
-        connect,
+    const agent = (allowH2: boolean): Dispatcher => {
+      const options = {
         allowH2,
         ...(allowH2 ? { h2Options: { pingInterval: timing.pingIntervalMs } } : {}),
-        factory: (origin, options) => new Pool(origin, { ...options, factory: this.#pingedClient }),
+        factory: (origin: string | URL, poolOptions: object) =>
+          new Pool(origin, { ...poolOptions, factory: this.#pingedClient }),
+      };
+      if (route.type === 'agent') return new Agent({ ...options, connect: route.connect });
+      // In a tunnel, the TLS session's ALPN alone chooses the protocol: allowH2 does not reach it.
+      return new ProxyAgent({
+        ...options,
+        uri: route.uri,
+        proxyTls: route.connect,
+        requestTls: { ...route.requestTls, allowH2 },
       });
+    };
     this.requests = agent(true);
     this.watches = agent(true);
     this.writes = agent(false);

@@ -5,7 +5,7 @@
  * from the same generators.
  */
 import fc from 'fast-check';
-import type { KubernetesObject } from '../../protocol/index.ts';
+import type { KubernetesObject, ResourceSelector } from '../../protocol/index.ts';
 import { isObject } from '../../protocol/json.ts';
 
 /** Keys that reach an object's prototype when assigned. */
@@ -197,3 +197,142 @@ export const admissionReview = fc
       ...(subResource === undefined ? {} : { subResource }),
     },
   }));
+
+/** What aggregated discovery may name: resources by a stem, in groups and versions, and categories. */
+export const DISCOVERY_NAMES = {
+  stems: ['pod', 'node', 'event', 'deployment', 'kopfexample', 'widget'],
+  groups: ['', 'apps', 'kopf.dev', 'events.k8s.io', 'metrics.k8s.io'],
+  versions: ['v1', 'v2', 'v1beta1'],
+  categories: ['all', 'kopf', 'ops'],
+};
+
+/**
+ * A resource the apiserver serves, in one or more versions of its group: the names kubectl knows it
+ * by come from its stem (plural `pods`, singular `pod`, kind `Pod`, short name `pd`), unique within
+ * the group as the apiserver keeps them. An aggregated API may leave the singular and the kind out.
+ */
+export interface ServedFamily {
+  group: string;
+  stem: string;
+  versions: string[];
+  namespaced: boolean;
+  singular: boolean;
+  kind: boolean;
+  shortName: boolean;
+  categories: string[];
+  verbs: string[];
+}
+
+/** The names of a family's resource: those aggregated discovery says, empty where it says none. */
+export function familyNames(family: ServedFamily) {
+  const { stem } = family;
+  return {
+    plural: `${stem}s`,
+    singular: family.singular ? stem : '',
+    kind: family.kind ? `${stem[0]?.toUpperCase()}${stem.slice(1)}` : '',
+    shortNames: family.shortName ? [`${stem[0]}${stem.at(-1)}`] : [],
+  };
+}
+
+/**
+ * The two documents of aggregated discovery (`/api` and `/apis`, apidiscovery.k8s.io/v2) of generated
+ * families, with them and the order the versions are preferred in (the same in every group).
+ */
+export const aggregatedDiscovery = fc
+  .record({
+    families: fc.uniqueArray(
+      fc.record({
+        group: fc.constantFrom(...DISCOVERY_NAMES.groups),
+        stem: fc.constantFrom(...DISCOVERY_NAMES.stems),
+        versions: fc.subarray(DISCOVERY_NAMES.versions, { minLength: 1 }),
+        namespaced: fc.boolean(),
+        singular: fc.boolean(),
+        kind: fc.boolean(),
+        shortName: fc.boolean(),
+        categories: fc.subarray(DISCOVERY_NAMES.categories),
+        verbs: fc.subarray(['get', 'list', 'watch', 'create']),
+      }),
+      { selector: ({ group, stem }) => `${stem}.${group}`, maxLength: 10 },
+    ),
+    versionOrder: fc.shuffledSubarray(DISCOVERY_NAMES.versions, {
+      minLength: DISCOVERY_NAMES.versions.length,
+    }),
+  })
+  .map(({ families, versionOrder }) => {
+    const listOf = (groups: string[]) => ({
+      kind: 'APIGroupDiscoveryList',
+      items: groups.map((group) => ({
+        metadata: group === '' ? {} : { name: group },
+        versions: versionOrder.flatMap((version) => {
+          const served = families.filter(
+            (family) => family.group === group && family.versions.includes(version),
+          );
+          if (served.length === 0) return [];
+          return [
+            {
+              version,
+              resources: served.map((family) => {
+                const { plural, singular, kind, shortNames } = familyNames(family);
+                return {
+                  resource: plural,
+                  scope: family.namespaced ? 'Namespaced' : 'Cluster',
+                  verbs: family.verbs,
+                  ...(kind ? { responseKind: { group, version, kind } } : {}),
+                  ...(singular ? { singularResource: singular } : {}),
+                  ...(shortNames.length > 0 ? { shortNames } : {}),
+                  ...(family.categories.length > 0 ? { categories: family.categories } : {}),
+                };
+              }),
+            },
+          ];
+        }),
+      })),
+    });
+    const groups = [...new Set(families.map((family) => family.group))];
+    return {
+      families,
+      versionOrder,
+      core: listOf(groups.filter((group) => group === '')),
+      named: listOf(groups.filter((group) => group !== '')),
+    };
+  });
+
+/**
+ * A handler's `resource` as a manifest may declare it: a name kubectl takes (plural, singular, kind in
+ * any case, short name, with its group after a dot or not), `*`, a category, with a group and a version
+ * or not; and names of any text.
+ */
+export const resourceSelector: fc.Arbitrary<ResourceSelector> = (() => {
+  const { stems, groups, versions, categories } = DISCOVERY_NAMES;
+  const named = fc
+    .tuple(fc.constantFrom(...stems), fc.constantFrom('plural', 'singular', 'kind', 'KIND', 'short'))
+    .map(([stem, how]) => {
+      const kind = `${stem[0]?.toUpperCase()}${stem.slice(1)}`;
+      return {
+        plural: `${stem}s`,
+        singular: stem,
+        kind,
+        KIND: kind.toUpperCase(),
+        short: `${stem[0]}${stem.at(-1)}`,
+      }[how];
+    });
+  const name = fc.oneof(
+    { weight: 4, arbitrary: named },
+    {
+      weight: 3,
+      arbitrary: fc
+        .tuple(fc.oneof(named, fc.constantFrom('*', '')), fc.constantFrom(...groups))
+        .map(([resource, group]) => `${resource}.${group}`),
+    },
+    fc.constant('*'),
+    oddString,
+  );
+  const narrowing = { group: fc.constantFrom(...groups), version: fc.constantFrom(...versions) };
+  return fc.oneof(
+    { weight: 3, arbitrary: fc.record({ name, ...narrowing }, { requiredKeys: ['name'] }) },
+    fc.record(
+      { category: fc.oneof(fc.constantFrom(...categories), oddString), ...narrowing },
+      { requiredKeys: ['category'] },
+    ),
+  );
+})();

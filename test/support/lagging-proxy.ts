@@ -3,7 +3,9 @@
  * network or a busy apiserver does: the apiserver and its events are real, only their delivery lags.
  * Everything else (lists, reads, writes) passes at once, but for Leases when told to refuse them, as
  * an apiserver that one client can no longer reach for them would (503); and it can cut a resource's
- * watches and refuse them for a while, as a network that parts the gateway from the apiserver does.
+ * watches and refuse them for a while, as a network that parts the gateway from the apiserver does;
+ * or mute a resource's open watches for good, as a stream that falls silent while its connection
+ * lives. Plain HTTP/1.1 to the client: each watch has a connection of its own, and none is PINGed.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { request } from 'node:https';
@@ -25,6 +27,13 @@ export interface LaggingProxy {
    * with undefined; resolves once a watch has been refused, so that the client is known to be away.
    */
   refuseWatches(resource: string | undefined): Promise<void>;
+  /** Resolves once a BOOKMARK of a watch of a path that contains `resource` has passed. */
+  nextBookmark(resource: string): Promise<void>;
+  /**
+   * The open watches of paths that contain `resource` pass nothing more, their end neither, and their
+   * connections stay open; watches opened after pass as usual.
+   */
+  muteWatches(resource: string): void;
   close(): Promise<void>;
 }
 
@@ -39,15 +48,26 @@ export async function startLaggingProxy(target: ApiTarget): Promise<LaggingProxy
   const watches = new Map<ServerResponse, string>();
   /** What the valve keeps: lines, and the end of a stream that ended meanwhile (no data). */
   const held: Array<{ response: ServerResponse; data?: string }> = [];
+  /** Watches that pass nothing, for good. */
+  const muted = new Set<ServerResponse>();
+  /** Who waits for a bookmark, of which resource. */
+  const bookmarkWaiters: Array<{ resource: string; passed: () => void }> = [];
 
   /** Forwards a watch's lines as the valve allows; a line is one event. */
-  const watchStream = (response: ServerResponse) => {
+  const watchStream = (response: ServerResponse, path: string) => {
     let pending = '';
     return (chunk: Buffer) => {
       pending += chunk.toString();
       for (let newline = pending.indexOf('\n'); newline >= 0; newline = pending.indexOf('\n')) {
         const line = pending.slice(0, newline + 1);
         pending = pending.slice(newline + 1);
+        if (muted.has(response)) continue;
+        if (/"type":"BOOKMARK"/.test(line)) {
+          for (const waiter of bookmarkWaiters.filter(({ resource }) => path.includes(resource))) {
+            bookmarkWaiters.splice(bookmarkWaiters.indexOf(waiter), 1);
+            waiter.passed();
+          }
+        }
         if (valve === 'held') held.push({ response, data: line });
         else {
           response.write(line);
@@ -80,13 +100,18 @@ export async function startLaggingProxy(target: ApiTarget): Promise<LaggingProxy
       response.writeHead(answer.statusCode ?? 502, answer.headers);
       if (watching) {
         watches.set(response, url.pathname);
-        answer.on('data', watchStream(response));
-        answer.on('end', () => (valve === 'held' ? held.push({ response }) : response.end()));
+        answer.on('data', watchStream(response, url.pathname));
+        answer.on('end', () => {
+          if (muted.has(response)) return;
+          if (valve === 'held') held.push({ response });
+          else response.end();
+        });
       } else answer.pipe(response);
     });
     upstream.on('error', (error) => response.destroy(error));
     response.on('close', () => {
       watches.delete(response);
+      muted.delete(response);
       upstream.destroy();
     });
     incoming.pipe(upstream);
@@ -119,6 +144,14 @@ export async function startLaggingProxy(target: ApiTarget): Promise<LaggingProxy
       watchRefused = Promise.withResolvers<void>();
       for (const [response, path] of watches) if (path.includes(resource)) response.destroy();
       await watchRefused.promise;
+    },
+    nextBookmark(resource) {
+      const { promise, resolve } = Promise.withResolvers<void>();
+      bookmarkWaiters.push({ resource, passed: resolve });
+      return promise;
+    },
+    muteWatches(resource) {
+      for (const [response, path] of watches) if (path.includes(resource)) muted.add(response);
     },
     release() {
       valve = 'open';

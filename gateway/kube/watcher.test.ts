@@ -4,15 +4,19 @@ import { describe, it } from 'node:test';
 import { createLogger } from '../logging.ts';
 import { settingsWith } from '../settings.ts';
 import type { KubeClient, RequestInit } from './client.ts';
-import { BOOKMARK_SILENCE_MS, silenceMs, Watcher } from './watcher.ts';
+import { silenceMs, Watcher } from './watcher.ts';
 
 const WATCHING = settingsWith().watching;
 
 describe('silenceMs', () => {
   it("is the bookmark interval and a margin once the server sends bookmarks, the watch's whole length and a minute before", () => {
-    assert.equal(silenceMs(WATCHING, true), BOOKMARK_SILENCE_MS);
+    assert.equal(silenceMs(WATCHING, true), 75_000, 'a bookmark a minute, and 15 s');
     assert.equal(silenceMs(WATCHING, false), (300 + 60) * 1000);
-    assert.equal(silenceMs({ ...WATCHING, watchSeconds: 5 }, true), 65_000, 'never more than without');
+    assert.equal(
+      silenceMs({ ...WATCHING, watchSeconds: 20 }, true),
+      35_000,
+      'a watch of 20 s has its bookmark 2 s before its end: its length, and 15 s',
+    );
   });
 });
 
@@ -53,7 +57,7 @@ describe('Watcher', () => {
 
     watcher.start();
     await settled(); // listed, watching, the bookmark read
-    t.mock.timers.tick(BOOKMARK_SILENCE_MS - 1);
+    t.mock.timers.tick(silenceMs(WATCHING, true) - 1);
     await settled();
     assert.deepEqual(opened, ['1'], 'not dropped before the bound');
     t.mock.timers.tick(1);

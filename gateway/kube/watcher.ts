@@ -35,19 +35,22 @@ export interface WatcherOptions {
   settings: Settings['watching'];
 }
 
-/** The apiserver's bookmark interval (60 s), and 15 s for its timers' jitter and a loaded server. */
-export const BOOKMARK_SILENCE_MS = 75_000;
+/** The apiserver's bookmark interval (its watch cache's bookmarkFrequency), in seconds. */
+const BOOKMARK_INTERVAL_S = 60;
+/** Allowed beyond a bookmark's due time: for the apiserver's timers' jitter and a loaded server. */
+const BOOKMARK_MARGIN_S = 15;
 
 /**
  * How long a watch may show nothing before it is taken for dead and dropped. The apiserver's watch
- * cache sends a watch that allows them a BOOKMARK every minute (its cacher's bookmarkFrequency) and
- * 2 s before the watch's deadline; so, once a watch's server has sent one, a minute and a margin. A
- * server that sends none (an aggregated API, a resource not in the watch cache) gets the watch's whole
- * length and that minute, not to be taken for dead when only quiet.
+ * cache sends a watch that allows them a BOOKMARK every minute and 2 s before the watch's deadline;
+ * so, once a watch's server has sent one, the sooner of the two and a margin: 75 s for the default
+ * watch of 5 minutes, 35 s for one of 20 s. A server that sends none (an aggregated API, a resource
+ * not in the watch cache) gets the watch's whole length and a minute, not to be taken for dead when
+ * only quiet.
  */
 export function silenceMs({ watchSeconds }: Settings['watching'], bookmarks: boolean): number {
-  const whole = (watchSeconds + 60) * 1000;
-  return bookmarks ? Math.min(BOOKMARK_SILENCE_MS, whole) : whole;
+  if (!bookmarks) return (watchSeconds + 60) * 1000;
+  return (Math.min(BOOKMARK_INTERVAL_S, watchSeconds) + BOOKMARK_MARGIN_S) * 1000;
 }
 
 interface ListPage {

@@ -69,6 +69,12 @@ export interface ControlPlaneOptions {
    * watch resumed from a position etcd has compacted away is answered 410 Gone.
    */
   watchCache?: boolean;
+  /**
+   * Requests the apiserver serves at once, read-only and mutating each; its defaults (400, 200) when
+   * undefined. API Priority and Fairness shares these among its priority levels: fewer make a small
+   * level's one seat certain.
+   */
+  requestsInFlight?: number;
 }
 
 /**
@@ -80,6 +86,7 @@ export async function startControlPlane({
   controllerManager = true,
   auditLog = false,
   watchCache = true,
+  requestsInFlight,
 }: ControlPlaneOptions = {}): Promise<ControlPlane & { auditLogPath?: string }> {
   const binaries = await ensureBinaries({ onProgress });
   const started = performance.now();
@@ -124,6 +131,7 @@ export async function startControlPlane({
       token,
       auditLogPath,
       watchCache,
+      requestsInFlight,
       onSpawn,
     });
     const kubeconfigPath = join(dir, 'kubeconfig');

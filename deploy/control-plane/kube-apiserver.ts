@@ -15,6 +15,8 @@ export interface KubeApiserverOptions {
   auditLogPath?: string;
   /** Serve watches from etcd directly (--watch-cache=false), so that a compacted position is answered 410; default true. */
   watchCache?: boolean;
+  /** Requests served at once, read-only and mutating each (--max-requests-inflight and --max-mutating-requests-inflight); the apiserver's defaults (400, 200) when undefined. */
+  requestsInFlight?: number;
   onSpawn: OnSpawn;
 }
 
@@ -24,7 +26,16 @@ export interface KubeApiserverOptions {
  */
 export async function startKubeApiserver(
   binary: string,
-  { dir, etcdUrl, port, token, auditLogPath, watchCache = true, onSpawn }: KubeApiserverOptions,
+  {
+    dir,
+    etcdUrl,
+    port,
+    token,
+    auditLogPath,
+    watchCache = true,
+    requestsInFlight,
+    onSpawn,
+  }: KubeApiserverOptions,
 ): Promise<ApiTarget & { webhookClientCaPath: string; launch(): Promise<void> }> {
   const certDir = join(dir, 'certs');
   await mkdir(certDir);
@@ -57,6 +68,12 @@ export async function startKubeApiserver(
     '--service-cluster-ip-range=10.0.0.0/24',
     webhookClients.flag,
     ...(watchCache ? [] : ['--watch-cache=false']),
+    ...(requestsInFlight === undefined
+      ? []
+      : [
+          `--max-requests-inflight=${requestsInFlight}`,
+          `--max-mutating-requests-inflight=${requestsInFlight}`,
+        ]),
     ...(auditLogPath ? await auditFlags(dir, auditLogPath) : []),
   ];
   const certPath = join(certDir, 'apiserver.crt');

@@ -31,7 +31,9 @@ import { flowControlCount, throttledServiceAccount } from '../support/throttled.
 describe('answers of the apiserver that refuse the gateway for a while', () => {
   let cluster: PrivateCluster;
   before(async () => {
-    cluster = await startPrivateCluster({ watchCache: false, auditLog: true });
+    // 20 requests at once, read-only and mutating each: the throttled level's share of 1 in some 246
+    // is then one seat (of the defaults', three), so the gateway's writes certainly meet a 429.
+    cluster = await startPrivateCluster({ watchCache: false, auditLog: true, requestsInFlight: 20 });
   });
   after(() => cluster?.stop());
 

@@ -137,7 +137,7 @@ describe('peering between processes', () => {
     }
   });
 
-  it('shares 3,000 objects among three --sharding gateways; one killed with SIGKILL and a fourth started, none is dropped or handled by two at once', async (t) => {
+  it('shares 1,200 objects among three --sharding gateways; one killed with SIGKILL and a fourth started, none is dropped or handled by two at once', async (t) => {
     await applyFile(new URL('../../examples/01-minimal/crd.yaml', import.meta.url));
     const namespace = await testNamespace(t);
     const logPath = join(mkdtempSync(join(tmpdir(), 'causeway-sharding-')), 'calls.log');
@@ -162,11 +162,12 @@ describe('peering between processes', () => {
     };
     const gateways = ['shard-a', 'shard-b', 'shard-c'].map(start);
     await Promise.all(gateways.map((gateway) => gateway.waitFor(/a 1\/3 share/)));
-    const count = 3000;
+    // Enough for calls in flight on every gateway at the kill; bench:sharding measures the scale.
+    const count = 1200;
     const names = objectNames('kex', count);
     await createKopfExamples(namespace, names);
     await eventually('a part of the backlog handled', async () =>
-      callsIn(logPath).length >= 600 ? true : undefined,
+      callsIn(logPath).length >= count / 5 ? true : undefined,
     );
     const [, killed] = gateways as [CliProcess, CliProcess, CliProcess];
     process.kill(killed.child.pid as number, 'SIGKILL');

@@ -157,7 +157,7 @@ export class ResourcePipeline implements Component {
       ...settings.processing,
       process: (object) => reactor.run(object),
       refresh: (object) => api.read(object),
-      apiAnswered: (signal) => this.#options.client.answeredAgain(signal),
+      apiBack: (signal) => this.#options.client.whenBack(signal),
       logger,
       ...(observer ? { observer } : {}),
     });

@@ -150,7 +150,7 @@ export class KubeClient {
         const retryAfterMs = error instanceof ApiError ? (error.retryAfterSeconds ?? 0) * 1000 : 0;
         const woken = await sleepUnlessWoken(
           Math.max(jitter(delay), spreadRetryAfter(retryAfterMs)),
-          comingBack ? (over) => this.answeredAgain(over) : undefined,
+          comingBack ? (over) => this.whenBack(over) : undefined,
           init.signal,
         );
         // Back after an outage: the tries that found no one count for nothing against what it answers now.
@@ -166,7 +166,7 @@ export class KubeClient {
    * Resolves once the API is back (see ApiComeback), or when `signal` aborts: for what found no one to
    * answer, so that it goes again as soon as the API is back.
    */
-  answeredAgain(signal?: AbortSignal): Promise<void> {
+  whenBack(signal?: AbortSignal): Promise<void> {
     return this.#comeback.wait(signal);
   }
 

@@ -86,7 +86,7 @@ describe('Watcher', () => {
         })();
       },
       // Not back before the watch's own backoff is over.
-      answeredAgain: (over: AbortSignal) =>
+      whenBack: (over: AbortSignal) =>
         new Promise<void>((resolve) => over.addEventListener('abort', () => resolve())),
     } as unknown as KubeClient;
     const watcher = new Watcher({
@@ -120,7 +120,7 @@ describe('Watcher', () => {
         listed++;
         throw refused;
       },
-      answeredAgain: (over: AbortSignal) =>
+      whenBack: (over: AbortSignal) =>
         new Promise<void>((resolve) => {
           waiting.add(resolve);
           over.addEventListener('abort', () => resolve());

@@ -143,7 +143,7 @@ export class Watcher {
         comingBack = waitsForComeback(error, comingBack);
         const woken = await sleepUnlessWoken(
           Math.max(jitter(backoff), spreadRetryAfter(retryAfter)),
-          comingBack ? (over) => client.answeredAgain(over) : undefined,
+          comingBack ? (over) => client.whenBack(over) : undefined,
           this.#abort.signal,
         );
         if (woken) answered();

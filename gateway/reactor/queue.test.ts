@@ -30,9 +30,46 @@ function queueOf(
     refresh: async () => {
       throw new Error('no refresh expected');
     },
-    apiAnswered: (signal) => new Promise((resolve) => signal.addEventListener('abort', () => resolve())),
+    apiBack: (signal) => new Promise((resolve) => signal.addEventListener('abort', () => resolve())),
     ...options,
   });
+}
+
+/** A JSON logger at the debug level, and the lines it wrote. */
+function recordingLogger() {
+  const lines: Array<{ level: string; msg: string }> = [];
+  const logger = createLogger({
+    level: 'debug',
+    format: 'json',
+    sink: { write: (line) => lines.push(JSON.parse(line)) },
+  });
+  return { logger, lines };
+}
+
+/** Reading an object afresh finds `fresh`, counted. */
+function freshReads(fresh: KubernetesObject) {
+  const reads = {
+    count: 0,
+    refresh: async () => {
+      reads.count++;
+      return fresh;
+    },
+  };
+  return reads;
+}
+
+/** An API the test brings back by hand; `waiting` settles once the queue waits for it. */
+function apiComingBack() {
+  const back = Promise.withResolvers<void>();
+  const waiting = Promise.withResolvers<void>();
+  return {
+    back: () => back.resolve(),
+    waiting: waiting.promise,
+    apiBack: () => {
+      waiting.resolve();
+      return back.promise;
+    },
+  };
 }
 
 /** A processor whose cycles the test finishes by hand, recording what each cycle saw. */
@@ -153,19 +190,15 @@ describe('object queue', () => {
   });
 
   it('runs a failed cycle again after its delay on the object read afresh, not on the state it failed with', async () => {
-    const lines: Array<{ level: string; msg: string }> = [];
-    const logger = createLogger({ format: 'json', sink: { write: (line) => lines.push(JSON.parse(line)) } });
+    const { logger, lines } = recordingLogger();
     const processor = controlledProcessor();
-    let reads = 0;
+    // Its result was written, though the answer was lost: the API has the object with it.
+    const reads = freshReads(version('a', '2'));
     const queue = queueOf(processor.process, {
       concurrency: 1,
       logger,
       errorDelaysS: [0],
-      // Its result was written, though the answer was lost: the API has the object with it.
-      refresh: async () => {
-        reads++;
-        return version('a', '2');
-      },
+      refresh: reads.refresh,
     });
     queue.push('ADDED', version('a', '1'));
     await processor.started(1);
@@ -174,7 +207,7 @@ describe('object queue', () => {
     processor.finish();
     await queue.stop();
     assert.deepEqual(processor.seen, ['a@1', 'a@2']);
-    assert.equal(reads, 1);
+    assert.equal(reads.count, 1);
     assert.deepEqual(
       lines.filter((line) => line.msg === 'processing failed').map((line) => line.level),
       ['error'],
@@ -195,43 +228,31 @@ describe('object queue', () => {
   });
 
   it('parks a cycle failed for an API that did not answer until it answers, at the debug level and with no timer, then runs the object read afresh', async (t) => {
-    const lines: Array<{ level: string; msg: string }> = [];
-    const logger = createLogger({
-      level: 'debug',
-      format: 'json',
-      sink: { write: (line) => lines.push(JSON.parse(line)) },
-    });
+    const { logger, lines } = recordingLogger();
     const processor = controlledProcessor();
-    const back = Promise.withResolvers<void>();
-    const waiting = Promise.withResolvers<void>();
-    let reads = 0;
+    const api = apiComingBack();
+    const reads = freshReads(version('a', '2'));
     const queue = queueOf(processor.process, {
       concurrency: 1,
       logger,
       errorDelaysS: [0],
-      apiAnswered: () => {
-        waiting.resolve();
-        return back.promise;
-      },
-      refresh: async () => {
-        reads++;
-        return version('a', '2');
-      },
+      apiBack: api.apiBack,
+      refresh: reads.refresh,
     });
     queue.push('ADDED', version('a', '1'));
     await processor.started(1);
     const timeout = t.mock.method(globalThis, 'setTimeout');
     processor.fail(new ApiUnreachable(new Error('connect ECONNREFUSED')));
-    await waiting.promise;
+    await api.waiting;
     assert.equal(timeout.mock.callCount(), 0, 'no retry on a timer');
     assert.equal(queue.oldestUnhandledSeconds() > 0, true, 'still to be handled');
     t.mock.restoreAll();
-    back.resolve();
+    api.back();
     await processor.started(2);
     processor.finish();
     await queue.stop();
     assert.deepEqual(processor.seen, ['a@1', 'a@2']);
-    assert.equal(reads, 1);
+    assert.equal(reads.count, 1);
     assert.deepEqual(
       lines.filter((line) => /processing/.test(line.msg)).map((line) => [line.level, line.msg]),
       [['debug', 'processing waits for the Kubernetes API to answer']],
@@ -240,32 +261,24 @@ describe('object queue', () => {
 
   it('forgets an object deleted while it waits for the API, and does not read it when the API answers', async () => {
     const processor = controlledProcessor();
-    const back = Promise.withResolvers<void>();
-    const waiting = Promise.withResolvers<void>();
-    let reads = 0;
+    const api = apiComingBack();
+    const reads = freshReads(version('a', '2'));
     const queue = queueOf(processor.process, {
       concurrency: 1,
-      apiAnswered: () => {
-        waiting.resolve();
-        return back.promise;
-      },
-      refresh: async () => {
-        reads++;
-        return version('a', '2');
-      },
+      apiBack: api.apiBack,
+      refresh: reads.refresh,
     });
     queue.push('ADDED', version('a', '1'));
     await processor.started(1);
     processor.fail(new ApiUnreachable(new Error('connect ECONNREFUSED')));
-    await waiting.promise;
+    await api.waiting;
     assert.equal(queue.size, 1, 'kept while it waits');
     queue.push('DELETED', version('a', '3'));
     assert.equal(queue.size, 0);
-    back.resolve();
-    await back.promise;
+    api.back();
     await new Promise((resolve) => setImmediate(resolve));
     await queue.stop();
-    assert.equal(reads, 0);
+    assert.equal(reads.count, 0);
     assert.deepEqual(processor.seen, ['a@1']);
   });
 

@@ -39,8 +39,8 @@ export interface QueueOptions
   extends Pick<Settings['processing'], 'concurrency' | 'consistencyTimeoutMs' | 'errorDelaysS'> {
   process: Processor;
   refresh: Refresh;
-  /** Resolves once the Kubernetes API answers again after it did not, or when `signal` aborts. */
-  apiAnswered(signal: AbortSignal): Promise<void>;
+  /** Resolves once the Kubernetes API is back after it did not answer (ApiComeback), or when `signal` aborts. */
+  apiBack(signal: AbortSignal): Promise<void>;
   logger: Logger;
   observer?: QueueObserver;
 }
@@ -254,7 +254,7 @@ export class ObjectQueue implements QueueReadings {
     if (error instanceof ApiUnreachable) {
       // The log of reachability says it once for all objects.
       log.debug('processing waits for the Kubernetes API to answer', { err: error });
-      this.#untilApiAnswers(slot, () => void this.#refresh(slot, object));
+      this.#untilApiBack(slot, () => void this.#refresh(slot, object));
       return;
     }
     const delay = delayFor(this.#options.errorDelaysS, slot.failures);
@@ -268,9 +268,9 @@ export class ObjectQueue implements QueueReadings {
   }
 
   /** Parks the slot until the API answers, then runs its newest state if the watch showed one, or `then`. */
-  #untilApiAnswers(slot: Slot, then: () => void): void {
+  #untilApiBack(slot: Slot, then: () => void): void {
     slot.parked = true;
-    void this.#options.apiAnswered(this.#stopping.signal).then(() => {
+    void this.#options.apiBack(this.#stopping.signal).then(() => {
       slot.parked = false;
       // Stopped, or deleted meanwhile (the slot was forgotten).
       if (this.#stopped || this.#slots.get(slot.key) !== slot) return;
@@ -310,7 +310,7 @@ export class ObjectQueue implements QueueReadings {
       if (this.#stopped) return;
       if (error instanceof ApiUnreachable) {
         log.debug('reading the object waits for the Kubernetes API to answer', { err: error });
-        this.#untilApiAnswers(slot, () => void this.#refresh(slot, object, written));
+        this.#untilApiBack(slot, () => void this.#refresh(slot, object, written));
         return;
       }
       const delay = delayFor(this.#options.errorDelaysS, failures);

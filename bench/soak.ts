@@ -30,6 +30,7 @@ import {
   say,
   sleep,
   startTogether,
+  type Together,
   table,
   until,
   watchKopfExamples,
@@ -59,6 +60,22 @@ export interface SoakTarget {
   metricsUrl: string;
   /** Whether the gateway has exited, which ends the soak. */
   gone(): boolean;
+}
+
+/** The soak's target: a gateway and its function service started together, the gateway serving its metrics on `metricsPort`. */
+export function soakTarget(
+  running: Together,
+  { client, namespace, metricsPort }: { client: KubeClient; namespace: string; metricsPort: number },
+): SoakTarget {
+  const [gatewayPid, functionsPid] = running.pids as [number, number];
+  return {
+    client,
+    namespace,
+    gatewayPid,
+    functionsPid,
+    metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
+    gone: () => running.gone,
+  };
 }
 
 export interface Sample {
@@ -628,18 +645,7 @@ async function main(): Promise<void> {
     );
     try {
       say(`soak: ${options.rate} objects/s for ${values.minutes} min, warm-up ${options.warmupSeconds} s`);
-      const [gatewayPid, functionsPid] = running.pids as [number, number];
-      const result = await soak(
-        {
-          client,
-          namespace,
-          gatewayPid,
-          functionsPid,
-          metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
-          gone: () => running.gone,
-        },
-        options,
-      );
+      const result = await soak(soakTarget(running, { client, namespace, metricsPort }), options);
       report(result);
       await saveResults('soak', { timerIntervalSeconds: Number(values['timer-interval']), ...result });
     } finally {

@@ -32,6 +32,17 @@ async function* silentAfter(lines: string[], signal: AbortSignal): AsyncGenerato
 /** Lets what the fake client's promises started run its course: nothing here waits on I/O. */
 const settled = () => new Promise((resolve) => setImmediate(resolve));
 
+/** A watcher of KopfExamples on `client` that logs only errors, its reconnect backoff from `firstDelayMs` to 30 s. */
+function quietWatcher(client: KubeClient, firstDelayMs: number): Watcher {
+  return new Watcher({
+    client,
+    path: '/apis/kopf.dev/v1/kopfexamples',
+    logger: createLogger({ level: 'error' }),
+    onEvent: () => {},
+    settings: { ...WATCHING, retryDelayMs: { first: firstDelayMs, max: 30_000 } },
+  });
+}
+
 describe('Watcher', () => {
   it('drops a watch silent for the bookmark bound, says so, and watches again from the last bookmark', async (t) => {
     t.mock.timers.enable({ apis: ['setTimeout', 'Date'] });
@@ -89,13 +100,7 @@ describe('Watcher', () => {
       whenBack: (over: AbortSignal) =>
         new Promise<void>((resolve) => over.addEventListener('abort', () => resolve())),
     } as unknown as KubeClient;
-    const watcher = new Watcher({
-      client,
-      path: '/apis/kopf.dev/v1/kopfexamples',
-      logger: createLogger({ level: 'error' }),
-      onEvent: () => {},
-      settings: { ...WATCHING, retryDelayMs: { first, max: 30_000 } },
-    });
+    const watcher = quietWatcher(client, first);
 
     watcher.start();
     await settled();
@@ -126,13 +131,7 @@ describe('Watcher', () => {
           over.addEventListener('abort', () => resolve());
         }),
     } as unknown as KubeClient;
-    const watcher = new Watcher({
-      client,
-      path: '/apis/kopf.dev/v1/kopfexamples',
-      logger: createLogger({ level: 'error' }),
-      onEvent: () => {},
-      settings: { ...WATCHING, retryDelayMs: { first: 250, max: 30_000 } },
-    });
+    const watcher = quietWatcher(client, 250);
     watcher.start();
     await settled();
     // Refused again and again: the backoff grows to 250 ms × 2^7 = 32 s, capped at 30 s.

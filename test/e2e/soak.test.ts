@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { it } from 'node:test';
 import { type Command, ROOT, startTogether } from '../../bench/common.ts';
-import { report, soak } from '../../bench/soak.ts';
+import { report, soak, soakTarget } from '../../bench/soak.ts';
 import { freePorts } from '../../deploy/control-plane/ports.ts';
 import { testCluster, testNamespace } from '../support/cluster.ts';
 import { applyFile, kubeClient } from '../support/operator.ts';
@@ -61,25 +61,14 @@ it('holds memory, descriptors and its own event-loop delay flat under churn, han
     { BENCH_TIMER_INTERVAL: '3' },
   );
   t.after(() => running.stop());
-  const [gatewayPid, functionsPid] = running.pids as [number, number];
-  const result = await soak(
-    {
-      client,
-      namespace,
-      gatewayPid,
-      functionsPid,
-      metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
-      gone: () => running.gone,
-    },
-    {
-      seconds: WARMUP_SECONDS + 60,
-      rate: RATE,
-      lifetimeSeconds: 6,
-      warmupSeconds: WARMUP_SECONDS,
-      sampleSeconds: 2,
-      boundSeconds: 10,
-    },
-  );
+  const result = await soak(soakTarget(running, { client, namespace, metricsPort }), {
+    seconds: WARMUP_SECONDS + 60,
+    rate: RATE,
+    lifetimeSeconds: 6,
+    warmupSeconds: WARMUP_SECONDS,
+    sampleSeconds: 2,
+    boundSeconds: 10,
+  });
   report(result);
   assert.equal(result.objects.created, (WARMUP_SECONDS + 60) * RATE);
   for (const [name, verdict] of Object.entries(result.verdicts))

@@ -493,3 +493,187 @@ describe('generated objects through the queue (property-based)', () => {
     );
   });
 });
+
+/** What happens next in a generated run of the queue against a simulated API and its watch. */
+type Step =
+  | { kind: 'create' }
+  | { kind: 'change'; pick: number }
+  | { kind: 'delete'; pick: number }
+  /** The watch delivers this many of the events it holds back. */
+  | { kind: 'deliver'; count: number }
+  | { kind: 'outage' }
+  | { kind: 'back' }
+  /** Time passes: cycles, delays and reads go on for this many turns of the event loop. */
+  | { kind: 'wait'; turns: number };
+
+const step: fc.Arbitrary<Step> = fc.oneof(
+  fc.constant({ kind: 'create' as const }),
+  fc.record({ kind: fc.constant('change' as const), pick: fc.nat() }),
+  fc.record({ kind: fc.constant('delete' as const), pick: fc.nat() }),
+  fc.record({ kind: fc.constant('deliver' as const), count: fc.integer({ min: 1, max: 4 }) }),
+  fc.constant({ kind: 'outage' as const }),
+  fc.constant({ kind: 'back' as const }),
+  fc.record({ kind: fc.constant('wait' as const), turns: fc.integer({ min: 1, max: 5 }) }),
+);
+
+/** What a cycle does when the API answers: nothing to write, a write of the object, or a failure. */
+type CycleChoice = 'done' | 'write' | 'fail';
+
+/**
+ * An API and its watch, simulated: objects with increasing resourceVersions, a watch that delivers its
+ * events when the run says (so it lags behind the API and the queue's own writes), and outages during
+ * which every cycle and read finds no one to answer.
+ */
+class SimulatedApi {
+  readonly current = new Map<string, KubernetesObject>();
+  readonly undelivered: Array<{ type: 'ADDED' | 'MODIFIED' | 'DELETED'; object: KubernetesObject }> = [];
+  down = false;
+  #version = 0;
+  #created = 0;
+  #comeback = Promise.withResolvers<void>();
+
+  create(): void {
+    this.#store('ADDED', `object-${++this.#created}`);
+  }
+
+  change(uid: string): KubernetesObject {
+    return this.#store('MODIFIED', uid);
+  }
+
+  delete(uid: string): void {
+    const object = this.current.get(uid) as KubernetesObject;
+    this.current.delete(uid);
+    this.undelivered.push({ type: 'DELETED', object });
+  }
+
+  outage(): void {
+    if (!this.down) this.#comeback = Promise.withResolvers<void>();
+    this.down = true;
+  }
+
+  back(): void {
+    this.down = false;
+    this.#comeback.resolve();
+  }
+
+  /** As ApiComeback answers: once a probe finds the API up, or when the queue stops. */
+  whenBack(signal: AbortSignal): Promise<void> {
+    const { promise, resolve } = Promise.withResolvers<void>();
+    signal.addEventListener('abort', () => resolve());
+    if (this.down) void this.#comeback.promise.then(() => resolve());
+    else setImmediate(resolve);
+    return promise;
+  }
+
+  /** Throws as a client that found no one to answer. */
+  answering(): void {
+    if (this.down) throw new ApiUnreachable(new Error('connect ECONNREFUSED 127.0.0.1:6443'));
+  }
+
+  #store(type: 'ADDED' | 'MODIFIED', uid: string): KubernetesObject {
+    const object = version(uid, String(++this.#version));
+    this.current.set(uid, object);
+    this.undelivered.push({ type, object });
+    return object;
+  }
+}
+
+describe('the queue against a simulated API, its outages and a lagging watch (property-based)', () => {
+  it('ends with every object that exists handled at its newest state; one cycle at a time, none on a state older than its write or after its deletion; nothing kept', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(step, { minLength: 1, maxLength: 40 }),
+        fc.infiniteStream(fc.constantFrom<CycleChoice>('done', 'done', 'write', 'fail')),
+        fc.integer({ min: 1, max: 3 }),
+        async (steps, choices, concurrency) => {
+          const api = new SimulatedApi();
+          const running = new Set<string>();
+          const deleted = new Set<string>();
+          /** uid → the resourceVersion of the queue's last write of it. */
+          const written = new Map<string, number>();
+          /** uid → the resourceVersion its last cycle that wrote nothing saw. */
+          const handledAt = new Map<string, string>();
+          const problems: string[] = [];
+          // Writes and failures run out, so that every run ends.
+          let writes = 12;
+          let failures = 12;
+          const queue = queueOf(
+            async (object) => {
+              const { uid, resourceVersion } = object.metadata;
+              if (running.has(uid)) problems.push(`two cycles of ${uid} at once`);
+              if (deleted.has(uid)) problems.push(`a cycle of ${uid} after its deletion was delivered`);
+              if (Number(resourceVersion) < (written.get(uid) ?? 0))
+                problems.push(`a cycle of ${uid} at ${resourceVersion}, older than its write`);
+              running.add(uid);
+              try {
+                await new Promise((resolve) => setImmediate(resolve));
+                api.answering();
+                const choice = choices.next().value as CycleChoice;
+                if (choice === 'fail' && failures-- > 0) throw new Error(`a cycle of ${uid} failed`);
+                if (choice === 'write' && writes-- > 0) {
+                  if (!api.current.has(uid)) throw new Error(`${uid} not found`);
+                  const { resourceVersion: after } = api.change(uid).metadata;
+                  written.set(uid, Number(after));
+                  return { written: after };
+                }
+                handledAt.set(uid, resourceVersion as string);
+                return {};
+              } finally {
+                running.delete(uid);
+              }
+            },
+            {
+              concurrency,
+              errorDelaysS: [0],
+              consistencyTimeoutMs: 1,
+              apiBack: (signal) => api.whenBack(signal),
+              refresh: async (object) => {
+                await new Promise((resolve) => setImmediate(resolve));
+                api.answering();
+                return api.current.get(object.metadata.uid);
+              },
+            },
+          );
+          const deliver = (count: number) => {
+            for (const { type, object } of api.undelivered.splice(0, count)) {
+              if (type === 'DELETED') deleted.add(object.metadata.uid);
+              queue.push(type, object);
+            }
+          };
+          const turn = () => new Promise((resolve) => setTimeout(resolve, 0));
+          try {
+            for (const next of steps) {
+              const uids = [...api.current.keys()];
+              if (next.kind === 'create') api.create();
+              else if (next.kind === 'change' && uids.length > 0)
+                api.change(uids[next.pick % uids.length] as string);
+              else if (next.kind === 'delete' && uids.length > 0)
+                api.delete(uids[next.pick % uids.length] as string);
+              else if (next.kind === 'deliver') deliver(next.count);
+              else if (next.kind === 'outage') api.outage();
+              else if (next.kind === 'back') api.back();
+              else if (next.kind === 'wait') for (let n = 0; n < next.turns; n++) await turn();
+            }
+            // The API comes back and the watch catches up: the queue then settles with nothing kept.
+            api.back();
+            for (let turns = 0; queue.size > 0 || api.undelivered.length > 0; turns++) {
+              if (turns === 2000) throw new Error(`${queue.size} objects still kept after ${turns} turns`);
+              deliver(api.undelivered.length);
+              await turn();
+            }
+          } finally {
+            await queue.stop();
+          }
+          assert.deepEqual(problems, []);
+          for (const [uid, object] of api.current)
+            assert.equal(
+              handledAt.get(uid),
+              object.metadata.resourceVersion,
+              `${uid} handled at its newest state`,
+            );
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+});

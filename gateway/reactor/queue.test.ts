@@ -386,7 +386,7 @@ describe('object queue', () => {
     assert.deepEqual(processor.seen, ['a@1', 'a@2']);
   });
 
-  it('forgets an object found gone when read afresh', async () => {
+  it('forgets an object found gone when read afresh, and still drops the states from before its write that the watch shows after', async () => {
     const processor = controlledProcessor();
     let refreshed = Promise.withResolvers<void>();
     const queue = queueOf(processor.process, {
@@ -404,8 +404,39 @@ describe('object queue', () => {
     await new Promise((resolve) => setImmediate(resolve));
     assert.equal(queue.size, 0);
     refreshed = Promise.withResolvers<void>();
+    queue.push('MODIFIED', version('a', '1'));
+    queue.push('DELETED', version('a', '2'));
+    processor.finish(); // a cycle it should not have started, if any
     await queue.stop();
     assert.deepEqual(processor.seen, ['a@1']);
+  });
+
+  it('drops a read afresh that a cycle overtook, on the state the watch showed meanwhile: no second cycle of that state', async () => {
+    const processor = controlledProcessor();
+    const reading = Promise.withResolvers<void>();
+    const read = Promise.withResolvers<KubernetesObject>();
+    const queue = queueOf(processor.process, {
+      concurrency: 1,
+      consistencyTimeoutMs: 1,
+      refresh: () => {
+        reading.resolve();
+        return read.promise;
+      },
+    });
+    queue.push('ADDED', version('a', '1'));
+    await processor.started(1);
+    processor.finish({ written: '2' });
+    // The watch lags behind the write, so the object is read afresh; then the watch shows the write.
+    await reading.promise;
+    queue.push('MODIFIED', version('a', '2'));
+    await processor.started(2);
+    read.resolve(version('a', '2'));
+    await new Promise((resolve) => setImmediate(resolve));
+    processor.finish();
+    await new Promise((resolve) => setImmediate(resolve));
+    processor.finish(); // a cycle it should not have started, if any
+    await queue.stop();
+    assert.deepEqual(processor.seen, ['a@1', 'a@2']);
   });
 
   it('reads again after a failed read, and then goes on from the fresh state', async () => {
@@ -579,13 +610,15 @@ class SimulatedApi {
 }
 
 describe('the queue against a simulated API, its outages and a lagging watch (property-based)', () => {
-  it('ends with every object that exists handled at its newest state; one cycle at a time, none on a state older than its write or after its deletion; nothing kept', async () => {
+  it('ends with every object that exists handled at its newest state, no state twice; one cycle at a time, none on a state older than its write, no cycle or read after its deletion; nothing kept', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(step, { minLength: 1, maxLength: 40 }),
         fc.infiniteStream(fc.constantFrom<CycleChoice>('done', 'done', 'write', 'fail')),
+        // How many turns of the event loop each cycle and each read takes.
+        fc.infiniteStream(fc.integer({ min: 0, max: 3 })),
         fc.integer({ min: 1, max: 3 }),
-        async (steps, choices, concurrency) => {
+        async (steps, choices, latencies, concurrency) => {
           const api = new SimulatedApi();
           const running = new Set<string>();
           const deleted = new Set<string>();
@@ -597,6 +630,10 @@ describe('the queue against a simulated API, its outages and a lagging watch (pr
           // Writes and failures run out, so that every run ends.
           let writes = 12;
           let failures = 12;
+          const turn = () => new Promise((resolve) => setTimeout(resolve, 0));
+          const takeTurns = async () => {
+            for (let n = latencies.next().value as number; n > 0; n--) await turn();
+          };
           const queue = queueOf(
             async (object) => {
               const { uid, resourceVersion } = object.metadata;
@@ -606,7 +643,7 @@ describe('the queue against a simulated API, its outages and a lagging watch (pr
                 problems.push(`a cycle of ${uid} at ${resourceVersion}, older than its write`);
               running.add(uid);
               try {
-                await new Promise((resolve) => setImmediate(resolve));
+                await takeTurns();
                 api.answering();
                 const choice = choices.next().value as CycleChoice;
                 if (choice === 'fail' && failures-- > 0) throw new Error(`a cycle of ${uid} failed`);
@@ -616,6 +653,8 @@ describe('the queue against a simulated API, its outages and a lagging watch (pr
                   written.set(uid, Number(after));
                   return { written: after };
                 }
+                if (handledAt.get(uid) === resourceVersion)
+                  problems.push(`${uid} handled twice at ${resourceVersion}`);
                 handledAt.set(uid, resourceVersion as string);
                 return {};
               } finally {
@@ -628,7 +667,9 @@ describe('the queue against a simulated API, its outages and a lagging watch (pr
               consistencyTimeoutMs: 1,
               apiBack: (signal) => api.whenBack(signal),
               refresh: async (object) => {
-                await new Promise((resolve) => setImmediate(resolve));
+                if (deleted.has(object.metadata.uid))
+                  problems.push(`${object.metadata.uid} read after its deletion was delivered`);
+                await takeTurns();
                 api.answering();
                 return api.current.get(object.metadata.uid);
               },
@@ -640,7 +681,6 @@ describe('the queue against a simulated API, its outages and a lagging watch (pr
               queue.push(type, object);
             }
           };
-          const turn = () => new Promise((resolve) => setTimeout(resolve, 0));
           try {
             for (const next of steps) {
               const uids = [...api.current.keys()];

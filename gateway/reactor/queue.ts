@@ -58,7 +58,11 @@ interface Slot {
    * (with its newest state) when it is back.
    */
   parked: boolean;
+  /** The watch showed its deletion: a cycle or read still under way then leaves nothing to follow. */
+  gone: boolean;
   failures: number;
+  /** Cycles started: a read that began before the last one started is superseded by what it ran on. */
+  cycles: number;
   /** When it was last queued (performance.now()). */
   queuedAt: number;
   /** Since when a change of it has waited to be handled (performance.now()); undefined once none does. */
@@ -127,6 +131,7 @@ export class ObjectQueue implements QueueReadings {
       if (!slot) return;
       this.#cancelWaits(slot);
       slot.latest = undefined;
+      slot.gone = true;
       this.#forgetIfIdle(slot);
       return;
     }
@@ -139,7 +144,9 @@ export class ObjectQueue implements QueueReadings {
         awaiting: undefined,
         retry: undefined,
         parked: false,
+        gone: false,
         failures: 0,
+        cycles: 0,
         queuedAt: 0,
         pendingSince: undefined,
       };
@@ -199,6 +206,7 @@ export class ObjectQueue implements QueueReadings {
     if (!object) return this.#forgetIfIdle(slot);
     slot.latest = undefined;
     slot.running = true;
+    slot.cycles++;
     const started = performance.now();
     let outcome: CycleOutcome | undefined;
     let failure: unknown;
@@ -213,6 +221,8 @@ export class ObjectQueue implements QueueReadings {
     const result = !outcome ? 'error' : outcome.retryAfterMs !== undefined ? 'requeue_after' : 'success';
     this.#options.observer?.finished(result, performance.now() - started);
     if (this.#stopped) return;
+    // Deleted meanwhile: no write to wait for, nothing to try again or read afresh.
+    if (slot.gone) return this.#forgetIfIdle(slot);
     if (outcome) this.#follow(slot, object, outcome);
     else this.#failed(slot, object, failure);
     // Handled, unless it runs again (a newer state, a retry, a service or the API to come back).
@@ -229,7 +239,7 @@ export class ObjectQueue implements QueueReadings {
       slot.parked = true;
       void outcome.wakeOn.then(() => {
         slot.parked = false;
-        if (this.#slots.get(slot.key) === slot) this.#schedule(slot);
+        if (this.#wanted(slot)) this.#schedule(slot);
       });
     }
     if (outcome.retryAfterMs !== undefined) {
@@ -272,8 +282,7 @@ export class ObjectQueue implements QueueReadings {
     slot.parked = true;
     void this.#options.apiBack(this.#stopping.signal).then(() => {
       slot.parked = false;
-      // Stopped, or deleted meanwhile (the slot was forgotten).
-      if (this.#stopped || this.#slots.get(slot.key) !== slot) return;
+      if (!this.#wanted(slot)) return;
       if (slot.latest) this.#schedule(slot);
       else then();
     });
@@ -303,11 +312,14 @@ export class ObjectQueue implements QueueReadings {
       log.debug('the watch has not shown our write yet: reading the object afresh', {
         resourceVersion: written,
       });
+    // Unwanted now, or the watch caught up meanwhile: a state it showed is queued or has run.
+    const cyclesBefore = slot.cycles;
+    const superseded = () => !this.#wanted(slot) || slot.latest !== undefined || slot.cycles !== cyclesBefore;
     let fresh: KubernetesObject | undefined;
     try {
       fresh = await this.#options.refresh(object);
     } catch (error) {
-      if (this.#stopped) return;
+      if (superseded()) return;
       if (error instanceof ApiUnreachable) {
         log.debug('reading the object waits for the Kubernetes API to answer', { err: error });
         this.#untilApiBack(slot, () => void this.#refresh(slot, object, written));
@@ -318,13 +330,9 @@ export class ObjectQueue implements QueueReadings {
       slot.awaiting = setTimeout(() => void this.#refresh(slot, object, written, failures + 1), delay * 1000);
       return;
     }
-    // Stopped, deleted (the slot was forgotten), or the watch caught up meanwhile.
-    if (this.#stopped || this.#slots.get(slot.key) !== slot || slot.awaiting || slot.latest) return;
-    if (!fresh) {
-      this.#floors.delete(slot.key);
-      this.#forgetIfIdle(slot);
-      return;
-    }
+    if (superseded()) return;
+    // Gone: the floor stays until the watch shows the deletion, since it may show older states first.
+    if (!fresh) return this.#forgetIfIdle(slot);
     this.#floors.set(slot.key, {
       resourceVersion: fresh.metadata.resourceVersion ?? written ?? '',
       processed: true,
@@ -341,6 +349,15 @@ export class ObjectQueue implements QueueReadings {
     slot.awaiting = undefined;
     slot.retry = undefined;
     slot.parked = false;
+  }
+
+  /**
+   * Whether what a slot waited for (a service, the API, a read) still leads somewhere: not once the queue
+   * stopped or the object is deleted, nor once the slot was forgotten as idle (a newer one may hold the
+   * object).
+   */
+  #wanted(slot: Slot): boolean {
+    return !this.#stopped && !slot.gone && this.#slots.get(slot.key) === slot;
   }
 
   #forgetIfIdle(slot: Slot): void {

@@ -1,3 +1,5 @@
+import { delayRange, isDelaySeconds } from '../protocol/index.ts';
+
 const DEFAULT_DELAY_SECONDS = 60;
 
 /** The handler failed for now: the gateway retries it after `delay` seconds. */
@@ -8,8 +10,8 @@ export class TemporaryError extends Error {
   constructor(message: string, options: { delay?: number; cause?: unknown } = {}) {
     super(message, { cause: options.cause });
     const delay = options.delay ?? DEFAULT_DELAY_SECONDS;
-    if (!Number.isFinite(delay) || delay < 0) {
-      throw new RangeError(`TemporaryError delay must be a non-negative number of seconds, got ${delay}`);
+    if (!isDelaySeconds(delay)) {
+      throw new RangeError(`TemporaryError delay must be ${delayRange()}, got ${delay}`);
     }
     this.delay = delay;
   }

@@ -94,9 +94,15 @@ describe('outcomes', () => {
     }
   });
 
-  it('refuses a TemporaryError delay that is not a duration', () => {
-    assert.throws(() => new TemporaryError('x', { delay: -1 }), RangeError);
-    assert.throws(() => new TemporaryError('x', { delay: Number.NaN }), RangeError);
+  it('refuses a TemporaryError delay that is not a duration, or one over a year that the gateway would refuse', () => {
+    for (const delay of [-1, Number.NaN, Number.POSITIVE_INFINITY, 366 * 24 * 3600]) {
+      assert.throws(
+        () => new TemporaryError('x', { delay }),
+        /^RangeError: TemporaryError delay must be a number of seconds from 0 to 31536000 \(a year\), got /,
+        String(delay),
+      );
+    }
+    assert.equal(new TemporaryError('x', { delay: 365 * 24 * 3600 }).delay, 31536000);
   });
 });
 
@@ -527,11 +533,11 @@ describe('requeue', () => {
     });
   });
 
-  it('needs a positive number of seconds', () => {
-    for (const seconds of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, '5' as never]) {
+  it('needs a number of seconds above 0, at most a year', () => {
+    for (const seconds of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, 366 * 24 * 3600, '5' as never]) {
       assert.throws(
         () => requeue(seconds),
-        /requeue\(\) needs a positive number of seconds/,
+        /requeue\(\) needs a number of seconds above 0, at most 31536000 \(a year\)/,
         String(seconds),
       );
     }

@@ -56,10 +56,13 @@ describe('registration', () => {
       initialDelay: 1,
       sharp: true,
     });
-    assert.throws(() => on.timer('kex', function untimed() {}), /"interval" must be a positive number/);
+    assert.throws(
+      () => on.timer('kex', function untimed() {}),
+      /"interval" must be a number of seconds above 0/,
+    );
     assert.throws(
       () => on.timer('kex', { interval: 1, idle: -1 }, function early() {}),
-      /"idle" must be a non-negative number/,
+      /"idle" must be a number of seconds from 0 to 31536000 \(a year\)/,
     );
     assert.throws(
       () => on.create('kex', { interval: 1 } as never, function f() {}),
@@ -284,12 +287,30 @@ describe('kinds', () => {
         () => on.create('kex', { retries: 1.5 }, fn),
         /"retries" must be a whole number/,
       ],
-      ['zero timeout', () => on.update('kex', { timeout: 0 }, fn), /"timeout" must be a positive number/],
-      ['negative backoff', () => on.delete('kex', { backoff: -1 }, fn), /"backoff" must be a non-negative/],
+      [
+        'zero timeout',
+        () => on.update('kex', { timeout: 0 }, fn),
+        /"timeout" must be a number of seconds above 0/,
+      ],
+      [
+        'a timeout over a year, which the gateway would refuse',
+        () => on.update('kex', { timeout: 366 * 24 * 3600 }, fn),
+        /"timeout" must be a number of seconds above 0, at most 31536000 \(a year\)/,
+      ],
+      [
+        'negative backoff',
+        () => on.delete('kex', { backoff: -1 }, fn),
+        /"backoff" must be a number of seconds from 0/,
+      ],
       [
         'NaN backoff',
         () => on.delete('kex', { backoff: Number.NaN }, fn),
-        /"backoff" must be a non-negative/,
+        /"backoff" must be a number of seconds from 0/,
+      ],
+      [
+        'a timer a year and a day apart',
+        () => on.timer('kex', { interval: 366 * 24 * 3600 }, fn),
+        /"interval" must be a number of seconds above 0, at most 31536000 \(a year\)/,
       ],
       ['a string flag', () => on.delete('kex', { optional: 'yes' as never }, fn), /"optional" must be true/],
       [

@@ -1,10 +1,12 @@
 import {
   type AdmissionOperation,
+  delayRange,
   HANDLER_KIND_NAMES,
   HANDLER_KINDS,
   type HandlerKind,
   type HandlerSpec,
   isAdmissionKind,
+  isDelaySeconds,
   type KindRule,
   type HandlerOptions as SpecOptions,
 } from '../protocol/index.ts';
@@ -338,11 +340,11 @@ export function checkCommonOptions(
   if (retries !== undefined && !(Number.isInteger(retries) && retries >= 1)) {
     throw new TypeError(`${where}: option "retries" must be a whole number of attempts, at least 1`);
   }
-  if (timeout !== undefined && !(typeof timeout === 'number' && Number.isFinite(timeout) && timeout > 0)) {
-    throw new TypeError(`${where}: option "timeout" must be a positive number of seconds`);
+  if (timeout !== undefined && !isDelaySeconds(timeout, { positive: true })) {
+    throw new TypeError(`${where}: option "timeout" must be ${delayRange({ positive: true })}`);
   }
-  if (backoff !== undefined && !(typeof backoff === 'number' && Number.isFinite(backoff) && backoff >= 0)) {
-    throw new TypeError(`${where}: option "backoff" must be a non-negative number of seconds`);
+  if (backoff !== undefined && !isDelaySeconds(backoff)) {
+    throw new TypeError(`${where}: option "backoff" must be ${delayRange()}`);
   }
 }
 
@@ -360,16 +362,16 @@ function checkOptions(where: string, kind: HandlerKind, options: unknown): asser
     );
   }
   const { interval, idle, initialDelay, cancellationTimeout } = options as HandlerOptions;
-  if (kind === 'timer' && !(typeof interval === 'number' && Number.isFinite(interval) && interval > 0)) {
-    throw new TypeError(`${where}: option "interval" must be a positive number of seconds`);
+  if (kind === 'timer' && !isDelaySeconds(interval, { positive: true })) {
+    throw new TypeError(`${where}: option "interval" must be ${delayRange({ positive: true })}`);
   }
   for (const [name, seconds] of [
     ['idle', idle],
     ['initialDelay', initialDelay],
     ['cancellationTimeout', cancellationTimeout],
   ] as const) {
-    if (seconds !== undefined && !(typeof seconds === 'number' && Number.isFinite(seconds) && seconds >= 0)) {
-      throw new TypeError(`${where}: option "${name}" must be a non-negative number of seconds`);
+    if (seconds !== undefined && !isDelaySeconds(seconds)) {
+      throw new TypeError(`${where}: option "${name}" must be ${delayRange()}`);
     }
   }
   for (const name of [

@@ -1,11 +1,13 @@
+import { delayRange, isDelaySeconds } from '../protocol/index.ts';
+
 /** What a reconcile handler returns to be called again after a while, even if nothing changes. */
 export class Requeue {
   readonly seconds: number;
   readonly result: unknown;
 
   constructor(seconds: number, result?: unknown) {
-    if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds <= 0) {
-      throw new RangeError(`requeue() needs a positive number of seconds, got ${String(seconds)}`);
+    if (!isDelaySeconds(seconds, { positive: true })) {
+      throw new RangeError(`requeue() needs ${delayRange({ positive: true })}, got ${String(seconds)}`);
     }
     this.seconds = seconds;
     this.result = result;

@@ -321,12 +321,12 @@ describe('what a response may hold', () => {
     const refused: Array<[string, RegExp]> = [
       [
         '{"status":"temporary","message":"m","delay":1e999}',
-        /^response\.outcomes\.a\.delay must be a number of seconds from 0 to 31536000$/,
+        /^response\.outcomes\.a\.delay must be a number of seconds from 0 to 31536000 \(a year\)$/,
       ],
       ['{"status":"temporary","message":"m","delay":1e300}', /^response\.outcomes\.a\.delay must be/],
       [
         '{"status":"success","requeueAfter":1e999}',
-        /^response\.outcomes\.a\.requeueAfter must be a number of seconds above 0, at most 31536000$/,
+        /^response\.outcomes\.a\.requeueAfter must be a number of seconds above 0, at most 31536000 \(a year\)$/,
       ],
       ['{"status":"permanent","message":7}', /^response\.outcomes\.a\.message must be a string$/],
       ['{"status":"temporary","delay":1}', /^response\.outcomes\.a\.message must be a string$/],
@@ -838,7 +838,7 @@ describe('generated manifests (property-based)', () => {
       ],
       [
         '"options":{"timeout":1e999}',
-        'manifest.handlers[0].options.timeout must be a number of seconds above 0, at most 31536000',
+        'manifest.handlers[0].options.timeout must be a number of seconds above 0, at most 31536000 (a year)',
       ],
       ['"options":{"retries":"3"}', 'manifest.handlers[0].options.retries must be an integer ≥ 1'],
     ];

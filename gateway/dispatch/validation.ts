@@ -4,6 +4,7 @@
  */
 import {
   type ActivitySpec,
+  delayRange,
   type Effects,
   type HandlerSpec,
   type Health,
@@ -11,6 +12,7 @@ import {
   type InvocationResponse,
   isActivityKind,
   isAdmissionKind,
+  isDelaySeconds,
   isHandlerKind,
   type KubernetesEvent,
   type LogLevel,
@@ -46,11 +48,6 @@ export const REPLY_LIMITS = {
   warnings: 50,
   /** Levels of objects and arrays in a reply: deeper than any Kubernetes object; merges recurse this deep. */
   depth: 100,
-  /**
-   * Seconds of a delay or a requeue: a year, far beyond any retry and well within what a date holds
-   * (a delay of 1e300 seconds, or Infinity, which JSON.parse makes of 1e999, has no date to retry at).
-   */
-  delaySeconds: 365 * 24 * 3600,
 } as const;
 
 /** Keys that reach a prototype when assigned to an object: a reply holding one anywhere is refused. */
@@ -254,24 +251,15 @@ function checkFilters(filters: unknown, where: string): void {
   }
 }
 
-/** Options as numbers of seconds (at most a year: waited for with timers), counts, switches and names. */
+/** Options as numbers of seconds (MAX_DELAY_SECONDS at most), counts, switches and names. */
 const OPTION_RULES: Record<string, [(value: unknown) => boolean, string]> = {
   retries: [(value) => Number.isInteger(value) && (value as number) >= 1, 'an integer ≥ 1'],
-  timeout: [
-    (value) => isSeconds(value) && value > 0,
-    `a number of seconds above 0, at most ${REPLY_LIMITS.delaySeconds}`,
-  ],
-  interval: [
-    (value) => isSeconds(value) && value > 0,
-    `a number of seconds above 0, at most ${REPLY_LIMITS.delaySeconds}`,
-  ],
+  timeout: [(value) => isDelaySeconds(value, { positive: true }), delayRange({ positive: true })],
+  interval: [(value) => isDelaySeconds(value, { positive: true }), delayRange({ positive: true })],
   ...Object.fromEntries(
     ['backoff', 'idle', 'initialDelay', 'cancellationTimeout'].map((name) => [
       name,
-      [
-        (value: unknown) => isSeconds(value) && value >= 0,
-        `a number of seconds from 0 to ${REPLY_LIMITS.delaySeconds}`,
-      ],
+      [(value: unknown) => isDelaySeconds(value), delayRange()],
     ]),
   ),
   ...Object.fromEntries(
@@ -499,11 +487,7 @@ function parseOutcome(value: unknown, where: string, admission: boolean, counts:
         ? { status: 'success', ...effects }
         : { status: 'success', result: value.result, ...effects };
     case 'temporary':
-      if (!isSeconds(value.delay) || value.delay < 0) {
-        throw new ProtocolError(
-          `${where}.delay must be a number of seconds from 0 to ${REPLY_LIMITS.delaySeconds}`,
-        );
-      }
+      if (!isDelaySeconds(value.delay)) throw new ProtocolError(`${where}.delay must be ${delayRange()}`);
       return { status: 'temporary', message: failureMessage(value, where), delay: value.delay, ...effects };
     case 'permanent':
       return { status: 'permanent', message: failureMessage(value, where), ...effects };
@@ -520,11 +504,6 @@ function parseOutcome(value: unknown, where: string, admission: boolean, counts:
         `${where}.status ${JSON.stringify(value.status)} is not success, temporary, permanent${admission ? ', skipped or denied' : ' or skipped'}`,
       );
   }
-}
-
-/** A number of seconds that a retry or a requeue can wait: finite, at most REPLY_LIMITS.delaySeconds. */
-function isSeconds(value: unknown): value is number {
-  return typeof value === 'number' && value <= REPLY_LIMITS.delaySeconds;
 }
 
 /** Why a handler failed: a string, as the schema says, and not whatever else a service sent made one. */
@@ -624,11 +603,8 @@ function parseEffects(
     );
   }
   if (value.requeueAfter !== undefined) {
-    if (!isSeconds(value.requeueAfter) || !(value.requeueAfter > 0)) {
-      throw new ProtocolError(
-        `${where}.requeueAfter must be a number of seconds above 0, at most ${REPLY_LIMITS.delaySeconds}`,
-      );
-    }
+    if (!isDelaySeconds(value.requeueAfter, { positive: true }))
+      throw new ProtocolError(`${where}.requeueAfter must be ${delayRange({ positive: true })}`);
     effects.requeueAfter = value.requeueAfter;
   }
   if (value.roundEnded !== undefined) {

@@ -1,6 +1,7 @@
 /**
  * Exactly once when the watch lags: the gateway's own writes reach it late (held back by a proxy in
- * front of the real apiserver, as under a large backlog), later than it waits for them.
+ * front of the real apiserver, as under a large backlog), later than it waits for them; or they land
+ * while every answer to them is lost.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -68,6 +69,60 @@ describe("a watch that lags behind the gateway's own writes", () => {
     await eventually('status.update_fn', async () => {
       const object = await client.get<KubernetesObject>(path);
       return object.status?.update_fn;
+    });
+    assert.deepEqual(calls, ['create kex-1', 'update kex-1']);
+  });
+
+  it('calls a handler once when its result landed but every answer to the write was lost: the gateway reads the object afresh before it runs it again', async (t) => {
+    await applyFile(CRD);
+    const namespace = await testNamespace(t);
+    const proxy = await startLaggingProxy(await testCluster());
+    t.after(() => proxy.close());
+
+    const calls: string[] = [];
+    const op = operator({ name: 'lost-answers', secret: TEST_SECRET });
+    op.on.create('kopfexamples', async function create_fn({ name }) {
+      calls.push(`create ${name}`);
+      return { created: true };
+    });
+    op.on.update('kopfexamples', async function update_fn({ name }) {
+      calls.push(`update ${name}`);
+      return { updated: true };
+    });
+    const logger = memoryLogger();
+    const running = await runOperator(op, {
+      namespaces: [namespace],
+      kubeconfig: proxy.kubeConfig(),
+      logger,
+      transport: 'in-process',
+    });
+    t.after(() => running.stop());
+
+    // The write of the result lands, each of its tries (the first and the client's six retries), but
+    // every answer is a 504; and the watch does not show the gateway its write, for now.
+    const object = `/kopfexamples/kex-1`;
+    const lost = proxy.loseAnswersOfWrites(object, 7);
+    proxy.holdAfterNextEvent();
+    const client = await kubeClient();
+    const path = await createKopfExample(namespace, 'kex-1', { field: 'a' });
+    await lost;
+    assert.deepEqual((await client.get<KubernetesObject>(path)).status?.create_fn, { created: true });
+    await eventually(
+      'the cycle to fail, and then the gateway to read the object afresh or run it again',
+      async () => (proxy.reads(object) > 0 || calls.length > 1 ? true : undefined),
+      20_000,
+    );
+    assert.ok(
+      logger.lines.some((line) => /kex-1.*processing failed.*504/.test(line)),
+      logger.lines.join('\n'),
+    );
+
+    // A change after it: its handler is called once the object's cycles before it are done.
+    proxy.release();
+    await client.patch(path, 'merge', { spec: { field: 'b' } });
+    await eventually('status.update_fn', async () => {
+      const changed = await client.get<KubernetesObject>(path);
+      return changed.status?.update_fn;
     });
     assert.deepEqual(calls, ['create kex-1', 'update kex-1']);
   });

@@ -5,7 +5,8 @@
  * an apiserver that one client can no longer reach for them would (503); and it can cut a resource's
  * watches and refuse them for a while, as a network that parts the gateway from the apiserver does;
  * or mute a resource's open watches for good, as a stream that falls silent while its connection
- * lives. Plain HTTP/1.1 to the client: each watch has a connection of its own, and none is PINGed.
+ * lives; or lose the answers of writes that the apiserver carried out, as a load balancer that times
+ * out while the apiserver works answers 504 for a write that landed all the same. Plain HTTP/1.1 to the client: each watch has a connection of its own, and none is PINGed.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { request } from 'node:https';
@@ -34,6 +35,13 @@ export interface LaggingProxy {
    * connections stay open; watches opened after pass as usual.
    */
   muteWatches(resource: string): void;
+  /**
+   * The next `count` writes (PATCH, PUT) of paths that contain `path` reach the apiserver, which carries
+   * them out, but its answer is replaced by a 504; resolves once `count` were.
+   */
+  loseAnswersOfWrites(path: string, count: number): Promise<void>;
+  /** GETs of paths that end with `path` passed so far. */
+  reads(path: string): number;
   close(): Promise<void>;
 }
 
@@ -52,6 +60,9 @@ export async function startLaggingProxy(target: ApiTarget): Promise<LaggingProxy
   const muted = new Set<ServerResponse>();
   /** Who waits for a bookmark, of which resource. */
   const bookmarkWaiters: Array<{ resource: string; passed: () => void }> = [];
+  /** Writes whose answers are lost: of which paths, how many still, and who waits for the last. */
+  let losing: { path: string; left: number; lost: () => void } | undefined;
+  const readPaths: string[] = [];
 
   /** Forwards a watch's lines as the valve allows; a line is one event. */
   const watchStream = (response: ServerResponse, path: string) => {
@@ -95,8 +106,28 @@ export async function startLaggingProxy(target: ApiTarget): Promise<LaggingProxy
       watchRefused.resolve();
       return;
     }
+    if (incoming.method === 'GET' && !watching) readPaths.push(url.pathname);
+    const losingThis =
+      losing !== undefined &&
+      ['PATCH', 'PUT'].includes(incoming.method ?? '') &&
+      url.pathname.includes(losing.path);
     const { host: _host, ...headers } = incoming.headers;
     const upstream = request(url, { method: incoming.method, headers, ca: target.caPem }, (answer) => {
+      if (losingThis && losing) {
+        // Carried out; what the apiserver answered is read and dropped.
+        answer.resume();
+        answer.on('end', () => {
+          response.writeHead(504, { 'content-type': 'application/json' });
+          response.end(
+            JSON.stringify({ kind: 'Status', status: 'Failure', code: 504, message: 'lost by the test' }),
+          );
+          if (losing && --losing.left === 0) {
+            losing.lost();
+            losing = undefined;
+          }
+        });
+        return;
+      }
       response.writeHead(answer.statusCode ?? 502, answer.headers);
       if (watching) {
         watches.set(response, url.pathname);
@@ -149,6 +180,14 @@ export async function startLaggingProxy(target: ApiTarget): Promise<LaggingProxy
       const { promise, resolve } = Promise.withResolvers<void>();
       bookmarkWaiters.push({ resource, passed: resolve });
       return promise;
+    },
+    loseAnswersOfWrites(path, count) {
+      const { promise, resolve } = Promise.withResolvers<void>();
+      losing = { path, left: count, lost: resolve };
+      return promise;
+    },
+    reads(path) {
+      return readPaths.filter((read) => read.endsWith(path)).length;
     },
     muteWatches(resource) {
       for (const [response, path] of watches) if (path.includes(resource)) muted.add(response);

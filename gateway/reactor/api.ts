@@ -55,8 +55,12 @@ export function kubeReactorApi(
       return applyObject(client, kind, object, fieldManager, namespace);
     },
     postEvents: (object, events, log, applied) => postEvents(client, object, events, log, applied),
-    read: ({ metadata }) =>
-      ignoreNotFound(client.get<KubernetesObject>(objectPath(resource, metadata.name, metadata.namespace))),
+    async read({ metadata }) {
+      const path = objectPath(resource, metadata.name, metadata.namespace);
+      const now = await ignoreNotFound(client.get<KubernetesObject>(path));
+      // A namesake created since is another object (its own slot, its own state): this one is gone.
+      return now?.metadata.uid === metadata.uid ? now : undefined;
+    },
   };
 }
 

@@ -1,0 +1,52 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { KubernetesObject } from '../../protocol/index.ts';
+import type { KubeClient } from '../kube/client.ts';
+import type { DiscoveredResource, DiscoveryCache } from '../kube/discovery.ts';
+import { ApiError } from '../kube/errors.ts';
+import { kubeReactorApi } from './api.ts';
+
+const RESOURCE = {
+  group: 'kopf.dev',
+  version: 'v1',
+  plural: 'kopfexamples',
+  kind: 'KopfExample',
+  namespaced: true,
+} as DiscoveredResource;
+
+function object(uid: string): KubernetesObject {
+  return {
+    apiVersion: 'kopf.dev/v1',
+    kind: 'KopfExample',
+    metadata: { name: 'kex-1', namespace: 'default', uid, resourceVersion: '7' },
+  };
+}
+
+/** The reactor's API over a client whose GETs answer `answer`, recording their paths. */
+function apiAnswering(answer: (path: string) => KubernetesObject) {
+  const paths: string[] = [];
+  const client = {
+    get: async (path: string) => {
+      paths.push(path);
+      return answer(path);
+    },
+  } as unknown as KubeClient;
+  return { api: kubeReactorApi(client, {} as DiscoveryCache, RESOURCE, 'causeway'), paths };
+}
+
+describe("the reactor's reads", () => {
+  it('read the object as the API has it now, by its name', async () => {
+    const { api, paths } = apiAnswering(() => object('uid-1'));
+    assert.deepEqual(await api.read(object('uid-1')), object('uid-1'));
+    assert.deepEqual(paths, ['/apis/kopf.dev/v1/namespaces/default/kopfexamples/kex-1']);
+  });
+
+  it('find the object gone when its name is missing, or held by a namesake created since', async () => {
+    const missing = apiAnswering((path) => {
+      throw new ApiError('GET', path, 404, { kind: 'Status', code: 404, reason: 'NotFound' });
+    });
+    assert.equal(await missing.api.read(object('uid-1')), undefined);
+    const namesake = apiAnswering(() => object('uid-2'));
+    assert.equal(await namesake.api.read(object('uid-1')), undefined);
+  });
+});

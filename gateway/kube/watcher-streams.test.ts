@@ -99,6 +99,20 @@ function heldAfter(listed: readonly unknown[], entries: readonly Entry[], end: n
   return [...held.values()];
 }
 
+/**
+ * A list as an apiserver gives it: one object a uid. Generated uuids repeat now and then (fast-check
+ * leans towards small values), and the watcher rightly shows a second object of a uid as MODIFIED.
+ */
+function onePerUid(items: unknown[]): unknown[] {
+  const uids = new Set<string>();
+  return items.filter((item) => {
+    if (!identifiable(item)) return true;
+    if (uids.has(item.metadata.uid)) return false;
+    uids.add(item.metadata.uid);
+    return true;
+  });
+}
+
 const versioned = (object: KubernetesObject, resourceVersion: string): KubernetesObject => ({
   ...object,
   metadata: { ...object.metadata, resourceVersion },
@@ -279,13 +293,15 @@ describe('the watcher, fed generated streams (property-based)', () => {
   it('delivers every good event in order, whatever surrounds it, and restarts only for an ERROR', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.array(
-          fc.oneof(
-            { weight: 4, arbitrary: objects },
-            fc.constantFrom({ kind: 'KopfExample' }, { metadata: null }, 'x'),
-          ),
-          { maxLength: 5 },
-        ),
+        fc
+          .array(
+            fc.oneof(
+              { weight: 4, arbitrary: objects },
+              fc.constantFrom({ kind: 'KopfExample' }, { metadata: null }, 'x'),
+            ),
+            { maxLength: 5 },
+          )
+          .map(onePerUid),
         fc.array(entry, { maxLength: 8 }),
         fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 6 }),
         kubeObject({ spec: jsonTree }),

@@ -125,7 +125,7 @@ async function build(
   await writeFile(logPath, '');
   const names = absent.map(({ file, module }) => `${file} ${module.version}`).join(', ');
   onProgress(
-    `building ${names} from Go modules (first run only, about 9 minutes on 2 cores; log: ${logPath})…`,
+    `building ${names} from Go modules (first run only, 5 to 10 minutes on 2 cores; log: ${logPath})…`,
   );
 
   const workDir = await mkdtemp(join(root, 'build-'));

@@ -4,8 +4,9 @@
  * while every answer to them is lost.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { operator } from '../../functions/index.ts';
+import type { KubeClient } from '../../gateway/kube/client.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { testCluster, testNamespace } from '../support/cluster.ts';
 import { startLaggingProxy } from '../support/lagging-proxy.ts';
@@ -21,39 +22,64 @@ import {
 
 const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
 
-describe("a watch that lags behind the gateway's own writes", () => {
-  it('calls each handler once: past the wait for its write, the gateway reads the object afresh', async (t) => {
-    await applyFile(CRD);
-    const namespace = await testNamespace(t);
-    const proxy = await startLaggingProxy(await testCluster());
-    t.after(() => proxy.close());
+/**
+ * A gateway whose connection to the apiserver goes through a lagging proxy, running create and update
+ * handlers that record their calls (and a delete handler, with `finalizer`: it goes on first, so that
+ * a creation is two writes of the gateway's).
+ */
+async function operatorBehindProxy(
+  t: TestContext,
+  operatorName: string,
+  { finalizer }: { finalizer: boolean },
+) {
+  await applyFile(CRD);
+  const namespace = await testNamespace(t);
+  const proxy = await startLaggingProxy(await testCluster());
+  t.after(() => proxy.close());
 
-    const calls: string[] = [];
-    const op = operator({ name: 'lagging', secret: TEST_SECRET });
-    op.on.create('kopfexamples', async function create_fn({ name }) {
-      calls.push(`create ${name}`);
-      return { created: true };
-    });
-    op.on.update('kopfexamples', async function update_fn({ name }) {
-      calls.push(`update ${name}`);
-      return { updated: true };
-    });
-    // A delete handler: the finalizer goes on first, so the creation is two writes of the gateway's.
+  const calls: string[] = [];
+  const op = operator({ name: operatorName, secret: TEST_SECRET });
+  op.on.create('kopfexamples', async function create_fn({ name }) {
+    calls.push(`create ${name}`);
+    return { created: true };
+  });
+  op.on.update('kopfexamples', async function update_fn({ name }) {
+    calls.push(`update ${name}`);
+    return { updated: true };
+  });
+  if (finalizer) {
     op.on.delete('kopfexamples', async function delete_fn({ name }) {
       calls.push(`delete ${name}`);
     });
-    const logger = memoryLogger();
-    const running = await runOperator(op, {
-      namespaces: [namespace],
-      kubeconfig: proxy.kubeConfig(),
-      logger,
-      transport: 'in-process',
+  }
+  const logger = memoryLogger();
+  const running = await runOperator(op, {
+    namespaces: [namespace],
+    kubeconfig: proxy.kubeConfig(),
+    logger,
+    transport: 'in-process',
+  });
+  t.after(() => running.stop());
+  return { namespace, proxy, calls, logger, client: await kubeClient() };
+}
+
+/** Changes the object's spec and waits for the update handler's result: every cycle before it is done. */
+async function updated(client: KubeClient, path: string): Promise<void> {
+  await client.patch(path, 'merge', { spec: { field: 'b' } });
+  await eventually('status.update_fn', async () => {
+    const object = await client.get<KubernetesObject>(path);
+    return object.status?.update_fn;
+  });
+}
+
+describe("a watch that lags behind the gateway's own writes", () => {
+  it('calls each handler once: past the wait for its write, the gateway reads the object afresh', async (t) => {
+    const { namespace, proxy, calls, logger, client } = await operatorBehindProxy(t, 'lagging', {
+      finalizer: true,
     });
-    t.after(() => running.stop());
 
     // The creation reaches the gateway; its own two writes (finalizer, results) do not, for now.
     proxy.holdAfterNextEvent();
-    const client = await kubeClient();
     const path = await createKopfExample(namespace, 'kex-1', { field: 'a' });
     await eventually(
       'the gateway to give up waiting for the watch and read the object afresh',
@@ -65,45 +91,20 @@ describe("a watch that lags behind the gateway's own writes", () => {
 
     // The held events arrive now, late; then a real change, which the watch delivers after them.
     proxy.release();
-    await client.patch(path, 'merge', { spec: { field: 'b' } });
-    await eventually('status.update_fn', async () => {
-      const object = await client.get<KubernetesObject>(path);
-      return object.status?.update_fn;
-    });
+    await updated(client, path);
     assert.deepEqual(calls, ['create kex-1', 'update kex-1']);
   });
 
   it('calls a handler once when its result landed but every answer to the write was lost: the gateway reads the object afresh before it runs it again', async (t) => {
-    await applyFile(CRD);
-    const namespace = await testNamespace(t);
-    const proxy = await startLaggingProxy(await testCluster());
-    t.after(() => proxy.close());
-
-    const calls: string[] = [];
-    const op = operator({ name: 'lost-answers', secret: TEST_SECRET });
-    op.on.create('kopfexamples', async function create_fn({ name }) {
-      calls.push(`create ${name}`);
-      return { created: true };
+    const { namespace, proxy, calls, logger, client } = await operatorBehindProxy(t, 'lost-answers', {
+      finalizer: false,
     });
-    op.on.update('kopfexamples', async function update_fn({ name }) {
-      calls.push(`update ${name}`);
-      return { updated: true };
-    });
-    const logger = memoryLogger();
-    const running = await runOperator(op, {
-      namespaces: [namespace],
-      kubeconfig: proxy.kubeConfig(),
-      logger,
-      transport: 'in-process',
-    });
-    t.after(() => running.stop());
 
     // The write of the result lands, each of its tries (the first and the client's six retries), but
     // every answer is a 504; and the watch does not show the gateway its write, for now.
-    const object = `/kopfexamples/kex-1`;
+    const object = '/kopfexamples/kex-1';
     const lost = proxy.loseAnswersOfWrites(object, 7);
     proxy.holdAfterNextEvent();
-    const client = await kubeClient();
     const path = await createKopfExample(namespace, 'kex-1', { field: 'a' });
     await lost;
     assert.deepEqual((await client.get<KubernetesObject>(path)).status?.create_fn, { created: true });
@@ -119,11 +120,7 @@ describe("a watch that lags behind the gateway's own writes", () => {
 
     // A change after it: its handler is called once the object's cycles before it are done.
     proxy.release();
-    await client.patch(path, 'merge', { spec: { field: 'b' } });
-    await eventually('status.update_fn', async () => {
-      const changed = await client.get<KubernetesObject>(path);
-      return changed.status?.update_fn;
-    });
+    await updated(client, path);
     assert.deepEqual(calls, ['create kex-1', 'update kex-1']);
   });
 });

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { once } from 'node:events';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { connect, createServer } from 'node:tls';
 import { generate } from 'selfsigned';
@@ -11,6 +14,7 @@ import {
   issueServingCertificate,
   keptCertificates,
   keptFiles,
+  readCertificateFiles,
   renewalDue,
   renewCertificates,
 } from './certificates.ts';
@@ -119,6 +123,81 @@ describe('webhook certificates', () => {
     });
   });
 });
+
+describe("the user's certificate files", () => {
+  /** Writes the files (a CA file only when `ca` is given) and reads them as the gateway does. */
+  async function read(t: TestContext, files: { cert: string; key: string; ca?: string }) {
+    const dir = await mkdtemp(join(tmpdir(), 'causeway-certificate-files-'));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    const paths = {
+      cert: join(dir, 'tls.crt'),
+      key: join(dir, 'tls.key'),
+      ...(files.ca !== undefined ? { ca: join(dir, 'ca.crt') } : {}),
+    };
+    await writeFile(paths.cert, files.cert);
+    await writeFile(paths.key, files.key);
+    if (paths.ca) await writeFile(paths.ca, files.ca as string);
+    return readCertificateFiles(paths);
+  }
+
+  it('are served with the CA file as the bundle, or the certificate itself when there is none', async (t) => {
+    const { certificates } = await renewCertificates(undefined, ['127.0.0.1']);
+    const { cert, key, ca } = certificates;
+    const loaded = await read(t, { cert, key, ca: ca.cert });
+    assert.deepEqual([loaded.cert, loaded.key, loaded.bundle], [cert, key, ca.cert]);
+    const selfSigned = await root();
+    assert.equal((await read(t, { cert: selfSigned.cert, key: selfSigned.key })).bundle, selfSigned.cert);
+  });
+
+  it('are served with a chain through an intermediate to the CA of the bundle', async (t) => {
+    const top = await root();
+    const intermediate = await intermediateOf(top);
+    const leaf = await issueServingCertificate(intermediate, ['127.0.0.1']);
+    const chain = `${leaf.cert}${intermediate.cert}`;
+    assert.equal((await read(t, { cert: chain, key: leaf.key, ca: top.cert })).cert, chain);
+    await assert.rejects(read(t, { cert: leaf.cert, key: leaf.key, ca: top.cert }), {
+      message: /tls\.crt is not signed by a CA in .*ca\.crt: the apiserver would not trust it/,
+    });
+  });
+
+  it('are refused, saying which, when caught half-written: empty or cut short', async (t) => {
+    const { certificates } = await renewCertificates(undefined, ['127.0.0.1']);
+    const { cert, key, ca } = certificates;
+    const cases: Array<[{ cert: string; key: string; ca: string }, RegExp]> = [
+      [{ cert, key, ca: '' }, /ca\.crt holds no certificate/],
+      [{ cert, key, ca: ca.cert.slice(0, ca.cert.length / 2) }, /ca\.crt holds a certificate cut short/],
+      [{ cert, key, ca: `${ca.cert}${ca.cert.slice(0, 40)}` }, /ca\.crt holds a certificate cut short/],
+      [{ cert: '', key, ca: ca.cert }, /tls\.crt holds no certificate/],
+      [{ cert: cert.slice(0, -30), key, ca: ca.cert }, /tls\.crt holds a certificate cut short/],
+    ];
+    for (const [files, message] of cases) await assert.rejects(read(t, files), { message });
+  });
+
+  it("are refused when the key is not the certificate's, or another CA signed it", async (t) => {
+    const { certificates } = await renewCertificates(undefined, ['127.0.0.1']);
+    const other = (await renewCertificates(undefined, ['127.0.0.1'])).certificates;
+    await assert.rejects(read(t, { cert: certificates.cert, key: other.key, ca: certificates.ca.cert }), {
+      message: /tls\.key is not the key of the certificate in .*tls\.crt/,
+    });
+    await assert.rejects(read(t, { cert: certificates.cert, key: certificates.key, ca: other.ca.cert }), {
+      message: /is not signed by a CA in .*ca\.crt/,
+    });
+  });
+});
+
+/** A CA of the user's own, as openssl or cert-manager makes one: it may sign intermediates. */
+async function root(): Promise<CertificateAuthority> {
+  const generated = await generate([{ name: 'commonName', value: 'root' }], {
+    keyType: 'ec',
+    curve: 'P-256',
+    algorithm: 'sha256',
+    extensions: [
+      { name: 'basicConstraints', cA: true, critical: true },
+      { name: 'keyUsage', keyCertSign: true, digitalSignature: true, critical: true },
+    ],
+  });
+  return { cert: generated.cert, key: generated.private };
+}
 
 /** An intermediate CA signed by `ca`, as anyone with its key could make one. */
 async function intermediateOf(ca: CertificateAuthority): Promise<CertificateAuthority> {

@@ -216,17 +216,61 @@ export interface LoadedFiles {
   stamp: string;
 }
 
-/** Reads the files and checks that the key is the certificate's: a half-written renewal is refused. */
+/**
+ * Reads the files and checks them as the apiserver will: the key is the certificate's, and the
+ * certificate (through the chain its file holds) is signed by a CA of the bundle, or is in it. So a
+ * renewal caught half-written (a file empty or cut short while it is written again) is refused, not
+ * served or given to the apiserver to trust.
+ */
 export async function readCertificateFiles(files: CertificateFiles): Promise<LoadedFiles> {
   const paths = [files.cert, files.key, ...(files.ca ? [files.ca] : [])];
   const stamp = (await Promise.all(paths.map((path) => stat(path))))
     .map((each) => `${each.size}:${each.mtimeMs}`)
     .join(',');
-  const [cert, key, ca] = await Promise.all(paths.map((path) => readFile(path, 'utf8')));
-  if (!new X509Certificate(cert as string).checkPrivateKey(createPrivateKey(key as string))) {
+  const [cert = '', key = '', ca] = await Promise.all(paths.map((path) => readFile(path, 'utf8')));
+  const chain = certificatesIn(cert, files.cert);
+  const [leaf] = chain;
+  if (!leaf) throw new Error(`${files.cert} holds no certificate`);
+  if (!leaf.checkPrivateKey(createPrivateKey(key))) {
     throw new Error(`${files.key} is not the key of the certificate in ${files.cert}`);
   }
-  return { cert: cert as string, key: key as string, bundle: ca ?? (cert as string), stamp };
+  const bundle = ca ?? cert;
+  const bundlePath = files.ca ?? files.cert;
+  const trusted = certificatesIn(bundle, bundlePath);
+  if (trusted.length === 0) throw new Error(`${bundlePath} holds no certificate`);
+  if (!leadsTo(chain, trusted)) {
+    throw new Error(
+      `the certificate in ${files.cert} is not signed by a CA in ${bundlePath}: the apiserver would not trust it`,
+    );
+  }
+  return { cert, key, bundle, stamp };
+}
+
+const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g;
+
+/** The certificates of a PEM text, in order; one cut short (a file caught while written) is an error. */
+function certificatesIn(pem: string, path: string): X509Certificate[] {
+  const blocks = pem.match(PEM_CERTIFICATE) ?? [];
+  if (blocks.length !== pem.split('-----BEGIN CERTIFICATE-----').length - 1) {
+    throw new Error(`${path} holds a certificate cut short`);
+  }
+  return blocks.map((block) => new X509Certificate(block));
+}
+
+/** Whether `chain` (a leaf, then the CAs that signed it) is in `trusted` or signed by one of them. */
+function leadsTo(chain: readonly X509Certificate[], trusted: readonly X509Certificate[]): boolean {
+  const signedBy = (issuer: X509Certificate, subject: X509Certificate) =>
+    subject.checkIssued(issuer) && subject.verify(issuer.publicKey);
+  const seen = new Set<X509Certificate>();
+  for (let current = chain[0]; current && !seen.has(current); ) {
+    const subject = current;
+    seen.add(subject);
+    if (trusted.some((each) => each.fingerprint256 === subject.fingerprint256 || signedBy(each, subject))) {
+      return true;
+    }
+    current = chain.find((each) => each !== subject && signedBy(each, subject));
+  }
+  return false;
 }
 
 /**

@@ -493,8 +493,10 @@ describe('admission webhooks through the real apiserver', () => {
     };
     await write(first);
     const { op } = admissionOperator();
+    const logger = memoryLogger();
     const running = await runOperator(op, {
       namespaces: [namespace],
+      logger,
       settings: { admission: { certificateFiles: files, filesCheckIntervalMs: 100 } },
     });
     t.after(() => running.stop());
@@ -522,6 +524,9 @@ describe('admission webhooks through the real apiserver', () => {
     const probe = JSON.parse(kex(namespace, 'probe', { field: 'forbidden' }));
     const path = `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`;
     let renewing = true;
+    t.after(() => {
+      renewing = false; // as well when the test failed before it ended the flow
+    });
     const outcomes: string[] = [];
     const flow = (async () => {
       while (renewing) {
@@ -540,6 +545,15 @@ describe('admission webhooks through the real apiserver', () => {
     for (let round = 0; round < 5; round++) {
       const next = (await renewCertificates(first, ['127.0.0.1', 'localhost', `round-${round}.example`]))
         .certificates;
+      if (round === 0) {
+        // A renewal seen half-written (its CA file cut short) is refused, not given to the apiserver.
+        await write({ ...next, ca: { ...next.ca, cert: next.ca.cert.slice(0, 100) } });
+        await eventually('the half-written renewal refused', async () =>
+          logger.lines.some((line) => line.includes(`${files.ca} holds a certificate cut short`))
+            ? true
+            : undefined,
+        );
+      }
       await write(next);
       await eventually(`renewal ${round} served`, async () =>
         (await servedNames(url)).includes(`round-${round}.example`) ? true : undefined,

@@ -223,7 +223,11 @@ describe('the webhook server', () => {
   }
 
   it('cuts off a client that sends its request too slowly (a slow loris), headers or body, or never shakes hands', async (t) => {
-    const { server, post } = await serve(t, async () => ({ allowed: true }), { requestTimeoutMs: 500 });
+    const warnings: string[] = [];
+    const { server, post } = await serve(t, async () => ({ allowed: true }), {
+      requestTimeoutMs: 500,
+      logger: { warning: (message) => warnings.push(message), error: () => {} },
+    });
     const body = review();
     const requests = [
       // Headers that never end.
@@ -255,6 +259,10 @@ describe('the webhook server', () => {
       silent.destroy();
     }
     assert.equal((await post('/v', review())).status, 200, 'a prompt client is served');
+    assert.deepEqual(warnings, [
+      'webhook /v: the client went away before its review came whole (aborted)',
+      'webhook server: refused a TLS connection: TLS handshake timeout',
+    ]);
   });
 
   it('answers 500 when no decision comes before the deadline, so the failure policy applies', async (t) => {

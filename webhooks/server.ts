@@ -121,6 +121,12 @@ function webhookApp(
     }
   });
   app.all('*', (c) => c.json({ error: 'admission reviews are POSTed' }, 405));
+  // What no route answers (a client gone before its review came whole): said in the log, not printed
+  // to stderr as Hono's default does.
+  app.onError((error, c) => {
+    options.logger.warning(`webhook ${c.req.path}: ${error.message}`);
+    return c.json({ error: error.message }, 500);
+  });
   return app;
 }
 
@@ -226,6 +232,8 @@ function readBody(incoming: IncomingMessage, limit: number): Promise<string | un
     incoming.once('end', () =>
       resolve(size > limit ? undefined : Buffer.concat(chunks, size).toString('utf8')),
     );
-    incoming.once('error', reject);
+    incoming.once('error', (error) =>
+      reject(new Error(`the client went away before its review came whole (${error.message})`)),
+    );
   });
 }

@@ -24,6 +24,13 @@ const OPERATIONS: readonly unknown[] = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT']
 /** The request is not one this service can act on; answered with 400. */
 export class BadRequest extends Error {
   override name = 'BadRequest';
+  /** The handlers a call named that this service does not have: the gateway's manifest is older. */
+  readonly missingHandlers: string[] | undefined;
+
+  constructor(message: string, missingHandlers?: string[]) {
+    super(message);
+    this.missingHandlers = missingHandlers;
+  }
 }
 
 /**
@@ -53,7 +60,17 @@ export function checkBatch(
 ): InvocationBatch {
   checkProtocol(request);
   if (!Array.isArray(request.batch)) throw new BadRequest('"batch" must be a list of calls');
-  for (const call of request.batch) checkInvocation(call, handlers);
+  // Every handler missing, of all the calls: the gateway learns at once what it no longer may call.
+  const missing = new Set<string>();
+  for (const call of request.batch) {
+    try {
+      checkInvocation(call, handlers);
+    } catch (error) {
+      if (!(error instanceof BadRequest && error.missingHandlers)) throw error;
+      for (const id of error.missingHandlers) missing.add(id);
+    }
+  }
+  if (missing.size > 0) throw missingHandlers([...missing], handlers);
   return request;
 }
 
@@ -74,6 +91,14 @@ function checkProtocol(request: unknown): void {
   if (request.protocol !== PROTOCOL) {
     throw new BadRequest(`protocol "${String(request.protocol)}" is not spoken here; expected "${PROTOCOL}"`);
   }
+}
+
+function missingHandlers(ids: string[], handlers: ReadonlyMap<string, Registered>): BadRequest {
+  const named = ids.map((id) => `"${id}"`).join(', ');
+  return new BadRequest(
+    `no handler ${named} here; this service has: ${[...handlers.keys()].join(', ')}`,
+    ids,
+  );
 }
 
 /** Checks an activity's call as checkInvocation checks a resource's. */
@@ -176,14 +201,11 @@ export function checkInvocation(request: InvocationRequest, handlers: ReadonlyMa
       `"event" must be one of ${EVENT_TYPES.join(', ')}, got ${JSON.stringify(request.event)}`,
     );
   }
+  const missing = request.handlers.filter((due) => !handlers.has(due?.id)).map((due) => String(due?.id));
+  if (missing.length > 0) throw missingHandlers(missing, handlers);
   const seen = new Set<string>();
   for (const due of request.handlers) {
-    const handler = handlers.get(due?.id);
-    if (!handler) {
-      throw new BadRequest(
-        `no handler "${String(due?.id)}" here; this service has: ${[...handlers.keys()].join(', ')}`,
-      );
-    }
+    const handler = handlers.get(due.id) as Registered;
     if (seen.has(due.id)) throw new BadRequest(`handler "${due.id}" is listed twice`);
     seen.add(due.id);
     if (!callableFor(handler.kind, request.reason)) {

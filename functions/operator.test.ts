@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type InvocationResponse, type Manifest, OBSERVED, PATHS, PROTOCOL } from '../protocol/index.ts';
+import {
+  type InvocationBatch,
+  type InvocationResponse,
+  type Manifest,
+  OBSERVED,
+  PATHS,
+  PROTOCOL,
+} from '../protocol/index.ts';
 import { type HandlerContext, PRESENT } from './index.ts';
 import { operator } from './operator.ts';
 import { invocation, SECRET, signed, signedInvoke, signedManifest } from './test-helpers.ts';
@@ -182,6 +189,28 @@ describe('bad invocations are answered with 400', () => {
       assert.match(answer.error, error);
     });
   }
+
+  it('names every handler it does not have, of a call or of a whole batch, for the gateway to read its manifest again', async () => {
+    const call = await example().fetch(
+      await signedInvoke('kopfexample', invocation(['gone', 'create_fn', 'old'])),
+    );
+    assert.equal(call.status, 400);
+    assert.deepEqual(await call.json(), {
+      protocol: PROTOCOL,
+      error: 'no handler "gone", "old" here; this service has: create_fn, watch-deployments',
+      missingHandlers: ['gone', 'old'],
+    });
+    const batch: InvocationBatch = {
+      protocol: PROTOCOL,
+      batch: [invocation(['create_fn']), invocation(['gone']), invocation(['old', 'gone'])],
+    };
+    const batched = await example().fetch(await signedInvoke('kopfexample', batch));
+    assert.equal(batched.status, 400);
+    assert.deepEqual(((await batched.json()) as { missingHandlers: string[] }).missingHandlers, [
+      'gone',
+      'old',
+    ]);
+  });
 
   it('tells whoever observes it of each request refused, and each handler run', async () => {
     const op = example();

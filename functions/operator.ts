@@ -127,7 +127,7 @@ export function operator(options: OperatorOptions): Operator {
       try {
         request = parseInvocation(c.get('body'), handlers, activities);
       } catch (error) {
-        if (error instanceof BadRequest) return errorResponse(c, 400, error.message);
+        if (error instanceof BadRequest) return errorResponse(c, 400, error.message, error.missingHandlers);
         throw error;
       }
       const scope = { daemons, cut: c.req.raw.signal, observer };

@@ -284,6 +284,11 @@ export interface InvocationResponse {
 export interface ErrorResponse {
   protocol: typeof PROTOCOL;
   error: string;
+  /**
+   * With a 400: the handlers the call named that this service does not have, as when it was redeployed
+   * without them while the gateway still knew the manifest before. The gateway reads it again.
+   */
+  missingHandlers?: string[];
 }
 
 /** One activity handler due in an activity's call. */

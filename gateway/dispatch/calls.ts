@@ -66,6 +66,8 @@ export interface ServiceAnswer {
   memo?: Record<string, unknown>;
   /** The call's trace id (of its `traceparent`), when it was made. */
   traceId?: string;
+  /** Handlers of the call the service said it does not have: redeployed without them. */
+  gone?: readonly string[];
 }
 
 export async function callServices(
@@ -232,7 +234,9 @@ function failedCall(
       { status: 'temporary', message, delay: Math.max(delayFor(retryDelaysS, handler.retry), said) },
     ]),
   );
-  return { service, outcomes };
+  const missing = error instanceof ServiceError ? error.missingHandlers : undefined;
+  const gone = missing && handlers.map(({ id }) => id).filter((id) => missing.includes(id));
+  return { service, outcomes, ...(gone?.length ? { gone } : {}) };
 }
 
 function traceIdOf(traceparent: string | undefined): string | undefined {

@@ -5,11 +5,13 @@ import { AdmissionError, type Index, operator } from '../../functions/index.ts';
 import { KOPF_EXAMPLES } from '../../functions/test-helpers.ts';
 import type { IndexContents } from '../../protocol/index.ts';
 import { deepFreeze } from '../../protocol/json.ts';
-import { FunctionService } from './function-service.ts';
+import { createLogger } from '../logging.ts';
+import { callServices } from './calls.ts';
+import { FunctionService, ServiceError } from './function-service.ts';
 import { invocationRequest } from './invocation.ts';
 import { newKey, publicKeys, signingKeyOf } from './keys.ts';
 import { hmacSigner, keySigner } from './signer.ts';
-import { inProcessTransport } from './transport.ts';
+import { type FetchHandler, inProcessTransport } from './transport.ts';
 import { ProtocolError } from './validation.ts';
 
 const SECRET = new TextEncoder().encode('a secret of at least thirty-two bytes, for the test');
@@ -84,6 +86,46 @@ describe('a function service in the same process', () => {
       /no handler "missing" here/,
     );
   });
+});
+
+describe('a service redeployed without handlers it is called for', () => {
+  for (const [how, transport] of [
+    [
+      'over its fetch handler',
+      (op: FetchHandler) => inProcessTransport({ fetch: (request) => op.fetch(request) }),
+    ],
+    ['in this process', (op: FetchHandler) => inProcessTransport(op)],
+  ] as const) {
+    it(`says which, and that its manifest is to be read again: ${how}`, async () => {
+      let redeployed = 0;
+      const service = await FunctionService.connect({
+        transport: transport(counted().handler),
+        name: undefined,
+        sign: hmacSigner(SECRET),
+        redeployed: () => redeployed++,
+      });
+      const call = invocationRequest('create', resource, object, [due('create_fn'), due('gone')], 5000);
+      const failed = await service.invoke(call).then(
+        () => assert.fail('answered'),
+        (error: unknown) => error,
+      );
+      assert.ok(failed instanceof ServiceError);
+      assert.deepEqual(failed.missingHandlers, ['gone']);
+      assert.equal(redeployed, 1);
+      const [answer] = await callServices(
+        [{ service, handlers: [due('create_fn'), due('gone')] }],
+        {
+          reason: 'create',
+          resource,
+          object,
+        },
+        [1],
+        createLogger({ level: 'error' }),
+      );
+      assert.deepEqual(answer?.gone, ['gone'], 'only those it lacks are gone; the others are retried');
+      assert.equal(answer?.outcomes.create_fn?.status, 'temporary');
+    });
+  }
 });
 
 describe("the signatures on a service's calls", () => {

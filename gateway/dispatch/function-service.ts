@@ -70,6 +70,8 @@ export interface FunctionServiceOptions {
   batches?: BatchLimits;
   /** Told of its requests and calls (the metrics'). */
   observer?: CallObserver;
+  /** Told when it answered that it lacks handlers a call named: redeployed, its manifest is to be read again. */
+  redeployed?: () => void;
 }
 
 /** Told of the requests to function services and of the calls of their handlers (the metrics'). */
@@ -107,6 +109,8 @@ export class ServiceError extends Error {
    * whoever may set the service's URL reads (the URL might reach what they may not read).
    */
   readonly reason: string;
+  /** The handlers the call named that the service said it does not have (redeployed without them). */
+  readonly missingHandlers: readonly string[] | undefined;
 
   constructor(
     message: string,
@@ -115,6 +119,7 @@ export class ServiceError extends Error {
       unreachable?: boolean;
       reason?: string;
       status?: number;
+      missingHandlers?: readonly string[] | undefined;
     } = {},
   ) {
     super(message);
@@ -122,6 +127,7 @@ export class ServiceError extends Error {
     this.unreachable = options.unreachable ?? false;
     this.status = options.status;
     this.reason = options.reason ?? message;
+    this.missingHandlers = options.missingHandlers;
   }
 }
 
@@ -406,7 +412,9 @@ export class FunctionService {
           Promise.race([inProcess(direct, inProcessCopy(request)), aborted(signal)]),
         );
       } catch (error) {
-        throw new ServiceError(`invoke ${this.url}: ${describe(error)}`);
+        const missingHandlers = missingHandlersOf(error);
+        if (missingHandlers) this.#options.redeployed?.();
+        throw new ServiceError(`invoke ${this.url}: ${describe(error)}`, { missingHandlers });
       }
     }
     return this.#post(encoder.encode(encodeRequest(request)), traceparent, timeoutMs, { cut, long });
@@ -438,6 +446,7 @@ export class FunctionService {
     } catch (error) {
       if (error instanceof ServiceError && error.unreachable) breaker?.unreachable(error.reason);
       else breaker?.succeeded();
+      if (error instanceof ServiceError && error.missingHandlers) this.#options.redeployed?.();
       const status = error instanceof ServiceError ? error.status : undefined;
       observer?.requested(this.name, status, performance.now() - started);
       // Failed as the circuit opened (the calls in flight then, or the one that opened it): its
@@ -534,10 +543,25 @@ async function send(
     const reason = `${where}: answered ${answer.status} (${bytes}${said})`;
     throw new ServiceError(
       typeof message === 'string' ? `${where}: ${answer.status} ${message.slice(0, 200)}` : reason,
-      { retryAfterMs: later, unreachable, reason, status: answer.status },
+      {
+        retryAfterMs: later,
+        unreachable,
+        reason,
+        status: answer.status,
+        missingHandlers: answer.status === 400 ? missingHandlersOf(parsed) : undefined,
+      },
     );
   }
   return parsed;
+}
+
+/**
+ * The handlers an answer (a 400's body, or what a service in this process threw) says the service
+ * lacks: a list of strings, or none. Only the ids a call named count (dispatch/calls.ts).
+ */
+function missingHandlersOf(said: unknown): readonly string[] | undefined {
+  const ids = isObject(said) ? said.missingHandlers : undefined;
+  return Array.isArray(ids) && ids.length > 0 && ids.every((id) => typeof id === 'string') ? ids : undefined;
 }
 
 function describe(error: unknown): string {

@@ -115,6 +115,8 @@ export class FunctionServices {
   readonly #listeners = new Set<(name: string) => void>();
   /** Changes one at a time, in the order asked: a redirect, its end and a re-read never interleave. */
   #queue: Promise<unknown> = Promise.resolve();
+  /** A re-read a service's answer asked for, not yet done: those asking meanwhile wait for it. */
+  #rereadAsked = false;
 
   constructor(options: FunctionServicesOptions) {
     this.#options = options;
@@ -303,6 +305,21 @@ export class FunctionServices {
     });
   }
 
+  /**
+   * A service answered that it lacks handlers a call named: redeployed without them. Its manifest is
+   * read now, not at the next refresh, so that they are no longer called (nor their webhooks served).
+   */
+  #rereadSoon(name: string): void {
+    if (this.#rereadAsked) return;
+    this.#rereadAsked = true;
+    this.#options.logger.info(
+      `function service "${name}" lacks handlers it was called for: reading the manifests again`,
+    );
+    void this.refresh().finally(() => {
+      this.#rereadAsked = false;
+    });
+  }
+
   async close(): Promise<void> {
     await this.#queue;
     await Promise.all(
@@ -329,6 +346,7 @@ export class FunctionServices {
             indexes: this.#options.indexes,
             guard: this.#options.guard,
             ...(this.#options.observer ? { observer: this.#options.observer } : {}),
+            redeployed: () => this.#rereadSoon(endpoint.name),
             batches: {
               calls: this.#options.settings.callBatchSize,
               bytes: this.#options.settings.callBatchBytes,

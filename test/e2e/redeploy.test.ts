@@ -1,6 +1,7 @@
 /**
- * A function service redeployed with other handlers, under a gateway that keeps running: the gateway
- * reads the manifests again, serves the new handlers, and drops the webhooks of the handlers gone.
+ * A function service redeployed with other handlers, under a gateway that keeps running: told so by
+ * the service's first answer, the gateway reads the manifests again, serves the new handlers, and drops
+ * the webhooks of the handlers gone.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -46,7 +47,8 @@ describe('a function service redeployed under a running gateway', () => {
         namespaces: [namespace],
         logger,
         identity: { annotationPrefix: prefix },
-        settings: { calls: { manifestRefreshMs: 100 } },
+        // No refresh by the clock in this test: only the service's own answer makes the gateway look.
+        settings: { calls: { manifestRefreshMs: 600_000 } },
       },
     );
     t.after(() => running.stop());
@@ -60,12 +62,18 @@ describe('a function service redeployed under a running gateway', () => {
     );
 
     deployed = after;
+    // Reviewed at once, before the gateway knows: the service says it has no such handler any more,
+    // so the review is let through (not refused as undecided) and the manifest is read again.
+    const second = await createKopfExample(namespace, 'second', { field: 'forbidden' });
     await eventually('the redeploy noticed', async () =>
       logger.lines.some((line) => line.includes('"redeployed" at') && line.includes('changed its handlers'))
         ? true
         : undefined,
     );
-    const second = await createKopfExample(namespace, 'second');
+    assert.ok(
+      logger.lines.some((line) => line.includes('admission handler no_forbidden is gone from "redeployed"')),
+      logger.lines.join(''),
+    );
     const status = await eventually(
       'second handled',
       async () => (await client.get<KubernetesObject>(second)).status?.create_v2,

@@ -207,6 +207,14 @@ describe('protocol JSON Schemas', () => {
     );
     assert.equal(response.status, 401);
     assertValid(errorSchema, await response.json());
+    const lacking = await sampleOperator().fetch(
+      await signedInvoke('schemas', sdkInvocation(['ok', 'gone'])),
+    );
+    assert.equal(lacking.status, 400);
+    const body = await lacking.json();
+    assert.deepEqual((body as { missingHandlers?: string[] }).missingHandlers, ['gone']);
+    assertValid(errorSchema, body);
+    assert.equal(errorSchema({ ...(body as object), missingHandlers: [1] }), false);
   });
 
   it('accept the requests the gateway builds, without managedFields', () => {

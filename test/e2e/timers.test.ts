@@ -141,7 +141,9 @@ describe('timers', () => {
     const [firstIdle] = idle.calls.get('busy') ?? [];
     const [firstDelayed] = delayed.calls.get('busy') ?? [];
     assert.ok((firstIdle as number) - lastChange >= 1400, 'called before 1.5 s without a change');
-    assert.ok((firstIdle as number) - statusWritten < 1200, 'the status write made the timer wait again');
+    // Had the status write made it wait again, the call would come 1.5 s after the gateway saw the write,
+    // which is at most a few ms before the test got its answer: any time under that leaves room for load.
+    assert.ok((firstIdle as number) - statusWritten < 1450, 'the status write made the timer wait again');
     assert.ok((firstDelayed as number) - created >= 1400, 'called before its initial delay');
     assert.ok((firstDelayed as number) < lastChange, 'the initial delay waits for no idleness');
   });

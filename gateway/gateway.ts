@@ -5,30 +5,30 @@
  * stop in the reverse.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
-import { AdmissionHost } from './admission-host.ts';
-import { bindHandlers, firstOutsideScope, resourceKey } from './binding.ts';
-import { Components, component } from './components.ts';
-import { clusterClient, setUpCredentials, stoppedOnFailure } from './credentials.ts';
+import { AdmissionHost } from './admission/host.ts';
+import { HandlerBinder } from './binding/binder.ts';
+import { bindHandlers, firstOutsideScope, resourceKey } from './binding/binding.ts';
 import { ScopeError } from './dispatch/scope.ts';
 import { type FunctionEndpoint, FunctionServices } from './dispatch/services.ts';
 import type { FetchHandler } from './dispatch/transport.ts';
-import { Activities } from './engines/activities.ts';
-import { DEFAULT_DEV_SESSION_SECONDS, DevSessionRoutes, DevSessions } from './engines/dev-sessions.ts';
-import { FunctionServiceObjects } from './engines/function-service-objects.ts';
-import { Indexes } from './engines/indexes.ts';
-import { HealthEndpoint } from './engines/liveness.ts';
-import { HandlerBinder } from './handler-binder.ts';
+import { HealthEndpoint } from './health/endpoint.ts';
 import { DEFAULT_IDENTITY, type Identity } from './identity.ts';
 import type { KubeClient, RequestObserver } from './kube/client.ts';
 import { DiscoveryCache, kindSelector } from './kube/discovery.ts';
 import { reachabilityLog } from './kube/reachability.ts';
 import { createLogger, type Logger } from './logging.ts';
+import { Components, component } from './manager/manager.ts';
 import { MetricsEndpoint, metricsAddress } from './metrics/endpoint.ts';
 import { GatewayMetrics } from './metrics/metrics.ts';
+import { clusterClient, setUpCredentials, stoppedOnFailure } from './modules/trust.ts';
 import { Peering, type PeeringOptions } from './peering/peering.ts';
-import { ResourcePipeline, stateLocation } from './pipeline.ts';
 import { checkOwnRights, type RbacCheck } from './rbac/at-start.ts';
 import type { ServedResource } from './reactor/model.ts';
+import { Indexes } from './resource/indexes.ts';
+import { ResourcePipeline, stateLocation } from './resource/pipeline.ts';
+import { Activities } from './services/activities.ts';
+import { DEFAULT_DEV_SESSION_SECONDS, DevSessionRoutes, DevSessions } from './services/dev-sessions.ts';
+import { FunctionServiceObjects } from './services/function-service-objects.ts';
 import { type Settings, type SettingsPatch, settingsWith } from './settings.ts';
 import { StateStorage } from './state/storage.ts';
 import { NamespaceWatch, selectNamespaces } from './watching/namespaces.ts';
@@ -54,7 +54,7 @@ export interface GatewayOptions {
   settings?: SettingsPatch;
   /**
    * Let `causeway dev` sessions send a service's calls to a laptop: the namespace whose Leases name
-   * them (see engines/dev-sessions.ts). Only for a service that allows them (its FunctionService's
+   * them (see services/dev-sessions.ts). Only for a service that allows them (its FunctionService's
    * `spec.devSessions`, or `FunctionEndpoint.devSessions`), to a URL it allows.
    */
   devSessions?: string;
@@ -69,12 +69,12 @@ export interface GatewayOptions {
    * Serve a liveness endpoint at this URL (e.g. `http://0.0.0.0:8080/healthz`): 200 with the probe
    * handlers' results while the gateway can work, 500 with the reasons otherwise; and readiness at
    * `/readyz` on its host and port: 200 once it serves, 503 with the reasons until then and while it
-   * stops. A function service down fails neither: both report it (engines/liveness.ts).
+   * stops. A function service down fails neither: both report it (health/endpoint.ts).
    */
   liveness?: string;
   /**
    * Log in to the Kubernetes API through this function service's login handler, instead of with a
-   * kubeconfig (engines/login.ts). Until then the gateway has no cluster access, so the calls to the
+   * kubeconfig (services/login.ts). Until then the gateway has no cluster access, so the calls to the
    * service are signed without one: with a secret shared with it, or unsigned in this process.
    */
   loginFrom?: string;

@@ -27,7 +27,7 @@ export interface Settings {
      * again at once (so no proxy's idle timeout, nor a host's limit on a call's length, cuts it).
      */
     daemonRoundMs: number;
-    /** Objects in one call of a service's index functions, at most (engines/indexes.ts). */
+    /** Objects in one call of a service's index functions, at most (resource/indexes.ts). */
     indexBatchSize: number;
     /** Bytes of those objects in one such call, at most: well below what a service takes (16 MiB by default). */
     indexBatchBytes: number;
@@ -70,7 +70,7 @@ export interface Settings {
     unscoped: boolean;
     /**
      * The Secret that keeps the CA the gateway issues the certificates of function services in the
-     * cluster with (engines/function-certificates.ts): made at the first start, shared by replicas.
+     * cluster with (services/function-certificates.ts): made at the first start, shared by replicas.
      * Needed by the services given a certificate Secret (`FunctionEndpoint.certificate`).
      */
     certificateAuthority?: { namespace: string; name: string };

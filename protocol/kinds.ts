@@ -25,7 +25,7 @@ export interface KindRule {
 }
 
 const MATCHING = ['labels', 'annotations', 'value', 'when'] as const;
-/** Every handler but an index's may receive the service's indexes (see engines/indexes.ts). */
+/** Every handler but an index's may receive the service's indexes (see resource/indexes.ts). */
 const READING = 'indexes';
 const CHANGES = ['old', 'new'] as const;
 const RETRYING = ['retries', 'timeout', 'backoff'] as const;
@@ -69,13 +69,13 @@ export const HANDLER_KINDS = {
   },
   event: { reasons: ['event'], filters: [...MATCHING, 'field'], options: [READING] },
   reconcile: { reasons: ['reconcile'], filters: [...MATCHING, 'field'], options: [...RETRYING, READING] },
-  // Scheduled by the gateway per matching object while it exists (engines/timers.ts).
+  // Scheduled by the gateway per matching object while it exists (resource/timers.ts).
   timer: {
     reasons: ['timer'],
     filters: [...MATCHING, 'field'],
     options: [...RETRYING, 'interval', 'idle', 'initialDelay', 'sharp', READING],
   },
-  // One long call per matching object while it exists and matches (engines/daemons.ts).
+  // One long call per matching object while it exists and matches (resource/daemons.ts).
   daemon: {
     reasons: ['daemon'],
     filters: [...MATCHING, 'field'],
@@ -85,7 +85,7 @@ export const HANDLER_KINDS = {
   validate: { reasons: ['admission'], filters: [...MATCHING, 'field'], options: [...ADMISSION, READING] },
   mutate: { reasons: ['admission'], filters: [...MATCHING, 'field'], options: [...ADMISSION, READING] },
   // Kopf's in-memory indexes: kept by the gateway per key, computed by it (a declarative `index`
-  // definition) or by the service in batches of objects (engines/indexes.ts).
+  // definition) or by the service in batches of objects (resource/indexes.ts).
   index: { reasons: ['index'], filters: [...MATCHING, 'field'], options: RETRYING },
 } as const satisfies Record<string, KindRule>;
 

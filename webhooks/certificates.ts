@@ -274,7 +274,7 @@ function leadsTo(chain: readonly X509Certificate[], trusted: readonly X509Certif
 }
 
 /**
- * For the gateway's function services (gateway/engines/function-certificates.ts): a CA of their own,
+ * For the gateway's function services (gateway/services/function-certificates.ts): a CA of their own,
  * named `commonName`, and serving certificates it signs, made as the webhooks' are.
  */
 export function newAuthority(commonName: string, now = new Date()): Promise<CertificateAuthority> {

@@ -10,23 +10,23 @@ import { dirname, join, resolve } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { encodeSecret, type KubernetesObject, PATHS } from '../../protocol/index.ts';
 import type { Reach } from '../../webhooks/reach.ts';
+import { type GatewayOptions, startGateway } from '../gateway.ts';
+import { KubeClient } from '../kube/client.ts';
+import { ignoreNotFound, isNotFound } from '../kube/errors.ts';
+import type { Logger } from '../logging.ts';
 import {
   type DevSession,
   devSessionLease,
   devSessionLeaseName,
   devSessionRefusal,
-} from '../engines/dev-sessions.ts';
+} from '../services/dev-sessions.ts';
 import {
   DEV_SESSION_RENEWED,
   devSessionsAllowedBy,
   functionServicesPath,
   serviceNameOf,
-} from '../engines/function-service-objects.ts';
-import { PUBLIC_KEYS_FILE } from '../engines/signing-keys.ts';
-import { type GatewayOptions, startGateway } from '../gateway.ts';
-import { KubeClient } from '../kube/client.ts';
-import { ignoreNotFound, isNotFound } from '../kube/errors.ts';
-import type { Logger } from '../logging.ts';
+} from '../services/function-service-objects.ts';
+import { PUBLIC_KEYS_FILE } from '../services/signing-keys.ts';
 import { DevService } from './dev-service.ts';
 
 export interface DevOptions {

@@ -5,9 +5,9 @@
  */
 import packageJson from '../../package.json' with { type: 'json' };
 import { JWKS_URL_VARIABLE, JWKS_VARIABLE, SECRET_VARIABLE } from '../../protocol/index.ts';
-import { DEFAULT_DEV_SESSION_SECONDS } from '../engines/dev-sessions.ts';
 import { DEFAULT_IDENTITY } from '../identity.ts';
 import { DEV_PRIORITY } from '../peering/members.ts';
+import { DEFAULT_DEV_SESSION_SECONDS } from '../services/dev-sessions.ts';
 import { DEFAULT_SETTINGS } from '../settings.ts';
 import { KOPF_PREFIX } from '../state/kopf.ts';
 import { flag, group, groupWithout } from './command-line.ts';

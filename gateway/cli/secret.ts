@@ -13,8 +13,8 @@ import {
 } from '../../protocol/index.ts';
 import { signingKeyOf } from '../dispatch/keys.ts';
 import type { SigningKey } from '../dispatch/signer.ts';
-import { readStoredKeys } from '../engines/signing-keys.ts';
 import type { KubeClient } from '../kube/client.ts';
+import { readStoredKeys } from '../services/signing-keys.ts';
 
 /** A shared signing secret: from a file, else from $CAUSEWAY_SECRET. */
 export function readSecret(file: string | undefined): Uint8Array {

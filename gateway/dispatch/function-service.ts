@@ -56,7 +56,7 @@ export interface FunctionServiceOptions {
   timeoutMs?: number;
   /** Counts the invocations that found the service unreachable; while open, none is made. */
   breaker?: CircuitBreaker;
-  /** Where the indexes its handlers read come from (engines/indexes.ts). */
+  /** Where the indexes its handlers read come from (resource/indexes.ts). */
   indexes?: IndexSource;
   /**
    * What the service may reach (dispatch/scope.ts), pinned by the gateway's operator: a manifest

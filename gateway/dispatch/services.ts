@@ -38,7 +38,7 @@ export interface FunctionEndpoint {
   /** Calls to it at once (`settings.calls.concurrencyPerService` otherwise). */
   concurrency?: number;
   /**
-   * Let dev sessions (engines/dev-sessions.ts) send its calls to URLs matching one of `urls` (globs),
+   * Let dev sessions (services/dev-sessions.ts) send its calls to URLs matching one of `urls` (globs),
    * each lasting `maxSeconds` (default 3600) at most unrenewed; without it, its sessions are ignored.
    */
   devSessions?: { urls: readonly string[]; maxSeconds?: number };
@@ -66,7 +66,7 @@ export interface FunctionServicesOptions {
   observer?: CallObserver;
 }
 
-/** What engines/function-certificates.ts does for the services given a certificate Secret. */
+/** What services/function-certificates.ts does for the services given a certificate Secret. */
 export interface CertificateIssuer {
   /** The endpoint trusting only the gateway's CA, once its certificate is issued (or kept). */
   pin(endpoint: FunctionEndpoint): Promise<FunctionEndpoint>;

@@ -5,10 +5,10 @@
  * Leases; then explain.ts judges.
  */
 import type { KubernetesObject } from '../../protocol/index.ts';
-import { outsideScope, resourceKey, resourcesNamed } from '../binding.ts';
+import { outsideScope, resourceKey, resourcesNamed } from '../binding/binding.ts';
+import { connectServices, type HandlerReading } from '../binding/sources.ts';
 import type { FunctionService } from '../dispatch/function-service.ts';
 import { scopeName } from '../dispatch/scope.ts';
-import { connectServices, type HandlerReading } from '../handler-sources.ts';
 import type { Identity } from '../identity.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { type DiscoveredResource, type Discovery, objectPath } from '../kube/discovery.ts';
@@ -17,8 +17,8 @@ import { EVENT_COMPONENT } from '../kube/events.ts';
 import type { Logger } from '../logging.ts';
 import { listMembers } from '../peering/leases.ts';
 import { aliveByWallClock, ownerOf, viewOf } from '../peering/members.ts';
-import { stateLocation } from '../pipeline.ts';
 import type { Candidate } from '../reactor/model.ts';
+import { stateLocation } from '../resource/pipeline.ts';
 import { explain, type ObjectEvent } from './explain.ts';
 import type { Explanation } from './explanation.ts';
 

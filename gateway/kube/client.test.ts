@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, it, type TestContext } from 'node:test';
-import { kubeConfigOf } from '../engines/login.ts';
+import { kubeConfigOf } from '../services/login.ts';
 import { KubeClient, renewalDue } from './client.ts';
 import { ApiError } from './errors.ts';
 

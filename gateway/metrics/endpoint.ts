@@ -3,9 +3,9 @@
  * plain HTTP as Prometheus scrapes a pod, on every replica: each counts what it does itself.
  */
 import { createServer, type Server } from 'node:http';
-import type { Component } from '../components.ts';
 import { closeNow, listen, origin } from '../listening.ts';
 import type { Logger } from '../logging.ts';
+import type { Component } from '../manager/manager.ts';
 import type { Exposition } from './metrics.ts';
 
 export const METRICS_PATH = '/metrics';

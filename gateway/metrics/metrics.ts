@@ -8,8 +8,8 @@ import { createHistogram } from 'node:perf_hooks';
 import { getHeapStatistics } from 'node:v8';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { CallObserver } from '../dispatch/function-service.ts';
-import type { ObjectReadings, PipelineObserver } from '../pipeline.ts';
 import type { QueueObserver, QueueReadings } from '../reactor/queue.ts';
+import type { ObjectReadings, PipelineObserver } from '../resource/pipeline.ts';
 import { CATALOGUE, DURATION_BUCKETS, type MetricName, type MetricSpec } from './catalogue.ts';
 import {
   delaysStoodFor,

@@ -8,10 +8,10 @@
  */
 import { hostname } from 'node:os';
 import type { KubernetesObject } from '../../protocol/index.ts';
-import type { Component, Components } from '../components.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { ApiError, isNotFound } from '../kube/errors.ts';
 import type { Logger } from '../logging.ts';
+import type { Component, Components } from '../manager/manager.ts';
 import type { Settings } from '../settings.ts';
 import { sleep } from '../timing.ts';
 import { LEASES, listMembers, writeLease } from './leases.ts';

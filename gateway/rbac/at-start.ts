@@ -5,9 +5,9 @@
  * the services that FunctionService objects add later are not checked.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { connectServices } from '../binding/sources.ts';
 import type { FunctionService } from '../dispatch/function-service.ts';
 import type { Signer } from '../dispatch/signer.ts';
-import { connectServices } from '../handler-sources.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { DiscoveryCache } from '../kube/discovery.ts';
 import type { Logger } from '../logging.ts';

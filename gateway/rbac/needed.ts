@@ -5,10 +5,10 @@
  */
 import type { KubernetesObject } from '../../protocol/index.ts';
 import type { FunctionService } from '../dispatch/function-service.ts';
-import { functionServicesPath } from '../engines/function-service-objects.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import type { Logger } from '../logging.ts';
+import { functionServicesPath } from '../services/function-service-objects.ts';
 import { type RbacObject, type RbacRequest, rbacFor } from './rbac.ts';
 import { functionServiceSecrets, servedBy } from './served.ts';
 

@@ -189,7 +189,7 @@ export function rbacFor(request: RbacRequest): RbacObject[] {
     grants.add(request.functionServices, rule('causeway.dev', ['functionservices/status'], ['patch']));
   }
 
-  // engines/dev-sessions.ts: a Watcher of the sessions' Leases, which it only reads.
+  // services/dev-sessions.ts: a Watcher of the sessions' Leases, which it only reads.
   if (request.devSessions !== undefined) {
     grants.add(request.devSessions, rule('coordination.k8s.io', ['leases'], ['list', 'watch']));
   }

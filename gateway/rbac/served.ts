@@ -4,7 +4,7 @@
  * rbac.ts turns this into rules.
  */
 import { isAdmissionKind, type KubernetesObject } from '../../protocol/index.ts';
-import { outsideScope, resourceKey, resourcesNamed } from '../binding.ts';
+import { outsideScope, resourceKey, resourcesNamed } from '../binding/binding.ts';
 import type { FunctionService } from '../dispatch/function-service.ts';
 import { type DiscoveredResource, type Discovery, describe, selectsSeveral } from '../kube/discovery.ts';
 import type { NamespacedName, RbacResource } from './rbac.ts';
@@ -67,7 +67,7 @@ function rbacResource({ group, plural, namespaced, subresources }: DiscoveredRes
 }
 
 /**
- * The Secrets FunctionService objects name (engines/function-service-objects.ts): the one the gateway
+ * The Secrets FunctionService objects name (services/function-service-objects.ts): the one the gateway
  * issues the service's certificate into (`spec.tls.secretName`), and the shared secret it reads
  * (`spec.secretRef`).
  */

@@ -16,7 +16,7 @@ import { bundleCli } from '../../deploy/build.ts';
 import {
   FUNCTION_SERVICE,
   functionServiceDefinition,
-} from '../../gateway/engines/function-service-objects.ts';
+} from '../../gateway/services/function-service-objects.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { testNamespace } from '../support/cluster.ts';
 import {
@@ -190,7 +190,7 @@ describe(DIRECTORY, () => {
     const kex = 'kopfexamples.kopf.dev';
 
     const expectations: Array<[user: string, ns: string, args: string[], allowed: boolean]> = [
-      // What gateway/engines/function-service-objects.ts does: list + watch, a get when it tries a
+      // What gateway/services/function-service-objects.ts does: list + watch, a get when it tries a
       // service again, merge patches of the status.
       [gateway, namespace, ['list', fns], true],
       [gateway, namespace, ['watch', fns], true],

@@ -17,7 +17,7 @@ import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { bundleCli } from '../../deploy/build.ts';
 import { newKey } from '../../gateway/dispatch/keys.ts';
-import { PRIVATE_KEYS_FILE } from '../../gateway/engines/signing-keys.ts';
+import { PRIVATE_KEYS_FILE } from '../../gateway/services/signing-keys.ts';
 import { testCluster, testNamespace } from '../support/cluster.ts';
 import {
   type Container,

@@ -178,7 +178,7 @@ describe('deploy/examples/01-minimal', () => {
       [gateway, namespace, ['patch', kex, '--subresource=status'], true],
       [gateway, namespace, ['get', `customresourcedefinitions.apiextensions.k8s.io/${kex}`], true],
       [gateway, namespace, ['create', 'events'], true],
-      // Its signing keys (gateway/engines/signing-keys.ts): the Secret and the ConfigMap, by name, made
+      // Its signing keys (gateway/services/signing-keys.ts): the Secret and the ConfigMap, by name, made
       // at its first start.
       [gateway, namespace, ['get', `secrets/${KEYS}`], true],
       [gateway, namespace, ['update', `secrets/${KEYS}`], true],
@@ -186,7 +186,7 @@ describe('deploy/examples/01-minimal', () => {
       [gateway, namespace, ['update', `configmaps/${KEYS}`], true],
       [gateway, namespace, ['create', 'secrets'], true],
       [gateway, namespace, ['create', 'configmaps'], true],
-      // The function service's TLS (gateway/engines/function-certificates.ts): its CA's Secret and the
+      // The function service's TLS (gateway/services/function-certificates.ts): its CA's Secret and the
       // Secret of the service's certificate, by name, made at its first start, renewed.
       [gateway, namespace, ['get', `secrets/${FUNCTION_CA}`], true],
       [gateway, namespace, ['update', `secrets/${FUNCTION_CA}`], true],

@@ -11,12 +11,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { newKey, publicKeys, type StoredKey } from '../../gateway/dispatch/keys.ts';
+import { applyManifests } from '../../gateway/kube/apply.ts';
 import {
   functionServiceDefinition,
   functionServicesPath,
-} from '../../gateway/engines/function-service-objects.ts';
-import { PRIVATE_KEYS_FILE, readStoredKeys } from '../../gateway/engines/signing-keys.ts';
-import { applyManifests } from '../../gateway/kube/apply.ts';
+} from '../../gateway/services/function-service-objects.ts';
+import { PRIVATE_KEYS_FILE, readStoredKeys } from '../../gateway/services/signing-keys.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { testNamespace } from '../support/cluster.ts';
 import { type PublishedKeys, problems } from '../support/deploy.ts';

@@ -9,11 +9,11 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
+import { applyManifests } from '../../gateway/kube/apply.ts';
 import {
   functionServiceDefinition,
   functionServicesPath,
-} from '../../gateway/engines/function-service-objects.ts';
-import { applyManifests } from '../../gateway/kube/apply.ts';
+} from '../../gateway/services/function-service-objects.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { isObject } from '../../protocol/json.ts';
 import { testCluster, testNamespace } from '../support/cluster.ts';

@@ -8,12 +8,12 @@ import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import { operator, PermanentError } from '../../functions/index.ts';
 import { serveFetch } from '../../gateway/cli/serve.ts';
+import { startGateway } from '../../gateway/gateway.ts';
+import { applyManifests } from '../../gateway/kube/apply.ts';
 import {
   functionServiceDefinition,
   functionServicesPath,
-} from '../../gateway/engines/function-service-objects.ts';
-import { startGateway } from '../../gateway/gateway.ts';
-import { applyManifests } from '../../gateway/kube/apply.ts';
+} from '../../gateway/services/function-service-objects.ts';
 import type { SettingsPatch } from '../../gateway/settings.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { testNamespace } from '../support/cluster.ts';

@@ -14,12 +14,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { stringify } from 'yaml';
+import { applyManifests } from '../../gateway/kube/apply.ts';
+import { ignoreNotFound } from '../../gateway/kube/errors.ts';
 import {
   functionServiceDefinition,
   functionServicesPath,
-} from '../../gateway/engines/function-service-objects.ts';
-import { applyManifests } from '../../gateway/kube/apply.ts';
-import { ignoreNotFound } from '../../gateway/kube/errors.ts';
+} from '../../gateway/services/function-service-objects.ts';
 import type { KubernetesObject, ServiceScope } from '../../protocol/index.ts';
 import { testNamespace, webhookClientCa } from '../support/cluster.ts';
 import { customResourceDefinition, type TestKind, uniqueGroup } from '../support/crds.ts';

@@ -14,8 +14,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
-import { devSessionLease } from '../../gateway/engines/dev-sessions.ts';
 import { DEFAULT_IDENTITY } from '../../gateway/identity.ts';
+import { devSessionLease } from '../../gateway/services/dev-sessions.ts';
 import { testNamespace } from '../support/cluster.ts';
 import {
   applyRbac,

@@ -6,13 +6,13 @@ import { readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
 import { serveFetch } from '../../gateway/cli/serve.ts';
 import type { FetchHandler } from '../../gateway/dispatch/transport.ts';
-import { FUNCTION_SERVICE, functionServicesPath } from '../../gateway/engines/function-service-objects.ts';
-import { PUBLIC_KEYS_FILE } from '../../gateway/engines/signing-keys.ts';
 import { type Gateway, type GatewayOptions, startGateway } from '../../gateway/gateway.ts';
 import { applyManifests, parseManifests } from '../../gateway/kube/apply.ts';
 import { KubeClient } from '../../gateway/kube/client.ts';
 import { ignoreNotFound } from '../../gateway/kube/errors.ts';
 import { createLogger, type Logger } from '../../gateway/logging.ts';
+import { FUNCTION_SERVICE, functionServicesPath } from '../../gateway/services/function-service-objects.ts';
+import { PUBLIC_KEYS_FILE } from '../../gateway/services/signing-keys.ts';
 import { IN_PROCESS, type KubernetesObject, type ServiceScope } from '../../protocol/index.ts';
 import { testCluster } from './cluster.ts';
 

@@ -1,7 +1,7 @@
 /** `causeway rbac`: the least-privilege RBAC of a gateway serving given services, for `kubectl apply -f -` (../../rbac/). */
 import { stringify } from 'yaml';
+import { connectServices } from '../../binding/sources.ts';
 import { hmacSigner, keySigner } from '../../dispatch/signer.ts';
-import { connectServices } from '../../handler-sources.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { Discovery } from '../../kube/discovery.ts';
 import { loadKubeConfig } from '../../kube/kubeconfig.ts';

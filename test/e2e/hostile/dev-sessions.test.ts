@@ -12,14 +12,14 @@ import { describe, it, type TestContext } from 'node:test';
 import { operator } from '../../../functions/index.ts';
 import { serveFetch } from '../../../gateway/cli/serve.ts';
 import type { FunctionEndpoint } from '../../../gateway/dispatch/services.ts';
-import { devSessionLease, devSessionLeaseName } from '../../../gateway/engines/dev-sessions.ts';
+import { startGateway } from '../../../gateway/gateway.ts';
+import { applyManifests } from '../../../gateway/kube/apply.ts';
+import { devSessionLease, devSessionLeaseName } from '../../../gateway/services/dev-sessions.ts';
 import {
   DEV_SESSION_RENEWED,
   functionServiceDefinition,
   functionServicesPath,
-} from '../../../gateway/engines/function-service-objects.ts';
-import { startGateway } from '../../../gateway/gateway.ts';
-import { applyManifests } from '../../../gateway/kube/apply.ts';
+} from '../../../gateway/services/function-service-objects.ts';
 import type { SettingsPatch } from '../../../gateway/settings.ts';
 import type { KubernetesObject } from '../../../protocol/index.ts';
 import { testNamespace } from '../../support/cluster.ts';

@@ -11,13 +11,13 @@ import { createServer, type Server } from 'node:http';
 import { describe, it, type TestContext } from 'node:test';
 import { operator } from '../../../functions/index.ts';
 import { serveFetch } from '../../../gateway/cli/serve.ts';
-import { devSessionLease } from '../../../gateway/engines/dev-sessions.ts';
+import { startGateway } from '../../../gateway/gateway.ts';
+import { applyManifests } from '../../../gateway/kube/apply.ts';
+import { devSessionLease } from '../../../gateway/services/dev-sessions.ts';
 import {
   functionServiceDefinition,
   functionServicesPath,
-} from '../../../gateway/engines/function-service-objects.ts';
-import { startGateway } from '../../../gateway/gateway.ts';
-import { applyManifests } from '../../../gateway/kube/apply.ts';
+} from '../../../gateway/services/function-service-objects.ts';
 import type { SettingsPatch } from '../../../gateway/settings.ts';
 import type { KubernetesObject } from '../../../protocol/index.ts';
 import { testNamespace } from '../../support/cluster.ts';

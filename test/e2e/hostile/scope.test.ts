@@ -8,14 +8,14 @@ import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { operator } from '../../../functions/index.ts';
 import { serveFetch } from '../../../gateway/cli/serve.ts';
-import {
-  functionServiceDefinition,
-  functionServicesPath,
-} from '../../../gateway/engines/function-service-objects.ts';
 import { startGateway } from '../../../gateway/gateway.ts';
 import { applyManifests } from '../../../gateway/kube/apply.ts';
 import type { KubeClient } from '../../../gateway/kube/client.ts';
 import { ApiError } from '../../../gateway/kube/errors.ts';
+import {
+  functionServiceDefinition,
+  functionServicesPath,
+} from '../../../gateway/services/function-service-objects.ts';
 import type { KubernetesObject, ServiceScope } from '../../../protocol/index.ts';
 import { testNamespace } from '../../support/cluster.ts';
 import { hostileService } from '../../support/hostile-service.ts';

@@ -3,7 +3,7 @@
  * function service and the laptop's URL. While the session is renewed, the gateway sends that
  * service's calls (and admission reviews) to the laptop; when it ends, or is not renewed within its
  * duration, they go back to the deployed service. A session is held by the service's FunctionService
- * object, in its `devSession` field (engines/function-service-objects.ts), or, for a service given
+ * object, in its `devSession` field (services/function-service-objects.ts), or, for a service given
  * otherwise, by a Lease in a namespace the gateway was told to look in (`--dev-sessions`). Either is
  * the whole protocol, so a session heals by itself, shows in `kubectl get`, and needs no restart.
  *
@@ -13,11 +13,11 @@
  */
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { isObject } from '../../protocol/json.ts';
-import type { Component } from '../components.ts';
 import type { Identity } from '../identity.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { Watcher } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
+import type { Component } from '../manager/manager.ts';
 import type { Settings } from '../settings.ts';
 import { MAX_TIMER_MS } from '../timing.ts';
 import { matchesUrlGlob, shownUrl, urlProblem } from './function-service-urls.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Components, component } from './components.ts';
-import { createLogger } from './logging.ts';
+import { createLogger } from '../logging.ts';
+import { Components, component } from './manager.ts';
 
 function recorder() {
   const lines: string[] = [];

@@ -31,7 +31,6 @@ import {
 } from '../../webhooks/reach.ts';
 import type { ReviewRequest, Verdict } from '../../webhooks/review.ts';
 import { startWebhookServer, type WebhookServer } from '../../webhooks/server.ts';
-import type { Component } from '../components.ts';
 import { type CallSubject, callServices, idempotencyKey } from '../dispatch/calls.ts';
 import type { FunctionService } from '../dispatch/function-service.ts';
 import type { Identity } from '../identity.ts';
@@ -40,6 +39,7 @@ import type { DiscoveredResource } from '../kube/discovery.ts';
 import { ApiError, isNotFound } from '../kube/errors.ts';
 import { type SecretName, secretPath, writeSecret } from '../kube/secrets.ts';
 import type { Logger } from '../logging.ts';
+import type { Component } from '../manager/manager.ts';
 import { objectMatches } from '../reactor/filters.ts';
 import { hasFinalizer } from '../reactor/finalizers.ts';
 import type { Settings } from '../settings.ts';

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import { createLogger } from '../logging.ts';
-import type { ProbeRound } from './activities.ts';
-import { HealthEndpoint, healthOf, livenessAddress, ProbeCache, readinessOf } from './liveness.ts';
+import type { ProbeRound } from '../services/activities.ts';
+import { HealthEndpoint, healthOf, livenessAddress, ProbeCache, readinessOf } from './endpoint.ts';
 
 const round = (service: string, results: Record<string, unknown>, failures: string[] = []): ProbeRound => ({
   service,

@@ -4,29 +4,30 @@
  * builds its parts afresh at each start (a replica that leads again lists again, as at a start) and
  * stops them in order, so no call of it is in flight once it has stopped.
  */
-import type { Component } from './components.ts';
-import { Daemons } from './engines/daemons.ts';
-import { EventHandlers } from './engines/event-handlers.ts';
-import type { Indexes, IndexFeed } from './engines/indexes.ts';
-import { Timers } from './engines/timers.ts';
-import type { Identity } from './identity.ts';
-import type { KubeClient } from './kube/client.ts';
-import type { DiscoveredResource, DiscoveryCache } from './kube/discovery.ts';
-import { ApiError } from './kube/errors.ts';
-import type { Logger } from './logging.ts';
-import type { WriteLeave } from './peering/peering.ts';
-import { kubeReactorApi, type ReactorApi } from './reactor/api.ts';
-import { functionServiceCaller } from './reactor/calls.ts';
-import { ResourceReactor } from './reactor/cycle.ts';
-import { ObjectMemory } from './reactor/memory.ts';
-import type { ServedResource } from './reactor/model.ts';
-import { ObjectQueue, type QueueObserver, type QueueReadings } from './reactor/queue.ts';
-import type { Settings } from './settings.ts';
-import { statusKeeps, versionSchema } from './state/schema.ts';
-import type { StateLocation } from './state/storage.ts';
-import type { NamespaceSelection, NamespaceWatch } from './watching/namespaces.ts';
-import { ResourceWatch } from './watching/resource-watch.ts';
-import { sharedLabelSelector } from './watching/selectors.ts';
+
+import type { Identity } from '../identity.ts';
+import type { KubeClient } from '../kube/client.ts';
+import type { DiscoveredResource, DiscoveryCache } from '../kube/discovery.ts';
+import { ApiError } from '../kube/errors.ts';
+import type { Logger } from '../logging.ts';
+import type { Component } from '../manager/manager.ts';
+import type { WriteLeave } from '../peering/peering.ts';
+import { kubeReactorApi, type ReactorApi } from '../reactor/api.ts';
+import { functionServiceCaller } from '../reactor/calls.ts';
+import { ResourceReactor } from '../reactor/cycle.ts';
+import { ObjectMemory } from '../reactor/memory.ts';
+import type { ServedResource } from '../reactor/model.ts';
+import { ObjectQueue, type QueueObserver, type QueueReadings } from '../reactor/queue.ts';
+import type { Settings } from '../settings.ts';
+import { statusKeeps, versionSchema } from '../state/schema.ts';
+import type { StateLocation } from '../state/storage.ts';
+import type { NamespaceSelection, NamespaceWatch } from '../watching/namespaces.ts';
+import { ResourceWatch } from '../watching/resource-watch.ts';
+import { sharedLabelSelector } from '../watching/selectors.ts';
+import { Daemons } from './daemons.ts';
+import { EventHandlers } from './event-handlers.ts';
+import type { Indexes, IndexFeed } from './indexes.ts';
+import { Timers } from './timers.ts';
 
 export interface PipelineOptions {
   /** Its handlers, bound and rebound by the gateway while it runs. */

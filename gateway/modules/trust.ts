@@ -6,17 +6,17 @@
  * goes over TLS, too.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
-import { type Components, component } from './components.ts';
-import type { FunctionService } from './dispatch/function-service.ts';
-import { hmacSigner, keySigner, type Signer } from './dispatch/signer.ts';
-import type { Activities } from './engines/activities.ts';
-import { FunctionCertificates } from './engines/function-certificates.ts';
-import { loginThrough } from './engines/login.ts';
-import { SigningKeys } from './engines/signing-keys.ts';
-import { KubeClient, type RequestObserver } from './kube/client.ts';
-import { loadKubeConfig } from './kube/kubeconfig.ts';
-import type { Logger } from './logging.ts';
-import type { Settings } from './settings.ts';
+import type { FunctionService } from '../dispatch/function-service.ts';
+import { hmacSigner, keySigner, type Signer } from '../dispatch/signer.ts';
+import { KubeClient, type RequestObserver } from '../kube/client.ts';
+import { loadKubeConfig } from '../kube/kubeconfig.ts';
+import type { Logger } from '../logging.ts';
+import { type Components, component } from '../manager/manager.ts';
+import type { Activities } from '../services/activities.ts';
+import { FunctionCertificates } from '../services/function-certificates.ts';
+import { loginThrough } from '../services/login.ts';
+import { SigningKeys } from '../services/signing-keys.ts';
+import type { Settings } from '../settings.ts';
 
 export interface CredentialsOptions {
   kubeconfig: KubeConfig | undefined;

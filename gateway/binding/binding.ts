@@ -3,16 +3,16 @@
  * group at a time, and bound to what serves each resource. Pure, so that gateway.ts only decides
  * when; serving itself (watches, webhooks) is the caller's.
  */
-import { type HandlerSpec, isAdmissionKind } from '../protocol/index.ts';
-import type { FunctionService } from './dispatch/function-service.ts';
-import { covers, scopeName } from './dispatch/scope.ts';
+import { type HandlerSpec, isAdmissionKind } from '../../protocol/index.ts';
+import type { FunctionService } from '../dispatch/function-service.ts';
+import { covers, scopeName } from '../dispatch/scope.ts';
 import {
   type DiscoveredResource,
   type Discovery,
   ResourceNotFound,
   selectsSeveral,
-} from './kube/discovery.ts';
-import type { ServedResource } from './reactor/model.ts';
+} from '../kube/discovery.ts';
+import type { ServedResource } from '../reactor/model.ts';
 
 /** A handler of a service, not served yet (or, by category or `*`, not on every resource of it). */
 export interface Unresolved {

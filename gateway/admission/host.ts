@@ -2,14 +2,14 @@
  * Where the gateway's admission webhooks live: made when a service first has admission handlers
  * (until then no webhook server runs), and the place the gateway's own finalizer webhook is decided.
  */
-import { type HandlerSpec, isAdmissionKind } from '../protocol/index.ts';
-import { resourceKey, type Unresolved } from './binding.ts';
-import type { Components } from './components.ts';
-import type { FunctionService } from './dispatch/function-service.ts';
-import { Admission, type AdmissionOptions } from './engines/admission.ts';
-import type { DiscoveredResource } from './kube/discovery.ts';
-import { needsFinalizer } from './reactor/finalizers.ts';
-import { candidatesOf, type ServedResource } from './reactor/model.ts';
+import { type HandlerSpec, isAdmissionKind } from '../../protocol/index.ts';
+import { resourceKey, type Unresolved } from '../binding/binding.ts';
+import type { FunctionService } from '../dispatch/function-service.ts';
+import type { DiscoveredResource } from '../kube/discovery.ts';
+import type { Components } from '../manager/manager.ts';
+import { needsFinalizer } from '../reactor/finalizers.ts';
+import { candidatesOf, type ServedResource } from '../reactor/model.ts';
+import { Admission, type AdmissionOptions } from './admission.ts';
 
 export class AdmissionHost {
   readonly #options: AdmissionOptions;

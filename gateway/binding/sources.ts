@@ -3,13 +3,13 @@
  * over HTTP, or the FunctionService objects of a namespace), connected as the gateway connects them:
  * for the commands that judge what a gateway serves without running one (explain, rbac).
  */
-import type { KubernetesObject } from '../protocol/index.ts';
-import { FunctionService } from './dispatch/function-service.ts';
-import type { FunctionEndpoint } from './dispatch/services.ts';
-import { hmacSigner, type Signer } from './dispatch/signer.ts';
-import { type FetchHandler, httpTransport, inProcessTransport } from './dispatch/transport.ts';
-import { functionServiceEndpoint, functionServicesPath } from './engines/function-service-objects.ts';
-import type { KubeClient } from './kube/client.ts';
+import type { KubernetesObject } from '../../protocol/index.ts';
+import { FunctionService } from '../dispatch/function-service.ts';
+import type { FunctionEndpoint } from '../dispatch/services.ts';
+import { hmacSigner, type Signer } from '../dispatch/signer.ts';
+import { type FetchHandler, httpTransport, inProcessTransport } from '../dispatch/transport.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { functionServiceEndpoint, functionServicesPath } from '../services/function-service-objects.ts';
 
 /** Where the handlers come from, as the gateway is given them; one or more. */
 export interface HandlerSources {

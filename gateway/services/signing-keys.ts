@@ -5,7 +5,7 @@
  * says something is due, so replicas and restarts agree on one key set: the Secret is written with
  * its resourceVersion, and a replica that loses the race takes the winner's keys.
  */
-import type { Component } from '../components.ts';
+
 import {
   type KeyPlan,
   parseStoredKeys,
@@ -19,6 +19,7 @@ import type { KubeClient } from '../kube/client.ts';
 import { ApiError, ignoreNotFound } from '../kube/errors.ts';
 import { MANAGED_BY_CAUSEWAY, secretPath, writeSecret } from '../kube/secrets.ts';
 import type { Logger } from '../logging.ts';
+import type { Component } from '../manager/manager.ts';
 import type { Settings } from '../settings.ts';
 
 /** The Secret's key holding the private keys, and the ConfigMap's key holding the public ones. */

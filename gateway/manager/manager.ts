@@ -7,7 +7,7 @@
  * while this replica leads: `follow()` stops them, `lead()` starts them again. The others (admission
  * webhooks, health, the function services) run on every replica for as long as the gateway runs.
  */
-import type { Logger } from './logging.ts';
+import type { Logger } from '../logging.ts';
 
 export interface Component {
   /** For logs: what failed to stop. */

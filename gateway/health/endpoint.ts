@@ -9,10 +9,10 @@
  * while (10 s, as Kopf does), so that frequent probing costs few calls.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { Component } from '../components.ts';
 import { closeNow, listen, origin } from '../listening.ts';
 import type { Logger } from '../logging.ts';
-import type { ProbeRound } from './activities.ts';
+import type { Component } from '../manager/manager.ts';
+import type { ProbeRound } from '../services/activities.ts';
 
 export interface LivenessAddress {
   host: string;

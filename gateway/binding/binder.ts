@@ -5,7 +5,19 @@
  * redirected, added or removed has its handlers replaced in one step. One change at a time.
  */
 
-import { type AdmissionHost, isAdmissionHandler } from './admission-host.ts';
+import { type AdmissionHost, isAdmissionHandler } from '../admission/host.ts';
+import type { FunctionService } from '../dispatch/function-service.ts';
+import {
+  type DiscoveredResource,
+  type DiscoveryCache,
+  describe,
+  ResourceNotFound,
+  selectsSeveral,
+} from '../kube/discovery.ts';
+import type { Logger } from '../logging.ts';
+import type { ResourcePipeline } from '../resource/pipeline.ts';
+import type { Activities } from '../services/activities.ts';
+import { sleep } from '../timing.ts';
 import {
   bindHandlers,
   type Group,
@@ -14,18 +26,6 @@ import {
   serveGroups,
   type Unresolved,
 } from './binding.ts';
-import type { FunctionService } from './dispatch/function-service.ts';
-import type { Activities } from './engines/activities.ts';
-import {
-  type DiscoveredResource,
-  type DiscoveryCache,
-  describe,
-  ResourceNotFound,
-  selectsSeveral,
-} from './kube/discovery.ts';
-import type { Logger } from './logging.ts';
-import type { ResourcePipeline } from './pipeline.ts';
-import { sleep } from './timing.ts';
 
 export interface HandlerBinderOptions {
   discovery: DiscoveryCache;

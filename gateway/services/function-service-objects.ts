@@ -7,13 +7,12 @@
  * a laptop. Services given with `--functions` are served beside them.
  *
  * Whoever may edit a FunctionService is not trusted as the gateway is: its `url` may not reach the
- * gateway's own host or the cloud metadata service (engines/function-service-urls.ts), its dev sessions
+ * gateway's own host or the cloud metadata service (services/function-service-urls.ts), its dev sessions
  * are followed only as its `spec.devSessions` allows, and it cannot take over a `serviceName` another
  * FunctionService already has: the older object keeps it.
  */
 import { encodeSecret, type KubernetesObject } from '../../protocol/index.ts';
 import { isObject } from '../../protocol/json.ts';
-import type { Component } from '../components.ts';
 import { ServiceError } from '../dispatch/function-service.ts';
 import { parseScope } from '../dispatch/scope.ts';
 import type { FunctionEndpoint, FunctionServices, ServiceState } from '../dispatch/services.ts';
@@ -23,6 +22,7 @@ import { postEvents } from '../kube/events.ts';
 import { secretPath } from '../kube/secrets.ts';
 import { Watcher } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
+import type { Component } from '../manager/manager.ts';
 import { delayFor, type Settings } from '../settings.ts';
 import {
   DEFAULT_DEV_SESSION_SECONDS,

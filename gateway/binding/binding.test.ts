@@ -8,7 +8,7 @@ import {
   type Manifest,
   PROTOCOL,
   type ResourceSelector,
-} from '../protocol/index.ts';
+} from '../../protocol/index.ts';
 import {
   aggregatedDiscovery,
   familyNames,
@@ -16,7 +16,14 @@ import {
   resourceSelector,
   type ServedFamily,
   wrongValue,
-} from '../test/support/arbitraries.ts';
+} from '../../test/support/arbitraries.ts';
+import type { FunctionService } from '../dispatch/function-service.ts';
+import { parseScope, ScopeError } from '../dispatch/scope.ts';
+import { ProtocolError, parseManifest } from '../dispatch/validation.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { type DiscoveredResource, Discovery, ResourceNotFound } from '../kube/discovery.ts';
+import type { ServedResource } from '../reactor/model.ts';
+import type { StateStorage } from '../state/storage.ts';
 import {
   bindHandlers,
   firstOutsideScope,
@@ -27,13 +34,6 @@ import {
   serveGroups,
   type Unresolved,
 } from './binding.ts';
-import type { FunctionService } from './dispatch/function-service.ts';
-import { parseScope, ScopeError } from './dispatch/scope.ts';
-import { ProtocolError, parseManifest } from './dispatch/validation.ts';
-import type { KubeClient } from './kube/client.ts';
-import { type DiscoveredResource, Discovery, ResourceNotFound } from './kube/discovery.ts';
-import type { ServedResource } from './reactor/model.ts';
-import type { StateStorage } from './state/storage.ts';
 
 const resource = (plural: string) =>
   ({

@@ -2,9 +2,20 @@
 import { readFileSync } from 'node:fs';
 import { loadKubeConfig } from '../kube/kubeconfig.ts';
 import type { Logger } from '../logging.ts';
-import type { Whereabouts } from './options.ts';
 
-/** A file's text, for options.ts, which reads none itself. */
+/** A file's text, by its path: how the options read the files their flags name (tests pass their own). */
+export type ReadText = (path: string) => string;
+
+/**
+ * Where the gateway runs, for the peering namespace's default: the pod's namespace ($POD_NAMESPACE),
+ * else the kubeconfig context's.
+ */
+export interface Whereabouts {
+  podNamespace?: string | undefined;
+  contextNamespace?: string | undefined;
+}
+
+/** A file's text, for the options, which read none themselves. */
 export function readText(path: string): string {
   return readFileSync(path, 'utf8');
 }

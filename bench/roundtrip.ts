@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Miniflare } from 'miniflare';
 import { freePorts } from '../deploy/control-plane/ports.ts';
-import { bundleForWorkers, WORKERS_COMPATIBILITY_DATE } from '../gateway/cli/build.ts';
+import { bundleForWorkers, WORKERS_COMPATIBILITY_DATE } from '../gateway/cli/commands/build/build.ts';
 import { FunctionService } from '../gateway/dispatch/function-service.ts';
 import { invocationRequest } from '../gateway/dispatch/invocation.ts';
 import { newKey, publicKeys, signingKeyOf } from '../gateway/dispatch/keys.ts';

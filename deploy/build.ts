@@ -55,7 +55,7 @@ export async function bundleCli(outdir = join(DIST, 'cli'), root = ROOT): Promis
       js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
     },
   });
-  await cp(join(ROOT, 'gateway/cli/template'), join(outdir, 'template'), { recursive: true });
+  await cp(join(ROOT, 'gateway/cli/commands/init/template'), join(outdir, 'template'), { recursive: true });
   return join(outdir, 'causeway.mjs');
 }
 

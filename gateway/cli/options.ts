@@ -13,8 +13,10 @@ import type { SecretName } from '../kube/secrets.ts';
 import { DEV_PRIORITY } from '../peering/members.ts';
 import { RBAC_CHECK_MODES, type RbacCheck } from '../rbac/at-start.ts';
 import type { GatewayRbacFlags } from '../rbac/needed.ts';
-import { BUILD_TARGETS, type BuildOptions, type BuildTarget, workerNameOf } from './build.ts';
 import { type GroupValues, UsageError } from './command-line.ts';
+import { BUILD_TARGETS, type BuildOptions, type BuildTarget, workerNameOf } from './commands/build/build.ts';
+import type { ReleaseOptions } from './commands/release/release.ts';
+import type { ServeOptions } from './commands/serve/serve.ts';
 import {
   ENDPOINT,
   type FUNCTION_SERVICES,
@@ -48,8 +50,6 @@ import {
 } from './flags.ts';
 import { type GatewaySettings, type GatewayValues, gatewayOptions } from './gateway-options.ts';
 import type { ReadText, Whereabouts } from './process.ts';
-import type { ReleaseOptions } from './release.ts';
-import type { ServeOptions } from './serve.ts';
 import { integer, namespacedName, oneOf } from './values.ts';
 
 export * from './flags/identity.ts';

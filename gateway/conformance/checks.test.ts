@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import { AdmissionError, type OperatorOptions, operator } from '../../functions/index.ts';
-import { serveFetch } from '../cli/serve.ts';
+import { serveFetch } from '../cli/commands/serve/serve.ts';
 import { newKey, publicKeys, signingKeyOf } from '../dispatch/keys.ts';
 import type { FetchHandler } from '../dispatch/transport.ts';
 import { runConformance } from './checks.ts';

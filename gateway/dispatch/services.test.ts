@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { operator } from '../../functions/index.ts';
 import type { ServiceScope } from '../../protocol/index.ts';
-import { type RunningServer, serveFetch } from '../cli/serve.ts';
+import { type RunningServer, serveFetch } from '../cli/commands/serve/serve.ts';
 import { createLogger } from '../logging.ts';
 import { DEFAULT_SETTINGS } from '../settings.ts';
 import type { FunctionService } from './function-service.ts';

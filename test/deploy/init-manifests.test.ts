@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { init } from '../../gateway/cli/init.ts';
+import { init } from '../../gateway/cli/commands/init/init.ts';
 import { testNamespace } from '../support/cluster.ts';
 import {
   type Deployment,

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
 import { operator, PermanentError, TemporaryError } from '../../functions/index.ts';
-import { serveFetch } from '../../gateway/cli/serve.ts';
+import { serveFetch } from '../../gateway/cli/commands/serve/serve.ts';
 import { startGateway } from '../../gateway/gateway.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { testCluster, testNamespace } from '../support/cluster.ts';

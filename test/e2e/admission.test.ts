@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { before, describe, it, type TestContext } from 'node:test';
 import { connect } from 'node:tls';
 import { AdmissionError, operator } from '../../functions/index.ts';
-import { serveFetch } from '../../gateway/cli/serve.ts';
+import { serveFetch } from '../../gateway/cli/commands/serve/serve.ts';
 import { startGateway } from '../../gateway/gateway.ts';
 import type { KubeClient } from '../../gateway/kube/client.ts';
 import { ApiError } from '../../gateway/kube/errors.ts';

@@ -10,7 +10,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { serveFetch } from '../../gateway/cli/serve.ts';
+import { serveFetch } from '../../gateway/cli/commands/serve/serve.ts';
 import type { Explanation } from '../../gateway/explain/explanation.ts';
 import { DEFAULT_IDENTITY } from '../../gateway/identity.ts';
 import { applyManifests } from '../../gateway/kube/apply.ts';

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { operator, TemporaryError } from '../../functions/index.ts';
-import { serveFetch } from '../../gateway/cli/serve.ts';
+import { serveFetch } from '../../gateway/cli/commands/serve/serve.ts';
 import { startGateway } from '../../gateway/gateway.ts';
 import { testNamespace } from '../support/cluster.ts';
 import { sample, samples } from '../support/metrics.ts';

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { operator } from '../../functions/index.ts';
-import { serveFetch } from '../../gateway/cli/serve.ts';
+import { serveFetch } from '../../gateway/cli/commands/serve/serve.ts';
 import { type Gateway, startGateway } from '../../gateway/gateway.ts';
 import type { SettingsPatch } from '../../gateway/settings.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';

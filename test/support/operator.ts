@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
-import { serveFetch } from '../../gateway/cli/serve.ts';
+import { serveFetch } from '../../gateway/cli/commands/serve/serve.ts';
 import type { FetchHandler } from '../../gateway/dispatch/transport.ts';
 import { type Gateway, type GatewayOptions, startGateway } from '../../gateway/gateway.ts';
 import { applyManifests, parseManifests } from '../../gateway/kube/apply.ts';

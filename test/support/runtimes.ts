@@ -7,7 +7,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { bundleForWorkers } from '../../gateway/cli/build.ts';
+import { bundleForWorkers } from '../../gateway/cli/commands/build/build.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 

@@ -3,7 +3,7 @@
  * `causeway build --target workers` bundles it, at the compatibility date its wrangler.toml says.
  */
 import { Miniflare } from 'miniflare';
-import { bundleForWorkers, WORKERS_COMPATIBILITY_DATE } from '../../gateway/cli/build.ts';
+import { bundleForWorkers, WORKERS_COMPATIBILITY_DATE } from '../../gateway/cli/commands/build/build.ts';
 
 export interface Worker {
   /** Where the worker listens on this host over HTTP, as `wrangler dev` serves one: for a gateway to call. */

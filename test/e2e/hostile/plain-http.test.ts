@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { connect } from 'node:tls';
 import { operator } from '../../../functions/index.ts';
-import { type RunningServer, serveFetch } from '../../../gateway/cli/serve.ts';
+import { type RunningServer, serveFetch } from '../../../gateway/cli/commands/serve/serve.ts';
 import type { FunctionEndpoint } from '../../../gateway/dispatch/services.ts';
 import { type Gateway, startGateway } from '../../../gateway/gateway.ts';
 import type { SettingsPatch } from '../../../gateway/settings.ts';

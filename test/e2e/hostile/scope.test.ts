@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { operator } from '../../../functions/index.ts';
-import { serveFetch } from '../../../gateway/cli/serve.ts';
+import { serveFetch } from '../../../gateway/cli/commands/serve/serve.ts';
 import { startGateway } from '../../../gateway/gateway.ts';
 import { applyManifests } from '../../../gateway/kube/apply.ts';
 import type { KubeClient } from '../../../gateway/kube/client.ts';

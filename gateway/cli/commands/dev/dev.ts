@@ -8,25 +8,25 @@ import { type FSWatcher, mkdtempSync, renameSync, rmSync, watch, writeFileSync }
 import { hostname, tmpdir, userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { encodeSecret, type KubernetesObject, PATHS } from '../../protocol/index.ts';
-import type { Reach } from '../../webhooks/reach.ts';
-import { type GatewayOptions, startGateway } from '../gateway.ts';
-import { KubeClient } from '../kube/client.ts';
-import { ignoreNotFound, isNotFound } from '../kube/errors.ts';
-import type { Logger } from '../logging.ts';
+import { encodeSecret, type KubernetesObject, PATHS } from '../../../../protocol/index.ts';
+import type { Reach } from '../../../../webhooks/reach.ts';
+import { type GatewayOptions, startGateway } from '../../../gateway.ts';
+import { KubeClient } from '../../../kube/client.ts';
+import { ignoreNotFound, isNotFound } from '../../../kube/errors.ts';
+import type { Logger } from '../../../logging.ts';
 import {
   type DevSession,
   devSessionLease,
   devSessionLeaseName,
   devSessionRefusal,
-} from '../services/dev-sessions.ts';
+} from '../../../services/dev-sessions.ts';
 import {
   DEV_SESSION_RENEWED,
   devSessionsAllowedBy,
   functionServicesPath,
   serviceNameOf,
-} from '../services/function-service-objects.ts';
-import { PUBLIC_KEYS_FILE } from '../services/signing-keys.ts';
+} from '../../../services/function-service-objects.ts';
+import { PUBLIC_KEYS_FILE } from '../../../services/signing-keys.ts';
 import { DevService } from './dev-service.ts';
 
 export interface DevOptions {

@@ -1,7 +1,7 @@
 /** `causeway crd`: the FunctionService definition of this version, for `causeway crd | kubectl apply -f -`. */
 import { stringify } from 'yaml';
-import { functionServiceDefinition } from '../../services/function-service-objects.ts';
-import { command } from '../command-line.ts';
+import { functionServiceDefinition } from '../../../services/function-service-objects.ts';
+import { command } from '../../command-line.ts';
 
 export const crdCommand = command({
   name: 'crd',

@@ -1,12 +1,12 @@
 /** `causeway explain <resource>/<name>`: what the gateway would do with one object, and why (../../explain/). */
 
-import { hmacSigner, keySigner } from '../../dispatch/signer.ts';
-import { explainObject } from '../../explain/cluster.ts';
-import { explanationText } from '../../explain/text.ts';
-import { KubeClient } from '../../kube/client.ts';
-import { Discovery } from '../../kube/discovery.ts';
-import { loadKubeConfig } from '../../kube/kubeconfig.ts';
-import { command } from '../command-line.ts';
+import { hmacSigner, keySigner } from '../../../dispatch/signer.ts';
+import { explainObject } from '../../../explain/cluster.ts';
+import { explanationText } from '../../../explain/text.ts';
+import { KubeClient } from '../../../kube/client.ts';
+import { Discovery } from '../../../kube/discovery.ts';
+import { loadKubeConfig } from '../../../kube/kubeconfig.ts';
+import { command } from '../../command-line.ts';
 import {
   CLUSTER_NOTE,
   EXPLAINED_HANDLERS,
@@ -14,11 +14,11 @@ import {
   EXPLAINED_STATE,
   IDENTITY,
   SIGNING_AS_GATEWAY,
-} from '../flags.ts';
-import { loadOperatorModule } from '../operator-module.ts';
-import { explainOptions } from '../options.ts';
-import { readText, whereabouts } from '../process.ts';
-import { currentSigningKey, readSecret } from '../secret.ts';
+} from '../../flags.ts';
+import { loadOperatorModule } from '../../operator-module.ts';
+import { explainOptions } from '../../options.ts';
+import { readText, whereabouts } from '../../process.ts';
+import { currentSigningKey, readSecret } from '../../secret.ts';
 
 export const explainCommand = command({
   name: 'explain',

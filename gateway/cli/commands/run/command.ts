@@ -1,8 +1,8 @@
 /** `causeway run <module>`: one process, in which the gateway calls the module's fetch handler directly, still signed and verified. */
-import { startGateway } from '../../gateway.ts';
-import { ensureProcessSecret } from '../../secret.ts';
-import { startTracing } from '../../tracing/sdk.ts';
-import { command } from '../command-line.ts';
+import { startGateway } from '../../../gateway.ts';
+import { ensureProcessSecret } from '../../../secret.ts';
+import { startTracing } from '../../../tracing/sdk.ts';
+import { command } from '../../command-line.ts';
 import {
   ACTIVITIES,
   ADMISSION,
@@ -12,10 +12,10 @@ import {
   OBSERVABILITY,
   PEERING,
   RIGHTS_AT_START,
-} from '../flags.ts';
-import { loadOperatorModule } from '../operator-module.ts';
-import { gatewayOptions, namespacesWarning, rbacCheckOptions } from '../options.ts';
-import { readText, untilSignal, whereabouts } from '../process.ts';
+} from '../../flags.ts';
+import { loadOperatorModule } from '../../operator-module.ts';
+import { gatewayOptions, namespacesWarning, rbacCheckOptions } from '../../options.ts';
+import { readText, untilSignal, whereabouts } from '../../process.ts';
 
 export const runCommand = command({
   name: 'run',

@@ -1,12 +1,12 @@
 /** `causeway freeze` and `causeway resume`: every gateway of an identity paused by hand, and let go on (../../peering/freeze.ts). */
 import { hostname, userInfo } from 'node:os';
-import { KubeClient } from '../../kube/client.ts';
-import { loadKubeConfig } from '../../kube/kubeconfig.ts';
-import { freeze, resume } from '../../peering/freeze.ts';
-import { command } from '../command-line.ts';
-import { CLUSTER_NOTE, FREEZE, PEERED_IDENTITY, RESUMED } from '../flags.ts';
-import { freezeOptions, frozenGateways } from '../options.ts';
-import { whereabouts } from '../process.ts';
+import { KubeClient } from '../../../kube/client.ts';
+import { loadKubeConfig } from '../../../kube/kubeconfig.ts';
+import { freeze, resume } from '../../../peering/freeze.ts';
+import { command } from '../../command-line.ts';
+import { CLUSTER_NOTE, FREEZE, PEERED_IDENTITY, RESUMED } from '../../flags.ts';
+import { freezeOptions, frozenGateways } from '../../options.ts';
+import { whereabouts } from '../../process.ts';
 
 export const freezeCommand = command({
   name: 'freeze',

@@ -4,7 +4,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { issueServingCertificate, newAuthority } from '../../webhooks/certificates.ts';
+import { issueServingCertificate, newAuthority } from '../../../../webhooks/certificates.ts';
 import { serveFetch } from './serve.ts';
 
 describe('a function service served over HTTPS', () => {

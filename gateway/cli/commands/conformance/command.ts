@@ -1,12 +1,12 @@
 /** `causeway conformance <url> --name <name>`: a function service, in any language, held to protocol v1. */
-import { runConformance } from '../../conformance/checks.ts';
-import { KubeClient } from '../../kube/client.ts';
-import { loadKubeConfig } from '../../kube/kubeconfig.ts';
-import { command } from '../command-line.ts';
-import { CHECKED_SERVICE, SIGNING_AS_GATEWAY } from '../flags.ts';
-import { conformanceOptions } from '../options.ts';
-import { readText } from '../process.ts';
-import { currentSigningKey, readSecret } from '../secret.ts';
+import { runConformance } from '../../../conformance/checks.ts';
+import { KubeClient } from '../../../kube/client.ts';
+import { loadKubeConfig } from '../../../kube/kubeconfig.ts';
+import { command } from '../../command-line.ts';
+import { CHECKED_SERVICE, SIGNING_AS_GATEWAY } from '../../flags.ts';
+import { conformanceOptions } from '../../options.ts';
+import { readText } from '../../process.ts';
+import { currentSigningKey, readSecret } from '../../secret.ts';
 
 export const conformanceCommand = command({
   name: 'conformance',

@@ -1,12 +1,12 @@
 /** `causeway gateway`: the gateway alone, calling function services deployed elsewhere over HTTP(S). */
-import { SECRET_VARIABLE } from '../../../protocol/index.ts';
-import { startGateway } from '../../gateway.ts';
-import { startTracing } from '../../tracing/sdk.ts';
-import { command } from '../command-line.ts';
-import { CLUSTER_NOTE, GATEWAY_GROUPS } from '../flags.ts';
-import { gatewayOnlyOptions, namespacesWarning, rbacCheckOptions } from '../options.ts';
-import { readText, untilSignal, whereabouts } from '../process.ts';
-import { readSecret } from '../secret.ts';
+import { SECRET_VARIABLE } from '../../../../protocol/index.ts';
+import { startGateway } from '../../../gateway.ts';
+import { startTracing } from '../../../tracing/sdk.ts';
+import { command } from '../../command-line.ts';
+import { CLUSTER_NOTE, GATEWAY_GROUPS } from '../../flags.ts';
+import { gatewayOnlyOptions, namespacesWarning, rbacCheckOptions } from '../../options.ts';
+import { readText, untilSignal, whereabouts } from '../../process.ts';
+import { readSecret } from '../../secret.ts';
 
 export const gatewayCommand = command({
   name: 'gateway',

@@ -1,17 +1,17 @@
 /** `causeway serve <module>`: the module's function service alone, over HTTP(S), for a gateway deployed elsewhere. */
 
-import { OBSERVED } from '../../../protocol/index.ts';
-import type { FetchHandler } from '../../dispatch/transport.ts';
-import { MetricsEndpoint, metricsAddress } from '../../metrics/endpoint.ts';
-import { ServiceMetrics } from '../../metrics/service-metrics.ts';
-import { startTracing } from '../../tracing/sdk.ts';
-import { command } from '../command-line.ts';
-import { LISTENING, OBSERVABILITY, VERIFYING } from '../flags.ts';
-import { loadOperatorModule } from '../operator-module.ts';
-import { metricsListen, serveOptions } from '../options.ts';
-import { untilSignal } from '../process.ts';
-import { provideVerificationKeys } from '../secret.ts';
-import { serveFetch } from '../serve.ts';
+import { OBSERVED } from '../../../../protocol/index.ts';
+import type { FetchHandler } from '../../../dispatch/transport.ts';
+import { MetricsEndpoint, metricsAddress } from '../../../metrics/endpoint.ts';
+import { ServiceMetrics } from '../../../metrics/service-metrics.ts';
+import { startTracing } from '../../../tracing/sdk.ts';
+import { command } from '../../command-line.ts';
+import { LISTENING, OBSERVABILITY, VERIFYING } from '../../flags.ts';
+import { loadOperatorModule } from '../../operator-module.ts';
+import { metricsListen, serveOptions } from '../../options.ts';
+import { untilSignal } from '../../process.ts';
+import { provideVerificationKeys } from '../../secret.ts';
+import { serveFetch } from './serve.ts';
 
 export const serveCommand = command({
   name: 'serve',

@@ -2,12 +2,11 @@
  * `causeway dev <module>`: the dev loop (../dev.ts), with a gateway of its own as `causeway run`, or
  * in a session with a gateway deployed in the cluster (--dev-sessions).
  */
-import { SECRET_VARIABLE } from '../../../protocol/index.ts';
-import { chooseMode, localReach, ngrokReach } from '../../../webhooks/reach.ts';
-import { loadKubeConfig } from '../../kube/kubeconfig.ts';
-import { ensureProcessSecret } from '../../secret.ts';
-import { command } from '../command-line.ts';
-import { dev } from '../dev.ts';
+import { SECRET_VARIABLE } from '../../../../protocol/index.ts';
+import { chooseMode, localReach, ngrokReach } from '../../../../webhooks/reach.ts';
+import { loadKubeConfig } from '../../../kube/kubeconfig.ts';
+import { ensureProcessSecret } from '../../../secret.ts';
+import { command } from '../../command-line.ts';
 import {
   ACTIVITIES,
   ADMISSION,
@@ -17,10 +16,11 @@ import {
   IDENTITY,
   OBJECTS,
   OBSERVABILITY,
-} from '../flags.ts';
-import { devGatewayOptions, devSessionOptions, identityOf, namespacesWarning } from '../options.ts';
-import { readText, untilSignal, whereabouts } from '../process.ts';
-import { readSecretText } from '../secret.ts';
+} from '../../flags.ts';
+import { devGatewayOptions, devSessionOptions, identityOf, namespacesWarning } from '../../options.ts';
+import { readText, untilSignal, whereabouts } from '../../process.ts';
+import { readSecretText } from '../../secret.ts';
+import { dev } from './dev.ts';
 
 export const devCommand = command({
   name: 'dev',

@@ -5,7 +5,7 @@
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import packageJson from '../../package.json' with { type: 'json' };
+import packageJson from '../../../../package.json' with { type: 'json' };
 
 export interface InitOptions {
   /** The `causeway` dependency: a version range (default ^ this version), or a path to a tarball or directory. */

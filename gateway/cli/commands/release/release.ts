@@ -3,11 +3,11 @@
  * its finalizer there is gone. Removes that one finalizer, nothing else, without calling any handler.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { KubernetesObject } from '../../protocol/index.ts';
-import { KubeClient } from '../kube/client.ts';
-import { Discovery, objectPath } from '../kube/discovery.ts';
-import { loadKubeConfig } from '../kube/kubeconfig.ts';
-import { hasFinalizer, removeFinalizer } from '../reactor/finalizers.ts';
+import type { KubernetesObject } from '../../../../protocol/index.ts';
+import { KubeClient } from '../../../kube/client.ts';
+import { Discovery, objectPath } from '../../../kube/discovery.ts';
+import { loadKubeConfig } from '../../../kube/kubeconfig.ts';
+import { hasFinalizer, removeFinalizer } from '../../../reactor/finalizers.ts';
 
 export interface ReleaseOptions {
   resource: string;

@@ -2,9 +2,9 @@
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { serve } from '@hono/node-server';
-import { readCertificateFiles } from '../../webhooks/certificates.ts';
-import type { FetchHandler } from '../dispatch/transport.ts';
-import type { Logger } from '../logging.ts';
+import { readCertificateFiles } from '../../../../webhooks/certificates.ts';
+import type { FetchHandler } from '../../../dispatch/transport.ts';
+import type { Logger } from '../../../logging.ts';
 
 export interface RunningServer {
   url: string;

@@ -7,8 +7,8 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { Agent, createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { SECRET_VARIABLE } from '../../protocol/index.ts';
-import type { Logger } from '../logging.ts';
+import { SECRET_VARIABLE } from '../../../../protocol/index.ts';
+import type { Logger } from '../../../logging.ts';
 
 interface Child {
   process: ChildProcess;

@@ -1,20 +1,20 @@
 /** `causeway rbac`: the least-privilege RBAC of a gateway serving given services, for `kubectl apply -f -` (../../rbac/). */
 import { stringify } from 'yaml';
-import { connectServices } from '../../binding/sources.ts';
-import { hmacSigner, keySigner } from '../../dispatch/signer.ts';
-import { KubeClient } from '../../kube/client.ts';
-import { Discovery } from '../../kube/discovery.ts';
-import { loadKubeConfig } from '../../kube/kubeconfig.ts';
-import { describePermission, permissionsOf } from '../../rbac/check.ts';
-import { checkGranted, username } from '../../rbac/granted.ts';
-import { gatewayRbac } from '../../rbac/needed.ts';
-import type { RbacObject } from '../../rbac/rbac.ts';
-import { command } from '../command-line.ts';
-import { CLUSTER_NOTE, RBAC_GROUPS, RBAC_UNUSED } from '../flags.ts';
-import { loadOperatorModule } from '../operator-module.ts';
-import { rbacCommandOptions } from '../options.ts';
-import { readText, whereabouts } from '../process.ts';
-import { currentSigningKey, readSecret } from '../secret.ts';
+import { connectServices } from '../../../binding/sources.ts';
+import { hmacSigner, keySigner } from '../../../dispatch/signer.ts';
+import { KubeClient } from '../../../kube/client.ts';
+import { Discovery } from '../../../kube/discovery.ts';
+import { loadKubeConfig } from '../../../kube/kubeconfig.ts';
+import { describePermission, permissionsOf } from '../../../rbac/check.ts';
+import { checkGranted, username } from '../../../rbac/granted.ts';
+import { gatewayRbac } from '../../../rbac/needed.ts';
+import type { RbacObject } from '../../../rbac/rbac.ts';
+import { command } from '../../command-line.ts';
+import { CLUSTER_NOTE, RBAC_GROUPS, RBAC_UNUSED } from '../../flags.ts';
+import { loadOperatorModule } from '../../operator-module.ts';
+import { rbacCommandOptions } from '../../options.ts';
+import { readText, whereabouts } from '../../process.ts';
+import { currentSigningKey, readSecret } from '../../secret.ts';
 
 export const rbacCommand = command({
   name: 'rbac',

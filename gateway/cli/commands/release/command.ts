@@ -1,8 +1,8 @@
 /** `causeway release <resource> <name>`: one object's finalizer removed (../release.ts), for an object stuck in deletion. */
-import { command } from '../command-line.ts';
-import { CLUSTER_NOTE, IDENTITY, RELEASED_OBJECT } from '../flags.ts';
-import { releaseOptions } from '../options.ts';
-import { release } from '../release.ts';
+import { command } from '../../command-line.ts';
+import { CLUSTER_NOTE, IDENTITY, RELEASED_OBJECT } from '../../flags.ts';
+import { releaseOptions } from '../../options.ts';
+import { release } from './release.ts';
 
 export const releaseCommand = command({
   name: 'release',

@@ -6,7 +6,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { JWKS_URL_VARIABLE, JWKS_VARIABLE, SECRET_VARIABLE } from '../../protocol/index.ts';
+import { JWKS_URL_VARIABLE, JWKS_VARIABLE, SECRET_VARIABLE } from '../../../../protocol/index.ts';
 
 export const BUILD_TARGETS = ['workers', 'node'] as const;
 export type BuildTarget = (typeof BUILD_TARGETS)[number];

@@ -6,10 +6,10 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
-import packageJson from '../../package.json' with { type: 'json' };
+import packageJson from '../../../../package.json' with { type: 'json' };
 import { init } from './init.ts';
 
-const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../main.ts', import.meta.url));
 
 const FILES = [
   '.gitignore',

@@ -2,6 +2,7 @@
 /** `causeway`: run operators written with causeway/functions, as `kopf run` runs Kopf's. */
 import packageJson from '../../package.json' with { type: 'json' };
 import { createLogger } from '../logging.ts';
+import { CLUSTER_NOTE } from './cluster.ts';
 import { commandHelp, overviewHelp, parseCommandLine, UsageError } from './command-line.ts';
 import { buildCommand } from './commands/build/command.ts';
 import { conformanceCommand } from './commands/conformance/command.ts';
@@ -15,8 +16,7 @@ import { rbacCommand } from './commands/rbac/command.ts';
 import { releaseCommand } from './commands/release/command.ts';
 import { runCommand } from './commands/run/command.ts';
 import { serveCommand } from './commands/serve/command.ts';
-import { CLUSTER_NOTE } from './flags.ts';
-import { logFormat, logLevel } from './options.ts';
+import { logFormat, logLevel } from './flags/logging.ts';
 
 /** The commands, in the order `causeway --help` lists them. */
 export const COMMANDS = [

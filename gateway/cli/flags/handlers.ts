@@ -1,6 +1,6 @@
 import { flag, group } from '../command-line.ts';
 
-/** Where `causeway explain` reads the handlers: from where the gateway gets them (explain). */
+/** Where `causeway explain` reads the handlers: from where the gateway gets them (explain, rbac). */
 export const EXPLAINED_HANDLERS = group(
   'Handlers, from where the gateway gets them (one or more)',
   flag({

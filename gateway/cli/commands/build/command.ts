@@ -1,9 +1,9 @@
 /** `causeway build --target workers|node <module>`: a function module bundled to deploy without Causeway's CLI. */
 import { relative } from 'node:path';
 import { command } from '../../command-line.ts';
-import { BUILT } from '../../flags.ts';
-import { buildOptions } from '../../options.ts';
 import { buildModule } from './build.ts';
+import { BUILT } from './flags.ts';
+import { buildOptions } from './options.ts';
 
 export const buildCommand = command({
   name: 'build',

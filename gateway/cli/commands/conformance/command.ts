@@ -3,10 +3,11 @@ import { runConformance } from '../../../conformance/checks.ts';
 import { KubeClient } from '../../../kube/client.ts';
 import { loadKubeConfig } from '../../../kube/kubeconfig.ts';
 import { command } from '../../command-line.ts';
-import { CHECKED_SERVICE, SIGNING_AS_GATEWAY } from '../../flags.ts';
-import { conformanceOptions } from '../../options.ts';
+import { SIGNING_AS_GATEWAY } from '../../flags/signing.ts';
 import { readText } from '../../process.ts';
 import { currentSigningKey, readSecret } from '../../secret.ts';
+import { CHECKED_SERVICE } from './flags.ts';
+import { conformanceOptions } from './options.ts';
 
 export const conformanceCommand = command({
   name: 'conformance',

@@ -1,26 +1,24 @@
 /**
- * `causeway dev <module>`: the dev loop (../dev.ts), with a gateway of its own as `causeway run`, or
+ * `causeway dev <module>`: the dev loop (./dev.ts), with a gateway of its own as `causeway run`, or
  * in a session with a gateway deployed in the cluster (--dev-sessions).
  */
 import { SECRET_VARIABLE } from '../../../../protocol/index.ts';
 import { chooseMode, localReach, ngrokReach } from '../../../../webhooks/reach.ts';
 import { loadKubeConfig } from '../../../kube/kubeconfig.ts';
 import { ensureProcessSecret } from '../../../secret.ts';
+import { CLUSTER_NOTE } from '../../cluster.ts';
 import { command } from '../../command-line.ts';
-import {
-  ACTIVITIES,
-  ADMISSION,
-  CLUSTER_NOTE,
-  DEV_PEERING,
-  DEV_SESSION,
-  IDENTITY,
-  OBJECTS,
-  OBSERVABILITY,
-} from '../../flags.ts';
-import { devGatewayOptions, devSessionOptions, identityOf, namespacesWarning } from '../../options.ts';
+import { ACTIVITIES } from '../../flags/activities.ts';
+import { ADMISSION } from '../../flags/admission.ts';
+import { IDENTITY, identityOf } from '../../flags/identity.ts';
+import { namespacesWarning, OBJECTS } from '../../flags/objects.ts';
+import { OBSERVABILITY } from '../../flags/observability.ts';
+import { DEV_PEERING } from '../../flags/peering.ts';
 import { readText, untilSignal, whereabouts } from '../../process.ts';
 import { readSecretText } from '../../secret.ts';
 import { dev } from './dev.ts';
+import { DEV_SESSION } from './flags.ts';
+import { devGatewayOptions, devSessionOptions } from './options.ts';
 
 export const devCommand = command({
   name: 'dev',

@@ -1,4 +1,4 @@
-/** `causeway explain <resource>/<name>`: what the gateway would do with one object, and why (../../explain/). */
+/** `causeway explain <resource>/<name>`: what the gateway would do with one object, and why (../../../explain/). */
 
 import { hmacSigner, keySigner } from '../../../dispatch/signer.ts';
 import { explainObject } from '../../../explain/cluster.ts';
@@ -6,19 +6,16 @@ import { explanationText } from '../../../explain/text.ts';
 import { KubeClient } from '../../../kube/client.ts';
 import { Discovery } from '../../../kube/discovery.ts';
 import { loadKubeConfig } from '../../../kube/kubeconfig.ts';
+import { CLUSTER_NOTE } from '../../cluster.ts';
 import { command } from '../../command-line.ts';
-import {
-  CLUSTER_NOTE,
-  EXPLAINED_HANDLERS,
-  EXPLAINED_OBJECT,
-  EXPLAINED_STATE,
-  IDENTITY,
-  SIGNING_AS_GATEWAY,
-} from '../../flags.ts';
+import { EXPLAINED_HANDLERS } from '../../flags/handlers.ts';
+import { IDENTITY } from '../../flags/identity.ts';
+import { SIGNING_AS_GATEWAY } from '../../flags/signing.ts';
 import { loadOperatorModule } from '../../operator-module.ts';
-import { explainOptions } from '../../options.ts';
 import { readText, whereabouts } from '../../process.ts';
 import { currentSigningKey, readSecret } from '../../secret.ts';
+import { EXPLAINED_OBJECT, EXPLAINED_STATE } from './flags.ts';
+import { explainOptions } from './options.ts';
 
 export const explainCommand = command({
   name: 'explain',

@@ -1,12 +1,14 @@
-/** `causeway freeze` and `causeway resume`: every gateway of an identity paused by hand, and let go on (../../peering/freeze.ts). */
+/** `causeway freeze` and `causeway resume`: every gateway of an identity paused by hand, and let go on (../../../peering/freeze.ts). */
 import { hostname, userInfo } from 'node:os';
 import { KubeClient } from '../../../kube/client.ts';
 import { loadKubeConfig } from '../../../kube/kubeconfig.ts';
 import { freeze, resume } from '../../../peering/freeze.ts';
+import { CLUSTER_NOTE } from '../../cluster.ts';
 import { command } from '../../command-line.ts';
-import { CLUSTER_NOTE, FREEZE, PEERED_IDENTITY, RESUMED } from '../../flags.ts';
-import { freezeOptions, frozenGateways } from '../../options.ts';
+import { PEERED_IDENTITY } from '../../flags/identity.ts';
 import { whereabouts } from '../../process.ts';
+import { FREEZE, RESUMED } from './flags.ts';
+import { freezeOptions, frozenGateways } from './options.ts';
 
 export const freezeCommand = command({
   name: 'freeze',

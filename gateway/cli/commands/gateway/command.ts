@@ -2,11 +2,14 @@
 import { SECRET_VARIABLE } from '../../../../protocol/index.ts';
 import { startGateway } from '../../../gateway.ts';
 import { startTracing } from '../../../tracing/sdk.ts';
+import { CLUSTER_NOTE } from '../../cluster.ts';
 import { command } from '../../command-line.ts';
-import { CLUSTER_NOTE, GATEWAY_GROUPS } from '../../flags.ts';
-import { gatewayOnlyOptions, namespacesWarning, rbacCheckOptions } from '../../options.ts';
+import { namespacesWarning } from '../../flags/objects.ts';
 import { readText, untilSignal, whereabouts } from '../../process.ts';
 import { readSecret } from '../../secret.ts';
+import { rbacCheckOptions } from '../rbac/options.ts';
+import { GATEWAY_GROUPS } from './flags.ts';
+import { gatewayOnlyOptions } from './options.ts';
 
 export const gatewayCommand = command({
   name: 'gateway',

@@ -1,7 +1,7 @@
-/** `causeway init <directory>`: a new operator project (../init.ts), and what to do next. */
+/** `causeway init <directory>`: a new operator project (./init.ts), and what to do next. */
 import { basename, resolve } from 'node:path';
 import { command } from '../../command-line.ts';
-import { PROJECT } from '../../flags.ts';
+import { PROJECT } from './flags.ts';
 import { init } from './init.ts';
 
 export const initCommand = command({

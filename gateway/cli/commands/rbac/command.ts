@@ -1,4 +1,4 @@
-/** `causeway rbac`: the least-privilege RBAC of a gateway serving given services, for `kubectl apply -f -` (../../rbac/). */
+/** `causeway rbac`: the least-privilege RBAC of a gateway serving given services, for `kubectl apply -f -` (../../../rbac/). */
 import { stringify } from 'yaml';
 import { connectServices } from '../../../binding/sources.ts';
 import { hmacSigner, keySigner } from '../../../dispatch/signer.ts';
@@ -9,12 +9,13 @@ import { describePermission, permissionsOf } from '../../../rbac/check.ts';
 import { checkGranted, username } from '../../../rbac/granted.ts';
 import { gatewayRbac } from '../../../rbac/needed.ts';
 import type { RbacObject } from '../../../rbac/rbac.ts';
+import { CLUSTER_NOTE } from '../../cluster.ts';
 import { command } from '../../command-line.ts';
-import { CLUSTER_NOTE, RBAC_GROUPS, RBAC_UNUSED } from '../../flags.ts';
 import { loadOperatorModule } from '../../operator-module.ts';
-import { rbacCommandOptions } from '../../options.ts';
 import { readText, whereabouts } from '../../process.ts';
 import { currentSigningKey, readSecret } from '../../secret.ts';
+import { RBAC_GROUPS, RBAC_UNUSED } from './flags.ts';
+import { rbacCommandOptions } from './options.ts';
 
 export const rbacCommand = command({
   name: 'rbac',

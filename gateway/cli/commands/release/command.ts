@@ -1,7 +1,10 @@
-/** `causeway release <resource> <name>`: one object's finalizer removed (../release.ts), for an object stuck in deletion. */
+/** `causeway release <resource> <name>`: one object's finalizer removed (./release.ts), for an object stuck in deletion. */
+
+import { CLUSTER_NOTE } from '../../cluster.ts';
 import { command } from '../../command-line.ts';
-import { CLUSTER_NOTE, IDENTITY, RELEASED_OBJECT } from '../../flags.ts';
-import { releaseOptions } from '../../options.ts';
+import { IDENTITY } from '../../flags/identity.ts';
+import { RELEASED_OBJECT } from './flags.ts';
+import { releaseOptions } from './options.ts';
 import { release } from './release.ts';
 
 export const releaseCommand = command({

@@ -2,20 +2,19 @@
 import { startGateway } from '../../../gateway.ts';
 import { ensureProcessSecret } from '../../../secret.ts';
 import { startTracing } from '../../../tracing/sdk.ts';
+import { CLUSTER_NOTE } from '../../cluster.ts';
 import { command } from '../../command-line.ts';
-import {
-  ACTIVITIES,
-  ADMISSION,
-  CLUSTER_NOTE,
-  IDENTITY,
-  OBJECTS,
-  OBSERVABILITY,
-  PEERING,
-  RIGHTS_AT_START,
-} from '../../flags.ts';
+import { ACTIVITIES } from '../../flags/activities.ts';
+import { ADMISSION } from '../../flags/admission.ts';
+import { IDENTITY } from '../../flags/identity.ts';
+import { namespacesWarning, OBJECTS } from '../../flags/objects.ts';
+import { OBSERVABILITY } from '../../flags/observability.ts';
+import { PEERING } from '../../flags/peering.ts';
+import { RIGHTS_AT_START } from '../../flags/rbac-check.ts';
+import { gatewayOptions } from '../../gateway-options.ts';
 import { loadOperatorModule } from '../../operator-module.ts';
-import { gatewayOptions, namespacesWarning, rbacCheckOptions } from '../../options.ts';
 import { readText, untilSignal, whereabouts } from '../../process.ts';
+import { rbacCheckOptions } from '../rbac/options.ts';
 
 export const runCommand = command({
   name: 'run',

@@ -6,11 +6,12 @@ import { MetricsEndpoint, metricsAddress } from '../../../metrics/endpoint.ts';
 import { ServiceMetrics } from '../../../metrics/service-metrics.ts';
 import { startTracing } from '../../../tracing/sdk.ts';
 import { command } from '../../command-line.ts';
-import { LISTENING, OBSERVABILITY, VERIFYING } from '../../flags.ts';
+import { metricsListen, OBSERVABILITY } from '../../flags/observability.ts';
 import { loadOperatorModule } from '../../operator-module.ts';
-import { metricsListen, serveOptions } from '../../options.ts';
 import { untilSignal } from '../../process.ts';
 import { provideVerificationKeys } from '../../secret.ts';
+import { LISTENING, VERIFYING } from './flags.ts';
+import { serveOptions } from './options.ts';
 import { serveFetch } from './serve.ts';
 
 export const serveCommand = command({

@@ -2,8 +2,8 @@
  * `causeway rbac`'s rules: the least privilege a gateway needs, computed from what it serves (the
  * resources its services' handlers name, the children their scopes let them apply) and from its flags
  * (namespaces, peering, keys, certificates, admission, FunctionService objects, dev sessions). A pure
- * function: cli/commands/rbac.ts reads the services and discovery, this says what the gateway does
- * with them.
+ * function: cli/commands/rbac/command.ts reads the services and discovery, this says what the gateway
+ * does with them.
  *
  * Each rule follows a call the gateway makes (deploy/examples/01-minimal/rbac.yaml says which):
  * Roles where the calls stay in a namespace, a ClusterRole only for what is cluster-scoped or served

@@ -1,6 +1,6 @@
 /** The flags of `causeway explain` alone; those it shares with other commands are in ../../flags/. */
 import { flag, group } from '../../command-line.ts';
-import { OBJECT_NAMESPACE } from '../../flags/object.ts';
+import { OBJECT_NAMESPACE } from '../../flags/object-namespace.ts';
 import { ADOPT_KOPF_STATE, STATE_IN } from '../../flags/objects.ts';
 import { PEERING_NAMESPACE } from '../../flags/peering.ts';
 

@@ -1,6 +1,6 @@
 /** The flags of `causeway release` alone; those it shares with other commands are in ../../flags/. */
 import { group } from '../../command-line.ts';
-import { OBJECT_NAMESPACE } from '../../flags/object.ts';
+import { OBJECT_NAMESPACE } from '../../flags/object-namespace.ts';
 
 /** The object `causeway release` releases (release). */
 export const RELEASED_OBJECT = group('The object', OBJECT_NAMESPACE);

@@ -59,3 +59,27 @@ export async function sleepUnlessWoken(
   over.abort();
   return woken;
 }
+
+/**
+ * Tasks run one at a time, each once the one before has settled, in the order given. A task's failure
+ * is its caller's (`run` rejects with it), and `onError` hears of it too, when given.
+ */
+export class Serial {
+  #last: Promise<unknown> = Promise.resolve();
+  readonly #onError: ((error: unknown) => void) | undefined;
+
+  constructor(onError?: (error: unknown) => void) {
+    this.#onError = onError;
+  }
+
+  run<T>(task: () => T | Promise<T>): Promise<T> {
+    const result = this.#last.then(task);
+    this.#last = result.catch((error) => this.#onError?.(error));
+    return result;
+  }
+
+  /** Resolves once every task given so far has settled. */
+  async idle(): Promise<void> {
+    await this.#last;
+  }
+}

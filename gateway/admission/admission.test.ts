@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import { DEFAULT_IDENTITY } from '../identity.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { createLogger } from '../logging.ts';
+import { ALONE } from '../manager/role.ts';
 import { DEFAULT_SETTINGS } from '../settings.ts';
 import { Admission } from './admission.ts';
 
@@ -21,7 +22,7 @@ describe('Admission', () => {
       logger: createLogger({ sink: { write: () => {} } }),
     });
     await assert.rejects(
-      admission.start(),
+      admission.start(ALONE),
       /listen at the port it sends the apiserver to \(its targetPort\): give it with --webhook-listen/,
     );
     assert.equal(admission.serving, false);

@@ -39,7 +39,8 @@ import type { DiscoveredResource } from '../kube/discovery.ts';
 import { ApiError, isNotFound } from '../kube/errors.ts';
 import { type SecretName, secretPath, writeSecret } from '../kube/secrets.ts';
 import type { Logger } from '../logging.ts';
-import type { Component } from '../manager/manager.ts';
+import type { Part } from '../manager/manager.ts';
+import { ALONE, type Role } from '../manager/role.ts';
 import { objectMatches } from '../reactor/filters.ts';
 import { hasFinalizer } from '../reactor/finalizers.ts';
 import type { Settings } from '../settings.ts';
@@ -53,11 +54,6 @@ export interface AdmissionOptions {
   namespaces: readonly string[] | undefined;
   /** Whether the gateway serves a namespace (it may serve patterns, which no selector can say). */
   serves(namespace: string | undefined): boolean;
-  /**
-   * Whether other replicas of this identity run (peering): the webhook configurations are theirs too,
-   * and stay at this one's stop. Undefined: the gateway is alone, and the last to stop.
-   */
-  othersRunning?: () => Promise<boolean>;
   logger: Logger;
   /** Told of every review answered: the webhook (`other` for a path not served), its status, how long it took. */
   observeReview?: (webhook: string, status: number, tookMs: number) => void;
@@ -95,10 +91,12 @@ const KINDS = ['validating', 'mutating'] as const;
 /** The longest a replica that others take over from waits for its connections to go: past Node's keep-alive timeout (5 s), after which idle ones go of themselves. */
 const DRAIN_MS = 10_000;
 
-export class Admission implements Component {
+export class Admission implements Part {
   readonly name = 'admission webhooks';
-  readonly leaderOnly = false; // every replica answers reviews
+  readonly placement = 'every replica'; // every replica answers reviews
   readonly #options: AdmissionOptions;
+  /** Whether other replicas of this identity run: the webhook configurations are theirs too, and stay at this one's stop. */
+  #role: Role = ALONE;
   readonly #webhooks = new Map<string, Served>();
   #server: WebhookServer | undefined;
   /** Made and kept by the gateway, unless the user gives certificate files. */
@@ -191,7 +189,8 @@ export class Admission implements Component {
     return served ? `/${served.webhook.service}/${served.webhook.handler.id}` : 'other';
   }
 
-  async start(): Promise<void> {
+  async start(role: Role): Promise<void> {
+    this.#role = role;
     const { settings, logger, client, observeReview } = this.#options;
     this.#mode = chooseMode(settings.reach, {
       inPod: Boolean(process.env.KUBERNETES_SERVICE_HOST) && existsSync(SERVICE_ACCOUNT_TOKEN),
@@ -268,10 +267,9 @@ export class Admission implements Component {
    * through unchecked while others still serve.
    */
   async #last(): Promise<boolean> {
-    const { othersRunning, logger } = this.#options;
-    if (!othersRunning) return true;
+    const { logger } = this.#options;
     try {
-      if (!(await othersRunning())) return true;
+      if (!(await this.#role.othersRunning())) return true;
       logger.info('other replicas run: their webhook configurations stay');
     } catch (error) {
       logger.warning('the webhook configurations stay: whether other replicas run is not known', {

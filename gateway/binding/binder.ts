@@ -16,6 +16,7 @@ import {
 } from '../kube/discovery.ts';
 import type { Logger } from '../logging.ts';
 import type { ResourcePipeline } from '../resource/pipeline.ts';
+import type { Pipelines } from '../resource/pipelines.ts';
 import type { Activities } from '../services/activities.ts';
 import { sleep } from '../timing.ts';
 import {
@@ -30,11 +31,8 @@ import {
 export interface HandlerBinderOptions {
   discovery: DiscoveryCache;
   admission: AdmissionHost;
-  /**
-   * Makes the pipeline of a resource the first time handlers of it are served, with them bound, as a
-   * part of the gateway (started at once if the gateway runs).
-   */
-  pipeline(resource: DiscoveredResource, items: readonly Unresolved[]): Promise<ResourcePipeline>;
+  /** Makes the pipeline of a resource the first time handlers of it are served, with them bound. */
+  pipelines: Pick<Pipelines, 'make'>;
   /** Startup handlers of a service that joins once the gateway runs: false when they did not succeed. */
   startupOf: Activities['startupOf'];
   stopping: AbortSignal;
@@ -61,11 +59,16 @@ export class HandlerBinder {
     this.#options = options;
   }
 
-  /** Serves the handlers of the services the gateway starts with; a failure fails the start. */
-  async serve(services: readonly FunctionService[]): Promise<void> {
-    const { left, error } = await this.#resolve(handlersOf(services), true);
-    if (error !== undefined) throw error;
-    this.#pending.push(...left);
+  /**
+   * Serves the handlers of the services the gateway starts with; a failure fails the start. A change
+   * of the services told meanwhile (rebind) is made after it.
+   */
+  serve(services: readonly FunctionService[]): Promise<void> {
+    return this.#exclusively(async () => {
+      const { left, error } = await this.#resolve(handlersOf(services), true);
+      if (error !== undefined) throw error;
+      this.#pending.push(...left);
+    });
   }
 
   /** The gateway runs: what is pending is looked for from now on. */
@@ -149,7 +152,7 @@ export class HandlerBinder {
       await existing.reselect();
       return;
     }
-    const pipeline = await this.#options.pipeline(resource, watched);
+    const pipeline = await this.#options.pipelines.make(resource, watched);
     this.#pipelines.set(key, pipeline);
     admission.holdAtCreation(pipeline.served);
   }

@@ -10,7 +10,7 @@ import type { Settings } from '../settings.ts';
 import { jitter, sleep } from '../timing.ts';
 import { CircuitBreaker } from './breaker.ts';
 import { type CallObserver, FunctionService, type IndexSource, readHealth } from './function-service.ts';
-import { type AnswerGuard, ScopeError } from './scope.ts';
+import { ScopeError, type ScopeGuard } from './scope.ts';
 import { hmacSigner, type Signer } from './signer.ts';
 import { type FetchHandler, httpTransport, inProcessTransport, type Transport } from './transport.ts';
 
@@ -53,15 +53,8 @@ export interface FunctionServicesOptions {
   /** Issues the certificates of the services given a certificate Secret, and pins their CA. */
   certificates?: CertificateIssuer;
   logger: Logger;
-  /**
-   * The service that answers for a name is now `next`: rebind its handlers (the calls under way
-   * finish). `previous` is undefined for a service added, `next` for one removed.
-   */
-  onChange(previous: FunctionService | undefined, next: FunctionService | undefined): Promise<void>;
-  /** Throws why a service just connected may not be served (a handler beyond its scope). */
-  vet?(service: FunctionService): Promise<void>;
-  /** Holds what the services' answers ask to their scopes. */
-  guard?: AnswerGuard;
+  /** Holds the services to their scopes: their manifests as they connect, and their answers. */
+  scope?: ScopeGuard;
   /** Told of the services' requests and calls (the metrics'). */
   observer?: CallObserver;
 }
@@ -73,6 +66,15 @@ export interface CertificateIssuer {
   /** Stops renewing the certificate of a service no longer served. */
   release(name: string): void;
 }
+
+/**
+ * The service that answers for a name is now `next`: its handlers are to be rebound (the calls under
+ * way finish). `previous` is undefined for a service added, `next` for one removed.
+ */
+export type ServiceChange = (
+  previous: FunctionService | undefined,
+  next: FunctionService | undefined,
+) => Promise<void>;
 
 /** How a service is now, for whoever shows it (a FunctionService's status). */
 export interface ServiceState {
@@ -113,6 +115,8 @@ export class FunctionServices {
   readonly #options: FunctionServicesOptions;
   readonly #slots: Slot[] = [];
   readonly #listeners = new Set<(name: string) => void>();
+  /** Told of each change of the service that answers for a name; none before it is set (see onChange). */
+  #onChange: ServiceChange | undefined;
   /** Changes one at a time, in the order asked: a redirect, its end and a re-read never interleave. */
   #queue: Promise<unknown> = Promise.resolve();
   /** A re-read a service's answer asked for, not yet done: those asking meanwhile wait for it. */
@@ -153,7 +157,7 @@ export class FunctionServices {
                       sign,
                       timeoutMs,
                       indexes: this.#options.indexes,
-                      guard: this.#options.guard,
+                      guard: this.#options.scope,
                       ...(this.#options.observer ? { observer: this.#options.observer } : {}),
                     }),
                   ),
@@ -186,6 +190,14 @@ export class FunctionServices {
   state(name: string): ServiceState | undefined {
     const slot = this.#slots.find((candidate) => candidate.home.name === name);
     return slot && { down: slot.current.down, away: slot.away?.url };
+  }
+
+  /**
+   * Tells `change` of every change of the service that answers for a name from now on. Whoever sets it
+   * serves `current` as it is then; a change before (none comes before the gateway runs) is in it.
+   */
+  onChange(change: ServiceChange): void {
+    this.#onChange = change;
   }
 
   /** Calls `listener` with a service's name when its state may have changed; returns how to stop. */
@@ -257,7 +269,7 @@ export class FunctionServices {
       const slot = this.#slots.find((candidate) => candidate.home.name === endpoint.name);
       if (!slot) {
         this.#slots.push({ endpoint, sign, home: service, current: service });
-        await this.#options.onChange(undefined, service);
+        await this.#onChange?.(undefined, service);
         return service;
       }
       const replaced = slot.home;
@@ -276,7 +288,7 @@ export class FunctionServices {
       if (!slot) return;
       this.#slots.splice(index, 1);
       this.#options.certificates?.release(name);
-      await this.#options.onChange(slot.current, undefined);
+      await this.#onChange?.(slot.current, undefined);
       await slot.home.close();
       if (slot.away) await closeWay(slot.away);
     });
@@ -344,7 +356,7 @@ export class FunctionServices {
             sign,
             timeoutMs,
             indexes: this.#options.indexes,
-            guard: this.#options.guard,
+            guard: this.#options.scope,
             ...(this.#options.observer ? { observer: this.#options.observer } : {}),
             redeployed: () => this.#rereadSoon(endpoint.name),
             batches: {
@@ -417,7 +429,7 @@ export class FunctionServices {
 
   /** The service, once the gateway found nothing in its manifest beyond its scope (the caller closes its way otherwise). */
   async #vetted(service: FunctionService): Promise<FunctionService> {
-    await this.#options.vet?.(service);
+    await this.#options.scope?.vet(service);
     return service;
   }
 
@@ -444,7 +456,7 @@ export class FunctionServices {
     const previous = slot.current;
     if (previous === next) return;
     slot.current = next;
-    await this.#options.onChange(previous, next);
+    await this.#onChange?.(previous, next);
   }
 
   #serially<T>(step: () => Promise<T>): Promise<T> {

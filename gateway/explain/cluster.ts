@@ -18,7 +18,7 @@ import type { Logger } from '../logging.ts';
 import { listMembers } from '../peering/leases.ts';
 import { aliveByWallClock, ownerOf, viewOf } from '../peering/members.ts';
 import type { Candidate } from '../reactor/model.ts';
-import { stateLocation } from '../resource/pipeline.ts';
+import { stateLocation } from '../resource/pipelines.ts';
 import { explain, type ObjectEvent } from './explain.ts';
 import type { Explanation } from './explanation.ts';
 

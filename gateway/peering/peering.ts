@@ -1,6 +1,7 @@
 /**
- * Peering, as an engine of the gateway: it holds this gateway's member Lease, renews it, looks at the
- * others', and makes the gateway lead (its pipelines run) or follow (they stop) as the view says.
+ * Peering, the gateway's elector: it holds this gateway's member Lease, renews it, looks at the
+ * others', and tells the manager to hold its leader and shard parts (the pipelines run) or release
+ * them (they stop) as the view says; it is also the Role the parts read.
  * A member that is to lead waits until every live member has acknowledged the view, so the one that
  * led before has stopped first; a leader that cannot renew its Lease stops leading at the renew
  * deadline, and refuses writes from then on, before any other member may take its Lease for gone.
@@ -11,7 +12,8 @@ import type { KubernetesObject } from '../../protocol/index.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { ApiError, isNotFound } from '../kube/errors.ts';
 import type { Logger } from '../logging.ts';
-import type { Component, Components } from '../manager/manager.ts';
+import type { Elector, Holder } from '../manager/manager.ts';
+import { FencedOut, type Role, type WriteLeave } from '../manager/role.ts';
 import type { Settings } from '../settings.ts';
 import { sleep } from '../timing.ts';
 import { LEASES, listMembers, writeLease } from './leases.ts';
@@ -45,15 +47,8 @@ export interface PeeringEngineOptions extends PeeringOptions {
   /** The gateway's annotation prefix: its Leases' label and annotations, so identities do not meet. */
   prefix: string;
   settings: Settings['peering'];
-  components: Components;
   logger: Logger;
 }
-
-/** A write refused because this gateway may no longer lead: another may have taken over. */
-export class FencedOut extends Error {}
-
-/** How a write may go: as it is, or guarded by the resourceVersion it was computed from. */
-export type WriteLeave = 'free' | 'guarded';
 
 /**
  * Whether a gateway may write, `renewedAgoMs` after its Lease's last renewal: not unless it holds its
@@ -76,9 +71,8 @@ export function writeLeave(
   return renewedAgoMs >= 2 * settings.retryPeriodS * 1000 ? 'guarded' : 'free';
 }
 
-export class Peering implements Component {
+export class Peering implements Elector, Role {
   readonly name = 'peering';
-  readonly leaderOnly = false;
   readonly id: string;
   readonly #options: PeeringEngineOptions;
   readonly #keys: ReturnType<typeof memberKeys>;
@@ -86,6 +80,8 @@ export class Peering implements Component {
   readonly #since = new Date().toISOString();
   readonly #liveness = new Liveness();
   readonly #stopping = new AbortController();
+  /** What it makes hold and release the leader and shard parts: the manager, once started. */
+  #holder: Holder | undefined;
   /** The view this gateway acknowledges in its Lease: it holds nothing that view does not give it. */
   #acknowledged = '';
   #renewedAt = 0;
@@ -112,12 +108,17 @@ export class Peering implements Component {
     this.#lease = memberLeaseName(options.prefix, this.id);
   }
 
+  get role(): Role {
+    return this;
+  }
+
   /** How this gateway may write now: see `writeLeave`. */
   fence(): WriteLeave {
     return writeLeave(this.#holding, Date.now() - this.#renewedAt, this.#options.settings);
   }
 
-  async start(): Promise<void> {
+  async start(holder: Holder): Promise<void> {
+    this.#holder = holder;
     const started = Date.now();
     await this.#renew(AbortSignal.timeout(this.#options.settings.renewDeadlineS * 1000));
     this.#renewedAt = started;
@@ -220,7 +221,7 @@ export class Peering implements Component {
    * Whether this gateway is the view's leader (sharding: the oldest active member): the one replica
    * that posts what every replica would otherwise post once each.
    */
-  isLeader(): boolean {
+  get leads(): boolean {
     return this.#view?.leader?.id === this.id;
   }
 
@@ -287,13 +288,15 @@ export class Peering implements Component {
     this.#holding = true; // from the first part started
     this.#heldView = view.digest;
     if (this.#options.sharding) this.#ring = new Ring(view.active.map((member) => member.id));
-    this.#turn(() => this.#options.components.lead());
+    this.#turn(async () => {
+      await this.#holder?.hold();
+    });
   }
 
   /** Stops the pipelines; once none of their calls is in flight, says so in the Lease at once. */
   #follow(): void {
     this.#turn(async () => {
-      await this.#options.components.follow();
+      await this.#holder?.release();
       this.#holding = false;
       this.#heldView = '';
       this.#ring = undefined;

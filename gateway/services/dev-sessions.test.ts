@@ -83,7 +83,7 @@ describe('dev session routes', () => {
         waiting?.resolve();
         return true;
       },
-      allowedFor: () => allowed,
+      allowances: { for: () => allowed },
       logger,
     });
     const count = async (n: number) => {

@@ -22,7 +22,8 @@ import { postEvents } from '../kube/events.ts';
 import { secretPath } from '../kube/secrets.ts';
 import { Watcher } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
-import type { Component } from '../manager/manager.ts';
+import type { Part } from '../manager/manager.ts';
+import { ALONE, type Role } from '../manager/role.ts';
 import { delayFor, type Settings } from '../settings.ts';
 import {
   DEFAULT_DEV_SESSION_SECONDS,
@@ -284,11 +285,6 @@ export interface FunctionServiceObjectsOptions {
   logger: Logger;
   /** The services the gateway was given otherwise (--functions, in its process): no FunctionService takes their names. */
   given: ReadonlySet<string>;
-  /**
-   * Whether this replica posts the Events every replica sees the reason for (peering: the one that
-   * leads), so that each is posted once. Undefined: it does.
-   */
-  announces?: () => boolean;
 }
 
 interface Known {
@@ -310,9 +306,9 @@ interface Known {
   away?: string;
 }
 
-export class FunctionServiceObjects implements Component {
+export class FunctionServiceObjects implements Part {
   readonly name = 'function service objects';
-  readonly leaderOnly = false; // every replica calls the services
+  readonly placement = 'every replica'; // every replica calls the services
   readonly #options: FunctionServiceObjectsOptions;
   readonly #watcher: Watcher;
   /** By object name. */
@@ -322,6 +318,11 @@ export class FunctionServiceObjects implements Component {
   #stopped = false;
   #unlisten: (() => void) | undefined;
   readonly #path: string;
+  /**
+   * Whether this replica posts the Events every replica sees the reason for: only the one that leads,
+   * so that each is posted once.
+   */
+  #role: Role = ALONE;
 
   constructor(options: FunctionServiceObjectsOptions) {
     this.#options = options;
@@ -336,7 +337,8 @@ export class FunctionServiceObjects implements Component {
     });
   }
 
-  start(): void {
+  start(role: Role): void {
+    this.#role = role;
     // A service going down or coming back, or sent to a laptop, shows in its object's status.
     this.#unlisten = this.#options.services.onStateChange((serviceName) => {
       const known = this.#holderOf(serviceName);
@@ -518,7 +520,7 @@ export class FunctionServiceObjects implements Component {
           ]
         : ['DevSessionEnded', `the calls of "${serviceName}" go to ${String(known.object.spec?.url)} again`];
       known.away = away;
-      if (this.#options.announces?.() !== false)
+      if (this.#role.leads)
         await postEvents(
           this.#options.client,
           known.object,

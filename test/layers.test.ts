@@ -96,6 +96,88 @@ export function importsOf(source: string): string[] {
   return specifiers;
 }
 
+/**
+ * Inside gateway/, each folder's rank: a module imports only from ranks at or below its own, and the
+ * engines (what one resource runs, what serves the function services, admission, peering) never
+ * import each other: they plug into the manager and the reactor beside one another. The root's
+ * shared files (logging, settings, identity, timing...) are rank 0; its composition (gateway.ts,
+ * options.ts, index.ts) ranks with modules/.
+ */
+const GATEWAY_RANKS: Record<string, number> = {
+  '.': 0,
+  tracing: 0,
+  state: 1,
+  kube: 2,
+  watching: 3,
+  dispatch: 3,
+  reactor: 4,
+  manager: 5,
+  resource: 6,
+  services: 6,
+  admission: 6,
+  peering: 6,
+  binding: 7,
+  health: 7,
+  metrics: 7,
+  rbac: 8,
+  modules: 9,
+  cli: 10,
+  explain: 10,
+  conformance: 10,
+};
+const ENGINES = ['resource', 'services', 'admission', 'peering'];
+const COMPOSITION = ['gateway/gateway.ts', 'gateway/options.ts', 'gateway/index.ts'];
+/** The reactor's pure steps: they decide, and reach the API only through reactor/api.ts. */
+const PURE_REACTOR = [
+  'model',
+  'causes',
+  'plan',
+  'outcomes',
+  'write-plan',
+  'filters',
+  'finalizers',
+  'reconcile',
+  'memory',
+];
+
+/** The folder of gateway/ a file is in (`.` for the root's files), or undefined outside gateway/. */
+function gatewayFolderOf(path: string): string | undefined {
+  const parts = path.split('/');
+  if (parts[0] !== 'gateway') return undefined;
+  return parts.length === 2 ? '.' : parts[1];
+}
+
+function rankOf(path: string): number {
+  if (COMPOSITION.includes(path)) return GATEWAY_RANKS.modules as number;
+  const rank = GATEWAY_RANKS[gatewayFolderOf(path) as string];
+  if (rank === undefined) throw new Error(`${path}: its folder has no rank in GATEWAY_RANKS`);
+  return rank;
+}
+
+/** What a gateway/ file imports against the ranks: upward, from a sibling engine, or kube/ from a pure step. */
+export function gatewayViolations(file: string, source: string): string[] {
+  const from = relative(ROOT, file);
+  const violations: string[] = [];
+  for (const match of source.matchAll(/^(import|export)(\s+type)?\s[^'"]*?from\s*['"](\.[^'"]+)['"]/gm)) {
+    const to = targetOf(match[3] as string, file);
+    if (gatewayFolderOf(to) === undefined) continue;
+    const [fromFolder, toFolder] = [gatewayFolderOf(from), gatewayFolderOf(to)];
+    if (rankOf(to) > rankOf(from)) violations.push(`${from} imports ${to}, of a higher rank`);
+    else if (
+      fromFolder !== toFolder &&
+      ENGINES.includes(fromFolder as string) &&
+      ENGINES.includes(toFolder as string)
+    ) {
+      violations.push(`${from} imports ${to}: engines do not import each other`);
+    }
+    const pure =
+      fromFolder === 'reactor' && PURE_REACTOR.some((name) => from === `gateway/reactor/${name}.ts`);
+    if (pure && toFolder === 'kube' && !match[2])
+      violations.push(`${from} imports ${to}: a pure step does no I/O`);
+  }
+  return violations;
+}
+
 describe('layer boundaries', () => {
   it('finds static, dynamic and re-export imports', () => {
     assert.deepEqual(
@@ -103,6 +185,36 @@ describe('layer boundaries', () => {
         "import a from 'x';\nexport * from './y.ts';\nconst z = await import('node:fs');\nimport 'side';",
       ),
       ['x', './y.ts', 'node:fs', 'side'],
+    );
+  });
+
+  it('inside gateway/, imports go down the ranks, engines stay apart and the pure steps do no I/O', () => {
+    const violations = sourceFiles('gateway').flatMap((file) =>
+      gatewayViolations(file, readFileSync(file, 'utf8')),
+    );
+    assert.deepEqual(violations, []);
+  });
+
+  it('refuses an upward import, one between engines and kube I/O in a pure step', () => {
+    const at = (path: string) => join(ROOT, path);
+    assert.deepEqual(
+      gatewayViolations(at('gateway/dispatch/calls.ts'), "import { x } from '../resource/timers.ts';"),
+      ['gateway/dispatch/calls.ts imports gateway/resource/timers.ts, of a higher rank'],
+    );
+    assert.deepEqual(
+      gatewayViolations(at('gateway/services/login.ts'), "import { x } from '../admission/host.ts';"),
+      ['gateway/services/login.ts imports gateway/admission/host.ts: engines do not import each other'],
+    );
+    assert.deepEqual(
+      gatewayViolations(at('gateway/reactor/plan.ts'), "import { get } from '../kube/client.ts';"),
+      ['gateway/reactor/plan.ts imports gateway/kube/client.ts: a pure step does no I/O'],
+    );
+    assert.deepEqual(
+      gatewayViolations(
+        at('gateway/reactor/plan.ts'),
+        "import type { KubeClient } from '../kube/client.ts';",
+      ),
+      [],
     );
   });
 

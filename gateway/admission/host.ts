@@ -3,13 +3,18 @@
  * (until then no webhook server runs), and the place the gateway's own finalizer webhook is decided.
  */
 import { type HandlerSpec, isAdmissionKind } from '../../protocol/index.ts';
-import { resourceKey, type Unresolved } from '../binding/binding.ts';
 import type { FunctionService } from '../dispatch/function-service.ts';
-import type { DiscoveredResource } from '../kube/discovery.ts';
+import { type DiscoveredResource, resourceKey } from '../kube/discovery.ts';
 import type { Manager } from '../manager/manager.ts';
 import { needsFinalizer } from '../reactor/finalizers.ts';
 import { candidatesOf, type ServedResource } from '../reactor/model.ts';
 import { Admission, type AdmissionOptions } from './admission.ts';
+
+/** A handler of a service, to be served. */
+interface Handled {
+  service: FunctionService;
+  handler: HandlerSpec;
+}
 
 export class AdmissionHost {
   readonly #options: AdmissionOptions;
@@ -24,7 +29,7 @@ export class AdmissionHost {
   }
 
   /** Serves the admission handlers among `items` on `resource`; returns the others. */
-  async serve(resource: DiscoveredResource, items: readonly Unresolved[]): Promise<Unresolved[]> {
+  async serve<T extends Handled>(resource: DiscoveredResource, items: readonly T[]): Promise<T[]> {
     const reviewed = items.filter(({ handler }) => isAdmissionHandler(handler));
     if (reviewed.length === 0) return [...items];
     const admission = await this.#admitting();

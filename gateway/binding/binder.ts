@@ -12,21 +12,15 @@ import {
   type DiscoveryCache,
   describe,
   ResourceNotFound,
+  resourceKey,
   selectsSeveral,
 } from '../kube/discovery.ts';
 import type { Logger } from '../logging.ts';
 import type { ResourcePipeline } from '../resource/pipeline.ts';
-import type { Pipelines } from '../resource/pipelines.ts';
 import type { Activities } from '../services/activities.ts';
 import { sleep } from '../timing.ts';
-import {
-  bindHandlers,
-  type Group,
-  outsideScope,
-  resourceKey,
-  serveGroups,
-  type Unresolved,
-} from './binding.ts';
+import { bindHandlers, type Group, outsideScope, serveGroups, type Unresolved } from './binding.ts';
+import type { Pipelines } from './pipelines.ts';
 
 export interface HandlerBinderOptions {
   discovery: DiscoveryCache;

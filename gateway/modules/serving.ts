@@ -5,9 +5,9 @@
  */
 import { AdmissionHost } from '../admission/host.ts';
 import { HandlerBinder } from '../binding/binder.ts';
+import { Pipelines } from '../binding/pipelines.ts';
 import { HealthEndpoint } from '../health/endpoint.ts';
 import { part } from '../manager/manager.ts';
-import { Pipelines } from '../resource/pipelines.ts';
 import { NamespaceWatch, selectNamespaces } from '../watching/namespaces.ts';
 import type { Ground } from './ground.ts';
 import type { Observability } from './observability.ts';
@@ -60,7 +60,7 @@ export async function serving(
     indexes,
     selection,
     namespaceWatch,
-    metrics,
+    observe: metrics && ((key) => metrics.pipeline(key)),
     manager,
     logger,
   });

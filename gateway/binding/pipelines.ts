@@ -1,23 +1,22 @@
 /**
  * The pipelines of the watched resources: one made for a resource the first time handlers of it are
- * bound (binding/binder.ts), with where its objects keep the gateway's state, and run as a shard part
+ * bound (binder.ts), with where its objects keep the gateway's state, and run as a shard part
  * of the gateway. Their first listings tell when the gateway is ready.
  */
-import { bindHandlers, resourceKey, type Unresolved } from '../binding/binding.ts';
 import type { Identity } from '../identity.ts';
 import type { KubeClient } from '../kube/client.ts';
-import type { DiscoveredResource, DiscoveryCache } from '../kube/discovery.ts';
+import { type DiscoveredResource, type DiscoveryCache, resourceKey } from '../kube/discovery.ts';
 import { ApiError } from '../kube/errors.ts';
 import type { Logger } from '../logging.ts';
 import type { Manager } from '../manager/manager.ts';
-import type { GatewayMetrics } from '../metrics/metrics.ts';
 import type { ServedResource } from '../reactor/model.ts';
+import type { Indexes } from '../resource/indexes.ts';
+import { type PipelineObserver, ResourcePipeline } from '../resource/pipeline.ts';
 import type { Settings } from '../settings.ts';
 import { statusKeeps, versionSchema } from '../state/schema.ts';
 import { type StateLocation, StateStorage } from '../state/storage.ts';
 import type { NamespaceSelection, NamespaceWatch } from '../watching/namespaces.ts';
-import type { Indexes } from './indexes.ts';
-import { ResourcePipeline } from './pipeline.ts';
+import { bindHandlers, type Unresolved } from './binding.ts';
 
 export interface PipelinesOptions {
   client: KubeClient;
@@ -28,7 +27,8 @@ export interface PipelinesOptions {
   /** Undefined serves all namespaces. */
   selection: NamespaceSelection | undefined;
   namespaceWatch: NamespaceWatch | undefined;
-  metrics: GatewayMetrics | undefined;
+  /** What tells the metrics of the pipeline of a resource, by its key; undefined keeps none. */
+  observe: ((key: string) => PipelineObserver) | undefined;
   manager: Manager;
   logger: Logger;
 }
@@ -45,7 +45,7 @@ export class Pipelines {
 
   /** Makes the pipeline of `resource` with `items` bound, as a part of the gateway (started at once if it runs). */
   async make(resource: DiscoveredResource, items: readonly Unresolved[]): Promise<ResourcePipeline> {
-    const { client, discovery, identity, settings, indexes, selection, namespaceWatch, metrics, logger } =
+    const { client, discovery, identity, settings, indexes, selection, namespaceWatch, observe, logger } =
       this.#options;
     const location =
       settings.persistence.stateIn === 'annotations'
@@ -70,7 +70,7 @@ export class Pipelines {
       key,
       logger: logger.child({ resource: key }),
       onListing: (listed) => this.#listings.push(listed),
-      ...(metrics ? { observer: metrics.pipeline(key) } : {}),
+      ...(observe ? { observer: observe(key) } : {}),
     });
     await this.#options.manager.add('resources', pipeline);
     return pipeline;

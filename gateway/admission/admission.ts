@@ -91,10 +91,6 @@ export class Admission implements Component {
     this.#reviews.holdAtCreation(resource, needs);
   }
 
-  get size(): number {
-    return this.#reviews.size;
-  }
-
   /** Whether its webhook server listens: from its start until its stop (or a start that failed). */
   get serving(): boolean {
     return this.#server !== undefined;

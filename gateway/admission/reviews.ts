@@ -97,10 +97,6 @@ export class Reviews {
     this.#webhooks.set(webhook.path, { webhook, local, resources: [resource] });
   }
 
-  get size(): number {
-    return this.#webhooks.size;
-  }
-
   /** The webhooks served now, as the configurations name them. */
   webhooks(): Webhook[] {
     return [...this.#webhooks.values()].map(({ webhook }) => webhook);

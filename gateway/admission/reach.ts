@@ -19,7 +19,7 @@ import { type SecretName, secretPath } from '../kube/secrets.ts';
 import type { Settings } from '../settings.ts';
 import type { AdmissionOptions } from './admission.ts';
 
-export type Mode = Exclude<ReachMode, 'auto'>;
+type Mode = Exclude<ReachMode, 'auto'>;
 
 /** Mounted in every pod with a service account: with KUBERNETES_SERVICE_HOST, how a pod knows it is one. */
 const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';

@@ -7,7 +7,7 @@ import { ALONE } from '../manager/role.ts';
 import { DEFAULT_SETTINGS } from '../settings.ts';
 import { Admission } from './admission.ts';
 
-describe('Admission', () => {
+describe('where the apiserver reaches the webhook server', () => {
   it('refuses to listen at any free port when reached through a Service, which sends the apiserver to a port of its own', async () => {
     const admission = new Admission({
       client: { server: 'https://10.0.0.1' } as KubeClient, // asked nothing: it stops before

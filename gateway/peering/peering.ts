@@ -5,7 +5,7 @@
  * A member that is to lead waits until every live member has acknowledged the view, so the one that
  * led before has stopped first; a leader that cannot renew its Lease stops leading at the renew
  * deadline, and refuses writes from then on, before any other member may take its Lease for gone.
- * Every replica serves admission and health whatever its role: those are not leader-only.
+ * Every replica serves admission and health whatever its role: those run on every replica.
  */
 import { hostname } from 'node:os';
 import type { KubernetesObject } from '../../protocol/index.ts';

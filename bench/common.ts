@@ -226,11 +226,13 @@ export interface Contenders {
   causeway(operator: string, namespace: string, peering?: string[]): Command;
   /**
    * The two deployed apart: `causeway serve` on a port, over HTTPS with a certificate of a CA of the
-   * benchmark's own, as a gateway's --function-tls gives it, and `causeway gateway` calling it there,
-   * trusting that CA only.
+   * benchmark's own (`tls`), as a gateway's --function-tls gives it, or over plain HTTP if `tls` is
+   * false; and `causeway gateway` calling it there over HTTPS, trusting that CA only.
    */
-  causewayServe(operator: string, port: number): Command;
+  causewayServe(operator: string, port: number, options?: { tls: boolean }): Command;
   causewayGateway(port: number, namespace: string): Command;
+  /** The certificate causewayServe serves with, and the CA that signed it. */
+  tls: FunctionCertificates;
   /** The same at another commit (`--compare <ref>`), for an A/B in one run; absent unless asked. */
   baseline?: {
     ref: string;
@@ -240,19 +242,24 @@ export interface Contenders {
   };
 }
 
-/** A CA of the benchmark's own and a certificate it signs for 127.0.0.1, as files in `dir`. */
-async function functionCertificates(dir: string): Promise<{ ca: string; cert: string; key: string }> {
+/** A CA's certificate and a serving certificate it signs, with its key: as PEM, and as files of it. */
+export interface FunctionCertificates {
+  pem: { ca: string; cert: string; key: string };
+  files: { ca: string; cert: string; key: string };
+}
+
+/** A CA of the benchmark's own and a certificate it signs for 127.0.0.1, also as files in `dir`. */
+async function functionCertificates(dir: string): Promise<FunctionCertificates> {
   const authority = await newAuthority('causeway-bench-functions');
   const serving = await issueServingCertificate(authority, ['127.0.0.1']);
+  const pem = { ca: authority.cert, cert: serving.cert, key: serving.key };
   const files = {
     ca: join(dir, 'functions-ca.pem'),
     cert: join(dir, 'functions.pem'),
     key: join(dir, 'functions-key.pem'),
   };
-  writeFileSync(files.ca, authority.cert);
-  writeFileSync(files.cert, serving.cert);
-  writeFileSync(files.key, serving.key);
-  return files;
+  for (const part of ['ca', 'cert', 'key'] as const) writeFileSync(files[part], pem[part]);
+  return { pem, files };
 }
 
 /** The scope the benchmarks' gateways pin for their operators: KopfExamples, watched and reviewed. */
@@ -304,7 +311,7 @@ export async function prepareContenders(nodeFlags: string[] = [], compare?: stri
         '--functions',
         `bench=https://127.0.0.1:${port}`,
         '--functions-ca',
-        tls.ca,
+        tls.files.ca,
         ...(scoped ? ['--function-scope', `bench=${BENCH_SCOPE}`] : []),
         ...(peers ? ['--standalone'] : []),
         '--namespace',
@@ -312,7 +319,7 @@ export async function prepareContenders(nodeFlags: string[] = [], compare?: stri
       ]);
   const serveWith =
     (run: (args: string[]) => Command, bundled: (operator: string) => string) =>
-    (operator: string, port: number) =>
+    (operator: string, port: number, { tls: https } = { tls: true }) =>
       run([
         'serve',
         bundled(operator),
@@ -320,10 +327,7 @@ export async function prepareContenders(nodeFlags: string[] = [], compare?: stri
         '127.0.0.1',
         '--port',
         String(port),
-        '--tls-cert',
-        tls.cert,
-        '--tls-key',
-        tls.key,
+        ...(https ? ['--tls-cert', tls.files.cert, '--tls-key', tls.files.key] : []),
       ]);
   let baseline: Contenders['baseline'];
   if (compare) {
@@ -365,6 +369,7 @@ export async function prepareContenders(nodeFlags: string[] = [], compare?: stri
       cli(['run', operators(operator), '--namespace', namespace, ...peering]),
     causewayServe: serveWith(cli, operators),
     causewayGateway: gatewayWith(cli, true, true),
+    tls,
     ...(baseline ? { baseline } : {}),
   };
 }

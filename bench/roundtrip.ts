@@ -14,8 +14,7 @@
  *                              [--signing ed25519|hmac] [--only serve|workerd] [--quick] [--node-flags="…"]
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Miniflare } from 'miniflare';
@@ -36,9 +35,8 @@ import {
   type Reason,
   SECRET_VARIABLE,
 } from '../protocol/index.ts';
-import { renewCertificates } from '../webhooks/certificates.ts';
 import {
-  type Command,
+  type FunctionCertificates,
   nodeFlagsOption,
   operatorProcess,
   prepareContenders,
@@ -150,44 +148,35 @@ function signing(mode: SigningMode): {
 async function main(): Promise<void> {
   const commands = await prepareContenders(nodeFlagsOption(values['node-flags']));
   const trust = signing(SIGNING);
-  const tls = await certificateFor127001();
   const script = await bundleForWorkers(join(ROOT, 'bench/operators', OPERATOR));
-  const serve = async (extraArgs: string[], ca?: string): Promise<Served> => {
+  const serve = async (tls: boolean): Promise<Served> => {
     const [port] = await freePorts(1);
-    const command = withArgs(commands.causewayServe(OPERATOR, port as number), extraArgs);
+    const command = commands.causewayServe(OPERATOR, port as number, { tls });
     // `causeway serve` reads no kubeconfig: the empty one operatorProcess wants is never looked at.
     const running = operatorProcess(command, '', trust.serviceEnv);
     return {
-      url: `${ca ? 'https' : 'http'}://127.0.0.1:${port}`,
-      ...(ca ? { ca } : {}),
+      url: `${tls ? 'https' : 'http'}://127.0.0.1:${port}`,
+      ...(tls ? { ca: commands.tls.pem.ca } : {}),
       exited: { gone: () => running.gone, stderr: running.exited },
       stop: () => running.stop(),
     };
   };
   const all: Configuration[] = [
-    { service: 'causeway serve', transport: 'http', start: () => serve([]) },
-    {
-      service: 'causeway serve',
-      transport: 'https',
-      start: () => serve(['--tls-cert', tls.certFile, '--tls-key', tls.keyFile], tls.ca),
-    },
+    { service: 'causeway serve', transport: 'http', start: () => serve(false) },
+    { service: 'causeway serve', transport: 'https', start: () => serve(true) },
     { service: 'workerd', transport: 'http', start: () => serveOnWorkerd(script, trust.serviceEnv) },
     // workerd terminates TLS itself (Miniflare hands the key pair to its entry socket): no proxy in between.
     {
       service: 'workerd',
       transport: 'https',
-      start: () => serveOnWorkerd(script, trust.serviceEnv, tls),
+      start: () => serveOnWorkerd(script, trust.serviceEnv, commands.tls),
     },
   ];
   const configurations = all.filter(
     (configuration) => !values.only || configuration.service.includes(values.only),
   );
   const results: Result[] = [];
-  try {
-    for (const configuration of configurations) results.push(await measureEach(configuration, trust));
-  } finally {
-    tls.remove();
-  }
+  for (const configuration of configurations) results.push(await measureEach(configuration, trust));
   report(results);
   await saveResults('roundtrip', {
     operator: OPERATOR,
@@ -225,29 +214,6 @@ async function measureEach(configuration: Configuration, trust: ReturnType<typeo
   }
 }
 
-function withArgs(command: Command, args: string[]): Command {
-  return { ...command, args: [...command.args, ...args] };
-}
-
-/**
- * A CA and the serving certificate it signs for 127.0.0.1, made with selfsigned as the tests make them
- * (webhooks/certificates.ts); the pair also in files, for `serve --tls-cert --tls-key`.
- */
-async function certificateFor127001() {
-  const { certificates } = await renewCertificates(undefined, ['127.0.0.1']);
-  const dir = mkdtempSync(join(tmpdir(), 'causeway-roundtrip-'));
-  writeFileSync(join(dir, 'tls.crt'), certificates.cert);
-  writeFileSync(join(dir, 'tls.key'), certificates.key);
-  return {
-    cert: certificates.cert,
-    key: certificates.key,
-    ca: certificates.ca.cert,
-    certFile: join(dir, 'tls.crt'),
-    keyFile: join(dir, 'tls.key'),
-    remove: () => rmSync(dir, { recursive: true, force: true }),
-  };
-}
-
 /**
  * The bundled module on workerd, with serveWorker's Miniflare options (test/support/workerd.ts), which
  * takes no certificate; so both transports are served here, alike but for TLS.
@@ -255,7 +221,7 @@ async function certificateFor127001() {
 async function serveOnWorkerd(
   script: string,
   bindings: Record<string, string>,
-  tls?: { cert: string; key: string; ca: string },
+  tls?: FunctionCertificates,
 ): Promise<Served> {
   const mf = new Miniflare({
     modules: true,
@@ -264,10 +230,10 @@ async function serveOnWorkerd(
     bindings,
     host: '127.0.0.1',
     port: 0,
-    ...(tls ? { httpsCert: tls.cert, httpsKey: tls.key } : {}),
+    ...(tls ? { httpsCert: tls.pem.cert, httpsKey: tls.pem.key } : {}),
   });
   const url = (await mf.ready).href.replace(/\/$/, '');
-  return { url, ...(tls ? { ca: tls.ca } : {}), stop: () => mf.dispose() };
+  return { url, ...(tls ? { ca: tls.pem.ca } : {}), stop: () => mf.dispose() };
 }
 
 /** Connects as the gateway does at start: the same transport, tried again until the service answers. */

@@ -14,9 +14,8 @@
  */
 import { parseArgs } from 'node:util';
 import { Agent, request } from 'undici';
-import { freePorts } from '../deploy/control-plane/ports.ts';
-import type { KubeClient } from '../gateway/kube/client.ts';
-import { ApiError } from '../gateway/kube/errors.ts';
+import { freePorts } from '../deploy/control-plane/index.ts';
+import { ignoreNotFound, type KubeClient } from '../gateway/internals.ts';
 import {
   type Command,
   type Contenders,
@@ -176,20 +175,17 @@ async function causewayWebhook(client: KubeClient, namespace: string): Promise<T
   const webhook = await until(
     `the validating webhook of ${namespace}`,
     async () => {
-      try {
-        const configuration = await client.get<{
+      const configuration = await ignoreNotFound(
+        client.get<{
           webhooks?: Array<{
             clientConfig: { url: string; caBundle: string };
             namespaceSelector?: { matchExpressions: Array<{ values: string[] }> };
           }>;
-        }>('/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/causeway.dev');
-        return configuration.webhooks?.find((each) =>
-          each.namespaceSelector?.matchExpressions[0]?.values.includes(namespace),
-        );
-      } catch (error) {
-        if (error instanceof ApiError && error.status === 404) return undefined;
-        throw error;
-      }
+        }>('/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/causeway.dev'),
+      );
+      return configuration?.webhooks?.find((each) =>
+        each.namespaceSelector?.matchExpressions[0]?.values.includes(namespace),
+      );
     },
     { timeoutMs: 60_000, intervalMs: 200 },
   );

@@ -15,8 +15,8 @@
  *     [--compare <ref> [--baseline-first]] [--with-metrics [--metrics-first]]
  */
 import { parseArgs } from 'node:util';
-import { freePorts } from '../deploy/control-plane/ports.ts';
-import type { KubeClient } from '../gateway/kube/client.ts';
+import { freePorts } from '../deploy/control-plane/index.ts';
+import type { KubeClient } from '../gateway/internals.ts';
 import {
   type Contenders,
   createBacklog,

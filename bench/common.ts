@@ -28,16 +28,19 @@ import { dirname, join } from 'node:path';
 import { build, type Plugin } from 'esbuild';
 import { bundleCli } from '../deploy/build.ts';
 import { type ControlPlane, cacheRoot, ensureBinaries } from '../deploy/control-plane/index.ts';
-import { newKey, publicKeys } from '../gateway/dispatch/keys.ts';
-import { applyManifests } from '../gateway/kube/apply.ts';
-import type { KubeClient } from '../gateway/kube/client.ts';
-import { type WatchEvent, Watcher } from '../gateway/kube/watcher.ts';
-import { createLogger } from '../gateway/logging.ts';
-import { PRIVATE_KEYS_FILE, PUBLIC_KEYS_FILE } from '../gateway/services/signing-keys.ts';
-import { DEFAULT_SETTINGS } from '../gateway/settings.ts';
-import type { KubernetesObject } from '../protocol/index.ts';
+import { createLogger, DEFAULT_SETTINGS } from '../gateway/index.ts';
+import {
+  issueServingCertificate,
+  type KubeClient,
+  newAuthority,
+  newKey,
+  PRIVATE_KEYS_FILE,
+  PUBLIC_KEYS_FILE,
+  publicKeys,
+  type WatchEvent,
+  Watcher,
+} from '../gateway/internals.ts';
 import { startPrivateCluster } from '../test/support/private-cluster.ts';
-import { issueServingCertificate, newAuthority } from '../webhooks/certificates.ts';
 import { ensureKopf, KOPF_VERSION } from './kopf.ts';
 
 export const ROOT = new URL('..', import.meta.url).pathname;
@@ -171,17 +174,16 @@ export async function startTogether(
   env: Record<string, string> = {},
 ): Promise<Together> {
   const key = newKey(Date.now());
-  await applyManifests(
-    cluster.client,
-    [
-      {
-        apiVersion: 'v1',
-        kind: 'Secret',
-        metadata: { name: SIGNING_KEYS } as KubernetesObject['metadata'],
-        data: { [PRIVATE_KEYS_FILE]: Buffer.from(JSON.stringify([key])).toString('base64') },
-      },
-    ],
-    { fieldManager: 'causeway-bench', namespace: cluster.namespace },
+  await cluster.client.patch(
+    `/api/v1/namespaces/${cluster.namespace}/secrets/${SIGNING_KEYS}`,
+    'apply',
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: SIGNING_KEYS, namespace: cluster.namespace },
+      data: { [PRIVATE_KEYS_FILE]: Buffer.from(JSON.stringify([key])).toString('base64') },
+    },
+    { fieldManager: 'causeway-bench', force: true },
   );
   const jwks = join(scratchDir('bench-keys'), PUBLIC_KEYS_FILE);
   writeFileSync(jwks, JSON.stringify(publicKeys([key])));

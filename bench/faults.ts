@@ -29,8 +29,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { writeKubeconfig } from '../deploy/control-plane/kubeconfig.ts';
-import type { KubeClient } from '../gateway/kube/client.ts';
+import { writeKubeconfig } from '../deploy/control-plane/index.ts';
+import type { KubeClient } from '../gateway/internals.ts';
 import type { KubernetesObject } from '../protocol/index.ts';
 import { type PrivateCluster, startPrivateCluster } from '../test/support/private-cluster.ts';
 import { type StallingProxy, startStallingProxy } from '../test/support/stalling-proxy.ts';

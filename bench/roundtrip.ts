@@ -17,15 +17,20 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Miniflare } from 'miniflare';
-import { freePorts } from '../deploy/control-plane/ports.ts';
-import { bundleForWorkers, WORKERS_COMPATIBILITY_DATE } from '../gateway/cli/build.ts';
-import { FunctionService } from '../gateway/dispatch/function-service.ts';
-import { invocationRequest } from '../gateway/dispatch/invocation.ts';
-import { newKey, publicKeys, signingKeyOf } from '../gateway/dispatch/keys.ts';
-import { hmacSigner, keySigner, type Signer } from '../gateway/dispatch/signer.ts';
-import { httpTransport, type Transport } from '../gateway/dispatch/transport.ts';
-import { DEFAULT_SETTINGS } from '../gateway/settings.ts';
+import { freePorts } from '../deploy/control-plane/index.ts';
+import { DEFAULT_SETTINGS } from '../gateway/index.ts';
+import {
+  FunctionService,
+  hmacSigner,
+  httpTransport,
+  invocationRequest,
+  keySigner,
+  newKey,
+  publicKeys,
+  type Signer,
+  signingKeyOf,
+  type Transport,
+} from '../gateway/internals.ts';
 import {
   encodeSecret,
   HANDLER_KINDS,
@@ -35,6 +40,7 @@ import {
   type Reason,
   SECRET_VARIABLE,
 } from '../protocol/index.ts';
+import { startWorker } from '../test/support/workerd.ts';
 import {
   type FunctionCertificates,
   nodeFlagsOption,
@@ -148,7 +154,6 @@ function signing(mode: SigningMode): {
 async function main(): Promise<void> {
   const commands = await prepareContenders(nodeFlagsOption(values['node-flags']));
   const trust = signing(SIGNING);
-  const script = await bundleForWorkers(join(ROOT, 'bench/operators', OPERATOR));
   const serve = async (tls: boolean): Promise<Served> => {
     const [port] = await freePorts(1);
     const command = commands.causewayServe(OPERATOR, port as number, { tls });
@@ -164,12 +169,12 @@ async function main(): Promise<void> {
   const all: Configuration[] = [
     { service: 'causeway serve', transport: 'http', start: () => serve(false) },
     { service: 'causeway serve', transport: 'https', start: () => serve(true) },
-    { service: 'workerd', transport: 'http', start: () => serveOnWorkerd(script, trust.serviceEnv) },
+    { service: 'workerd', transport: 'http', start: () => serveOnWorkerd(trust.serviceEnv) },
     // workerd terminates TLS itself (Miniflare hands the key pair to its entry socket): no proxy in between.
     {
       service: 'workerd',
       transport: 'https',
-      start: () => serveOnWorkerd(script, trust.serviceEnv, commands.tls),
+      start: () => serveOnWorkerd(trust.serviceEnv, commands.tls),
     },
   ];
   const configurations = all.filter(
@@ -214,26 +219,13 @@ async function measureEach(configuration: Configuration, trust: ReturnType<typeo
   }
 }
 
-/**
- * The bundled module on workerd, with serveWorker's Miniflare options (test/support/workerd.ts), which
- * takes no certificate; so both transports are served here, alike but for TLS.
- */
-async function serveOnWorkerd(
-  script: string,
-  bindings: Record<string, string>,
-  tls?: FunctionCertificates,
-): Promise<Served> {
-  const mf = new Miniflare({
-    modules: true,
-    script,
-    compatibilityDate: WORKERS_COMPATIBILITY_DATE,
+/** The operator on workerd, bundled as `causeway build --target workers` bundles it (test/support/workerd.ts). */
+async function serveOnWorkerd(bindings: Record<string, string>, tls?: FunctionCertificates): Promise<Served> {
+  const worker = await startWorker(join(ROOT, 'bench/operators', OPERATOR), {
     bindings,
-    host: '127.0.0.1',
-    port: 0,
-    ...(tls ? { httpsCert: tls.pem.cert, httpsKey: tls.pem.key } : {}),
+    ...(tls ? { tls: { cert: tls.pem.cert, key: tls.pem.key } } : {}),
   });
-  const url = (await mf.ready).href.replace(/\/$/, '');
-  return { url, ...(tls ? { ca: tls.pem.ca } : {}), stop: () => mf.dispose() };
+  return { url: worker.url, ...(tls ? { ca: tls.pem.ca } : {}), stop: () => worker.close() };
 }
 
 /** Connects as the gateway does at start: the same transport, tried again until the service answers. */

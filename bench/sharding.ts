@@ -15,10 +15,7 @@
  *   npm run bench:sharding -- [--objects 10000] [--replicas 1,2,3]
  */
 import { parseArgs } from 'node:util';
-import type { KubeClient } from '../gateway/kube/client.ts';
-import { freeze, resume } from '../gateway/peering/freeze.ts';
-import { listMembers } from '../gateway/peering/leases.ts';
-import { Ring } from '../gateway/peering/ring.ts';
+import { freeze, type KubeClient, listMembers, Ring, resume } from '../gateway/internals.ts';
 import {
   createBacklog,
   forEachName,

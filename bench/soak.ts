@@ -18,8 +18,8 @@
  */
 import { readdirSync, readlinkSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { freePorts } from '../deploy/control-plane/ports.ts';
-import type { KubeClient, RequestInit } from '../gateway/kube/client.ts';
+import { freePorts } from '../deploy/control-plane/index.ts';
+import type { KubeClient, RequestInit } from '../gateway/internals.ts';
 import type { KubernetesObject } from '../protocol/index.ts';
 import {
   createNamespace,

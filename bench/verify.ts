@@ -8,15 +8,14 @@
  *   npm run bench:verify -- [--requests 5000]
  */
 import { parseArgs } from 'node:util';
-import { newKey, publicKeys, signingKeyOf } from '../gateway/dispatch/keys.ts';
-import { hmacSigner, keySigner } from '../gateway/dispatch/signer.ts';
+import { hmacSigner, keySigner, newKey, publicKeys, signingKeyOf } from '../gateway/internals.ts';
 import {
   ReplayGuard,
   SESSION_HEADER,
   type VerificationKeys,
   verifyBody,
   verifyToken,
-} from '../protocol/trust.ts';
+} from '../protocol/index.ts';
 import { saveResults, say, table } from './common.ts';
 
 const { values } = parseArgs({ options: { requests: { type: 'string', default: '5000' } } });

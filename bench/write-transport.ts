@@ -10,7 +10,7 @@
  */
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
-import { ApiConnections } from '../gateway/kube/liveness.ts';
+import { ApiConnections } from '../gateway/internals.ts';
 import { createNamespace, saveResults, say, table, withCluster } from './common.ts';
 
 type Transport = 'http1.1' | 'h2';

@@ -24,6 +24,8 @@ import {
   nodeFlagsOption,
   type OperatorProcess,
   operatorProcess,
+  percentiles,
+  pidsOf,
   prepareContenders,
   processUsage,
   saveResults,
@@ -152,8 +154,7 @@ async function main(): Promise<void> {
       const { running, target } = await contender.start(namespace, controlPlane.kubeconfigPath);
       try {
         const load = await hammer(target, review(namespace));
-        const pids = running.pids ?? (running.pid ? [running.pid] : []);
-        const usage = pids.map(processUsage);
+        const usage = pidsOf(running).map(processUsage);
         results.push({
           name: contender.name,
           transport: target.url.split(':')[0] as string,
@@ -273,14 +274,11 @@ async function hammer(target: Target, body: string) {
   const elapsed = (performance.now() - started) / 1000;
   await Promise.all([...agents.values()].map((agent) => agent.close()));
   agents = new Map();
-  latencies.sort((a, b) => a - b);
-  const at = (quantile: number) =>
-    latencies[Math.min(latencies.length - 1, Math.floor(quantile * latencies.length))] ?? 0;
   return {
     reviews: latencies.length,
     failures,
     perSecond: latencies.length / elapsed,
-    ms: { p50: at(0.5), p90: at(0.9), p99: at(0.99), max: latencies.at(-1) ?? 0 },
+    ms: percentiles(latencies),
   };
 }
 

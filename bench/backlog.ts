@@ -26,6 +26,7 @@ import {
   nodeFlagsOption,
   objectNames,
   operatorProcess,
+  pidsOf,
   prepareContenders,
   processUsage,
   type Running,
@@ -210,7 +211,7 @@ async function measure(
   if (early !== undefined)
     throw new Error(`${contender.name} exited before handling every object:\n${early}`);
   const finished = performance.now();
-  const processes = (running.pids ?? (running.pid ? [running.pid] : [])).map((pid) => {
+  const processes = pidsOf(running).map((pid) => {
     const { peakRssMiB, cpuSeconds } = processUsage(pid);
     return { peakRssMiB, cpuSeconds };
   });

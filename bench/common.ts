@@ -103,6 +103,11 @@ export interface OperatorProcess extends Running {
   readonly gone: boolean;
 }
 
+/** The processes to measure of what runs: a gateway's and its services' (startTogether), or its one. */
+export function pidsOf(running: Running & { pids?: number[] }): number[] {
+  return running.pids ?? (running.pid === undefined ? [] : [running.pid]);
+}
+
 export function operatorProcess(
   command: Command,
   kubeconfig: string,
@@ -487,8 +492,9 @@ export function mulberry32(seed: number): () => number {
   };
 }
 
-export function objectNames(count: number): string[] {
-  return Array.from({ length: count }, (_, index) => `kex-${String(index).padStart(5, '0')}`);
+/** `count` names, `<prefix>-00000`…, in order. */
+export function objectNames(count: number, prefix = 'kex'): string[] {
+  return Array.from({ length: count }, (_, index) => `${prefix}-${String(index).padStart(5, '0')}`);
 }
 
 /** Runs `task` for every name, `concurrency` at a time. */
@@ -509,15 +515,52 @@ export async function createNamespace(client: KubeClient, namespace: string): Pr
   await client.request('/api/v1/namespaces', { method: 'POST', body: { metadata: { name: namespace } } });
 }
 
-/** A namespace with `count` KopfExamples (`kex-00000`…), created 32 at a time. */
-export async function createBacklog(client: KubeClient, namespace: string, count: number): Promise<void> {
-  await createNamespace(client, namespace);
-  await forEachName(objectNames(count), 32, (name) =>
+/** KopfExamples of these names in `namespace`, created `concurrency` at a time. */
+export async function createKopfExamples(
+  client: KubeClient,
+  namespace: string,
+  names: readonly string[],
+  concurrency: number,
+): Promise<void> {
+  await forEachName(names, concurrency, (name) =>
     client.request(`${KOPFEXAMPLES}/${namespace}/kopfexamples`, {
       method: 'POST',
       body: { apiVersion: 'kopf.dev/v1', kind: 'KopfExample', metadata: { name }, spec: { field: 'value' } },
     }),
   );
+}
+
+/** A namespace with `count` KopfExamples (`kex-00000`…), created 32 at a time. */
+export async function createBacklog(client: KubeClient, namespace: string, count: number): Promise<void> {
+  await createNamespace(client, namespace);
+  await createKopfExamples(client, namespace, objectNames(count), 32);
+}
+
+/** The value `share` of the way through `sorted` (ascending): the lower of two, not interpolated. */
+export function quantile(sorted: readonly number[], share: number): number | undefined {
+  return sorted[Math.min(sorted.length - 1, Math.floor(share * sorted.length))];
+}
+
+/** The middle one of `values`, the upper of two middle ones; `none` when there is none. */
+export function median(values: readonly number[], none = Number.NaN): number {
+  return (
+    quantile(
+      [...values].sort((a, b) => a - b),
+      0.5,
+    ) ?? none
+  );
+}
+
+/** The p50, p90, p99 and max of `values` (latencies), 0 each when there are none. */
+export function percentiles(values: readonly number[]): {
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+} {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (share: number) => quantile(sorted, share) ?? 0;
+  return { p50: at(0.5), p90: at(0.9), p99: at(0.99), max: sorted.at(-1) ?? 0 };
 }
 
 /** Polls `probe` until it returns something other than undefined; throws after `timeoutMs`. */

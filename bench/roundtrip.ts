@@ -45,6 +45,7 @@ import {
   type FunctionCertificates,
   nodeFlagsOption,
   operatorProcess,
+  percentiles,
   prepareContenders,
   ROOT,
   saveResults,
@@ -319,16 +320,13 @@ async function measure(
   );
   const elapsed = (performance.now() - started) / 1000;
   const cpu = process.cpuUsage(cpuBefore);
-  latencies.sort((a, b) => a - b);
-  const at = (quantile: number) =>
-    latencies[Math.min(latencies.length - 1, Math.floor(quantile * latencies.length))] ?? 0;
   return {
     inFlight,
     calls: latencies.length,
     failures,
     ...(firstFailure ? { firstFailure } : {}),
     perSecond: latencies.length / elapsed,
-    ms: { p50: at(0.5), p90: at(0.9), p99: at(0.99), max: latencies.at(-1) ?? 0 },
+    ms: percentiles(latencies),
     gatewayCpuMicroseconds: (cpu.user + cpu.system) / calls,
   };
 }

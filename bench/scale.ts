@@ -34,6 +34,8 @@ import {
   type OperatorProcess,
   objectNames,
   operatorProcess,
+  percentiles,
+  pidsOf,
   prepareContenders,
   processUsage,
   saveResults,
@@ -259,7 +261,7 @@ async function scaleRun(
 
 /** What a contender's processes use together: its one, or its gateway's and function service's. */
 function usageOf(running: OperatorProcess & { pids?: number[] }): ReturnType<typeof processUsage> {
-  const each = (running.pids ?? [running.pid as number]).map(processUsage);
+  const each = pidsOf(running).map(processUsage);
   return {
     rssMiB: each.reduce((sum, usage) => sum + usage.rssMiB, 0),
     peakRssMiB: each.reduce((sum, usage) => sum + usage.peakRssMiB, 0),
@@ -373,12 +375,6 @@ function calls(callLog: string, handler: string): Calls {
   }
   const total = [...perName.values()].reduce((sum, count) => sum + count, 0);
   return { perObject: total / OBJECTS, repeated: [...perName.values()].filter((count) => count > 1).length };
-}
-
-function percentiles(values: number[]): LatencyResult['ms'] {
-  const sorted = [...values].sort((a, b) => a - b);
-  const at = (share: number) => sorted[Math.min(sorted.length - 1, Math.floor(share * sorted.length))] ?? 0;
-  return { p50: at(0.5), p90: at(0.9), p99: at(0.99), max: sorted.at(-1) ?? 0 };
 }
 
 const perObject = (writes: WriteCounts | undefined) =>

@@ -27,6 +27,7 @@ import {
   processUsage,
   saveResults,
   say,
+  sleep,
   table,
   watchKopfExamples,
   withCluster,
@@ -203,7 +204,7 @@ async function handoverRun(
     const killedAt = performance.now();
     const handledAtKill = objects.handledAt.size;
     // What it wrote just before the kill shows in the watch a moment later: not its orphans.
-    await new Promise((settle) => setTimeout(settle, 1000));
+    await sleep(1000);
     // Who owned what before the kill: the ring every replica computed from the three ids.
     const ring = new Ring(running.map((replica) => replica.id));
     const orphans = [...objects.uids]
@@ -248,7 +249,7 @@ async function startTogether(
     const gateways = (await listMembers(client, namespace, prefix)).filter((member) => !member.freeze);
     const acknowledged = new Set(gateways.map((member) => member.acknowledged));
     if (gateways.length === count && acknowledged.size === 1 && !acknowledged.has('')) break;
-    await new Promise((settle) => setTimeout(settle, 100));
+    await sleep(100);
   }
   await resume({ client, namespace, prefix });
   return running;

@@ -25,6 +25,7 @@ import {
   totalmem,
 } from 'node:os';
 import { dirname, join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { build, type Plugin } from 'esbuild';
 import { bundleCli } from '../deploy/build.ts';
 import { type ControlPlane, cacheRoot, ensureBinaries } from '../deploy/control-plane/index.ts';
@@ -672,14 +673,16 @@ async function measuredWith() {
 }
 
 /**
- * Writes the raw figures to bench/results/<kind>-<time>.json with what they were measured with
- * (measuredWith), and says where. Commit the ones a document quotes.
+ * Writes the raw figures to bench/results/<kind>-<time>.json.gz with what they were measured with
+ * (measuredWith), and says where. Gzipped, as every clone carries the ones a document quotes
+ * (commit those): `zcat` reads them (docs/benchmarks.md).
  */
 export async function saveResults(kind: string, results: unknown): Promise<void> {
   const out = join(ROOT, 'bench/results');
   mkdirSync(out, { recursive: true });
-  const file = join(out, `${kind}-${new Date().toISOString().replaceAll(':', '-')}.json`);
-  writeFileSync(file, `${JSON.stringify({ ...(await measuredWith()), results }, null, 2)}\n`);
+  const file = join(out, `${kind}-${new Date().toISOString().replaceAll(':', '-')}.json.gz`);
+  const text = `${JSON.stringify({ ...(await measuredWith()), results }, null, 2)}\n`;
+  writeFileSync(file, gzipSync(text, { level: 9 }));
   const { commit, changed } = AT_START;
   say(`\nraw figures: ${file} (commit ${commit.slice(0, 7)}${changed ? ', with uncommitted changes' : ''})`);
 }

@@ -1,7 +1,7 @@
 /**
  * What the benchmarks share: one fresh local control plane with the KopfExample CRD, the two
  * contenders' commands (Kopf from PyPI, the Causeway CLI bundled as it is published), operator
- * processes, backlogs of KopfExamples, polling, and plain-text tables.
+ * processes, backlogs of KopfExamples, polling, percentiles, plain-text tables and the raw figures.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import {

@@ -372,6 +372,7 @@ function processCpu(text: string): number {
   return Number(line?.split(' ')[1] ?? Number.NaN);
 }
 
+/** Of an even count, the mean of the two middle ones (common.ts's median takes the upper one). */
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = Math.floor(sorted.length / 2);

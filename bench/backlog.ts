@@ -20,6 +20,7 @@ import type { KubeClient } from '../gateway/internals.ts';
 import {
   type Contenders,
   createBacklog,
+  followResults,
   forEachName,
   KOPF_NAME,
   KOPFEXAMPLES,
@@ -34,7 +35,6 @@ import {
   say,
   startTogether,
   table,
-  watchKopfExamples,
   withArgs,
   withCluster,
 } from './common.ts';
@@ -194,20 +194,14 @@ async function measure(
   client: KubeClient,
   controlPlane: { metrics(): Promise<string>; kubeconfigPath: string },
 ): Promise<Result> {
-  const handledAt = new Map<string, number>();
-  const allHandled = Promise.withResolvers<void>();
-  const { watcher, listed } = watchKopfExamples(client, namespace, ({ object }) => {
-    if (object.status?.create_fn !== undefined && !handledAt.has(object.metadata.uid)) {
-      handledAt.set(object.metadata.uid, performance.now());
-      if (handledAt.size === OBJECTS) allHandled.resolve();
-    }
-  });
-  await listed;
+  const objects = followResults(client, namespace);
+  await objects.listed;
 
   const before = countWrites(await controlPlane.metrics(), WRITTEN_RESOURCES);
   const started = performance.now();
   const running = await contender.start(namespace, client, controlPlane.kubeconfigPath);
-  const early = await Promise.race([allHandled.promise.then(() => undefined), running.exited]);
+  const allHandled = objects.until(() => objects.handledAt.size === OBJECTS);
+  const early = await Promise.race([allHandled.then(() => undefined), running.exited]);
   if (early !== undefined)
     throw new Error(`${contender.name} exited before handling every object:\n${early}`);
   const finished = performance.now();
@@ -216,9 +210,9 @@ async function measure(
     return { peakRssMiB, cpuSeconds };
   });
   await running.stop();
-  await watcher.stop();
+  await objects.stop();
   const writes = difference(countWrites(await controlPlane.metrics(), WRITTEN_RESOURCES), before);
-  const times = [...handledAt.values()];
+  const times = [...objects.handledAt.values()];
   return {
     name: contender.name,
     objects: OBJECTS,

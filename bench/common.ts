@@ -66,6 +66,51 @@ export function watchKopfExamples(
   watcher.start();
   return { watcher, listed: listed.promise };
 }
+
+/**
+ * Follows a namespace's KopfExamples from this process: when each first had its create result, by
+ * name; their uids; how many were deleted.
+ */
+export function followResults(client: KubeClient, namespace: string) {
+  const handledAt = new Map<string, number>();
+  const uids = new Map<string, string>();
+  let deleted = 0;
+  const listeners = new Set<() => void>();
+  const { watcher, listed } = watchKopfExamples(client, namespace, ({ type, object }) => {
+    if (type === 'DELETED') deleted++;
+    else {
+      uids.set(object.metadata.name, object.metadata.uid);
+      if (object.status?.create_fn !== undefined && !handledAt.has(object.metadata.name))
+        handledAt.set(object.metadata.name, performance.now());
+    }
+    for (const listener of listeners) listener();
+  });
+  return {
+    handledAt,
+    uids,
+    listed,
+    deleted: () => deleted,
+    /** Resolves once `done()` holds; fails if one of `running` exits first, unless it was `killed`. */
+    until(done: () => boolean, running: ReadonlyArray<Running & { killed?: boolean }> = []): Promise<void> {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          if (!done()) return;
+          listeners.delete(check);
+          resolve();
+        };
+        listeners.add(check);
+        for (const each of running) {
+          void each.exited.then((stderr) => {
+            if (!each.killed) reject(new Error(`an operator exited:\n${stderr}`));
+          });
+        }
+        check();
+      });
+    },
+    stop: () => watcher.stop(),
+  };
+}
+
 const CLOCK_TICKS_PER_SECOND = 100;
 
 export const say = (line: string): void => {

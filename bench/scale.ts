@@ -27,6 +27,7 @@ import {
   type Command,
   createBacklog,
   createNamespace,
+  followResults,
   forEachName,
   KOPF_NAME,
   KOPFEXAMPLES,
@@ -151,39 +152,6 @@ async function main(): Promise<void> {
   });
 }
 
-/** Follows the namespace's objects from this process: when each first had its create result, and deletions. */
-function follow(client: KubeClient, namespace: string) {
-  const handledAt = new Map<string, number>();
-  let deleted = 0;
-  const listeners = new Set<() => void>();
-  const { watcher, listed } = watchKopfExamples(client, namespace, ({ type, object }) => {
-    if (type === 'DELETED') deleted++;
-    else if (object.status?.create_fn !== undefined && !handledAt.has(object.metadata.name)) {
-      handledAt.set(object.metadata.name, performance.now());
-    }
-    for (const listener of listeners) listener();
-  });
-  return {
-    handledAt,
-    listed,
-    deleted: () => deleted,
-    /** Resolves once `done()` holds; fails if `running` exits first. */
-    until(done: () => boolean, running?: OperatorProcess): Promise<void> {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          if (!done()) return;
-          listeners.delete(check);
-          resolve();
-        };
-        listeners.add(check);
-        void running?.exited.then((stderr) => reject(new Error(`the operator exited:\n${stderr}`)));
-        check();
-      });
-    },
-    stop: () => watcher.stop(),
-  };
-}
-
 async function scaleRun(
   contender: Contender,
   namespace: string,
@@ -197,7 +165,7 @@ async function scaleRun(
   try {
     say(`${contender.name}: creating ${OBJECTS} KopfExamples in ${namespace} while it is down`);
     await createBacklog(client, namespace, OBJECTS);
-    const objects = follow(client, namespace);
+    const objects = followResults(client, namespace);
     await objects.listed;
     const watchesBefore = countRequests(await metrics(), 'WATCH', 'kopfexamples', 'namespace');
 
@@ -205,7 +173,7 @@ async function scaleRun(
     let before = countWrites(await metrics(), WRITTEN);
     const started = performance.now();
     const first = await start(contender, { client, kubeconfig, namespace }, env);
-    await objects.until(() => objects.handledAt.size === OBJECTS, first);
+    await objects.until(() => objects.handledAt.size === OBJECTS, [first]);
     const backlogSeconds = (performance.now() - started) / 1000;
     await settled(metrics);
     const backlogWrites = difference(countWrites(await metrics(), WRITTEN), before);
@@ -229,7 +197,7 @@ async function scaleRun(
       await forEachName(objectNames(OBJECTS), 32, (name) =>
         client.request(`${KOPFEXAMPLES}/${namespace}/kopfexamples/${name}`, { method: 'DELETE' }),
       );
-      await objects.until(() => objects.deleted() === OBJECTS, second);
+      await objects.until(() => objects.deleted() === OBJECTS, [second]);
       const deleteSeconds = (performance.now() - deleting) / 1000;
       await settled(metrics);
       const own = { 'DELETE kopfexamples': OBJECTS };
@@ -293,7 +261,7 @@ async function latencyRun(
   const dir = mkdtempSync(join(tmpdir(), 'causeway-latency-'));
   await createNamespace(client, namespace);
   const path = `${KOPFEXAMPLES}/${namespace}/kopfexamples`;
-  const objects = follow(client, namespace);
+  const objects = followResults(client, namespace);
   await objects.listed;
   const running = contender
     ? await start(contender, { client, kubeconfig, namespace }, { BENCH_CALL_LOG: join(dir, 'calls') })

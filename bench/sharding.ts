@@ -18,6 +18,7 @@ import { parseArgs } from 'node:util';
 import { freeze, type KubeClient, listMembers, Ring, resume } from '../gateway/internals.ts';
 import {
   createBacklog,
+  followResults,
   forEachName,
   KOPFEXAMPLES,
   type OperatorProcess,
@@ -29,7 +30,6 @@ import {
   say,
   sleep,
   table,
-  watchKopfExamples,
   withCluster,
 } from './common.ts';
 
@@ -76,44 +76,6 @@ interface HandoverResult {
   restSeconds: number;
 }
 
-/** Follows the namespace's objects: when each first had its create result, by name, and their uids. */
-function follow(client: KubeClient, namespace: string) {
-  const handledAt = new Map<string, number>();
-  const uids = new Map<string, string>();
-  const waiting = new Set<() => void>();
-  const { watcher, listed } = watchKopfExamples(client, namespace, ({ type, object }) => {
-    if (type === 'DELETED') return;
-    uids.set(object.metadata.name, object.metadata.uid);
-    if (object.status?.create_fn !== undefined && !handledAt.has(object.metadata.name)) {
-      handledAt.set(object.metadata.name, performance.now());
-      for (const check of waiting) check();
-    }
-  });
-  return {
-    handledAt,
-    uids,
-    listed,
-    /** Resolves once `count` objects are handled; fails if a replica exits first. */
-    until(count: number, replicas: readonly Replica[]): Promise<void> {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          if (handledAt.size < count) return;
-          waiting.delete(check);
-          resolve();
-        };
-        waiting.add(check);
-        for (const replica of replicas) {
-          void replica.exited.then((stderr) => {
-            if (!replica.killed) reject(new Error(`a replica exited:\n${stderr}`));
-          });
-        }
-        check();
-      });
-    },
-    stop: () => watcher.stop(),
-  };
-}
-
 type Replica = OperatorProcess & { id: string; killed?: boolean };
 
 async function main(): Promise<void> {
@@ -138,14 +100,14 @@ async function main(): Promise<void> {
       const namespace = `sharding-${replicas}`;
       say(`${replicas} replica(s): creating ${OBJECTS} KopfExamples in ${namespace}`);
       await createBacklog(client, namespace, OBJECTS);
-      const objects = follow(client, namespace);
+      const objects = followResults(client, namespace);
       await objects.listed;
       const running = await startTogether(client, namespace, replicas, () =>
         start(namespace, replicas, kubeconfig),
       );
       const started = performance.now();
       try {
-        await objects.until(OBJECTS, running);
+        await objects.until(() => objects.handledAt.size >= OBJECTS, running);
         const last = Math.max(...objects.handledAt.values());
         const first = Math.min(...objects.handledAt.values());
         const seconds = (last - started) / 1000;
@@ -193,11 +155,11 @@ async function handoverRun(
   const namespace = 'sharding-handover';
   say(`handover: creating ${OBJECTS} KopfExamples in ${namespace}`);
   await createBacklog(client, namespace, OBJECTS);
-  const objects = follow(client, namespace);
+  const objects = followResults(client, namespace);
   await objects.listed;
   const running = await startTogether(client, namespace, 3, () => start(namespace, 3, kubeconfig));
   try {
-    await objects.until(Math.round(OBJECTS / 3), running);
+    await objects.until(() => objects.handledAt.size >= Math.round(OBJECTS / 3), running);
     const victim = running[1] as Replica;
     victim.killed = true;
     await victim.kill();
@@ -210,7 +172,7 @@ async function handoverRun(
     const orphans = [...objects.uids]
       .filter(([name, uid]) => ring.ownerOf(uid) === victim.id && !objects.handledAt.has(name))
       .map(([name]) => name);
-    await objects.until(OBJECTS, running);
+    await objects.until(() => objects.handledAt.size >= OBJECTS, running);
     const again = orphans.map((name) => objects.handledAt.get(name) as number);
     return {
       replicas: 3,

@@ -3,7 +3,8 @@
  * protocol/ must also run on Workers, so they may not touch Node built-ins or Node-only packages.
  * testing/ is public: it reaches the gateway only through gateway/index.ts, as its users do. What runs
  * outside the tests (gateway/, and deploy/, whose control plane `npm start` starts) imports neither
- * test/ nor bench/.
+ * test/ nor bench/. bench/ measures the package through its public entries, and what it measures
+ * beneath them through one seam, gateway/internals.ts, which nothing else imports.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -53,6 +54,32 @@ const outside = (...allowed: string[]) => ({
   },
   why: `outside ${allowed.map((folder) => `${folder}/`).join(', ')}`,
 });
+const PUBLIC_ENTRIES = ['functions/index.ts', 'gateway/index.ts', 'protocol/index.ts', 'testing/index.ts'];
+const INTERNALS_SEAM = 'gateway/internals.ts';
+const internalsSeam = {
+  test: (specifier: string, file: string) =>
+    specifier.startsWith('.') && targetOf(specifier, file) === INTERNALS_SEAM,
+  why: `${INTERNALS_SEAM}, bench/'s seam`,
+};
+/**
+ * Any file of the repository but the public entries (by path or as `causeway/<entry>`) and `files`, or
+ * those in `folders`; packages and Node built-ins stay allowed.
+ */
+const beyondEntries = (files: string[], folders: string[]) => ({
+  test: (specifier: string, file: string) => {
+    if (!specifier.startsWith('.')) {
+      const entry = /^causeway\/(.+)$/.exec(specifier)?.[1];
+      return entry !== undefined && !PUBLIC_ENTRIES.includes(`${entry}/index.ts`);
+    }
+    const target = targetOf(specifier, file);
+    return (
+      !PUBLIC_ENTRIES.includes(target) &&
+      !files.includes(target) &&
+      !folders.some((folder) => target.startsWith(`${folder}/`))
+    );
+  },
+  why: `beyond the public entries, ${[...files, ...folders.map((folder) => `${folder}/`)].join(', ')}`,
+});
 const gatewayInternals = {
   test: (specifier: string, file: string) =>
     specifier.startsWith('.') &&
@@ -68,12 +95,23 @@ const RULES: Rule[] = [
   },
   { layer: 'functions', forbidden: [nodeBuiltin, nodeOnly, layer('gateway'), layer('webhooks')] },
   { layer: 'webhooks', forbidden: [outside('webhooks', 'protocol')] },
-  { layer: 'gateway', forbidden: [layer('test'), layer('bench')] },
+  { layer: 'gateway', forbidden: [layer('test'), layer('bench'), internalsSeam] },
   {
     layer: 'testing',
     forbidden: [outside('testing', 'protocol', 'functions', 'gateway'), gatewayInternals],
   },
-  { layer: 'deploy', forbidden: [layer('test'), layer('bench')] },
+  { layer: 'deploy', forbidden: [layer('test'), layer('bench'), internalsSeam] },
+  {
+    layer: 'bench',
+    forbidden: [
+      // The seam; what runs the contenders (the CLI bundled as published, the local control plane);
+      // the tests' private cluster and fault injectors; the package installed as users get it (startup).
+      beyondEntries(
+        [INTERNALS_SEAM, 'deploy/build.ts', 'deploy/control-plane/index.ts', 'test/package/project.ts'],
+        ['bench', 'test/support'],
+      ),
+    ],
+  },
 ];
 
 function sourceFiles(folder: string): string[] {

@@ -139,7 +139,7 @@ export function importsOf(source: string): string[] {
  * engines (what one resource runs, what serves the function services, admission, peering) never
  * import each other: they plug into the manager and the reactor beside one another. The root's
  * shared files (logging, settings, identity, timing...) are rank 0; its composition (gateway.ts,
- * options.ts, index.ts) ranks with modules/.
+ * options.ts, index.ts, and internals.ts, bench/'s seam) ranks with modules/.
  */
 const GATEWAY_RANKS: Record<string, number> = {
   '.': 0,
@@ -164,7 +164,7 @@ const GATEWAY_RANKS: Record<string, number> = {
   conformance: 10,
 };
 const ENGINES = ['resource', 'services', 'admission', 'peering'];
-const COMPOSITION = ['gateway/gateway.ts', 'gateway/options.ts', 'gateway/index.ts'];
+const COMPOSITION = ['gateway/gateway.ts', 'gateway/options.ts', 'gateway/index.ts', 'gateway/internals.ts'];
 /** The reactor's pure steps: they decide, and reach the API only through reactor/api.ts. */
 const PURE_REACTOR = [
   'model',

@@ -4,9 +4,8 @@
  * to the manager in stages (manager/manager.ts's STAGES), and the manager starts them by stage once
  * all are made, and stops them in the reverse. docs/architecture.md has the picture.
  */
-import { stoppedOnFailure } from './manager/manager.ts';
 import { fleet } from './modules/fleet.ts';
-import { groundOf } from './modules/ground.ts';
+import { type Ground, groundOf } from './modules/ground.ts';
 import { observability } from './modules/observability.ts';
 import { functionServices } from './modules/services.ts';
 import { serving } from './modules/serving.ts';
@@ -17,14 +16,22 @@ export type { Gateway, GatewayOptions } from './options.ts';
 
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const ground = groundOf(options);
+  try {
+    return await assemble(ground);
+  } catch (error) {
+    await ground.manager.stop(); // what did start stops again: a failed start leaves nothing running
+    throw error;
+  }
+}
+
+async function assemble(ground: Ground): Promise<Gateway> {
   const { manager, stopping } = ground;
-  const observed = await stoppedOnFailure(manager, () => observability(ground));
-  const credentials = await stoppedOnFailure(manager, () => trust(ground, observed));
-  const services = await stoppedOnFailure(manager, () => functionServices(ground, observed, credentials));
-  const served = await stoppedOnFailure(manager, () => serving(ground, observed, services));
-  await stoppedOnFailure(manager, () => fleet(ground, observed, services));
-  await stoppedOnFailure(manager, () => manager.start()); // a failed start leaves nothing running
-  let stopped: Promise<void> | undefined;
+  const observed = await observability(ground);
+  const credentials = await trust(ground, observed);
+  const services = await functionServices(ground, observed, credentials);
+  const served = await serving(ground, observed, services);
+  await fleet(ground, observed, services);
+  await manager.start();
   return {
     synced: served.synced(),
     liveness: served.health?.url,
@@ -36,8 +43,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     },
     stop: () => {
       stopping.abort(); // at once: the health endpoint says so while the parts stop
-      stopped ??= manager.stop();
-      return stopped;
+      return manager.stop();
     },
   };
 }

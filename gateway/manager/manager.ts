@@ -201,13 +201,3 @@ export function part(
 ): Part {
   return { name, placement, start: steps.start ?? (() => {}), stop: steps.stop };
 }
-
-/** Runs a step of the start; when it fails, what did start stops again before the failure is thrown. */
-export async function stoppedOnFailure<T>(manager: Manager, step: () => Promise<T>): Promise<T> {
-  try {
-    return await step();
-  } catch (error) {
-    await manager.stop();
-    throw error;
-  }
-}

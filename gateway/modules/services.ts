@@ -8,7 +8,7 @@ import { ScopeCheck } from '../binding/scope-check.ts';
 import { FunctionServices } from '../dispatch/services.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { DiscoveryCache } from '../kube/discovery.ts';
-import { part, stoppedOnFailure } from '../manager/manager.ts';
+import { part } from '../manager/manager.ts';
 import { checkOwnRights } from '../rbac/at-start.ts';
 import { Indexes } from '../resource/indexes.ts';
 import { Activities } from '../services/activities.ts';
@@ -61,19 +61,17 @@ export async function functionServices(
       ...(earlyDiscovery ? { discovery: earlyDiscovery } : {}),
       logger,
     };
-    await stoppedOnFailure(manager, () => checkOwnRights(rbacCheck, starting));
+    await checkOwnRights(rbacCheck, starting);
   }
   const activities = new Activities({
     services: () => services.current,
     retryDelaysS: settings.calls.serviceRetryDelaysS,
     logger,
   });
-  // Before any watch: a startup that fails fails the start, and nothing is left running.
-  const client = await stoppedOnFailure(manager, async () => {
-    await activities.startup();
-    const login = { from: options.loginFrom, services: services.current, activities };
-    return clusterClient(credentials, login, stopping.signal, logger, observeRequest);
-  });
+  // Before any watch: a startup that fails fails the start (and startGateway stops what started).
+  await activities.startup();
+  const login = { from: options.loginFrom, services: services.current, activities };
+  const client = await clusterClient(credentials, login, stopping.signal, logger, observeRequest);
   const discovery = earlyDiscovery ?? new DiscoveryCache(client);
   scope.discover(discovery);
   await manager.add(

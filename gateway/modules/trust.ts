@@ -10,7 +10,7 @@ import { hmacSigner, keySigner, type Signer } from '../dispatch/signer.ts';
 import { KubeClient, type RequestObserver } from '../kube/client.ts';
 import { loadKubeConfig } from '../kube/kubeconfig.ts';
 import type { Logger } from '../logging.ts';
-import { part, stoppedOnFailure } from '../manager/manager.ts';
+import { part } from '../manager/manager.ts';
 import type { Activities } from '../services/activities.ts';
 import { FunctionCertificates } from '../services/function-certificates.ts';
 import { loginThrough } from '../services/login.ts';
@@ -68,7 +68,7 @@ export async function trust(
       checkMs: settings.calls.certificateCheckMs,
       logger,
     });
-    await stoppedOnFailure(manager, () => issuer.start());
+    await issuer.start();
     await manager.add('trust', part(issuer.name, issuer.placement, { stop: () => issuer.stop() }));
     certificates = issuer;
   }

@@ -17,8 +17,9 @@ import {
 } from '../kube/discovery.ts';
 import type { Logger } from '../logging.ts';
 import type { ResourcePipeline } from '../resource/pipeline.ts';
+import { Serial } from '../serial.ts';
 import type { Activities } from '../services/activities.ts';
-import { sleep } from '../timing.ts';
+import { backoffDelay, sleep } from '../timing.ts';
 import { bindHandlers, type Group, outsideScope, serveGroups, type Unresolved } from './binding.ts';
 import type { Pipelines } from './pipelines.ts';
 
@@ -46,7 +47,7 @@ export class HandlerBinder {
   #pending: Unresolved[] = [];
   #lookingLater: Promise<void> | undefined;
   /** Changes to what is served happen one at a time. */
-  #changing: Promise<unknown> = Promise.resolve();
+  readonly #changes = new Serial();
   #started = false;
 
   constructor(options: HandlerBinderOptions) {
@@ -58,7 +59,7 @@ export class HandlerBinder {
    * of the services told meanwhile (rebind) is made after it.
    */
   serve(services: readonly FunctionService[]): Promise<void> {
-    return this.#exclusively(async () => {
+    return this.#changes.run(async () => {
       const { left, error } = await this.#resolve(handlersOf(services), true);
       if (error !== undefined) throw error;
       this.#pending.push(...left);
@@ -73,7 +74,7 @@ export class HandlerBinder {
 
   async stop(): Promise<void> {
     await this.#lookingLater;
-    await this.#changing;
+    await this.#changes.idle();
   }
 
   /**
@@ -82,7 +83,7 @@ export class HandlerBinder {
    * the previous one. A service added has no previous one; a service removed, no next.
    */
   rebind(previous: FunctionService | undefined, given: FunctionService | undefined): Promise<void> {
-    return this.#exclusively(() => this.#rebind(previous, given));
+    return this.#changes.run(() => this.#rebind(previous, given));
   }
 
   async #rebind(previous: FunctionService | undefined, given: FunctionService | undefined): Promise<void> {
@@ -233,11 +234,11 @@ export class HandlerBinder {
     if (!this.#started || this.#lookingLater || this.#pending.length === 0) return;
     const { stopping, logger } = this.#options;
     this.#lookingLater = (async () => {
-      for (let delay = 1000; this.#pending.length > 0; delay = Math.min(delay * 2, 30_000)) {
-        await sleep(delay, stopping);
+      for (let looks = 0; this.#pending.length > 0; looks++) {
+        await sleep(backoffDelay({ first: 1000, max: 30_000 }, looks), stopping);
         if (stopping.aborted) return;
         try {
-          await this.#exclusively(async () => {
+          await this.#changes.run(async () => {
             const batch = this.#pending;
             this.#pending = [];
             let resolved: Resolved;
@@ -257,12 +258,6 @@ export class HandlerBinder {
     })().finally(() => {
       this.#lookingLater = undefined;
     });
-  }
-
-  #exclusively<T>(change: () => Promise<T>): Promise<T> {
-    const result = this.#changing.then(change);
-    this.#changing = result.catch(() => {});
-    return result;
   }
 }
 

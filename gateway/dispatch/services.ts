@@ -6,8 +6,9 @@
  */
 import { isLoopback, type ServiceScope } from '../../protocol/index.ts';
 import type { Logger } from '../logging.ts';
+import { Serial } from '../serial.ts';
 import type { Settings } from '../settings.ts';
-import { jitter, sleep } from '../timing.ts';
+import { type Backoff, backoffDelay, sleep } from '../timing.ts';
 import { CircuitBreaker } from './breaker.ts';
 import { type CallObserver, FunctionService, type IndexSource, readHealth } from './function-service.ts';
 import { ScopeError, type ScopeGuard } from './scope.ts';
@@ -106,6 +107,9 @@ function closeWay(way: Way): Promise<void> {
   return way.transport.close();
 }
 
+/** Between tries to reach a service not reachable yet: from 250 ms to 10 s, jittered. */
+const CONNECT_BACKOFF: Backoff = { first: 250, max: 10_000, jitter: true };
+
 /** For a service in this process, with no signer to send its calls elsewhere. */
 const UNSIGNED: Signer = () => {
   throw new Error('the gateway has no key or secret to sign calls to another instance of this service with');
@@ -118,7 +122,7 @@ export class FunctionServices {
   /** Told of each change of the service that answers for a name; none before it is set (see onChange). */
   #onChange: ServiceChange | undefined;
   /** Changes one at a time, in the order asked: a redirect, its end and a re-read never interleave. */
-  #queue: Promise<unknown> = Promise.resolve();
+  readonly #changes = new Serial();
   /** A re-read a service's answer asked for, not yet done: those asking meanwhile wait for it. */
   #rereadAsked = false;
 
@@ -212,7 +216,7 @@ export class FunctionServices {
    * Resolves false when `url` does not answer as that service: the calls stay where they were.
    */
   redirect(name: string, to: { url: string; revision: string } | undefined): Promise<boolean> {
-    return this.#serially(async () => {
+    return this.#changes.run(async () => {
       const slot = this.#slots.find((candidate) => candidate.home.name === name);
       const { logger } = this.#options;
       if (!slot) {
@@ -263,7 +267,7 @@ export class FunctionServices {
    * again. The calls under way with a replaced service finish with it.
    */
   put(endpoint: FunctionEndpoint): Promise<FunctionService> {
-    return this.#serially(async () => {
+    return this.#changes.run(async () => {
       const sign = this.#signerFor(endpoint);
       const { service } = await this.#connectOnce(await this.#pinned(endpoint), sign);
       const slot = this.#slots.find((candidate) => candidate.home.name === endpoint.name);
@@ -282,7 +286,7 @@ export class FunctionServices {
 
   /** Stops serving the service named `name`: its handlers are unbound, and its calls under way finish. */
   remove(name: string): Promise<void> {
-    return this.#serially(async () => {
+    return this.#changes.run(async () => {
       const index = this.#slots.findIndex((slot) => slot.home.name === name);
       const slot = this.#slots[index];
       if (!slot) return;
@@ -296,7 +300,7 @@ export class FunctionServices {
 
   /** Reads every service's manifest again; a service redeployed with other handlers is rebound. */
   refresh(): Promise<void> {
-    return this.#serially(async () => {
+    return this.#changes.run(async () => {
       for (const slot of this.#slots) {
         try {
           const next = await slot.current.reread();
@@ -333,7 +337,7 @@ export class FunctionServices {
   }
 
   async close(): Promise<void> {
-    await this.#queue;
+    await this.#changes.idle();
     await Promise.all(
       this.#slots.flatMap((slot) => [slot.home.close(), ...(slot.away ? [closeWay(slot.away)] : [])]),
     );
@@ -459,12 +463,6 @@ export class FunctionServices {
     await this.#onChange?.(previous, next);
   }
 
-  #serially<T>(step: () => Promise<T>): Promise<T> {
-    const result = this.#queue.then(step);
-    this.#queue = result.catch(() => {});
-    return result;
-  }
-
   /** Tries to connect until it does, saying why each time it cannot (until `signal` aborts). */
   async #connectWithRetry(
     where: string,
@@ -472,7 +470,7 @@ export class FunctionServices {
     signal: AbortSignal,
   ): Promise<FunctionService> {
     const { logger } = this.#options;
-    for (let delay = 250; ; delay = Math.min(delay * 2, 10_000)) {
+    for (let failures = 0; ; failures++) {
       try {
         const service = await connect();
         const ids = service.manifest.handlers.map((handler) => handler.id).join(', ');
@@ -487,7 +485,7 @@ export class FunctionServices {
         // Beyond its pin is how it is deployed, not an outage: waiting would not mend it.
         if (signal.aborted || error instanceof ScopeError) throw error;
         logger.warning(`function service ${where} is not reachable yet`, { err: describe(error) });
-        await sleep(jitter(delay), signal);
+        await sleep(backoffDelay(CONNECT_BACKOFF, failures), signal);
       }
     }
   }

@@ -13,7 +13,7 @@
  * replica is, when it starts.
  */
 import type { Logger } from '../logging.ts';
-import { Serial } from '../timing.ts';
+import { Serial } from '../serial.ts';
 import { ALONE, type Role } from './role.ts';
 
 /** Where a part runs. */
@@ -82,11 +82,10 @@ export class Manager implements Holder {
   /** Whether the leader parts run while holding: fixed as it takes hold, as the share is. */
   #leads = true;
   /** Holding and releasing happen one at a time, each once the one before has finished. */
-  readonly #turns: Serial;
+  readonly #turns = new Serial();
 
   constructor(logger: Logger) {
     this.#logger = logger;
-    this.#turns = new Serial((error) => this.#logger.error('changing leadership failed', { err: error }));
   }
 
   /** What this replica is: alone, it leads and handles every object. */
@@ -123,7 +122,7 @@ export class Manager implements Holder {
 
   /** Starts the parts by stage; holding and releasing wait until it is done. */
   start(): Promise<void> {
-    return this.#turns.run(async () => {
+    return this.#turn(async () => {
       this.#state = 'started';
       if (this.#holding) this.#leads = this.role.leads;
       for (const { part } of this.#entries) if (this.#runs(part)) await part.start(this.role);
@@ -132,7 +131,7 @@ export class Manager implements Holder {
 
   /** Starts the leader and shard parts, in order. Resolves once they have started. */
   hold(): Promise<void> {
-    return this.#turns.run(async () => {
+    return this.#turn(async () => {
       if (this.#holding) return;
       this.#holding = true;
       this.#leads = this.role.leads;
@@ -145,7 +144,7 @@ export class Manager implements Holder {
 
   /** Stops the leader and shard parts, newest first. Resolves once they have stopped: none of their calls is in flight. */
   release(): Promise<void> {
-    return this.#turns.run(async () => {
+    return this.#turn(async () => {
       if (!this.#holding) return;
       const held = this.#entries.filter(({ part }) => part.placement !== 'every replica' && this.#runs(part));
       this.#holding = false;
@@ -169,6 +168,13 @@ export class Manager implements Holder {
     await this.#turns.idle();
     if (wasStarted) await this.#stopAll(this.#entries.filter(({ part }) => this.#runs(part)));
     else await this.#stopAll(this.#entries); // a start that failed half-way: whatever started stops
+  }
+
+  /** Runs a change of what runs once the one before is done; its failure is its caller's, and logged. */
+  #turn(change: () => Promise<void>): Promise<void> {
+    const turned = this.#turns.run(change);
+    turned.catch((error) => this.#logger.error('changing leadership failed', { err: error }));
+    return turned;
   }
 
   #runs(part: Part): boolean {

@@ -14,6 +14,7 @@ import { ApiError, isNotFound } from '../kube/errors.ts';
 import type { Logger } from '../logging.ts';
 import type { Elector, Holder } from '../manager/manager.ts';
 import { FencedOut, type Role, type WriteLeave } from '../manager/role.ts';
+import { Serial } from '../serial.ts';
 import type { Settings } from '../settings.ts';
 import { sleep } from '../timing.ts';
 import { LEASES, listMembers, writeLease } from './leases.ts';
@@ -86,10 +87,11 @@ export class Peering implements Elector, Role {
   #acknowledged = '';
   #renewedAt = 0;
   #resourceVersion: string | undefined;
-  /** Leading or following under way: nothing is acknowledged until it is done. */
-  #turning: Promise<void> | undefined;
+  /** Leading and following, one at a time: nothing is acknowledged while one is under way. */
+  readonly #turns = new Serial();
   #ticking: Promise<void> | undefined;
-  #writing: Promise<void> = Promise.resolve();
+  /** Writes of its Lease, one at a time. */
+  readonly #writes = new Serial();
   /** Whether any pipeline of this gateway may be running: from leading until following is done. */
   #holding = false;
   /** The view its pipelines run under: sharding, another view gives it another share. */
@@ -131,10 +133,10 @@ export class Peering implements Elector, Role {
   async stop(): Promise<void> {
     this.#stopping.abort();
     await this.#ticking;
-    await this.#turning;
+    await this.#turns.idle();
     // An acknowledgement is written at once, unawaited: removed after it lands, not before, where it
     // would fail the removal's precondition, or write the Lease anew, and the others wait out its term.
-    await this.#writing;
+    await this.#writes.idle();
     // By now the pipelines have stopped (they stop before this part): the others need not wait.
     try {
       await this.#removeLease();
@@ -202,7 +204,7 @@ export class Peering implements Elector, Role {
         err: describe(error),
       });
       const overdue = Date.now() - this.#renewedAt >= settings.renewDeadlineS * 1000;
-      if (this.#holding && !this.#turning && overdue) {
+      if (this.#holding && !this.#turns.busy && overdue) {
         logger.error(`stops leading: its Lease was not renewed within ${settings.renewDeadlineS}s`);
         this.#follow();
       }
@@ -250,7 +252,7 @@ export class Peering implements Elector, Role {
   /** Leads, follows or acknowledges, as `view` has it. */
   #act(view: View): void {
     const { logger } = this.#options;
-    if (this.#turning) return; // acted on once done, at the next look
+    if (this.#turns.busy) return; // acted on once done, at the next look
     const runs = this.#runsUnder(view);
     this.#say(view, runs);
     // Sharding, any other view gives it another share: what it holds goes first.
@@ -306,13 +308,9 @@ export class Peering implements Elector, Role {
 
   /** Runs a change of what this gateway holds once the one under way (if any) is done. */
   #turn(change: () => Promise<void>): void {
-    const turning: Promise<void> = (this.#turning ?? Promise.resolve())
-      .then(change)
-      .catch((error) => this.#options.logger.error('peering failed', { err: describe(error) }))
-      .finally(() => {
-        if (this.#turning === turning) this.#turning = undefined;
-      });
-    this.#turning = turning;
+    this.#turns
+      .run(change)
+      .catch((error) => this.#options.logger.error('peering failed', { err: describe(error) }));
   }
 
   #acknowledge(digest: string): void {
@@ -361,9 +359,7 @@ export class Peering implements Elector, Role {
 
   /** Creates or renews this gateway's Lease, with what it acknowledges; one write at a time. */
   #renew(signal: AbortSignal): Promise<void> {
-    const renewed = this.#writing.then(() => this.#writeLease(signal));
-    this.#writing = renewed.catch(() => {});
-    return renewed;
+    return this.#writes.run(() => this.#writeLease(signal));
   }
 
   async #writeLease(signal: AbortSignal): Promise<void> {

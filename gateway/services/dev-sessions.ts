@@ -18,6 +18,7 @@ import type { KubeClient } from '../kube/client.ts';
 import { Watcher } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
 import type { Part } from '../manager/manager.ts';
+import { Serial } from '../serial.ts';
 import type { Settings } from '../settings.ts';
 import { MAX_TIMER_MS } from '../timing.ts';
 import { matchesUrlGlob, shownUrl, urlProblem } from './function-service-urls.ts';
@@ -180,7 +181,8 @@ export class DevSessionRoutes implements Part {
   /** By holder, the refusal last logged: a renewal of a refused session is not logged again. */
   readonly #refused = new Map<string, string>();
   #expiry: NodeJS.Timeout | undefined;
-  #routing: Promise<void> = Promise.resolve();
+  /** Redirects one at a time, in the order decided. */
+  readonly #routing = new Serial();
 
   constructor(options: DevSessionRoutesOptions) {
     this.#options = options;
@@ -190,7 +192,7 @@ export class DevSessionRoutes implements Part {
 
   async stop(): Promise<void> {
     clearTimeout(this.#expiry);
-    await this.#routing;
+    await this.#routing.idle();
   }
 
   /** `holder` holds `session`; a new `renewal` (what the holder wrote when it renewed) starts its duration again. */
@@ -231,11 +233,13 @@ export class DevSessionRoutes implements Part {
       if (target) this.#routed.set(service, target);
       else this.#routed.delete(service);
       const to = session ? { url: session.url, revision: session.revision } : undefined;
-      this.#routing = this.#routing.then(async () => {
-        // Not there (yet): forgotten, so the session's next renewal tries again.
-        if (!(await this.#options.redirect(service, to)) && this.#routed.get(service) === target) {
-          this.#routed.delete(service);
-        }
+      void this.#routing.run(async () => {
+        const redirected = await this.#options.redirect(service, to).catch((error) => {
+          this.#options.logger.error(`redirecting the calls of "${service}" failed`, { err: error });
+          return false;
+        });
+        // Not there (yet), or failed: forgotten, so the session's next renewal tries again.
+        if (!redirected && this.#routed.get(service) === target) this.#routed.delete(service);
       });
     }
     const next = Math.min(...[...live.values()].map((held) => held.expiresAt));

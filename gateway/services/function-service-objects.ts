@@ -24,7 +24,9 @@ import { Watcher } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
 import type { Part } from '../manager/manager.ts';
 import { ALONE, type Role } from '../manager/role.ts';
-import { delayFor, type Settings } from '../settings.ts';
+import { Serial } from '../serial.ts';
+import type { Settings } from '../settings.ts';
+import { backoffDelay } from '../timing.ts';
 import {
   DEFAULT_DEV_SESSION_SECONDS,
   type DevSession,
@@ -314,7 +316,7 @@ export class FunctionServiceObjects implements Part {
   /** By object name. */
   readonly #known = new Map<string, Known>();
   /** One change at a time, in the order the watch told them. */
-  #changing: Promise<void> = Promise.resolve();
+  readonly #changes = new Serial();
   #stopped = false;
   #unlisten: (() => void) | undefined;
   readonly #path: string;
@@ -352,7 +354,7 @@ export class FunctionServiceObjects implements Part {
     this.#unlisten?.();
     for (const known of this.#known.values()) clearTimeout(known.retry);
     await this.#watcher.stop();
-    await this.#changing;
+    await this.#changes.idle();
   }
 
   /** What the FunctionService that has the service named `serviceName` allows of dev sessions. */
@@ -373,7 +375,7 @@ export class FunctionServiceObjects implements Part {
   }
 
   #serially(change: () => Promise<void>): void {
-    this.#changing = this.#changing.then(change).catch((error) => {
+    void this.#changes.run(change).catch((error) => {
       this.#options.logger.error('serving FunctionService objects failed', { err: error });
     });
   }
@@ -477,7 +479,7 @@ export class FunctionServiceObjects implements Part {
       const message = error instanceof Error ? error.message : String(error);
       // The status in the gateway's words; what the service said, in its log only.
       known.error = error instanceof ServiceError ? error.reason : message;
-      const delayS = delayFor(settings.calls.serviceRetryDelaysS, known.failures++);
+      const delayS = backoffDelay({ delays: settings.calls.serviceRetryDelaysS }, known.failures++);
       logger.warning(
         `FunctionService ${namespace}/${name} is not served yet: ${message}; trying again in ${delayS}s`,
       );

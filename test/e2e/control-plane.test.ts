@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import test from 'node:test';
 import { promisify } from 'node:util';
-import { testCluster, testNamespace } from '../../test/support/cluster.ts';
-import { type ApiTarget, apiRequest } from './https.ts';
-import { KUBERNETES_VERSION } from './versions.ts';
-import { waitFor } from './wait.ts';
+import { type ApiTarget, apiRequest } from '../../deploy/control-plane/https.ts';
+import { KUBERNETES_VERSION } from '../../deploy/control-plane/versions.ts';
+import { waitFor } from '../../deploy/control-plane/wait.ts';
+import { testCluster, testNamespace } from '../support/cluster.ts';
 
 const execFileAsync = promisify(execFile);
 

@@ -14,9 +14,8 @@
  */
 import { parseArgs } from 'node:util';
 import { Agent, request } from 'undici';
-import { freePorts } from '../deploy/control-plane/ports.ts';
-import type { KubeClient } from '../gateway/kube/client.ts';
-import { ApiError } from '../gateway/kube/errors.ts';
+import { freePorts } from '../deploy/control-plane/index.ts';
+import { ignoreNotFound, type KubeClient } from '../gateway/internals.ts';
 import {
   type Command,
   type Contenders,
@@ -25,6 +24,8 @@ import {
   nodeFlagsOption,
   type OperatorProcess,
   operatorProcess,
+  percentiles,
+  pidsOf,
   prepareContenders,
   processUsage,
   saveResults,
@@ -153,8 +154,7 @@ async function main(): Promise<void> {
       const { running, target } = await contender.start(namespace, controlPlane.kubeconfigPath);
       try {
         const load = await hammer(target, review(namespace));
-        const pids = running.pids ?? (running.pid ? [running.pid] : []);
-        const usage = pids.map(processUsage);
+        const usage = pidsOf(running).map(processUsage);
         results.push({
           name: contender.name,
           transport: target.url.split(':')[0] as string,
@@ -176,20 +176,17 @@ async function causewayWebhook(client: KubeClient, namespace: string): Promise<T
   const webhook = await until(
     `the validating webhook of ${namespace}`,
     async () => {
-      try {
-        const configuration = await client.get<{
+      const configuration = await ignoreNotFound(
+        client.get<{
           webhooks?: Array<{
             clientConfig: { url: string; caBundle: string };
             namespaceSelector?: { matchExpressions: Array<{ values: string[] }> };
           }>;
-        }>('/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/causeway.dev');
-        return configuration.webhooks?.find((each) =>
-          each.namespaceSelector?.matchExpressions[0]?.values.includes(namespace),
-        );
-      } catch (error) {
-        if (error instanceof ApiError && error.status === 404) return undefined;
-        throw error;
-      }
+        }>('/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/causeway.dev'),
+      );
+      return configuration?.webhooks?.find((each) =>
+        each.namespaceSelector?.matchExpressions[0]?.values.includes(namespace),
+      );
     },
     { timeoutMs: 60_000, intervalMs: 200 },
   );
@@ -277,14 +274,11 @@ async function hammer(target: Target, body: string) {
   const elapsed = (performance.now() - started) / 1000;
   await Promise.all([...agents.values()].map((agent) => agent.close()));
   agents = new Map();
-  latencies.sort((a, b) => a - b);
-  const at = (quantile: number) =>
-    latencies[Math.min(latencies.length - 1, Math.floor(quantile * latencies.length))] ?? 0;
   return {
     reviews: latencies.length,
     failures,
     perSecond: latencies.length / elapsed,
-    ms: { p50: at(0.5), p90: at(0.9), p99: at(0.99), max: latencies.at(-1) ?? 0 },
+    ms: percentiles(latencies),
   };
 }
 

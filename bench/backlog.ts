@@ -15,17 +15,19 @@
  *     [--compare <ref> [--baseline-first]] [--with-metrics [--metrics-first]]
  */
 import { parseArgs } from 'node:util';
-import { freePorts } from '../deploy/control-plane/ports.ts';
-import type { KubeClient } from '../gateway/kube/client.ts';
+import { freePorts } from '../deploy/control-plane/index.ts';
+import type { KubeClient } from '../gateway/internals.ts';
 import {
   type Contenders,
   createBacklog,
+  followResults,
   forEachName,
   KOPF_NAME,
   KOPFEXAMPLES,
   nodeFlagsOption,
   objectNames,
   operatorProcess,
+  pidsOf,
   prepareContenders,
   processUsage,
   type Running,
@@ -33,7 +35,6 @@ import {
   say,
   startTogether,
   table,
-  watchKopfExamples,
   withArgs,
   withCluster,
 } from './common.ts';
@@ -193,31 +194,25 @@ async function measure(
   client: KubeClient,
   controlPlane: { metrics(): Promise<string>; kubeconfigPath: string },
 ): Promise<Result> {
-  const handledAt = new Map<string, number>();
-  const allHandled = Promise.withResolvers<void>();
-  const { watcher, listed } = watchKopfExamples(client, namespace, ({ object }) => {
-    if (object.status?.create_fn !== undefined && !handledAt.has(object.metadata.uid)) {
-      handledAt.set(object.metadata.uid, performance.now());
-      if (handledAt.size === OBJECTS) allHandled.resolve();
-    }
-  });
-  await listed;
+  const objects = followResults(client, namespace);
+  await objects.listed;
 
   const before = countWrites(await controlPlane.metrics(), WRITTEN_RESOURCES);
   const started = performance.now();
   const running = await contender.start(namespace, client, controlPlane.kubeconfigPath);
-  const early = await Promise.race([allHandled.promise.then(() => undefined), running.exited]);
+  const allHandled = objects.until(() => objects.handledAt.size === OBJECTS);
+  const early = await Promise.race([allHandled.then(() => undefined), running.exited]);
   if (early !== undefined)
     throw new Error(`${contender.name} exited before handling every object:\n${early}`);
   const finished = performance.now();
-  const processes = (running.pids ?? (running.pid ? [running.pid] : [])).map((pid) => {
+  const processes = pidsOf(running).map((pid) => {
     const { peakRssMiB, cpuSeconds } = processUsage(pid);
     return { peakRssMiB, cpuSeconds };
   });
   await running.stop();
-  await watcher.stop();
+  await objects.stop();
   const writes = difference(countWrites(await controlPlane.metrics(), WRITTEN_RESOURCES), before);
-  const times = [...handledAt.values()];
+  const times = [...objects.handledAt.values()];
   return {
     name: contender.name,
     objects: OBJECTS,

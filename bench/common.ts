@@ -1,7 +1,7 @@
 /**
  * What the benchmarks share: one fresh local control plane with the KopfExample CRD, the two
  * contenders' commands (Kopf from PyPI, the Causeway CLI bundled as it is published), operator
- * processes, backlogs of KopfExamples, polling, and plain-text tables.
+ * processes, backlogs of KopfExamples, polling, percentiles, plain-text tables and the raw figures.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import {
@@ -25,19 +25,23 @@ import {
   totalmem,
 } from 'node:os';
 import { dirname, join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { build, type Plugin } from 'esbuild';
 import { bundleCli } from '../deploy/build.ts';
 import { type ControlPlane, cacheRoot, ensureBinaries } from '../deploy/control-plane/index.ts';
-import { newKey, publicKeys } from '../gateway/dispatch/keys.ts';
-import { applyManifests } from '../gateway/kube/apply.ts';
-import type { KubeClient } from '../gateway/kube/client.ts';
-import { type WatchEvent, Watcher } from '../gateway/kube/watcher.ts';
-import { createLogger } from '../gateway/logging.ts';
-import { PRIVATE_KEYS_FILE, PUBLIC_KEYS_FILE } from '../gateway/services/signing-keys.ts';
-import { DEFAULT_SETTINGS } from '../gateway/settings.ts';
-import type { KubernetesObject } from '../protocol/index.ts';
+import { createLogger, DEFAULT_SETTINGS } from '../gateway/index.ts';
+import {
+  issueServingCertificate,
+  type KubeClient,
+  newAuthority,
+  newKey,
+  PRIVATE_KEYS_FILE,
+  PUBLIC_KEYS_FILE,
+  publicKeys,
+  type WatchEvent,
+  Watcher,
+} from '../gateway/internals.ts';
 import { startPrivateCluster } from '../test/support/private-cluster.ts';
-import { issueServingCertificate, newAuthority } from '../webhooks/certificates.ts';
 import { ensureKopf, KOPF_VERSION } from './kopf.ts';
 
 export const ROOT = new URL('..', import.meta.url).pathname;
@@ -62,6 +66,51 @@ export function watchKopfExamples(
   watcher.start();
   return { watcher, listed: listed.promise };
 }
+
+/**
+ * Follows a namespace's KopfExamples from this process: when each first had its create result, by
+ * name; their uids; how many were deleted.
+ */
+export function followResults(client: KubeClient, namespace: string) {
+  const handledAt = new Map<string, number>();
+  const uids = new Map<string, string>();
+  let deleted = 0;
+  const listeners = new Set<() => void>();
+  const { watcher, listed } = watchKopfExamples(client, namespace, ({ type, object }) => {
+    if (type === 'DELETED') deleted++;
+    else {
+      uids.set(object.metadata.name, object.metadata.uid);
+      if (object.status?.create_fn !== undefined && !handledAt.has(object.metadata.name))
+        handledAt.set(object.metadata.name, performance.now());
+    }
+    for (const listener of listeners) listener();
+  });
+  return {
+    handledAt,
+    uids,
+    listed,
+    deleted: () => deleted,
+    /** Resolves once `done()` holds; fails if one of `running` exits first, unless it was `killed`. */
+    until(done: () => boolean, running: ReadonlyArray<Running & { killed?: boolean }> = []): Promise<void> {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          if (!done()) return;
+          listeners.delete(check);
+          resolve();
+        };
+        listeners.add(check);
+        for (const each of running) {
+          void each.exited.then((stderr) => {
+            if (!each.killed) reject(new Error(`an operator exited:\n${stderr}`));
+          });
+        }
+        check();
+      });
+    },
+    stop: () => watcher.stop(),
+  };
+}
+
 const CLOCK_TICKS_PER_SECOND = 100;
 
 export const say = (line: string): void => {
@@ -98,6 +147,11 @@ export interface OperatorProcess extends Running {
   kill(): Promise<void>;
   /** Whether it has exited (of itself or killed). */
   readonly gone: boolean;
+}
+
+/** The processes to measure of what runs: a gateway's and its services' (startTogether), or its one. */
+export function pidsOf(running: Running & { pids?: number[] }): number[] {
+  return running.pids ?? (running.pid === undefined ? [] : [running.pid]);
 }
 
 export function operatorProcess(
@@ -171,17 +225,16 @@ export async function startTogether(
   env: Record<string, string> = {},
 ): Promise<Together> {
   const key = newKey(Date.now());
-  await applyManifests(
-    cluster.client,
-    [
-      {
-        apiVersion: 'v1',
-        kind: 'Secret',
-        metadata: { name: SIGNING_KEYS } as KubernetesObject['metadata'],
-        data: { [PRIVATE_KEYS_FILE]: Buffer.from(JSON.stringify([key])).toString('base64') },
-      },
-    ],
-    { fieldManager: 'causeway-bench', namespace: cluster.namespace },
+  await cluster.client.patch(
+    `/api/v1/namespaces/${cluster.namespace}/secrets/${SIGNING_KEYS}`,
+    'apply',
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: SIGNING_KEYS, namespace: cluster.namespace },
+      data: { [PRIVATE_KEYS_FILE]: Buffer.from(JSON.stringify([key])).toString('base64') },
+    },
+    { fieldManager: 'causeway-bench', force: true },
   );
   const jwks = join(scratchDir('bench-keys'), PUBLIC_KEYS_FILE);
   writeFileSync(jwks, JSON.stringify(publicKeys([key])));
@@ -226,11 +279,13 @@ export interface Contenders {
   causeway(operator: string, namespace: string, peering?: string[]): Command;
   /**
    * The two deployed apart: `causeway serve` on a port, over HTTPS with a certificate of a CA of the
-   * benchmark's own, as a gateway's --function-tls gives it, and `causeway gateway` calling it there,
-   * trusting that CA only.
+   * benchmark's own (`tls`), as a gateway's --function-tls gives it, or over plain HTTP if `tls` is
+   * false; and `causeway gateway` calling it there over HTTPS, trusting that CA only.
    */
-  causewayServe(operator: string, port: number): Command;
+  causewayServe(operator: string, port: number, options?: { tls: boolean }): Command;
   causewayGateway(port: number, namespace: string): Command;
+  /** The certificate causewayServe serves with, and the CA that signed it. */
+  tls: FunctionCertificates;
   /** The same at another commit (`--compare <ref>`), for an A/B in one run; absent unless asked. */
   baseline?: {
     ref: string;
@@ -240,19 +295,24 @@ export interface Contenders {
   };
 }
 
-/** A CA of the benchmark's own and a certificate it signs for 127.0.0.1, as files in `dir`. */
-async function functionCertificates(dir: string): Promise<{ ca: string; cert: string; key: string }> {
+/** A CA's certificate and a serving certificate it signs, with its key: as PEM, and as files of it. */
+export interface FunctionCertificates {
+  pem: { ca: string; cert: string; key: string };
+  files: { ca: string; cert: string; key: string };
+}
+
+/** A CA of the benchmark's own and a certificate it signs for 127.0.0.1, also as files in `dir`. */
+async function functionCertificates(dir: string): Promise<FunctionCertificates> {
   const authority = await newAuthority('causeway-bench-functions');
   const serving = await issueServingCertificate(authority, ['127.0.0.1']);
+  const pem = { ca: authority.cert, cert: serving.cert, key: serving.key };
   const files = {
     ca: join(dir, 'functions-ca.pem'),
     cert: join(dir, 'functions.pem'),
     key: join(dir, 'functions-key.pem'),
   };
-  writeFileSync(files.ca, authority.cert);
-  writeFileSync(files.cert, serving.cert);
-  writeFileSync(files.key, serving.key);
-  return files;
+  for (const part of ['ca', 'cert', 'key'] as const) writeFileSync(files[part], pem[part]);
+  return { pem, files };
 }
 
 /** The scope the benchmarks' gateways pin for their operators: KopfExamples, watched and reviewed. */
@@ -304,7 +364,7 @@ export async function prepareContenders(nodeFlags: string[] = [], compare?: stri
         '--functions',
         `bench=https://127.0.0.1:${port}`,
         '--functions-ca',
-        tls.ca,
+        tls.files.ca,
         ...(scoped ? ['--function-scope', `bench=${BENCH_SCOPE}`] : []),
         ...(peers ? ['--standalone'] : []),
         '--namespace',
@@ -312,7 +372,7 @@ export async function prepareContenders(nodeFlags: string[] = [], compare?: stri
       ]);
   const serveWith =
     (run: (args: string[]) => Command, bundled: (operator: string) => string) =>
-    (operator: string, port: number) =>
+    (operator: string, port: number, { tls: https } = { tls: true }) =>
       run([
         'serve',
         bundled(operator),
@@ -320,10 +380,7 @@ export async function prepareContenders(nodeFlags: string[] = [], compare?: stri
         '127.0.0.1',
         '--port',
         String(port),
-        '--tls-cert',
-        tls.cert,
-        '--tls-key',
-        tls.key,
+        ...(https ? ['--tls-cert', tls.files.cert, '--tls-key', tls.files.key] : []),
       ]);
   let baseline: Contenders['baseline'];
   if (compare) {
@@ -365,6 +422,7 @@ export async function prepareContenders(nodeFlags: string[] = [], compare?: stri
       cli(['run', operators(operator), '--namespace', namespace, ...peering]),
     causewayServe: serveWith(cli, operators),
     causewayGateway: gatewayWith(cli, true, true),
+    tls,
     ...(baseline ? { baseline } : {}),
   };
 }
@@ -480,8 +538,9 @@ export function mulberry32(seed: number): () => number {
   };
 }
 
-export function objectNames(count: number): string[] {
-  return Array.from({ length: count }, (_, index) => `kex-${String(index).padStart(5, '0')}`);
+/** `count` names, `<prefix>-00000`…, in order. */
+export function objectNames(count: number, prefix = 'kex'): string[] {
+  return Array.from({ length: count }, (_, index) => `${prefix}-${String(index).padStart(5, '0')}`);
 }
 
 /** Runs `task` for every name, `concurrency` at a time. */
@@ -502,15 +561,52 @@ export async function createNamespace(client: KubeClient, namespace: string): Pr
   await client.request('/api/v1/namespaces', { method: 'POST', body: { metadata: { name: namespace } } });
 }
 
-/** A namespace with `count` KopfExamples (`kex-00000`…), created 32 at a time. */
-export async function createBacklog(client: KubeClient, namespace: string, count: number): Promise<void> {
-  await createNamespace(client, namespace);
-  await forEachName(objectNames(count), 32, (name) =>
+/** KopfExamples of these names in `namespace`, created `concurrency` at a time. */
+export async function createKopfExamples(
+  client: KubeClient,
+  namespace: string,
+  names: readonly string[],
+  concurrency: number,
+): Promise<void> {
+  await forEachName(names, concurrency, (name) =>
     client.request(`${KOPFEXAMPLES}/${namespace}/kopfexamples`, {
       method: 'POST',
       body: { apiVersion: 'kopf.dev/v1', kind: 'KopfExample', metadata: { name }, spec: { field: 'value' } },
     }),
   );
+}
+
+/** A namespace with `count` KopfExamples (`kex-00000`…), created 32 at a time. */
+export async function createBacklog(client: KubeClient, namespace: string, count: number): Promise<void> {
+  await createNamespace(client, namespace);
+  await createKopfExamples(client, namespace, objectNames(count), 32);
+}
+
+/** The value `share` of the way through `sorted` (ascending): the lower of two, not interpolated. */
+export function quantile(sorted: readonly number[], share: number): number | undefined {
+  return sorted[Math.min(sorted.length - 1, Math.floor(share * sorted.length))];
+}
+
+/** The middle one of `values`, the upper of two middle ones; `none` when there is none. */
+export function median(values: readonly number[], none = Number.NaN): number {
+  return (
+    quantile(
+      [...values].sort((a, b) => a - b),
+      0.5,
+    ) ?? none
+  );
+}
+
+/** The p50, p90, p99 and max of `values` (latencies), 0 each when there are none. */
+export function percentiles(values: readonly number[]): {
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+} {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (share: number) => quantile(sorted, share) ?? 0;
+  return { p50: at(0.5), p90: at(0.9), p99: at(0.99), max: sorted.at(-1) ?? 0 };
 }
 
 /** Polls `probe` until it returns something other than undefined; throws after `timeoutMs`. */
@@ -622,14 +718,16 @@ async function measuredWith() {
 }
 
 /**
- * Writes the raw figures to bench/results/<kind>-<time>.json with what they were measured with
- * (measuredWith), and says where. Commit the ones a document quotes.
+ * Writes the raw figures to bench/results/<kind>-<time>.json.gz with what they were measured with
+ * (measuredWith), and says where. Gzipped, as every clone carries the ones a document quotes
+ * (commit those): `zcat` reads them (docs/benchmarks.md).
  */
 export async function saveResults(kind: string, results: unknown): Promise<void> {
   const out = join(ROOT, 'bench/results');
   mkdirSync(out, { recursive: true });
-  const file = join(out, `${kind}-${new Date().toISOString().replaceAll(':', '-')}.json`);
-  writeFileSync(file, `${JSON.stringify({ ...(await measuredWith()), results }, null, 2)}\n`);
+  const file = join(out, `${kind}-${new Date().toISOString().replaceAll(':', '-')}.json.gz`);
+  const text = `${JSON.stringify({ ...(await measuredWith()), results }, null, 2)}\n`;
+  writeFileSync(file, gzipSync(text, { level: 9 }));
   const { commit, changed } = AT_START;
   say(`\nraw figures: ${file} (commit ${commit.slice(0, 7)}${changed ? ', with uncommitted changes' : ''})`);
 }

@@ -31,8 +31,8 @@ import { writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { freePorts } from '../deploy/control-plane/ports.ts';
-import type { KubeClient } from '../gateway/kube/client.ts';
+import { freePorts } from '../deploy/control-plane/index.ts';
+import type { KubeClient } from '../gateway/internals.ts';
 import type { KubernetesObject } from '../protocol/index.ts';
 import {
   type BenchCluster,

@@ -21,7 +21,7 @@ import { randomInt } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import type { KubeClient } from '../gateway/kube/client.ts';
+import type { KubeClient } from '../gateway/internals.ts';
 import type { KubernetesObject } from '../protocol/index.ts';
 import {
   type BenchCluster,

@@ -29,8 +29,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { writeKubeconfig } from '../deploy/control-plane/kubeconfig.ts';
-import type { KubeClient } from '../gateway/kube/client.ts';
+import { writeKubeconfig } from '../deploy/control-plane/index.ts';
+import type { KubeClient } from '../gateway/internals.ts';
 import type { KubernetesObject } from '../protocol/index.ts';
 import { type PrivateCluster, startPrivateCluster } from '../test/support/private-cluster.ts';
 import { type StallingProxy, startStallingProxy } from '../test/support/stalling-proxy.ts';
@@ -38,10 +38,11 @@ import { flowControlCount, throttledServiceAccount } from '../test/support/throt
 import {
   type Command,
   createBacklog,
-  forEachName,
+  createKopfExamples,
   KOPF_NAME,
   KOPFEXAMPLES,
   type OperatorProcess,
+  objectNames,
   operatorProcess,
   prepareContenders,
   ROOT,
@@ -231,15 +232,6 @@ async function stop(run: Run): Promise<string[]> {
   return run.printed();
 }
 
-async function createObjects(client: KubeClient, namespace: string, names: string[]): Promise<void> {
-  await forEachName(names, 16, (name) =>
-    client.request(`${KOPFEXAMPLES}/${namespace}/kopfexamples`, {
-      method: 'POST',
-      body: { apiVersion: 'kopf.dev/v1', kind: 'KopfExample', metadata: { name }, spec: { field: 'value' } },
-    }),
-  );
-}
-
 /** The names in `namespace` whose result is stored (status.create_fn, by either contender). */
 async function storedResults(client: KubeClient, namespace: string): Promise<Set<string>> {
   const list = await client.get<{ items: KubernetesObject[] }>(`${KOPFEXAMPLES}/${namespace}/kopfexamples`);
@@ -311,9 +303,6 @@ function outcomeOf(
   };
 }
 
-const names = (prefix: string, count: number) =>
-  Array.from({ length: count }, (_, index) => `${prefix}-${String(index).padStart(5, '0')}`);
-
 /**
  * Each contender through a proxy of its own; the proxies stalled (or cut) at once, then N objects
  * each; or, for `gone`, the objects created while stalled and etcd compacted, then the proxies cut.
@@ -333,23 +322,23 @@ async function silentConnections(
       await writeKubeconfig(kubeconfig, proxy.target);
       runs.push({ ...start(contender, namespace, kubeconfig), proxy });
     }
-    const warmUp = names('warm-up', WARM_UP);
+    const warmUp = objectNames(WARM_UP, 'warm-up');
     for (const run of runs) {
-      await createObjects(client, run.namespace, warmUp);
+      await createKopfExamples(client, run.namespace, warmUp, 16);
       await until(
         `${run.contender.name} to handle the warm-up objects`,
         async () => ((await storedResults(client, run.namespace)).size === WARM_UP ? true : undefined),
         { timeoutMs: 60_000 },
       );
     }
-    const after = names(fault, OBJECTS);
+    const after = objectNames(OBJECTS, fault);
     let faultAt = Date.now();
     if (fault === 'gone') {
       // The watches parted from the apiserver while objects are created and etcd compacted; then the
       // connections are cut (well before Causeway would find the stall), and each watch, resumed
       // from before the compaction, is answered 410 Gone by etcd.
       for (const run of runs) run.proxy.stall();
-      await Promise.all(runs.map((run) => createObjects(client, run.namespace, after)));
+      await Promise.all(runs.map((run) => createKopfExamples(client, run.namespace, after, 16)));
       const revision = await cluster.controlPlane.compact();
       faultAt = Date.now();
       for (const run of runs) run.proxy.cut();
@@ -357,7 +346,7 @@ async function silentConnections(
     } else {
       for (const run of runs) run.proxy[fault]();
       say(`  ${fault === 'stall' ? 'stalled' : 'cut'} the connections; creating ${OBJECTS} objects for each`);
-      await Promise.all(runs.map((run) => createObjects(client, run.namespace, after)));
+      await Promise.all(runs.map((run) => createKopfExamples(client, run.namespace, after, 16)));
     }
     const results = await untilStored(client, runs, () => after, faultAt);
     const outcomes: Outcome[] = [];
@@ -386,7 +375,7 @@ async function killed(
   const { client, controlPlane } = cluster;
   const runs: Run[] = [];
   try {
-    const backlog = names('kex', BACKLOG);
+    const backlog = objectNames(BACKLOG);
     const namespaces: string[] = [];
     for (const [index] of contenders.entries()) {
       const namespace = `faults-${component}-${index}`;
@@ -413,8 +402,8 @@ async function killed(
     say(
       `  ${component} back after ${((backAt - killedAt) / 1000).toFixed(1)} s; creating ${OBJECTS} objects for each`,
     );
-    const after = names('after', OBJECTS);
-    await Promise.all(runs.map((run) => createObjects(client, run.namespace, after)));
+    const after = objectNames(OBJECTS, 'after');
+    await Promise.all(runs.map((run) => createKopfExamples(client, run.namespace, after, 16)));
     const expected = [...backlog, ...after];
     const results = await untilStored(client, runs, () => expected, backAt);
     const outcomes: Outcome[] = [];
@@ -442,7 +431,7 @@ async function throttled(contenders: Contender[], cluster: PrivateCluster) {
   const { client } = cluster;
   const runs: Run[] = [];
   try {
-    const backlog = names('kex', THROTTLED_BACKLOG);
+    const backlog = objectNames(THROTTLED_BACKLOG);
     const prepared: Array<{ contender: Contender; namespace: string; kubeconfig: string; level: string }> =
       [];
     for (const [index, contender] of contenders.entries()) {

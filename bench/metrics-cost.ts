@@ -11,7 +11,7 @@
  */
 import { cpuUsage } from 'node:process';
 import { parseArgs } from 'node:util';
-import { GatewayMetrics } from '../gateway/metrics/metrics.ts';
+import { GatewayMetrics } from '../gateway/internals.ts';
 import { saveResults } from './common.ts';
 
 const { values } = parseArgs({

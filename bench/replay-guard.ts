@@ -9,7 +9,7 @@
 import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { DEFAULT_MAX_REPLAY_IDS, ReplayGuard } from '../protocol/trust.ts';
+import { DEFAULT_MAX_REPLAY_IDS, ReplayGuard } from '../protocol/index.ts';
 import { saveResults, say, table } from './common.ts';
 
 const { values } = parseArgs({ options: { rates: { type: 'string', default: '100,1000,10000' } } });

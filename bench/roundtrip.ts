@@ -14,19 +14,23 @@
  *                              [--signing ed25519|hmac] [--only serve|workerd] [--quick] [--node-flags="…"]
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Miniflare } from 'miniflare';
-import { freePorts } from '../deploy/control-plane/ports.ts';
-import { bundleForWorkers, WORKERS_COMPATIBILITY_DATE } from '../gateway/cli/commands/build/build.ts';
-import { FunctionService } from '../gateway/dispatch/function-service.ts';
-import { invocationRequest } from '../gateway/dispatch/invocation.ts';
-import { newKey, publicKeys, signingKeyOf } from '../gateway/dispatch/keys.ts';
-import { hmacSigner, keySigner, type Signer } from '../gateway/dispatch/signer.ts';
-import { httpTransport, type Transport } from '../gateway/dispatch/transport.ts';
-import { DEFAULT_SETTINGS } from '../gateway/settings.ts';
+import { freePorts } from '../deploy/control-plane/index.ts';
+import { DEFAULT_SETTINGS } from '../gateway/index.ts';
+import {
+  FunctionService,
+  hmacSigner,
+  httpTransport,
+  invocationRequest,
+  keySigner,
+  newKey,
+  publicKeys,
+  type Signer,
+  signingKeyOf,
+  type Transport,
+} from '../gateway/internals.ts';
 import {
   encodeSecret,
   HANDLER_KINDS,
@@ -36,11 +40,12 @@ import {
   type Reason,
   SECRET_VARIABLE,
 } from '../protocol/index.ts';
-import { renewCertificates } from '../webhooks/certificates.ts';
+import { startWorker } from '../test/support/workerd.ts';
 import {
-  type Command,
+  type FunctionCertificates,
   nodeFlagsOption,
   operatorProcess,
+  percentiles,
   prepareContenders,
   ROOT,
   saveResults,
@@ -150,44 +155,34 @@ function signing(mode: SigningMode): {
 async function main(): Promise<void> {
   const commands = await prepareContenders(nodeFlagsOption(values['node-flags']));
   const trust = signing(SIGNING);
-  const tls = await certificateFor127001();
-  const script = await bundleForWorkers(join(ROOT, 'bench/operators', OPERATOR));
-  const serve = async (extraArgs: string[], ca?: string): Promise<Served> => {
+  const serve = async (tls: boolean): Promise<Served> => {
     const [port] = await freePorts(1);
-    const command = withArgs(commands.causewayServe(OPERATOR, port as number), extraArgs);
+    const command = commands.causewayServe(OPERATOR, port as number, { tls });
     // `causeway serve` reads no kubeconfig: the empty one operatorProcess wants is never looked at.
     const running = operatorProcess(command, '', trust.serviceEnv);
     return {
-      url: `${ca ? 'https' : 'http'}://127.0.0.1:${port}`,
-      ...(ca ? { ca } : {}),
+      url: `${tls ? 'https' : 'http'}://127.0.0.1:${port}`,
+      ...(tls ? { ca: commands.tls.pem.ca } : {}),
       exited: { gone: () => running.gone, stderr: running.exited },
       stop: () => running.stop(),
     };
   };
   const all: Configuration[] = [
-    { service: 'causeway serve', transport: 'http', start: () => serve([]) },
-    {
-      service: 'causeway serve',
-      transport: 'https',
-      start: () => serve(['--tls-cert', tls.certFile, '--tls-key', tls.keyFile], tls.ca),
-    },
-    { service: 'workerd', transport: 'http', start: () => serveOnWorkerd(script, trust.serviceEnv) },
+    { service: 'causeway serve', transport: 'http', start: () => serve(false) },
+    { service: 'causeway serve', transport: 'https', start: () => serve(true) },
+    { service: 'workerd', transport: 'http', start: () => serveOnWorkerd(trust.serviceEnv) },
     // workerd terminates TLS itself (Miniflare hands the key pair to its entry socket): no proxy in between.
     {
       service: 'workerd',
       transport: 'https',
-      start: () => serveOnWorkerd(script, trust.serviceEnv, tls),
+      start: () => serveOnWorkerd(trust.serviceEnv, commands.tls),
     },
   ];
   const configurations = all.filter(
     (configuration) => !values.only || configuration.service.includes(values.only),
   );
   const results: Result[] = [];
-  try {
-    for (const configuration of configurations) results.push(await measureEach(configuration, trust));
-  } finally {
-    tls.remove();
-  }
+  for (const configuration of configurations) results.push(await measureEach(configuration, trust));
   report(results);
   await saveResults('roundtrip', {
     operator: OPERATOR,
@@ -225,49 +220,13 @@ async function measureEach(configuration: Configuration, trust: ReturnType<typeo
   }
 }
 
-function withArgs(command: Command, args: string[]): Command {
-  return { ...command, args: [...command.args, ...args] };
-}
-
-/**
- * A CA and the serving certificate it signs for 127.0.0.1, made with selfsigned as the tests make them
- * (webhooks/certificates.ts); the pair also in files, for `serve --tls-cert --tls-key`.
- */
-async function certificateFor127001() {
-  const { certificates } = await renewCertificates(undefined, ['127.0.0.1']);
-  const dir = mkdtempSync(join(tmpdir(), 'causeway-roundtrip-'));
-  writeFileSync(join(dir, 'tls.crt'), certificates.cert);
-  writeFileSync(join(dir, 'tls.key'), certificates.key);
-  return {
-    cert: certificates.cert,
-    key: certificates.key,
-    ca: certificates.ca.cert,
-    certFile: join(dir, 'tls.crt'),
-    keyFile: join(dir, 'tls.key'),
-    remove: () => rmSync(dir, { recursive: true, force: true }),
-  };
-}
-
-/**
- * The bundled module on workerd, with serveWorker's Miniflare options (test/support/workerd.ts), which
- * takes no certificate; so both transports are served here, alike but for TLS.
- */
-async function serveOnWorkerd(
-  script: string,
-  bindings: Record<string, string>,
-  tls?: { cert: string; key: string; ca: string },
-): Promise<Served> {
-  const mf = new Miniflare({
-    modules: true,
-    script,
-    compatibilityDate: WORKERS_COMPATIBILITY_DATE,
+/** The operator on workerd, bundled as `causeway build --target workers` bundles it (test/support/workerd.ts). */
+async function serveOnWorkerd(bindings: Record<string, string>, tls?: FunctionCertificates): Promise<Served> {
+  const worker = await startWorker(join(ROOT, 'bench/operators', OPERATOR), {
     bindings,
-    host: '127.0.0.1',
-    port: 0,
-    ...(tls ? { httpsCert: tls.cert, httpsKey: tls.key } : {}),
+    ...(tls ? { tls: { cert: tls.pem.cert, key: tls.pem.key } } : {}),
   });
-  const url = (await mf.ready).href.replace(/\/$/, '');
-  return { url, ...(tls ? { ca: tls.ca } : {}), stop: () => mf.dispose() };
+  return { url: worker.url, ...(tls ? { ca: tls.pem.ca } : {}), stop: () => worker.close() };
 }
 
 /** Connects as the gateway does at start: the same transport, tried again until the service answers. */
@@ -361,16 +320,13 @@ async function measure(
   );
   const elapsed = (performance.now() - started) / 1000;
   const cpu = process.cpuUsage(cpuBefore);
-  latencies.sort((a, b) => a - b);
-  const at = (quantile: number) =>
-    latencies[Math.min(latencies.length - 1, Math.floor(quantile * latencies.length))] ?? 0;
   return {
     inFlight,
     calls: latencies.length,
     failures,
     ...(firstFailure ? { firstFailure } : {}),
     perSecond: latencies.length / elapsed,
-    ms: { p50: at(0.5), p90: at(0.9), p99: at(0.99), max: latencies.at(-1) ?? 0 },
+    ms: percentiles(latencies),
     gatewayCpuMicroseconds: (cpu.user + cpu.system) / calls,
   };
 }

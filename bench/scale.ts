@@ -21,12 +21,13 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { freePorts } from '../deploy/control-plane/ports.ts';
-import type { KubeClient } from '../gateway/kube/client.ts';
+import { freePorts } from '../deploy/control-plane/index.ts';
+import type { KubeClient } from '../gateway/internals.ts';
 import {
   type Command,
   createBacklog,
   createNamespace,
+  followResults,
   forEachName,
   KOPF_NAME,
   KOPFEXAMPLES,
@@ -34,6 +35,8 @@ import {
   type OperatorProcess,
   objectNames,
   operatorProcess,
+  percentiles,
+  pidsOf,
   prepareContenders,
   processUsage,
   saveResults,
@@ -149,39 +152,6 @@ async function main(): Promise<void> {
   });
 }
 
-/** Follows the namespace's objects from this process: when each first had its create result, and deletions. */
-function follow(client: KubeClient, namespace: string) {
-  const handledAt = new Map<string, number>();
-  let deleted = 0;
-  const listeners = new Set<() => void>();
-  const { watcher, listed } = watchKopfExamples(client, namespace, ({ type, object }) => {
-    if (type === 'DELETED') deleted++;
-    else if (object.status?.create_fn !== undefined && !handledAt.has(object.metadata.name)) {
-      handledAt.set(object.metadata.name, performance.now());
-    }
-    for (const listener of listeners) listener();
-  });
-  return {
-    handledAt,
-    listed,
-    deleted: () => deleted,
-    /** Resolves once `done()` holds; fails if `running` exits first. */
-    until(done: () => boolean, running?: OperatorProcess): Promise<void> {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          if (!done()) return;
-          listeners.delete(check);
-          resolve();
-        };
-        listeners.add(check);
-        void running?.exited.then((stderr) => reject(new Error(`the operator exited:\n${stderr}`)));
-        check();
-      });
-    },
-    stop: () => watcher.stop(),
-  };
-}
-
 async function scaleRun(
   contender: Contender,
   namespace: string,
@@ -195,7 +165,7 @@ async function scaleRun(
   try {
     say(`${contender.name}: creating ${OBJECTS} KopfExamples in ${namespace} while it is down`);
     await createBacklog(client, namespace, OBJECTS);
-    const objects = follow(client, namespace);
+    const objects = followResults(client, namespace);
     await objects.listed;
     const watchesBefore = countRequests(await metrics(), 'WATCH', 'kopfexamples', 'namespace');
 
@@ -203,7 +173,7 @@ async function scaleRun(
     let before = countWrites(await metrics(), WRITTEN);
     const started = performance.now();
     const first = await start(contender, { client, kubeconfig, namespace }, env);
-    await objects.until(() => objects.handledAt.size === OBJECTS, first);
+    await objects.until(() => objects.handledAt.size === OBJECTS, [first]);
     const backlogSeconds = (performance.now() - started) / 1000;
     await settled(metrics);
     const backlogWrites = difference(countWrites(await metrics(), WRITTEN), before);
@@ -227,7 +197,7 @@ async function scaleRun(
       await forEachName(objectNames(OBJECTS), 32, (name) =>
         client.request(`${KOPFEXAMPLES}/${namespace}/kopfexamples/${name}`, { method: 'DELETE' }),
       );
-      await objects.until(() => objects.deleted() === OBJECTS, second);
+      await objects.until(() => objects.deleted() === OBJECTS, [second]);
       const deleteSeconds = (performance.now() - deleting) / 1000;
       await settled(metrics);
       const own = { 'DELETE kopfexamples': OBJECTS };
@@ -259,7 +229,7 @@ async function scaleRun(
 
 /** What a contender's processes use together: its one, or its gateway's and function service's. */
 function usageOf(running: OperatorProcess & { pids?: number[] }): ReturnType<typeof processUsage> {
-  const each = (running.pids ?? [running.pid as number]).map(processUsage);
+  const each = pidsOf(running).map(processUsage);
   return {
     rssMiB: each.reduce((sum, usage) => sum + usage.rssMiB, 0),
     peakRssMiB: each.reduce((sum, usage) => sum + usage.peakRssMiB, 0),
@@ -291,7 +261,7 @@ async function latencyRun(
   const dir = mkdtempSync(join(tmpdir(), 'causeway-latency-'));
   await createNamespace(client, namespace);
   const path = `${KOPFEXAMPLES}/${namespace}/kopfexamples`;
-  const objects = follow(client, namespace);
+  const objects = followResults(client, namespace);
   await objects.listed;
   const running = contender
     ? await start(contender, { client, kubeconfig, namespace }, { BENCH_CALL_LOG: join(dir, 'calls') })
@@ -373,12 +343,6 @@ function calls(callLog: string, handler: string): Calls {
   }
   const total = [...perName.values()].reduce((sum, count) => sum + count, 0);
   return { perObject: total / OBJECTS, repeated: [...perName.values()].filter((count) => count > 1).length };
-}
-
-function percentiles(values: number[]): LatencyResult['ms'] {
-  const sorted = [...values].sort((a, b) => a - b);
-  const at = (share: number) => sorted[Math.min(sorted.length - 1, Math.floor(share * sorted.length))] ?? 0;
-  return { p50: at(0.5), p90: at(0.9), p99: at(0.99), max: sorted.at(-1) ?? 0 };
 }
 
 const perObject = (writes: WriteCounts | undefined) =>

@@ -15,12 +15,10 @@
  *   npm run bench:sharding -- [--objects 10000] [--replicas 1,2,3]
  */
 import { parseArgs } from 'node:util';
-import type { KubeClient } from '../gateway/kube/client.ts';
-import { freeze, resume } from '../gateway/peering/freeze.ts';
-import { listMembers } from '../gateway/peering/leases.ts';
-import { Ring } from '../gateway/peering/ring.ts';
+import { freeze, type KubeClient, listMembers, Ring, resume } from '../gateway/internals.ts';
 import {
   createBacklog,
+  followResults,
   forEachName,
   KOPFEXAMPLES,
   type OperatorProcess,
@@ -30,8 +28,8 @@ import {
   processUsage,
   saveResults,
   say,
+  sleep,
   table,
-  watchKopfExamples,
   withCluster,
 } from './common.ts';
 
@@ -78,44 +76,6 @@ interface HandoverResult {
   restSeconds: number;
 }
 
-/** Follows the namespace's objects: when each first had its create result, by name, and their uids. */
-function follow(client: KubeClient, namespace: string) {
-  const handledAt = new Map<string, number>();
-  const uids = new Map<string, string>();
-  const waiting = new Set<() => void>();
-  const { watcher, listed } = watchKopfExamples(client, namespace, ({ type, object }) => {
-    if (type === 'DELETED') return;
-    uids.set(object.metadata.name, object.metadata.uid);
-    if (object.status?.create_fn !== undefined && !handledAt.has(object.metadata.name)) {
-      handledAt.set(object.metadata.name, performance.now());
-      for (const check of waiting) check();
-    }
-  });
-  return {
-    handledAt,
-    uids,
-    listed,
-    /** Resolves once `count` objects are handled; fails if a replica exits first. */
-    until(count: number, replicas: readonly Replica[]): Promise<void> {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          if (handledAt.size < count) return;
-          waiting.delete(check);
-          resolve();
-        };
-        waiting.add(check);
-        for (const replica of replicas) {
-          void replica.exited.then((stderr) => {
-            if (!replica.killed) reject(new Error(`a replica exited:\n${stderr}`));
-          });
-        }
-        check();
-      });
-    },
-    stop: () => watcher.stop(),
-  };
-}
-
 type Replica = OperatorProcess & { id: string; killed?: boolean };
 
 async function main(): Promise<void> {
@@ -140,14 +100,14 @@ async function main(): Promise<void> {
       const namespace = `sharding-${replicas}`;
       say(`${replicas} replica(s): creating ${OBJECTS} KopfExamples in ${namespace}`);
       await createBacklog(client, namespace, OBJECTS);
-      const objects = follow(client, namespace);
+      const objects = followResults(client, namespace);
       await objects.listed;
       const running = await startTogether(client, namespace, replicas, () =>
         start(namespace, replicas, kubeconfig),
       );
       const started = performance.now();
       try {
-        await objects.until(OBJECTS, running);
+        await objects.until(() => objects.handledAt.size >= OBJECTS, running);
         const last = Math.max(...objects.handledAt.values());
         const first = Math.min(...objects.handledAt.values());
         const seconds = (last - started) / 1000;
@@ -195,24 +155,24 @@ async function handoverRun(
   const namespace = 'sharding-handover';
   say(`handover: creating ${OBJECTS} KopfExamples in ${namespace}`);
   await createBacklog(client, namespace, OBJECTS);
-  const objects = follow(client, namespace);
+  const objects = followResults(client, namespace);
   await objects.listed;
   const running = await startTogether(client, namespace, 3, () => start(namespace, 3, kubeconfig));
   try {
-    await objects.until(Math.round(OBJECTS / 3), running);
+    await objects.until(() => objects.handledAt.size >= Math.round(OBJECTS / 3), running);
     const victim = running[1] as Replica;
     victim.killed = true;
     await victim.kill();
     const killedAt = performance.now();
     const handledAtKill = objects.handledAt.size;
     // What it wrote just before the kill shows in the watch a moment later: not its orphans.
-    await new Promise((settle) => setTimeout(settle, 1000));
+    await sleep(1000);
     // Who owned what before the kill: the ring every replica computed from the three ids.
     const ring = new Ring(running.map((replica) => replica.id));
     const orphans = [...objects.uids]
       .filter(([name, uid]) => ring.ownerOf(uid) === victim.id && !objects.handledAt.has(name))
       .map(([name]) => name);
-    await objects.until(OBJECTS, running);
+    await objects.until(() => objects.handledAt.size >= OBJECTS, running);
     const again = orphans.map((name) => objects.handledAt.get(name) as number);
     return {
       replicas: 3,
@@ -251,7 +211,7 @@ async function startTogether(
     const gateways = (await listMembers(client, namespace, prefix)).filter((member) => !member.freeze);
     const acknowledged = new Set(gateways.map((member) => member.acknowledged));
     if (gateways.length === count && acknowledged.size === 1 && !acknowledged.has('')) break;
-    await new Promise((settle) => setTimeout(settle, 100));
+    await sleep(100);
   }
   await resume({ client, namespace, prefix });
   return running;

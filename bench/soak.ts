@@ -18,12 +18,14 @@
  */
 import { readdirSync, readlinkSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { freePorts } from '../deploy/control-plane/ports.ts';
-import type { KubeClient, RequestInit } from '../gateway/kube/client.ts';
+import { freePorts } from '../deploy/control-plane/index.ts';
+import type { KubeClient, RequestInit } from '../gateway/internals.ts';
 import type { KubernetesObject } from '../protocol/index.ts';
 import {
   createNamespace,
   KOPFEXAMPLES,
+  median,
+  percentiles,
   prepareContenders,
   processUsage,
   saveResults,
@@ -433,14 +435,8 @@ const sleepUntil = (at: number) => sleep(Math.max(0, at - performance.now()));
 const round = (value: number) => Math.round(value * 10) / 10;
 
 function quantiles(values: number[]): Quantiles {
-  const sorted = [...values].sort((a, b) => a - b);
-  const at = (q: number) => round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0);
-  return { p50: at(0.5), p99: at(0.99), max: round(sorted.at(-1) ?? 0) };
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+  const { p50, p99, max } = percentiles(values);
+  return { p50: round(p50), p99: round(p99), max: round(max) };
 }
 
 /**

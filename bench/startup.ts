@@ -19,6 +19,7 @@ import {
   createNamespace,
   KOPF_NAME,
   KOPFEXAMPLES,
+  median,
   operatorProcess,
   prepareContenders,
   ROOT,
@@ -107,17 +108,16 @@ async function main(): Promise<void> {
 }
 
 function report(seconds: Map<string, number[]>): void {
-  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
-  const baseline = median(seconds.get(KOPF_NAME) ?? []);
+  const baseline = median(seconds.get(KOPF_NAME) ?? [], 0);
   say('');
   for (const line of table(
     ['operator', 'median', 'min', 'max', 'vs kopf'],
     [...seconds].map(([name, values]) => [
       name,
-      `${median(values).toFixed(2)} s`,
+      `${median(values, 0).toFixed(2)} s`,
       `${Math.min(...values).toFixed(2)} s`,
       `${Math.max(...values).toFixed(2)} s`,
-      `${(median(values) / baseline).toFixed(2)}x`,
+      `${(median(values, 0) / baseline).toFixed(2)}x`,
     ]),
   ))
     say(line);

@@ -31,8 +31,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { freePorts } from '../deploy/control-plane/ports.ts';
-import type { KubeClient } from '../gateway/kube/client.ts';
+import { freePorts } from '../deploy/control-plane/index.ts';
+import type { KubeClient } from '../gateway/internals.ts';
 import {
   createBacklog,
   KOPF_NAME,
@@ -372,6 +372,7 @@ function processCpu(text: string): number {
   return Number(line?.split(' ')[1] ?? Number.NaN);
 }
 
+/** Of an even count, the mean of the two middle ones (common.ts's median takes the upper one). */
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = Math.floor(sorted.length / 2);

@@ -10,8 +10,8 @@
  */
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
-import { ApiConnections } from '../gateway/kube/liveness.ts';
-import { createNamespace, saveResults, say, table, withCluster } from './common.ts';
+import { ApiConnections } from '../gateway/internals.ts';
+import { createNamespace, median, saveResults, say, table, withCluster } from './common.ts';
 
 type Transport = 'http1.1' | 'h2';
 
@@ -105,18 +105,13 @@ await withCluster(async ({ controlPlane, client }) => {
   }
   await Promise.all([connections.requests.close(), connections.writes.close(), connections.watches.close()]);
 
-  const median = (transport: Transport, key: 'cpuMsPerWrite' | 'writesPerSecond') => {
-    const sorted = results
-      .filter((result) => result.transport === transport)
-      .map((result) => result[key])
-      .sort((a, b) => a - b);
-    return sorted[Math.floor(sorted.length / 2)] as number;
-  };
+  const medianOf = (transport: Transport, key: 'cpuMsPerWrite' | 'writesPerSecond') =>
+    median(results.filter((result) => result.transport === transport).map((result) => result[key]));
   const summary = {
-    http11CpuMsPerWrite: median('http1.1', 'cpuMsPerWrite'),
-    h2CpuMsPerWrite: median('h2', 'cpuMsPerWrite'),
-    http11WritesPerSecond: median('http1.1', 'writesPerSecond'),
-    h2WritesPerSecond: median('h2', 'writesPerSecond'),
+    http11CpuMsPerWrite: medianOf('http1.1', 'cpuMsPerWrite'),
+    h2CpuMsPerWrite: medianOf('h2', 'cpuMsPerWrite'),
+    http11WritesPerSecond: medianOf('http1.1', 'writesPerSecond'),
+    h2WritesPerSecond: medianOf('h2', 'writesPerSecond'),
   };
   say('');
   for (const line of table(

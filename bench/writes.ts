@@ -11,8 +11,7 @@
  *   npm run bench:writes -- [--only kopf|causeway]
  */
 import { parseArgs } from 'node:util';
-import type { KubeClient } from '../gateway/kube/client.ts';
-import { ApiError } from '../gateway/kube/errors.ts';
+import { ignoreNotFound, type KubeClient } from '../gateway/internals.ts';
 import type { KubernetesObject } from '../protocol/index.ts';
 import {
   type Command,
@@ -78,17 +77,14 @@ async function main(): Promise<void> {
       // Its webhooks must be configured before the object is created.
       ready: (client) =>
         until('the finalizer webhook', async () => {
-          try {
-            const configuration = await client.get<{ webhooks?: Array<{ name: string }> }>(
+          const configuration = await ignoreNotFound(
+            client.get<{ webhooks?: Array<{ name: string }> }>(
               '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/causeway.dev',
-            );
-            return (
-              configuration.webhooks?.some((webhook) => webhook.name.startsWith('finalizer-')) || undefined
-            );
-          } catch (error) {
-            if (error instanceof ApiError && error.status === 404) return undefined;
-            throw error;
-          }
+            ),
+          );
+          return (
+            configuration?.webhooks?.some((webhook) => webhook.name.startsWith('finalizer-')) || undefined
+          );
         }),
     },
   ];
@@ -133,18 +129,11 @@ async function main(): Promise<void> {
 /** The three steps, each waiting for its result; returns the seconds each took. */
 async function scenario(client: KubeClient, namespace: string): Promise<number[]> {
   const path = `${KOPFEXAMPLES}/${namespace}/kopfexamples`;
-  const read = async (): Promise<KubernetesObject | null> => {
-    try {
-      return await client.get<KubernetesObject>(`${path}/one`);
-    } catch (error) {
-      if (error instanceof ApiError && error.status === 404) return null;
-      throw error;
-    }
-  };
+  const read = () => ignoreNotFound(client.get<KubernetesObject>(`${path}/one`));
   const step = async (
     what: string,
     act: () => Promise<unknown>,
-    done: (object: KubernetesObject | null) => boolean,
+    done: (object: KubernetesObject | undefined) => boolean,
   ) => {
     const started = performance.now();
     await act();
@@ -174,7 +163,7 @@ async function scenario(client: KubeClient, namespace: string): Promise<number[]
     await step(
       'the object to be gone',
       () => client.request(`${path}/one`, { method: 'DELETE' }),
-      (object) => object === null,
+      (object) => object === undefined,
     ),
   ];
 }

@@ -208,8 +208,3 @@ export function settingsWith(patch: SettingsPatch = {}): Settings {
     peering: { ...DEFAULT_SETTINGS.peering, ...patch.peering },
   };
 }
-
-/** The delay for the attempt after `failures` failures: the last delay repeats. */
-export function delayFor(delays: readonly number[], failures: number): number {
-  return delays[Math.min(failures, delays.length - 1)] as number;
-}

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { MAX_TIMER_MS, sleep, sleepUnlessWoken, spreadRetryAfter } from './timing.ts';
+import { backoffDelay, MAX_TIMER_MS, sleep, sleepUnlessWoken, spreadRetryAfter } from './timing.ts';
 
 describe('sleep', () => {
   it('never sets a timer Node would run after 1 ms: a wait of a month is one of steps within a timer', async (t) => {
@@ -41,5 +41,37 @@ describe('sleepUnlessWoken', () => {
     const stopped = sleepUnlessWoken(60_000, undefined, stop.signal);
     stop.abort();
     assert.equal(await stopped, false, 'aborted: not woken');
+  });
+});
+
+describe('backoffDelay', () => {
+  it('listed delays: one per failure in a row, the last repeated, `max` at most', () => {
+    const listed = { delays: [1, 2, 5] };
+    assert.deepEqual(
+      [0, 1, 2, 3, 100].map((failures) => backoffDelay(listed, failures)),
+      [1, 2, 5, 5, 5],
+    );
+    const capped = { delays: [1, 10, 60], max: 5 };
+    assert.deepEqual(
+      [0, 1, 2].map((failures) => backoffDelay(capped, failures)),
+      [1, 5, 5],
+    );
+  });
+
+  it('doubling delays: from the first, up to `max`, however many the failures', () => {
+    const doubling = { first: 250, max: 10_000 };
+    assert.deepEqual(
+      [0, 1, 2, 5, 6, 2000].map((failures) => backoffDelay(doubling, failures)),
+      [250, 500, 1000, 8000, 10_000, 10_000],
+    );
+  });
+
+  it('jittered: each delay spread over [0.5, 1.5) times, the cap applied before', () => {
+    const jittered = { first: 1000, max: 4000, jitter: true };
+    const firsts = Array.from({ length: 1000 }, () => backoffDelay(jittered, 0));
+    assert.ok(Math.min(...firsts) >= 500 && Math.max(...firsts) < 1500);
+    assert.ok(new Set(firsts).size > 900, 'clients that failed together come back apart');
+    const capped = Array.from({ length: 1000 }, () => backoffDelay(jittered, 10));
+    assert.ok(Math.min(...capped) >= 2000 && Math.max(...capped) < 6000);
   });
 });

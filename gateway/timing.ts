@@ -22,9 +22,28 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-/** Spreads retries of many clients apart: the delay times a random factor in [0.5, 1.5). */
-export function jitter(ms: number): number {
-  return ms * (0.5 + Math.random());
+/**
+ * Delays between attempts that grow with the failures in a row: listed (the last repeats), or doubling
+ * from a first one; `max` at most; spread over [0.5, 1.5) times with `jitter`, so that clients that
+ * failed together do not all retry together. In the unit given.
+ */
+export type Backoff = (
+  | { /** After 0, 1, 2… failures in a row; the last repeats. */ delays: readonly number[]; max?: number }
+  | { /** After no failure yet, then doubled. */ first: number; max: number }
+) & { jitter?: boolean };
+
+/**
+ * The delay before the attempt after `failures` failures in a row. The count is the caller's, who knows
+ * what starts it over (an answer, the API back) and where it is kept (a slot, an object's status); the
+ * wait is `sleep`'s or `sleepUnlessWoken`'s, with the caller's signal.
+ */
+export function backoffDelay(backoff: Backoff, failures: number): number {
+  const grown =
+    'delays' in backoff
+      ? (backoff.delays[Math.min(failures, backoff.delays.length - 1)] as number)
+      : backoff.first * 2 ** failures;
+  const delay = Math.min(grown, backoff.max ?? grown);
+  return backoff.jitter ? delay * (0.5 + Math.random()) : delay;
 }
 
 /**

@@ -5,10 +5,20 @@
  */
 import assert from 'node:assert/strict';
 import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
-import { describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { type JWK, SignJWT } from 'jose';
 import { nodeCrypto } from './node-verify.ts';
-import { ISSUER, ReplayGuard, SESSION_TYPE, type TokenRole, TrustError, tokenClaims } from './trust.ts';
+import {
+  ISSUER,
+  ReplayGuard,
+  SESSION_TYPE,
+  signRequest,
+  type TokenRole,
+  TrustError,
+  tokenClaims,
+  verifyBody,
+  verifyToken,
+} from './trust.ts';
 
 const ed = generateKeyPairSync('ed25519');
 const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' });
@@ -254,6 +264,33 @@ describe('the token checkers, on Node and elsewhere', () => {
       else assert.equal(refusal, withJose.refusal);
     });
   }
+});
+
+describe('verifyToken and verifyBody', () => {
+  const request = {
+    audience: AUDIENCE,
+    method: 'POST',
+    path: '/causeway/v1/invoke',
+    body: new TextEncoder().encode('{"object":{}}'),
+  };
+
+  /** Checks one signed request with `node` as given; returns how often Web Crypto verified and digested. */
+  async function webCryptoCalls(t: TestContext, node?: null): Promise<{ verify: number; digest: number }> {
+    const authorization = `Bearer ${await signRequest(secret, request)}`;
+    const verify = t.mock.method(crypto.subtle, 'verify');
+    const digest = t.mock.method(crypto.subtle, 'digest');
+    const claims = await verifyToken(secret, authorization, request, undefined, node);
+    await verifyBody(claims, request.body, new ReplayGuard(), node);
+    return { verify: verify.mock.callCount(), digest: digest.mock.callCount() };
+  }
+
+  it('check with node:crypto on Node by default, Web Crypto untouched', async (t) => {
+    assert.deepEqual(await webCryptoCalls(t), { verify: 0, digest: 0 });
+  });
+
+  it('check with jose and Web Crypto when given null, as off Node', async (t) => {
+    assert.deepEqual(await webCryptoCalls(t, null), { verify: 1, digest: 1 });
+  });
 });
 
 describe('ReplayGuard', () => {

@@ -1,9 +1,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type ControlPlane, cacheRoot, startControlPlane } from '../deploy/control-plane/index.ts';
+import { type ControlPlane, startControlPlane } from '../deploy/control-plane/index.ts';
 import { ensureHelm } from '../deploy/helm/build.ts';
 import { packPackage } from './package/project.ts';
+import { useCompileCache } from './unit-setup.ts';
 
 let controlPlane: ControlPlane | undefined;
 let packDirectory: string | undefined;
@@ -14,10 +15,7 @@ let packDirectory: string | undefined;
  * shares); test files find them through the environment they inherit.
  */
 export async function globalSetup(): Promise<void> {
-  // The test files and the hundreds of commands they start load the same sources: V8's code and the
-  // stripped TypeScript, cached on disk, save each process most of its start (measured: 2.1 to 1.2 CPU
-  // seconds for the CLI's).
-  process.env.NODE_COMPILE_CACHE ??= join(cacheRoot(), 'node-compile-cache');
+  useCompileCache();
   packDirectory = await mkdtemp(join(tmpdir(), 'causeway-pack-'));
   const planeStarted = startControlPlane({
     onProgress: (message) => process.stderr.write(`[control plane] ${message}\n`),

@@ -6,5 +6,7 @@ export {
   type RestartOptions,
   startControlPlane,
 } from './control-plane.ts';
+export { writeKubeconfig } from './kubeconfig.ts';
+export { freePorts } from './ports.ts';
 export type { Progress } from './progress.ts';
 export { ETCD_VERSION, KUBERNETES_VERSION } from './versions.ts';

@@ -3,28 +3,33 @@
  * (until then no webhook server runs), and the place the gateway's own finalizer webhook is decided.
  */
 import { type HandlerSpec, isAdmissionKind } from '../../protocol/index.ts';
-import { resourceKey, type Unresolved } from '../binding/binding.ts';
 import type { FunctionService } from '../dispatch/function-service.ts';
-import type { DiscoveredResource } from '../kube/discovery.ts';
-import type { Components } from '../manager/manager.ts';
+import { type DiscoveredResource, resourceKey } from '../kube/discovery.ts';
+import type { Manager } from '../manager/manager.ts';
 import { needsFinalizer } from '../reactor/finalizers.ts';
 import { candidatesOf, type ServedResource } from '../reactor/model.ts';
 import { Admission, type AdmissionOptions } from './admission.ts';
 
+/** A handler of a service, to be served. */
+interface Handled {
+  service: FunctionService;
+  handler: HandlerSpec;
+}
+
 export class AdmissionHost {
   readonly #options: AdmissionOptions;
-  readonly #components: Components;
+  readonly #manager: Manager;
   /** Resources some admission handler reviews, by resourceKey. */
   readonly #reviewed = new Set<string>();
   #admission: Admission | undefined;
 
-  constructor(options: AdmissionOptions, components: Components) {
+  constructor(options: AdmissionOptions, manager: Manager) {
     this.#options = options;
-    this.#components = components;
+    this.#manager = manager;
   }
 
   /** Serves the admission handlers among `items` on `resource`; returns the others. */
-  async serve(resource: DiscoveredResource, items: readonly Unresolved[]): Promise<Unresolved[]> {
+  async serve<T extends Handled>(resource: DiscoveredResource, items: readonly T[]): Promise<T[]> {
     const reviewed = items.filter(({ handler }) => isAdmissionHandler(handler));
     if (reviewed.length === 0) return [...items];
     const admission = await this.#admitting();
@@ -54,9 +59,9 @@ export class AdmissionHost {
     this.#admission?.retire(service);
   }
 
-  /** Whether the webhook server serves; undefined while no service has admission handlers, so there is none. */
-  get serving(): boolean | undefined {
-    return this.#admission?.serving;
+  /** Why the gateway cannot work, as far as admission goes: its webhook server, once it has one, does not serve. */
+  faults(): string[] {
+    return this.#admission?.serving === false ? ['the admission webhook server is not serving'] : [];
   }
 
   async sync(): Promise<void> {
@@ -66,7 +71,7 @@ export class AdmissionHost {
   async #admitting(): Promise<Admission> {
     if (this.#admission) return this.#admission;
     this.#admission = new Admission(this.#options);
-    await this.#components.add(this.#admission); // started now, or with the others at the start
+    await this.#manager.add('admission', this.#admission); // started now, or with the others at the start
     return this.#admission;
   }
 }

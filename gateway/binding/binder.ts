@@ -12,29 +12,22 @@ import {
   type DiscoveryCache,
   describe,
   ResourceNotFound,
+  resourceKey,
   selectsSeveral,
 } from '../kube/discovery.ts';
 import type { Logger } from '../logging.ts';
 import type { ResourcePipeline } from '../resource/pipeline.ts';
+import { Serial } from '../serial.ts';
 import type { Activities } from '../services/activities.ts';
-import { sleep } from '../timing.ts';
-import {
-  bindHandlers,
-  type Group,
-  outsideScope,
-  resourceKey,
-  serveGroups,
-  type Unresolved,
-} from './binding.ts';
+import { backoffDelay, sleep } from '../timing.ts';
+import { bindHandlers, type Group, outsideScope, serveGroups, type Unresolved } from './binding.ts';
+import type { Pipelines } from './pipelines.ts';
 
 export interface HandlerBinderOptions {
   discovery: DiscoveryCache;
   admission: AdmissionHost;
-  /**
-   * Makes the pipeline of a resource the first time handlers of it are served, with them bound, as a
-   * part of the gateway (started at once if the gateway runs).
-   */
-  pipeline(resource: DiscoveredResource, items: readonly Unresolved[]): Promise<ResourcePipeline>;
+  /** Makes the pipeline of a resource the first time handlers of it are served, with them bound. */
+  pipelines: Pick<Pipelines, 'make'>;
   /** Startup handlers of a service that joins once the gateway runs: false when they did not succeed. */
   startupOf: Activities['startupOf'];
   stopping: AbortSignal;
@@ -54,18 +47,23 @@ export class HandlerBinder {
   #pending: Unresolved[] = [];
   #lookingLater: Promise<void> | undefined;
   /** Changes to what is served happen one at a time. */
-  #changing: Promise<unknown> = Promise.resolve();
+  readonly #changes = new Serial();
   #started = false;
 
   constructor(options: HandlerBinderOptions) {
     this.#options = options;
   }
 
-  /** Serves the handlers of the services the gateway starts with; a failure fails the start. */
-  async serve(services: readonly FunctionService[]): Promise<void> {
-    const { left, error } = await this.#resolve(handlersOf(services), true);
-    if (error !== undefined) throw error;
-    this.#pending.push(...left);
+  /**
+   * Serves the handlers of the services the gateway starts with; a failure fails the start. A change
+   * of the services told meanwhile (rebind) is made after it.
+   */
+  serve(services: readonly FunctionService[]): Promise<void> {
+    return this.#changes.run(async () => {
+      const { left, error } = await this.#resolve(handlersOf(services), true);
+      if (error !== undefined) throw error;
+      this.#pending.push(...left);
+    });
   }
 
   /** The gateway runs: what is pending is looked for from now on. */
@@ -76,7 +74,7 @@ export class HandlerBinder {
 
   async stop(): Promise<void> {
     await this.#lookingLater;
-    await this.#changing;
+    await this.#changes.idle();
   }
 
   /**
@@ -85,7 +83,7 @@ export class HandlerBinder {
    * the previous one. A service added has no previous one; a service removed, no next.
    */
   rebind(previous: FunctionService | undefined, given: FunctionService | undefined): Promise<void> {
-    return this.#exclusively(() => this.#rebind(previous, given));
+    return this.#changes.run(() => this.#rebind(previous, given));
   }
 
   async #rebind(previous: FunctionService | undefined, given: FunctionService | undefined): Promise<void> {
@@ -149,7 +147,7 @@ export class HandlerBinder {
       await existing.reselect();
       return;
     }
-    const pipeline = await this.#options.pipeline(resource, watched);
+    const pipeline = await this.#options.pipelines.make(resource, watched);
     this.#pipelines.set(key, pipeline);
     admission.holdAtCreation(pipeline.served);
   }
@@ -236,11 +234,11 @@ export class HandlerBinder {
     if (!this.#started || this.#lookingLater || this.#pending.length === 0) return;
     const { stopping, logger } = this.#options;
     this.#lookingLater = (async () => {
-      for (let delay = 1000; this.#pending.length > 0; delay = Math.min(delay * 2, 30_000)) {
-        await sleep(delay, stopping);
+      for (let looks = 0; this.#pending.length > 0; looks++) {
+        await sleep(backoffDelay({ first: 1000, max: 30_000 }, looks), stopping);
         if (stopping.aborted) return;
         try {
-          await this.#exclusively(async () => {
+          await this.#changes.run(async () => {
             const batch = this.#pending;
             this.#pending = [];
             let resolved: Resolved;
@@ -260,12 +258,6 @@ export class HandlerBinder {
     })().finally(() => {
       this.#lookingLater = undefined;
     });
-  }
-
-  #exclusively<T>(change: () => Promise<T>): Promise<T> {
-    const result = this.#changing.then(change);
-    this.#changing = result.catch(() => {});
-    return result;
   }
 }
 

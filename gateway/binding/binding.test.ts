@@ -21,7 +21,7 @@ import type { FunctionService } from '../dispatch/function-service.ts';
 import { parseScope, ScopeError } from '../dispatch/scope.ts';
 import { ProtocolError, parseManifest } from '../dispatch/validation.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { type DiscoveredResource, Discovery, ResourceNotFound } from '../kube/discovery.ts';
+import { type DiscoveredResource, Discovery, ResourceNotFound, resourceKey } from '../kube/discovery.ts';
 import type { ServedResource } from '../reactor/model.ts';
 import type { StateStorage } from '../state/storage.ts';
 import {
@@ -29,7 +29,6 @@ import {
   firstOutsideScope,
   type Group,
   outsideScope,
-  resourceKey,
   resourcesNamed,
   serveGroups,
   type Unresolved,

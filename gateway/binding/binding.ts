@@ -28,11 +28,6 @@ export interface Group {
   items: Unresolved[];
 }
 
-/** How the gateway tells resources apart, as it keys what serves each. */
-export function resourceKey(resource: DiscoveredResource): string {
-  return `${resource.plural}.${resource.group}/${resource.version}`;
-}
-
 /** The resources a handler names, as discovery knows them now: one, or those of its category or `*`; none when not there yet. */
 export function resourcesNamed(handler: HandlerSpec, discovery: Discovery): DiscoveredResource[] {
   try {

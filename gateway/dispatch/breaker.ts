@@ -6,7 +6,7 @@
  * most; the first answer closes the circuit and wakes every waiting object at once.
  */
 import type { Logger } from '../logging.ts';
-import { delayFor } from '../settings.ts';
+import { backoffDelay } from '../timing.ts';
 
 export interface BreakerOptions {
   /** Calls in a row that found the service unreachable before the circuit opens. */
@@ -84,7 +84,8 @@ export class CircuitBreaker {
   #scheduleProbe(): void {
     const open = this.#open;
     if (!open) return;
-    const delayS = Math.min(delayFor(this.#options.probeDelaysS, open.probes), LONGEST_PROBE_DELAY_S);
+    const backoff = { delays: this.#options.probeDelaysS, max: LONGEST_PROBE_DELAY_S };
+    const delayS = backoffDelay(backoff, open.probes);
     open.timer = setTimeout(() => void this.#probe(open), delayS * 1000);
     open.timer.unref();
   }

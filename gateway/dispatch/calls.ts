@@ -22,7 +22,7 @@ import {
 } from '../../protocol/index.ts';
 import { subjectAttributes } from '../../protocol/span-attributes.ts';
 import type { Logger } from '../logging.ts';
-import { delayFor } from '../settings.ts';
+import { backoffDelay } from '../timing.ts';
 import { inSpan, serverAttributes, traceparentOf } from '../tracing/spans.ts';
 import { type FunctionService, ServiceDown, ServiceError } from './function-service.ts';
 import { activityRequest, invocationRequest, newTraceparent } from './invocation.ts';
@@ -228,10 +228,11 @@ function failedCall(
   // The service's own word on when to come back wins over the backoff, if it is later.
   const said =
     error instanceof ServiceError && error.retryAfterMs !== undefined ? error.retryAfterMs / 1000 : 0;
+  const backoff = { delays: retryDelaysS };
   const outcomes = Object.fromEntries(
     handlers.map((handler): [string, Outcome] => [
       handler.id,
-      { status: 'temporary', message, delay: Math.max(delayFor(retryDelaysS, handler.retry), said) },
+      { status: 'temporary', message, delay: Math.max(backoffDelay(backoff, handler.retry), said) },
     ]),
   );
   const missing = error instanceof ServiceError ? error.missingHandlers : undefined;

@@ -18,6 +18,7 @@ import type {
 import { isObject } from '../../protocol/json.ts';
 import type { Identity } from '../identity.ts';
 import type { DiscoveredResource } from '../kube/discovery.ts';
+import type { FunctionService } from './function-service.ts';
 
 /** What a service asked beyond its scope: its call fails, or it is not served, with this reason. */
 export class ScopeError extends Error {
@@ -100,6 +101,12 @@ export interface AnswerGuard {
   identity: Identity;
   /** The resource of an apiVersion and kind (discovery), for the objects an answer applies or names. */
   resourceOf(apiVersion: string, kind: string): Promise<DiscoveredResource>;
+}
+
+/** The guard of answers, and the check of a service's manifest as it connects. */
+export interface ScopeGuard extends AnswerGuard {
+  /** Throws why a service just connected may not be served: a handler beyond its scope. */
+  vet(service: FunctionService): Promise<void>;
 }
 
 /** A call's guard and the object it was about. */

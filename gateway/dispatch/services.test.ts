@@ -7,6 +7,7 @@ import { after, describe, it } from 'node:test';
 import { operator } from '../../functions/index.ts';
 import type { ServiceScope } from '../../protocol/index.ts';
 import { type RunningServer, serveFetch } from '../cli/commands/serve/serve.ts';
+import { DEFAULT_IDENTITY } from '../identity.ts';
 import { createLogger } from '../logging.ts';
 import { DEFAULT_SETTINGS } from '../settings.ts';
 import type { FunctionService } from './function-service.ts';
@@ -38,8 +39,8 @@ describe('the function services of a gateway', () => {
       signer: hmacSigner(new TextEncoder().encode(SECRET)),
       settings: UNSCOPED,
       logger: createLogger({ level: 'error' }),
-      onChange: async (previous, next) => void changes.push({ previous, next }),
     });
+    services.onChange(async (previous, next) => void changes.push({ previous, next }));
     await services.connect([home], AbortSignal.timeout(5000));
     return { services, changes };
   }
@@ -118,8 +119,10 @@ describe('function services given while the gateway runs', () => {
       signer: hmacSigner(new TextEncoder().encode(SECRET)),
       settings: UNSCOPED,
       logger: createLogger({ level: 'error' }),
-      onChange: async (previous, next) => void changes.push(`${previous?.url ?? '-'} → ${next?.url ?? '-'}`),
     });
+    services.onChange(
+      async (previous, next) => void changes.push(`${previous?.url ?? '-'} → ${next?.url ?? '-'}`),
+    );
     t.after(() => services.close());
 
     const added = await services.put({ name: 'billing', url: first });
@@ -158,7 +161,6 @@ describe('a function service named in the configuration', () => {
       signer: hmacSigner(new TextEncoder().encode(SECRET)),
       settings: DEFAULT_SETTINGS.calls,
       logger: createLogger({ level: 'warning', sink: { write: (line) => warnings.push(line) } }),
-      onChange: async () => {},
     });
     const stop = new AbortController();
     const connecting = services.connect(
@@ -183,7 +185,6 @@ describe('the way to a function service', () => {
       signer: hmacSigner(new TextEncoder().encode(SECRET)),
       settings: { ...UNSCOPED, plainHttp },
       logger: createLogger({ level: 'error' }),
-      onChange: async () => {},
     });
 
   it('is HTTPS, or plain HTTP on this host, unless plain HTTP is allowed', async () => {
@@ -207,6 +208,13 @@ describe('the way to a function service', () => {
 
 describe('the scope of a function service', () => {
   const KOPFEXAMPLES = { resources: ['kopfexamples.kopf.dev'] };
+  /** A guard whose answers are never asked about here: only the manifest is vetted. */
+  const refusingNothing = {
+    identity: DEFAULT_IDENTITY,
+    resourceOf: async () => {
+      throw new Error('no answer is held here');
+    },
+  };
 
   async function tried(
     endpoint: Partial<FunctionEndpoint>,
@@ -228,8 +236,7 @@ describe('the scope of a function service', () => {
       signer: hmacSigner(new TextEncoder().encode(SECRET)),
       settings: { ...DEFAULT_SETTINGS.calls, unscoped: options.unscoped ?? false },
       logger: createLogger({ level: 'warning', sink: { write: (line) => warnings.push(line) } }),
-      onChange: async () => {},
-      ...(options.vet ? { vet: options.vet } : {}),
+      ...(options.vet ? { scope: { ...refusingNothing, vet: options.vet } } : {}),
     });
     try {
       const service = await services.put({ name: 'billing', url: server.url, ...endpoint });
@@ -284,7 +291,6 @@ describe('the scope of a function service', () => {
       signer: undefined,
       settings: DEFAULT_SETTINGS.calls,
       logger: createLogger({ level: 'error' }),
-      onChange: async () => {},
     });
     await services.connect([op], AbortSignal.timeout(5000));
     assert.deepEqual(services.current[0]?.scope, KOPFEXAMPLES);

@@ -6,11 +6,12 @@
  */
 import { isLoopback, type ServiceScope } from '../../protocol/index.ts';
 import type { Logger } from '../logging.ts';
+import { Serial } from '../serial.ts';
 import type { Settings } from '../settings.ts';
-import { jitter, sleep } from '../timing.ts';
+import { type Backoff, backoffDelay, sleep } from '../timing.ts';
 import { CircuitBreaker } from './breaker.ts';
 import { type CallObserver, FunctionService, type IndexSource, readHealth } from './function-service.ts';
-import { type AnswerGuard, ScopeError } from './scope.ts';
+import { ScopeError, type ScopeGuard } from './scope.ts';
 import { hmacSigner, type Signer } from './signer.ts';
 import { type FetchHandler, httpTransport, inProcessTransport, type Transport } from './transport.ts';
 
@@ -53,15 +54,8 @@ export interface FunctionServicesOptions {
   /** Issues the certificates of the services given a certificate Secret, and pins their CA. */
   certificates?: CertificateIssuer;
   logger: Logger;
-  /**
-   * The service that answers for a name is now `next`: rebind its handlers (the calls under way
-   * finish). `previous` is undefined for a service added, `next` for one removed.
-   */
-  onChange(previous: FunctionService | undefined, next: FunctionService | undefined): Promise<void>;
-  /** Throws why a service just connected may not be served (a handler beyond its scope). */
-  vet?(service: FunctionService): Promise<void>;
-  /** Holds what the services' answers ask to their scopes. */
-  guard?: AnswerGuard;
+  /** Holds the services to their scopes: their manifests as they connect, and their answers. */
+  scope?: ScopeGuard;
   /** Told of the services' requests and calls (the metrics'). */
   observer?: CallObserver;
 }
@@ -73,6 +67,15 @@ export interface CertificateIssuer {
   /** Stops renewing the certificate of a service no longer served. */
   release(name: string): void;
 }
+
+/**
+ * The service that answers for a name is now `next`: its handlers are to be rebound (the calls under
+ * way finish). `previous` is undefined for a service added, `next` for one removed.
+ */
+export type ServiceChange = (
+  previous: FunctionService | undefined,
+  next: FunctionService | undefined,
+) => Promise<void>;
 
 /** How a service is now, for whoever shows it (a FunctionService's status). */
 export interface ServiceState {
@@ -104,6 +107,9 @@ function closeWay(way: Way): Promise<void> {
   return way.transport.close();
 }
 
+/** Between tries to reach a service not reachable yet: from 250 ms to 10 s, jittered. */
+const CONNECT_BACKOFF: Backoff = { first: 250, max: 10_000, jitter: true };
+
 /** For a service in this process, with no signer to send its calls elsewhere. */
 const UNSIGNED: Signer = () => {
   throw new Error('the gateway has no key or secret to sign calls to another instance of this service with');
@@ -113,8 +119,10 @@ export class FunctionServices {
   readonly #options: FunctionServicesOptions;
   readonly #slots: Slot[] = [];
   readonly #listeners = new Set<(name: string) => void>();
+  /** Told of each change of the service that answers for a name; none before it is set (see onChange). */
+  #onChange: ServiceChange | undefined;
   /** Changes one at a time, in the order asked: a redirect, its end and a re-read never interleave. */
-  #queue: Promise<unknown> = Promise.resolve();
+  readonly #changes = new Serial();
   /** A re-read a service's answer asked for, not yet done: those asking meanwhile wait for it. */
   #rereadAsked = false;
 
@@ -153,7 +161,7 @@ export class FunctionServices {
                       sign,
                       timeoutMs,
                       indexes: this.#options.indexes,
-                      guard: this.#options.guard,
+                      guard: this.#options.scope,
                       ...(this.#options.observer ? { observer: this.#options.observer } : {}),
                     }),
                   ),
@@ -188,6 +196,14 @@ export class FunctionServices {
     return slot && { down: slot.current.down, away: slot.away?.url };
   }
 
+  /**
+   * Tells `change` of every change of the service that answers for a name from now on. Whoever sets it
+   * serves `current` as it is then; a change before (none comes before the gateway runs) is in it.
+   */
+  onChange(change: ServiceChange): void {
+    this.#onChange = change;
+  }
+
   /** Calls `listener` with a service's name when its state may have changed; returns how to stop. */
   onStateChange(listener: (name: string) => void): () => void {
     this.#listeners.add(listener);
@@ -200,7 +216,7 @@ export class FunctionServices {
    * Resolves false when `url` does not answer as that service: the calls stay where they were.
    */
   redirect(name: string, to: { url: string; revision: string } | undefined): Promise<boolean> {
-    return this.#serially(async () => {
+    return this.#changes.run(async () => {
       const slot = this.#slots.find((candidate) => candidate.home.name === name);
       const { logger } = this.#options;
       if (!slot) {
@@ -251,13 +267,13 @@ export class FunctionServices {
    * again. The calls under way with a replaced service finish with it.
    */
   put(endpoint: FunctionEndpoint): Promise<FunctionService> {
-    return this.#serially(async () => {
+    return this.#changes.run(async () => {
       const sign = this.#signerFor(endpoint);
       const { service } = await this.#connectOnce(await this.#pinned(endpoint), sign);
       const slot = this.#slots.find((candidate) => candidate.home.name === endpoint.name);
       if (!slot) {
         this.#slots.push({ endpoint, sign, home: service, current: service });
-        await this.#options.onChange(undefined, service);
+        await this.#onChange?.(undefined, service);
         return service;
       }
       const replaced = slot.home;
@@ -270,13 +286,13 @@ export class FunctionServices {
 
   /** Stops serving the service named `name`: its handlers are unbound, and its calls under way finish. */
   remove(name: string): Promise<void> {
-    return this.#serially(async () => {
+    return this.#changes.run(async () => {
       const index = this.#slots.findIndex((slot) => slot.home.name === name);
       const slot = this.#slots[index];
       if (!slot) return;
       this.#slots.splice(index, 1);
       this.#options.certificates?.release(name);
-      await this.#options.onChange(slot.current, undefined);
+      await this.#onChange?.(slot.current, undefined);
       await slot.home.close();
       if (slot.away) await closeWay(slot.away);
     });
@@ -284,7 +300,7 @@ export class FunctionServices {
 
   /** Reads every service's manifest again; a service redeployed with other handlers is rebound. */
   refresh(): Promise<void> {
-    return this.#serially(async () => {
+    return this.#changes.run(async () => {
       for (const slot of this.#slots) {
         try {
           const next = await slot.current.reread();
@@ -321,7 +337,7 @@ export class FunctionServices {
   }
 
   async close(): Promise<void> {
-    await this.#queue;
+    await this.#changes.idle();
     await Promise.all(
       this.#slots.flatMap((slot) => [slot.home.close(), ...(slot.away ? [closeWay(slot.away)] : [])]),
     );
@@ -344,7 +360,7 @@ export class FunctionServices {
             sign,
             timeoutMs,
             indexes: this.#options.indexes,
-            guard: this.#options.guard,
+            guard: this.#options.scope,
             ...(this.#options.observer ? { observer: this.#options.observer } : {}),
             redeployed: () => this.#rereadSoon(endpoint.name),
             batches: {
@@ -417,7 +433,7 @@ export class FunctionServices {
 
   /** The service, once the gateway found nothing in its manifest beyond its scope (the caller closes its way otherwise). */
   async #vetted(service: FunctionService): Promise<FunctionService> {
-    await this.#options.vet?.(service);
+    await this.#options.scope?.vet(service);
     return service;
   }
 
@@ -444,13 +460,7 @@ export class FunctionServices {
     const previous = slot.current;
     if (previous === next) return;
     slot.current = next;
-    await this.#options.onChange(previous, next);
-  }
-
-  #serially<T>(step: () => Promise<T>): Promise<T> {
-    const result = this.#queue.then(step);
-    this.#queue = result.catch(() => {});
-    return result;
+    await this.#onChange?.(previous, next);
   }
 
   /** Tries to connect until it does, saying why each time it cannot (until `signal` aborts). */
@@ -460,7 +470,7 @@ export class FunctionServices {
     signal: AbortSignal,
   ): Promise<FunctionService> {
     const { logger } = this.#options;
-    for (let delay = 250; ; delay = Math.min(delay * 2, 10_000)) {
+    for (let failures = 0; ; failures++) {
       try {
         const service = await connect();
         const ids = service.manifest.handlers.map((handler) => handler.id).join(', ');
@@ -475,7 +485,7 @@ export class FunctionServices {
         // Beyond its pin is how it is deployed, not an outage: waiting would not mend it.
         if (signal.aborted || error instanceof ScopeError) throw error;
         logger.warning(`function service ${where} is not reachable yet`, { err: describe(error) });
-        await sleep(jitter(delay), signal);
+        await sleep(backoffDelay(CONNECT_BACKOFF, failures), signal);
       }
     }
   }

@@ -5,20 +5,20 @@
  * Leases; then explain.ts judges.
  */
 import type { KubernetesObject } from '../../protocol/index.ts';
-import { outsideScope, resourceKey, resourcesNamed } from '../binding/binding.ts';
+import { outsideScope, resourcesNamed } from '../binding/binding.ts';
+import { stateLocation } from '../binding/pipelines.ts';
 import { connectServices, type HandlerReading } from '../binding/sources.ts';
 import type { FunctionService } from '../dispatch/function-service.ts';
 import { scopeName } from '../dispatch/scope.ts';
 import type { Identity } from '../identity.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { type DiscoveredResource, type Discovery, objectPath } from '../kube/discovery.ts';
+import { type DiscoveredResource, type Discovery, objectPath, resourceKey } from '../kube/discovery.ts';
 import { isNotFound } from '../kube/errors.ts';
 import { EVENT_COMPONENT } from '../kube/events.ts';
 import type { Logger } from '../logging.ts';
 import { listMembers } from '../peering/leases.ts';
 import { aliveByWallClock, ownerOf, viewOf } from '../peering/members.ts';
 import type { Candidate } from '../reactor/model.ts';
-import { stateLocation } from '../resource/pipeline.ts';
 import { explain, type ObjectEvent } from './explain.ts';
 import type { Explanation } from './explanation.ts';
 

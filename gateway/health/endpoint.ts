@@ -11,7 +11,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { closeNow, listen, origin } from '../listening.ts';
 import type { Logger } from '../logging.ts';
-import type { Component } from '../manager/manager.ts';
+import type { Part } from '../manager/manager.ts';
 import type { ProbeRound } from '../services/activities.ts';
 
 export interface LivenessAddress {
@@ -153,10 +153,10 @@ export interface HealthOptions {
   logger: Logger;
 }
 
-export class HealthEndpoint implements Component {
+export class HealthEndpoint implements Part {
   readonly name = 'health endpoint';
   /** Every replica answers for itself. */
-  readonly leaderOnly = false;
+  readonly placement = 'every replica';
   readonly #options: HealthOptions;
   readonly #address: LivenessAddress;
   readonly #probes: ProbeCache;

@@ -10,7 +10,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { type Span, SpanKind } from '@opentelemetry/api';
 import { type Dispatcher, request } from 'undici';
 import type { Logger } from '../logging.ts';
-import { jitter, sleepUnlessWoken, spreadRetryAfter } from '../timing.ts';
+import { type Backoff, backoffDelay, sleepUnlessWoken, spreadRetryAfter } from '../timing.ts';
 import { inRecordedSpan, inSpan, serverAttributes } from '../tracing/spans.ts';
 import { ApiError, isTransient } from './errors.ts';
 import { ApiConnections, type LivenessTiming } from './liveness.ts';
@@ -32,8 +32,9 @@ export interface RequestInit {
   signal?: AbortSignal;
 }
 
-/** Delays between tries of a request that failed transiently (429, 5xx, broken connections). */
+/** Delays between tries of a request that failed transiently (429, 5xx, broken connections); then it gives up. */
 const RETRY_DELAYS_MS = [250, 500, 1000, 2000, 4000, 8000];
+const RETRY_BACKOFF: Backoff = { delays: RETRY_DELAYS_MS, jitter: true };
 
 /**
  * Whether a create that failed may have been made all the same, so that trying it again would make it
@@ -142,14 +143,13 @@ export class KubeClient {
       try {
         return await this.#authenticated((session) => this.#once<T>(session, path, init));
       } catch (error) {
-        const delay = RETRY_DELAYS_MS[attempt];
         if (!isTransient(error) || error instanceof LoginFailed || init.signal?.aborted) throw error;
         if (init.method === 'POST' && mayHaveBeenCarriedOut(error)) throw error;
         comingBack = waitsForComeback(error, comingBack);
-        if (delay === undefined) throw comingBack ? new ApiUnreachable(error as Error) : error;
+        if (attempt >= RETRY_DELAYS_MS.length) throw comingBack ? new ApiUnreachable(error as Error) : error;
         const retryAfterMs = error instanceof ApiError ? (error.retryAfterSeconds ?? 0) * 1000 : 0;
         const woken = await sleepUnlessWoken(
-          Math.max(jitter(delay), spreadRetryAfter(retryAfterMs)),
+          Math.max(backoffDelay(RETRY_BACKOFF, attempt), spreadRetryAfter(retryAfterMs)),
           comingBack ? (over) => this.whenBack(over) : undefined,
           init.signal,
         );

@@ -216,3 +216,8 @@ export function kindSelector(apiVersion: string, kind: string): ResourceSelector
     ? { group: '', version: apiVersion, name: kind }
     : { group: apiVersion.slice(0, slash), version: apiVersion.slice(slash + 1), name: kind };
 }
+
+/** How the gateway tells resources apart, as it keys what serves each. */
+export function resourceKey(resource: DiscoveredResource): string {
+  return `${resource.plural}.${resource.group}/${resource.version}`;
+}

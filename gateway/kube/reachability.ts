@@ -6,7 +6,7 @@
  * and says nothing; a connection found silent is said by the client's liveness check (liveness.ts).
  */
 import type { Logger } from '../logging.ts';
-import { jitter, sleep } from '../timing.ts';
+import { type Backoff, backoffDelay, sleep } from '../timing.ts';
 import type { RequestObserver } from './client.ts';
 import { ApiError, isTransient, isTransientStatus, SilentConnection } from './errors.ts';
 
@@ -83,7 +83,8 @@ export function waitsForComeback(error: unknown, foundNoAnswerBefore: boolean): 
  */
 export class ApiComeback {
   readonly #probe: () => Promise<number | undefined>;
-  readonly #probeMs: number;
+  /** One delay, jittered, however many probes failed: a long outage's end is seen as soon as a short one's. */
+  readonly #probeBackoff: Backoff;
   /** What each wait resolves when the API is back. */
   readonly #waits = new Set<() => void>();
   /** Aborted when nothing waits any more: ends the probes. */
@@ -92,7 +93,7 @@ export class ApiComeback {
   /** `probe` asks the API's readiness once and gives the status, or undefined when nothing answered. */
   constructor(probe: () => Promise<number | undefined>, probeMs = COMEBACK_PROBE_MS) {
     this.#probe = probe;
-    this.#probeMs = probeMs;
+    this.#probeBackoff = { delays: [probeMs], jitter: true };
   }
 
   /** Resolves once a probe's answer is not transient, or when `signal` aborts. */
@@ -120,7 +121,7 @@ export class ApiComeback {
 
   async #probeWhileWaited(done: AbortSignal): Promise<void> {
     while (!done.aborted) {
-      await sleep(jitter(this.#probeMs), done);
+      await sleep(backoffDelay(this.#probeBackoff, 0), done);
       if (done.aborted) return;
       const status = await this.#probe().catch(() => undefined);
       if (status !== undefined && !isTransientStatus(status)) for (const resolve of this.#waits) resolve();

@@ -7,7 +7,7 @@ import type { KubernetesObject } from '../../protocol/index.ts';
 import { isObject } from '../../protocol/json.ts';
 import type { Logger } from '../logging.ts';
 import type { Settings } from '../settings.ts';
-import { jitter, sleepUnlessWoken, spreadRetryAfter } from '../timing.ts';
+import { type Backoff, backoffDelay, sleepUnlessWoken, spreadRetryAfter } from '../timing.ts';
 import type { KubeClient } from './client.ts';
 import { ApiError } from './errors.ts';
 import { waitsForComeback, watchFailureLevel } from './reachability.ts';
@@ -97,13 +97,14 @@ export class Watcher {
   }
 
   async #loop(): Promise<void> {
-    let backoff = this.#options.settings.retryDelayMs.first;
-    /** Whether it waits for the API to come back, as well as for its backoff (waitsForComeback). */
-    let comingBack = false;
+    const backoff: Backoff = { ...this.#options.settings.retryDelayMs, jitter: true };
     // The backoff is of attempts the API refused or left unanswered: one it answered starts it over, so
     // that a watch broken after it opened (the apiserver restarted, again and again) reopens promptly.
+    let failures = 0;
+    /** Whether it waits for the API to come back, as well as for its backoff (waitsForComeback). */
+    let comingBack = false;
     const answered = () => {
-      backoff = this.#options.settings.retryDelayMs.first;
+      failures = 0;
       comingBack = false;
     };
     /** Failed answers in a row: reset by a list, a watch the server ended, or no answer at all. */
@@ -142,12 +143,12 @@ export class Watcher {
         const { client } = this.#options;
         comingBack = waitsForComeback(error, comingBack);
         const woken = await sleepUnlessWoken(
-          Math.max(jitter(backoff), spreadRetryAfter(retryAfter)),
+          Math.max(backoffDelay(backoff, failures), spreadRetryAfter(retryAfter)),
           comingBack ? (over) => client.whenBack(over) : undefined,
           this.#abort.signal,
         );
         if (woken) answered();
-        else backoff = Math.min(backoff * 2, this.#options.settings.retryDelayMs.max);
+        else failures++;
       }
     }
   }

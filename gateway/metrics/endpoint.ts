@@ -5,7 +5,7 @@
 import { createServer, type Server } from 'node:http';
 import { closeNow, listen, origin } from '../listening.ts';
 import type { Logger } from '../logging.ts';
-import type { Component } from '../manager/manager.ts';
+import type { Part } from '../manager/manager.ts';
 import type { Exposition } from './metrics.ts';
 
 export const METRICS_PATH = '/metrics';
@@ -25,9 +25,9 @@ export function metricsAddress(given: string): MetricsAddress {
   return { host: match[1] ?? (match[2] || '0.0.0.0'), port };
 }
 
-export class MetricsEndpoint implements Component {
+export class MetricsEndpoint implements Part {
   readonly name = 'metrics endpoint';
-  readonly leaderOnly = false;
+  readonly placement = 'every replica';
   readonly #metrics: Exposition;
   readonly #address: MetricsAddress;
   readonly #logger: Logger;

@@ -8,7 +8,7 @@
  * interval bounds the first: the own delay is the lateness, at most that CPU time. It is an upper
  * bound: CPU time spent before the timer was due counts too (at most one interval's).
  */
-import type { Component } from '../manager/manager.ts';
+import type { Part } from '../manager/manager.ts';
 
 /** Every 20 ms: a delay of 50 ms is seen in two or three runs, and an idle gateway is woken half as often as at 10 ms. */
 export const SAMPLE_INTERVAL_MS = 20;
@@ -56,9 +56,9 @@ export interface Run {
 }
 
 /** The timer, as a component of the gateway: it samples from its start to its stop, without keeping the process alive. */
-export class EventLoopSampler implements Component {
+export class EventLoopSampler implements Part {
   readonly name = 'event-loop sampler';
-  readonly leaderOnly = false;
+  readonly placement = 'every replica';
   readonly #record: (run: Run) => void;
   readonly #cpu: ThreadCpuClock | null;
   readonly #intervalMs: number;

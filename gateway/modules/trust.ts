@@ -1,33 +1,22 @@
 /**
- * What the gateway holds before it calls anyone: its cluster client (from a kubeconfig, or later
+ * Trust, what the gateway holds before it calls anyone: its cluster client (from a kubeconfig, or later
  * from a service's login handler), what it signs its calls with (a shared secret, or its own keys kept
  * in a Secret), and the CA that issues the function services' certificates. The signing keys and the
  * certificates are ready before any service is asked for its manifest: that request is signed, and
  * goes over TLS, too.
  */
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { FunctionService } from '../dispatch/function-service.ts';
 import { hmacSigner, keySigner, type Signer } from '../dispatch/signer.ts';
 import { KubeClient, type RequestObserver } from '../kube/client.ts';
 import { loadKubeConfig } from '../kube/kubeconfig.ts';
 import type { Logger } from '../logging.ts';
-import { type Components, component } from '../manager/manager.ts';
+import { part } from '../manager/manager.ts';
 import type { Activities } from '../services/activities.ts';
 import { FunctionCertificates } from '../services/function-certificates.ts';
 import { loginThrough } from '../services/login.ts';
 import { SigningKeys } from '../services/signing-keys.ts';
-import type { Settings } from '../settings.ts';
-
-export interface CredentialsOptions {
-  kubeconfig: KubeConfig | undefined;
-  /** The service whose login handler gives the cluster's credentials, instead of a kubeconfig. */
-  loginFrom: string | undefined;
-  secret: Uint8Array | undefined;
-  settings: Settings;
-  logger: Logger;
-  /** Told of every request of the cluster client (the metrics', and the log of the API's reachability). */
-  observe?: RequestObserver;
-}
+import type { Ground } from './ground.ts';
+import type { Observability } from './observability.ts';
 
 export interface Credentials {
   /** Undefined while the gateway is to log in through a service: it has no cluster access until then. */
@@ -36,18 +25,18 @@ export interface Credentials {
   certificates: FunctionCertificates | undefined;
 }
 
-/** Reads what the gateway signs with and issues certificates from; their engines join `components`. */
-export async function setUpCredentials(
-  options: CredentialsOptions,
-  components: Components,
+/** Reads what the gateway signs with and issues certificates from; their engines join the trust stage. */
+export async function trust(
+  { options, settings, logger, manager }: Ground,
+  { observeRequest }: Observability,
 ): Promise<Credentials> {
-  const { loginFrom, settings, logger } = options;
+  const { loginFrom } = options;
   if (loginFrom && options.kubeconfig) {
     throw new Error(`a kubeconfig is given as well as a login through "${loginFrom}": give one`);
   }
   const client = loginFrom
     ? undefined
-    : await KubeClient.fromConfig(options.kubeconfig ?? loadKubeConfig(), options.observe, { logger });
+    : await KubeClient.fromConfig(options.kubeconfig ?? loadKubeConfig(), observeRequest, { logger });
   let signer: Signer | undefined = options.secret ? hmacSigner(options.secret) : undefined;
   if (settings.signing.keys) {
     if (!client) {
@@ -63,7 +52,7 @@ export async function setUpCredentials(
       logger,
     });
     await keys.start();
-    await components.add(component(keys.name, keys.leaderOnly, { stop: () => keys.stop() }));
+    await manager.add('trust', part(keys.name, keys.placement, { stop: () => keys.stop() }));
     signer = keySigner(() => keys.current());
   }
   let certificates: FunctionCertificates | undefined;
@@ -79,8 +68,8 @@ export async function setUpCredentials(
       checkMs: settings.calls.certificateCheckMs,
       logger,
     });
-    await stoppedOnFailure(components, () => issuer.start());
-    await components.add(component(issuer.name, issuer.leaderOnly, { stop: () => issuer.stop() }));
+    await issuer.start();
+    await manager.add('trust', part(issuer.name, issuer.placement, { stop: () => issuer.stop() }));
     certificates = issuer;
   }
   return { client, signer, certificates };
@@ -99,16 +88,6 @@ export async function clusterClient(
   return KubeClient.fromLogin(loginThrough(service, login.activities, stopping, logger), observe, {
     logger,
   });
-}
-
-/** Runs a step of the start; when it fails, what did start stops again before the failure is thrown. */
-export async function stoppedOnFailure<T>(components: Components, step: () => Promise<T>): Promise<T> {
-  try {
-    return await step();
-  } catch (error) {
-    await components.stop();
-    throw error;
-  }
 }
 
 /** The service named `name`, to log in through. */

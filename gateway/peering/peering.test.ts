@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { FencedOut } from '../manager/role.ts';
 import { DEFAULT_SETTINGS } from '../settings.ts';
-import { FencedOut, writeLeave } from './peering.ts';
+import { writeLeave } from './peering.ts';
 
 const settings = DEFAULT_SETTINGS.peering; // 15 s lease, 10 s renew deadline, 2 s between renewals
 

@@ -1,17 +1,20 @@
 /**
- * Peering, as an engine of the gateway: it holds this gateway's member Lease, renews it, looks at the
- * others', and makes the gateway lead (its pipelines run) or follow (they stop) as the view says.
+ * Peering, the gateway's elector: it holds this gateway's member Lease, renews it, looks at the
+ * others', and tells the manager to hold its leader and shard parts (the pipelines run) or release
+ * them (they stop) as the view says; it is also the Role the parts read.
  * A member that is to lead waits until every live member has acknowledged the view, so the one that
  * led before has stopped first; a leader that cannot renew its Lease stops leading at the renew
  * deadline, and refuses writes from then on, before any other member may take its Lease for gone.
- * Every replica serves admission and health whatever its role: those are not leader-only.
+ * Every replica serves admission and health whatever its role: those run on every replica.
  */
 import { hostname } from 'node:os';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { ApiError, isNotFound } from '../kube/errors.ts';
 import type { Logger } from '../logging.ts';
-import type { Component, Components } from '../manager/manager.ts';
+import type { Elector, Holder } from '../manager/manager.ts';
+import { FencedOut, type Role, type WriteLeave } from '../manager/role.ts';
+import { Serial } from '../serial.ts';
 import type { Settings } from '../settings.ts';
 import { sleep } from '../timing.ts';
 import { LEASES, listMembers, writeLease } from './leases.ts';
@@ -45,15 +48,8 @@ export interface PeeringEngineOptions extends PeeringOptions {
   /** The gateway's annotation prefix: its Leases' label and annotations, so identities do not meet. */
   prefix: string;
   settings: Settings['peering'];
-  components: Components;
   logger: Logger;
 }
-
-/** A write refused because this gateway may no longer lead: another may have taken over. */
-export class FencedOut extends Error {}
-
-/** How a write may go: as it is, or guarded by the resourceVersion it was computed from. */
-export type WriteLeave = 'free' | 'guarded';
 
 /**
  * Whether a gateway may write, `renewedAgoMs` after its Lease's last renewal: not unless it holds its
@@ -76,9 +72,8 @@ export function writeLeave(
   return renewedAgoMs >= 2 * settings.retryPeriodS * 1000 ? 'guarded' : 'free';
 }
 
-export class Peering implements Component {
+export class Peering implements Elector, Role {
   readonly name = 'peering';
-  readonly leaderOnly = false;
   readonly id: string;
   readonly #options: PeeringEngineOptions;
   readonly #keys: ReturnType<typeof memberKeys>;
@@ -86,14 +81,17 @@ export class Peering implements Component {
   readonly #since = new Date().toISOString();
   readonly #liveness = new Liveness();
   readonly #stopping = new AbortController();
+  /** What it makes hold and release the leader and shard parts: the manager, once started. */
+  #holder: Holder | undefined;
   /** The view this gateway acknowledges in its Lease: it holds nothing that view does not give it. */
   #acknowledged = '';
   #renewedAt = 0;
   #resourceVersion: string | undefined;
-  /** Leading or following under way: nothing is acknowledged until it is done. */
-  #turning: Promise<void> | undefined;
+  /** Leading and following, one at a time: nothing is acknowledged while one is under way. */
+  readonly #turns = new Serial();
   #ticking: Promise<void> | undefined;
-  #writing: Promise<void> = Promise.resolve();
+  /** Writes of its Lease, one at a time. */
+  readonly #writes = new Serial();
   /** Whether any pipeline of this gateway may be running: from leading until following is done. */
   #holding = false;
   /** The view its pipelines run under: sharding, another view gives it another share. */
@@ -112,12 +110,17 @@ export class Peering implements Component {
     this.#lease = memberLeaseName(options.prefix, this.id);
   }
 
+  get role(): Role {
+    return this;
+  }
+
   /** How this gateway may write now: see `writeLeave`. */
   fence(): WriteLeave {
     return writeLeave(this.#holding, Date.now() - this.#renewedAt, this.#options.settings);
   }
 
-  async start(): Promise<void> {
+  async start(holder: Holder): Promise<void> {
+    this.#holder = holder;
     const started = Date.now();
     await this.#renew(AbortSignal.timeout(this.#options.settings.renewDeadlineS * 1000));
     this.#renewedAt = started;
@@ -130,10 +133,10 @@ export class Peering implements Component {
   async stop(): Promise<void> {
     this.#stopping.abort();
     await this.#ticking;
-    await this.#turning;
+    await this.#turns.idle();
     // An acknowledgement is written at once, unawaited: removed after it lands, not before, where it
     // would fail the removal's precondition, or write the Lease anew, and the others wait out its term.
-    await this.#writing;
+    await this.#writes.idle();
     // By now the pipelines have stopped (they stop before this part): the others need not wait.
     try {
       await this.#removeLease();
@@ -201,7 +204,7 @@ export class Peering implements Component {
         err: describe(error),
       });
       const overdue = Date.now() - this.#renewedAt >= settings.renewDeadlineS * 1000;
-      if (this.#holding && !this.#turning && overdue) {
+      if (this.#holding && !this.#turns.busy && overdue) {
         logger.error(`stops leading: its Lease was not renewed within ${settings.renewDeadlineS}s`);
         this.#follow();
       }
@@ -220,7 +223,7 @@ export class Peering implements Component {
    * Whether this gateway is the view's leader (sharding: the oldest active member): the one replica
    * that posts what every replica would otherwise post once each.
    */
-  isLeader(): boolean {
+  get leads(): boolean {
     return this.#view?.leader?.id === this.id;
   }
 
@@ -249,7 +252,7 @@ export class Peering implements Component {
   /** Leads, follows or acknowledges, as `view` has it. */
   #act(view: View): void {
     const { logger } = this.#options;
-    if (this.#turning) return; // acted on once done, at the next look
+    if (this.#turns.busy) return; // acted on once done, at the next look
     const runs = this.#runsUnder(view);
     this.#say(view, runs);
     // Sharding, any other view gives it another share: what it holds goes first.
@@ -287,13 +290,15 @@ export class Peering implements Component {
     this.#holding = true; // from the first part started
     this.#heldView = view.digest;
     if (this.#options.sharding) this.#ring = new Ring(view.active.map((member) => member.id));
-    this.#turn(() => this.#options.components.lead());
+    this.#turn(async () => {
+      await this.#holder?.hold();
+    });
   }
 
   /** Stops the pipelines; once none of their calls is in flight, says so in the Lease at once. */
   #follow(): void {
     this.#turn(async () => {
-      await this.#options.components.follow();
+      await this.#holder?.release();
       this.#holding = false;
       this.#heldView = '';
       this.#ring = undefined;
@@ -303,13 +308,9 @@ export class Peering implements Component {
 
   /** Runs a change of what this gateway holds once the one under way (if any) is done. */
   #turn(change: () => Promise<void>): void {
-    const turning: Promise<void> = (this.#turning ?? Promise.resolve())
-      .then(change)
-      .catch((error) => this.#options.logger.error('peering failed', { err: describe(error) }))
-      .finally(() => {
-        if (this.#turning === turning) this.#turning = undefined;
-      });
-    this.#turning = turning;
+    this.#turns
+      .run(change)
+      .catch((error) => this.#options.logger.error('peering failed', { err: describe(error) }));
   }
 
   #acknowledge(digest: string): void {
@@ -358,9 +359,7 @@ export class Peering implements Component {
 
   /** Creates or renews this gateway's Lease, with what it acknowledges; one write at a time. */
   #renew(signal: AbortSignal): Promise<void> {
-    const renewed = this.#writing.then(() => this.#writeLease(signal));
-    this.#writing = renewed.catch(() => {});
-    return renewed;
+    return this.#writes.run(() => this.#writeLease(signal));
   }
 
   async #writeLease(signal: AbortSignal): Promise<void> {

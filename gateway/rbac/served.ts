@@ -4,9 +4,15 @@
  * rbac.ts turns this into rules.
  */
 import { isAdmissionKind, type KubernetesObject } from '../../protocol/index.ts';
-import { outsideScope, resourceKey, resourcesNamed } from '../binding/binding.ts';
+import { outsideScope, resourcesNamed } from '../binding/binding.ts';
 import type { FunctionService } from '../dispatch/function-service.ts';
-import { type DiscoveredResource, type Discovery, describe, selectsSeveral } from '../kube/discovery.ts';
+import {
+  type DiscoveredResource,
+  type Discovery,
+  describe,
+  resourceKey,
+  selectsSeveral,
+} from '../kube/discovery.ts';
 import type { NamespacedName, RbacResource } from './rbac.ts';
 
 export interface Served {

@@ -8,8 +8,9 @@ import type { KubeClient } from '../kube/client.ts';
 import { type DiscoveredResource, type DiscoveryCache, kindSelector, objectPath } from '../kube/discovery.ts';
 import { ignoreNotFound } from '../kube/errors.ts';
 import { postEvents } from '../kube/events.ts';
-import { applyChanges, applyJsonPatch, type JsonPatch, type ObjectChanges } from '../kube/patcher.ts';
+import { applyChanges, applyJsonPatch } from '../kube/patcher.ts';
 import type { Logger } from '../logging.ts';
+import type { JsonPatch, ObjectChanges } from '../state/changes.ts';
 import type { NamedObject } from './outcomes.ts';
 
 export interface ReactorApi {

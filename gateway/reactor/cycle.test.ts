@@ -11,8 +11,8 @@ import { equal, isObject, jsonCopy, mergePatched } from '../../protocol/json.ts'
 import { jsonTree, kubeObject, oddSpec } from '../../test/support/arbitraries.ts';
 import { DEFAULT_IDENTITY } from '../identity.ts';
 import { ApiError } from '../kube/errors.ts';
-import type { JsonPatch, ObjectChanges } from '../kube/patcher.ts';
 import { createLogger } from '../logging.ts';
+import type { JsonPatch, ObjectChanges } from '../state/changes.ts';
 import { StateStorage } from '../state/storage.ts';
 import type { ReactorApi } from './api.ts';
 import type { CallHandlers } from './calls.ts';

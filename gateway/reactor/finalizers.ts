@@ -4,7 +4,7 @@
  * concurrent change (another controller's finalizer, say) makes the patch fail rather than be lost.
  */
 import type { KubernetesObject } from '../../protocol/index.ts';
-import type { JsonPatch } from '../kube/patcher.ts';
+import type { JsonPatch } from '../state/changes.ts';
 import { objectMatches } from './filters.ts';
 import type { Candidate, Cause } from './model.ts';
 

@@ -4,8 +4,8 @@
  */
 import { createHash } from 'node:crypto';
 import type { KubernetesEvent, ObjectToApply, Outcome } from '../../protocol/index.ts';
-import { addObjectPatch, emptyChanges, type ObjectChanges } from '../kube/patcher.ts';
 import type { LogFields, Logger } from '../logging.ts';
+import { addObjectPatch, emptyChanges, type ObjectChanges } from '../state/changes.ts';
 import type { Progress, ProgressMap } from '../state/storage.ts';
 import type { CauseState, DueCall } from './model.ts';
 import type { Plan } from './plan.ts';

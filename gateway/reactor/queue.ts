@@ -11,8 +11,8 @@ import type { KubernetesObject } from '../../protocol/index.ts';
 import { ApiUnreachable } from '../kube/reachability.ts';
 import type { WatchEventType } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
-import { delayFor, type Settings } from '../settings.ts';
-import { MAX_TIMER_MS } from '../timing.ts';
+import type { Settings } from '../settings.ts';
+import { backoffDelay, MAX_TIMER_MS } from '../timing.ts';
 import { type CycleOutcome, objectName } from './model.ts';
 
 export type Processor = (object: KubernetesObject) => Promise<CycleOutcome>;
@@ -267,7 +267,7 @@ export class ObjectQueue implements QueueReadings {
       this.#untilApiBack(slot, () => void this.#refresh(slot, object));
       return;
     }
-    const delay = delayFor(this.#options.errorDelaysS, slot.failures);
+    const delay = backoffDelay({ delays: this.#options.errorDelaysS }, slot.failures);
     slot.failures++;
     log.error('processing failed', { delaySeconds: delay, err: error });
     slot.retry = setTimeout(() => {
@@ -325,7 +325,7 @@ export class ObjectQueue implements QueueReadings {
         this.#untilApiBack(slot, () => void this.#refresh(slot, object, written));
         return;
       }
-      const delay = delayFor(this.#options.errorDelaysS, failures);
+      const delay = backoffDelay({ delays: this.#options.errorDelaysS }, failures);
       log.warning('reading the object failed', { delaySeconds: delay, err: error });
       slot.awaiting = setTimeout(() => void this.#refresh(slot, object, written, failures + 1), delay * 1000);
       return;

@@ -4,7 +4,7 @@
  * and the events. Pure: tested without a cluster.
  */
 import type { KubernetesEvent } from '../../protocol/index.ts';
-import { addObjectPatch, copiedChanges, type ObjectChanges } from '../kube/patcher.ts';
+import { addObjectPatch, copiedChanges, type ObjectChanges } from '../state/changes.ts';
 import type { StateStorage, StateUpdate } from '../state/storage.ts';
 import type { Cause } from './model.ts';
 import type { Folded, NamedObject } from './outcomes.ts';

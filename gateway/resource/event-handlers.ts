@@ -12,13 +12,14 @@ import { applyObjects, type ReactorApi } from '../reactor/api.ts';
 import { objectMatches } from '../reactor/filters.ts';
 import { type Binding, objectName, type ServedResource } from '../reactor/model.ts';
 import { collectEffects, emptyEffects } from '../reactor/outcomes.ts';
+import { Serial } from '../serial.ts';
 
 export class EventHandlers {
   readonly #served: ServedResource;
   readonly #api: ReactorApi;
   readonly #logger: Logger;
-  /** The last call chained for each object: the next waits for it. */
-  readonly #chains = new Map<string, Promise<void>>();
+  /** Each object's calls, one at a time; forgotten when none is left. */
+  readonly #calls = new Map<string, Serial>();
 
   constructor(served: ServedResource, api: ReactorApi, logger: Logger) {
     this.#served = served;
@@ -38,17 +39,18 @@ export class EventHandlers {
       .filter(({ handlers }) => handlers.length > 0);
     if (bindings.length === 0) return;
     const uid = object.metadata.uid;
-    const previous = this.#chains.get(uid) ?? Promise.resolve();
-    const next = previous.then(() => this.#deliver(type, object, bindings));
-    this.#chains.set(uid, next);
-    void next.finally(() => {
-      if (this.#chains.get(uid) === next) this.#chains.delete(uid);
-    });
+    const calls = this.#calls.get(uid) ?? new Serial();
+    this.#calls.set(uid, calls);
+    void calls
+      .run(() => this.#deliver(type, object, bindings))
+      .finally(() => {
+        if (!calls.busy) this.#calls.delete(uid);
+      });
   }
 
   /** Waits for the calls in flight. */
   async stop(): Promise<void> {
-    await Promise.all(this.#chains.values());
+    await Promise.all([...this.#calls.values()].map((calls) => calls.idle()));
   }
 
   async #deliver(type: WatchEventType, object: KubernetesObject, bindings: Binding<FunctionService>[]) {

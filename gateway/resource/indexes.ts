@@ -32,8 +32,7 @@ import type { Logger } from '../logging.ts';
 import { objectMatches } from '../reactor/filters.ts';
 import { objectName, type ServedResource } from '../reactor/model.ts';
 import { exhaustion } from '../reactor/plan.ts';
-import { delayFor } from '../settings.ts';
-import { sleep } from '../timing.ts';
+import { backoffDelay, sleep } from '../timing.ts';
 import { Scheduler } from './scheduler.ts';
 
 /**
@@ -442,7 +441,7 @@ export class IndexFeed {
         await Promise.race([error.recovered, this.#gatewayStopped]);
         return;
       }
-      const delay = delayFor(this.#options.retryDelaysS, failures);
+      const delay = backoffDelay({ delays: this.#options.retryDelaysS }, failures);
       log.warning('indexing failed', {
         service: service.name,
         objects: calls.length,

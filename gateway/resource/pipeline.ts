@@ -1,17 +1,17 @@
 /**
  * What serves one resource: its watch feeds the reactor's queue, the event handlers, the timers, the
- * daemons and the indexes. A pipeline is one part of the gateway, run by the replica that leads: it
- * builds its parts afresh at each start (a replica that leads again lists again, as at a start) and
- * stops them in order, so no call of it is in flight once it has stopped.
+ * daemons and the indexes (resource/fan-out.ts). A pipeline is a shard part of the gateway, run by the
+ * replicas that handle objects, with the role they are given: it builds its parts afresh at each start
+ * (a replica that leads again lists again, as at a start), writes through the role's fence
+ * (resource/fence.ts), and stops its parts in order, so no call of it is in flight once it has stopped.
  */
 
 import type { Identity } from '../identity.ts';
 import type { KubeClient } from '../kube/client.ts';
-import type { DiscoveredResource, DiscoveryCache } from '../kube/discovery.ts';
-import { ApiError } from '../kube/errors.ts';
+import type { DiscoveryCache } from '../kube/discovery.ts';
 import type { Logger } from '../logging.ts';
-import type { Component } from '../manager/manager.ts';
-import type { WriteLeave } from '../peering/peering.ts';
+import type { Part } from '../manager/manager.ts';
+import type { Role } from '../manager/role.ts';
 import { kubeReactorApi, type ReactorApi } from '../reactor/api.ts';
 import { functionServiceCaller } from '../reactor/calls.ts';
 import { ResourceReactor } from '../reactor/cycle.ts';
@@ -19,13 +19,13 @@ import { ObjectMemory } from '../reactor/memory.ts';
 import type { ServedResource } from '../reactor/model.ts';
 import { ObjectQueue, type QueueObserver, type QueueReadings } from '../reactor/queue.ts';
 import type { Settings } from '../settings.ts';
-import { statusKeeps, versionSchema } from '../state/schema.ts';
-import type { StateLocation } from '../state/storage.ts';
 import type { NamespaceSelection, NamespaceWatch } from '../watching/namespaces.ts';
 import { ResourceWatch } from '../watching/resource-watch.ts';
 import { sharedLabelSelector } from '../watching/selectors.ts';
 import { Daemons } from './daemons.ts';
 import { EventHandlers } from './event-handlers.ts';
+import { EventFanOut } from './fan-out.ts';
+import { fencedApi } from './fence.ts';
 import type { Indexes, IndexFeed } from './indexes.ts';
 import { Timers } from './timers.ts';
 
@@ -45,10 +45,6 @@ export interface PipelineOptions {
   logger: Logger;
   /** Receives a promise for each first listing made at a start. */
   onListing(listed: Promise<void>): void;
-  /** Throws unless this gateway may write now (peering: it leads, its Lease renewed in time); says how. */
-  fence?: () => WriteLeave;
-  /** Sharding: whether this gateway handles the object of this uid. Every object is indexed all the same. */
-  owns?: (uid: string) => boolean;
   /** What tells the metrics of it. */
   observer?: PipelineObserver;
 }
@@ -77,9 +73,9 @@ interface Run {
   parts: Array<{ name: string; stop(): Promise<void> }>;
 }
 
-export class ResourcePipeline implements Component {
+export class ResourcePipeline implements Part {
   readonly name: string;
-  readonly leaderOnly = true;
+  readonly placement = 'shard';
   readonly served: ServedResource;
   readonly #options: PipelineOptions;
   readonly #api: ReactorApi;
@@ -89,18 +85,17 @@ export class ResourcePipeline implements Component {
     this.#options = options;
     this.served = options.served;
     this.name = `pipeline of ${options.key}`;
-    const api = kubeReactorApi(
+    this.#api = kubeReactorApi(
       options.client,
       options.discovery,
       options.served.resource,
       options.identity.fieldManager,
     );
-    this.#api = options.fence ? fencedApi(api, options.fence) : api;
   }
 
-  start(): void {
+  start(role: Role): void {
     if (this.#run) return;
-    this.#run = this.#build();
+    this.#run = this.#build(role);
     this.#run.watch.start(this.#selector());
     this.#run.indexFeed.watching(); // its first listings are all known now
   }
@@ -133,9 +128,9 @@ export class ResourcePipeline implements Component {
     return sharedLabelSelector(this.served.bindings.flatMap((binding) => binding.handlers));
   }
 
-  #build(): Run {
-    const { served, identity, settings, logger, owns } = this.#options;
-    const api = this.#api;
+  #build(role: Role): Run {
+    const { served, identity, settings, logger } = this.#options;
+    const api = fencedApi(this.#api, role);
     const memory = new ObjectMemory();
     const reactor = new ResourceReactor({
       served,
@@ -195,24 +190,15 @@ export class ResourcePipeline implements Component {
         indexFeed.listing(listed);
       },
       ...(pipelineObserver ? { onRestart: () => pipelineObserver.watchRestarted() } : {}),
-      onEvent: ({ type, object, initial }) => {
-        indexFeed.observe(type, object);
-        if (owns && !owns(object.metadata.uid)) return; // another replica's
-        if (initial) reactor.listedAtStart(object.metadata.uid);
-        eventHandlers.push(type, object);
-        timers.observe(type, object);
-        daemons.observe(type, object);
-        if (type === 'DELETED') reactor.forget(object.metadata.uid);
-        queue.push(type, object);
-      },
+      onEvent: (event) => fanOut.deliver(event),
     });
+    const fanOut = new EventFanOut({ indexFeed, reactor, eventHandlers, timers, daemons, queue }, role);
     pipelineObserver?.objects({
       seen: () => watch.objectCount,
       // Counted when scraped: a walk of the uids, the ring's hash for each when sharding.
       owned: () => {
-        if (!owns) return watch.objectCount;
         let owned = 0;
-        for (const uid of watch.uids()) if (owns(uid)) owned++;
+        for (const uid of watch.uids()) if (role.owns(uid)) owned++;
         return owned;
       },
     });
@@ -231,62 +217,5 @@ export class ResourcePipeline implements Component {
         { name: 'index entries', stop: async () => indexFeed.clear() },
       ],
     };
-  }
-}
-
-/**
- * The API with every write checked by `fence` first: a gateway that may no longer lead writes nothing,
- * and one whose Lease renewal is overdue guards its writes with the resourceVersion they come from.
- */
-function fencedApi(api: ReactorApi, fence: () => WriteLeave): ReactorApi {
-  return {
-    async jsonPatch(object, patch) {
-      fence(); // guarded by its own `test` of the resourceVersion where it matters (finalizers)
-      return api.jsonPatch(object, patch);
-    },
-    async applyChanges(object, changes, guarded) {
-      const leave = fence();
-      return api.applyChanges(object, changes, guarded || leave === 'guarded');
-    },
-    async applyObject(object, namespace) {
-      fence();
-      return api.applyObject(object, namespace);
-    },
-    async postEvents(object, events, log, applied) {
-      fence();
-      return api.postEvents(object, events, log, applied);
-    },
-    read: (object) => api.read(object),
-  };
-}
-
-/**
- * Where a resource's objects keep the gateway's state. In the status when the status is a subresource
- * whose schema keeps our key: then results and state share one write. Otherwise annotations.
- * Built-in resources have fixed status schemas.
- */
-export async function stateLocation(
-  client: KubeClient,
-  resource: DiscoveredResource,
-  identity: Identity,
-  logger: Logger,
-): Promise<StateLocation> {
-  if (!resource.subresources.includes('status') || resource.group === '' || !resource.group.includes('.')) {
-    return 'annotations';
-  }
-  try {
-    const crd = await client.get<Parameters<typeof versionSchema>[0]>(
-      `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${resource.plural}.${resource.group}`,
-    );
-    if (statusKeeps(versionSchema(crd, resource.version), identity.statusKey)) return 'status';
-    logger.warning(
-      `${resource.plural}.${resource.group}: the schema of status prunes status.${identity.statusKey}; ` +
-        'keeping state in annotations (add x-kubernetes-preserve-unknown-fields to status to save a write per change)',
-    );
-    return 'annotations';
-  } catch (error) {
-    // Without read access to CRDs, try the status; a pruned write is detected and moves state to annotations.
-    if (error instanceof ApiError && (error.status === 403 || error.status === 404)) return 'status';
-    throw error;
   }
 }

@@ -83,7 +83,7 @@ describe('dev session routes', () => {
         waiting?.resolve();
         return true;
       },
-      allowedFor: () => allowed,
+      allowances: { for: () => allowed },
       logger,
     });
     const count = async (n: number) => {
@@ -169,6 +169,31 @@ describe('dev session routes', () => {
     await count(1);
     const delays = timeout.mock.calls.map((call) => Number(call.arguments[1]));
     assert.ok(delays.length > 0 && delays.every((delay) => delay <= MAX_TIMER_MS), `${delays}`);
+  });
+
+  it("go on after a redirect failed: it is logged, and the session's next renewal tries again", async () => {
+    const redirects: string[] = [];
+    const lines: string[] = [];
+    let failing = true;
+    const routes = new DevSessionRoutes({
+      redirect: async (_service, to) => {
+        redirects.push(to?.url ?? 'home');
+        if (failing) {
+          failing = false;
+          throw new Error('rebinding failed');
+        }
+        return true;
+      },
+      allowances: { for: () => anyHttps },
+      logger: createLogger({ level: 'warning', sink: { write: (line) => lines.push(line) } }),
+    });
+    routes.hold('Lease a', at('https://a', '1', 60), 't1');
+    await routes.stop(); // once the failed redirect is done
+    assert.match(lines.join(''), /redirecting the calls of "Billing_Operator" failed.*rebinding failed/);
+    routes.hold('Lease a', at('https://a', '1', 60), 't2'); // its renewal
+    routes.release('Lease a');
+    await routes.stop();
+    assert.deepEqual(redirects, ['https://a', 'https://a', 'home'], 'the renewal redirected, the end too');
   });
 
   it('say why a session is refused', () => {

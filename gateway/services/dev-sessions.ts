@@ -17,7 +17,8 @@ import type { Identity } from '../identity.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { Watcher } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
-import type { Component } from '../manager/manager.ts';
+import type { Part } from '../manager/manager.ts';
+import { Serial } from '../serial.ts';
 import type { Settings } from '../settings.ts';
 import { MAX_TIMER_MS } from '../timing.ts';
 import { matchesUrlGlob, shownUrl, urlProblem } from './function-service-urls.ts';
@@ -118,10 +119,41 @@ export function devSessionRefusal(
   return undefined;
 }
 
+/**
+ * What each service allows of dev sessions, now: its FunctionService's `spec.devSessions` (read from
+ * the objects once they are followed), or, for a service given otherwise, what it was given with
+ * (`FunctionEndpoint.devSessions`, --function-dev-sessions).
+ */
+export class DevSessionAllowances {
+  readonly #given: ReadonlyMap<string, DevSessionsAllowed | undefined>;
+  #objects: { devSessionsAllowed(service: string): DevSessionsAllowed | undefined } | undefined;
+
+  constructor(
+    given: Iterable<{ name: string; devSessions?: { urls: readonly string[]; maxSeconds?: number } }>,
+  ) {
+    const allowed = new Map<string, DevSessionsAllowed | undefined>();
+    for (const { name, devSessions } of given) {
+      if (allowed.has(name)) continue; // the first given by a name is the one served
+      const maxSeconds = devSessions?.maxSeconds ?? DEFAULT_DEV_SESSION_SECONDS;
+      allowed.set(name, devSessions && { urls: devSessions.urls, maxSeconds });
+    }
+    this.#given = allowed;
+  }
+
+  /** FunctionService objects are followed now: what their specs allow comes first. */
+  readFrom(objects: { devSessionsAllowed(service: string): DevSessionsAllowed | undefined }): void {
+    this.#objects = objects;
+  }
+
+  for(service: string): DevSessionsAllowed | undefined {
+    return this.#objects?.devSessionsAllowed(service) ?? this.#given.get(service);
+  }
+}
+
 export interface DevSessionRoutesOptions {
   redirect: Redirect;
-  /** What the service named allows of dev sessions, now; undefined: none. */
-  allowedFor(service: string): DevSessionsAllowed | undefined;
+  /** What each service allows of dev sessions, now: see DevSessionAllowances. */
+  allowances: Pick<DevSessionAllowances, 'for'>;
   logger: Logger;
 }
 
@@ -138,9 +170,9 @@ interface Held {
  * is live. A session not renewed within its duration (capped by what its service allows) expires
  * here, by this process's clock; one its service does not allow is ignored, and said so once.
  */
-export class DevSessionRoutes implements Component {
+export class DevSessionRoutes implements Part {
   readonly name = 'dev session routes';
-  readonly leaderOnly = false; // every replica calls the services
+  readonly placement = 'every replica'; // every replica calls the services
   readonly #options: DevSessionRoutesOptions;
   /** By holder: `Lease <namespace>/<name>`, `FunctionService <namespace>/<name>`. */
   readonly #held = new Map<string, Held>();
@@ -149,7 +181,8 @@ export class DevSessionRoutes implements Component {
   /** By holder, the refusal last logged: a renewal of a refused session is not logged again. */
   readonly #refused = new Map<string, string>();
   #expiry: NodeJS.Timeout | undefined;
-  #routing: Promise<void> = Promise.resolve();
+  /** Redirects one at a time, in the order decided. */
+  readonly #routing = new Serial();
 
   constructor(options: DevSessionRoutesOptions) {
     this.#options = options;
@@ -159,7 +192,7 @@ export class DevSessionRoutes implements Component {
 
   async stop(): Promise<void> {
     clearTimeout(this.#expiry);
-    await this.#routing;
+    await this.#routing.idle();
   }
 
   /** `holder` holds `session`; a new `renewal` (what the holder wrote when it renewed) starts its duration again. */
@@ -200,11 +233,13 @@ export class DevSessionRoutes implements Component {
       if (target) this.#routed.set(service, target);
       else this.#routed.delete(service);
       const to = session ? { url: session.url, revision: session.revision } : undefined;
-      this.#routing = this.#routing.then(async () => {
-        // Not there (yet): forgotten, so the session's next renewal tries again.
-        if (!(await this.#options.redirect(service, to)) && this.#routed.get(service) === target) {
-          this.#routed.delete(service);
-        }
+      void this.#routing.run(async () => {
+        const redirected = await this.#options.redirect(service, to).catch((error) => {
+          this.#options.logger.error(`redirecting the calls of "${service}" failed`, { err: error });
+          return false;
+        });
+        // Not there (yet), or failed: forgotten, so the session's next renewal tries again.
+        if (!redirected && this.#routed.get(service) === target) this.#routed.delete(service);
       });
     }
     const next = Math.min(...[...live.values()].map((held) => held.expiresAt));
@@ -215,7 +250,7 @@ export class DevSessionRoutes implements Component {
 
   /** What its service allows, when the session is followed; a refusal is logged once, not at each renewal. */
   #allowedFor(holder: string, session: DevSession): DevSessionsAllowed | undefined {
-    const allowed = this.#options.allowedFor(session.service);
+    const allowed = this.#options.allowances.for(session.service);
     const refusal = devSessionRefusal(session, allowed);
     if (!refusal) {
       this.#refused.delete(holder);
@@ -241,9 +276,9 @@ export interface DevSessionsOptions {
 }
 
 /** The dev sessions that Leases in one namespace hold. */
-export class DevSessions implements Component {
+export class DevSessions implements Part {
   readonly name = 'dev sessions';
-  readonly leaderOnly = false; // every replica calls the services
+  readonly placement = 'every replica'; // every replica calls the services
   readonly #options: DevSessionsOptions;
   readonly #watcher: Watcher;
 

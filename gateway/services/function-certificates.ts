@@ -122,7 +122,7 @@ interface Kept {
 
 export class FunctionCertificates {
   readonly name = 'function service certificates';
-  readonly leaderOnly = false; // every replica keeps the certificates of the services it calls
+  readonly placement = 'every replica'; // every replica keeps the certificates of the services it calls
   readonly #options: FunctionCertificatesOptions;
   #ca: CertificateAuthority | undefined;
   /** By service name: where its certificate goes and what it names. */

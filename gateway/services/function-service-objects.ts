@@ -22,8 +22,11 @@ import { postEvents } from '../kube/events.ts';
 import { secretPath } from '../kube/secrets.ts';
 import { Watcher } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
-import type { Component } from '../manager/manager.ts';
-import { delayFor, type Settings } from '../settings.ts';
+import type { Part } from '../manager/manager.ts';
+import { ALONE, type Role } from '../manager/role.ts';
+import { Serial } from '../serial.ts';
+import type { Settings } from '../settings.ts';
+import { backoffDelay } from '../timing.ts';
 import {
   DEFAULT_DEV_SESSION_SECONDS,
   type DevSession,
@@ -284,11 +287,6 @@ export interface FunctionServiceObjectsOptions {
   logger: Logger;
   /** The services the gateway was given otherwise (--functions, in its process): no FunctionService takes their names. */
   given: ReadonlySet<string>;
-  /**
-   * Whether this replica posts the Events every replica sees the reason for (peering: the one that
-   * leads), so that each is posted once. Undefined: it does.
-   */
-  announces?: () => boolean;
 }
 
 interface Known {
@@ -310,18 +308,23 @@ interface Known {
   away?: string;
 }
 
-export class FunctionServiceObjects implements Component {
+export class FunctionServiceObjects implements Part {
   readonly name = 'function service objects';
-  readonly leaderOnly = false; // every replica calls the services
+  readonly placement = 'every replica'; // every replica calls the services
   readonly #options: FunctionServiceObjectsOptions;
   readonly #watcher: Watcher;
   /** By object name. */
   readonly #known = new Map<string, Known>();
   /** One change at a time, in the order the watch told them. */
-  #changing: Promise<void> = Promise.resolve();
+  readonly #changes = new Serial();
   #stopped = false;
   #unlisten: (() => void) | undefined;
   readonly #path: string;
+  /**
+   * Whether this replica posts the Events every replica sees the reason for: only the one that leads,
+   * so that each is posted once.
+   */
+  #role: Role = ALONE;
 
   constructor(options: FunctionServiceObjectsOptions) {
     this.#options = options;
@@ -336,7 +339,8 @@ export class FunctionServiceObjects implements Component {
     });
   }
 
-  start(): void {
+  start(role: Role): void {
+    this.#role = role;
     // A service going down or coming back, or sent to a laptop, shows in its object's status.
     this.#unlisten = this.#options.services.onStateChange((serviceName) => {
       const known = this.#holderOf(serviceName);
@@ -350,7 +354,7 @@ export class FunctionServiceObjects implements Component {
     this.#unlisten?.();
     for (const known of this.#known.values()) clearTimeout(known.retry);
     await this.#watcher.stop();
-    await this.#changing;
+    await this.#changes.idle();
   }
 
   /** What the FunctionService that has the service named `serviceName` allows of dev sessions. */
@@ -371,7 +375,7 @@ export class FunctionServiceObjects implements Component {
   }
 
   #serially(change: () => Promise<void>): void {
-    this.#changing = this.#changing.then(change).catch((error) => {
+    void this.#changes.run(change).catch((error) => {
       this.#options.logger.error('serving FunctionService objects failed', { err: error });
     });
   }
@@ -475,7 +479,7 @@ export class FunctionServiceObjects implements Component {
       const message = error instanceof Error ? error.message : String(error);
       // The status in the gateway's words; what the service said, in its log only.
       known.error = error instanceof ServiceError ? error.reason : message;
-      const delayS = delayFor(settings.calls.serviceRetryDelaysS, known.failures++);
+      const delayS = backoffDelay({ delays: settings.calls.serviceRetryDelaysS }, known.failures++);
       logger.warning(
         `FunctionService ${namespace}/${name} is not served yet: ${message}; trying again in ${delayS}s`,
       );
@@ -518,7 +522,7 @@ export class FunctionServiceObjects implements Component {
           ]
         : ['DevSessionEnded', `the calls of "${serviceName}" go to ${String(known.object.spec?.url)} again`];
       known.away = away;
-      if (this.#options.announces?.() !== false)
+      if (this.#role.leads)
         await postEvents(
           this.#options.client,
           known.object,

@@ -19,7 +19,7 @@ import type { KubeClient } from '../kube/client.ts';
 import { ApiError, ignoreNotFound } from '../kube/errors.ts';
 import { MANAGED_BY_CAUSEWAY, secretPath, writeSecret } from '../kube/secrets.ts';
 import type { Logger } from '../logging.ts';
-import type { Component } from '../manager/manager.ts';
+import type { Part } from '../manager/manager.ts';
 import type { Settings } from '../settings.ts';
 
 /** The Secret's key holding the private keys, and the ConfigMap's key holding the public ones. */
@@ -59,9 +59,9 @@ interface Kept<T> {
   resourceVersion?: string;
 }
 
-export class SigningKeys implements Component {
+export class SigningKeys implements Part {
   readonly name = 'signing keys';
-  readonly leaderOnly = false; // every replica signs
+  readonly placement = 'every replica'; // every replica signs
   readonly #options: SigningKeysOptions;
   #current: { stored: StoredKey; key: SigningKey } | undefined;
   #timer: NodeJS.Timeout | undefined;

@@ -67,7 +67,7 @@ describe('peering', () => {
       logger: firstLog,
     });
     t.after(() => first.stop());
-    await eventually('the first gateway leading', async () => first.gateway.leading || undefined);
+    await eventually('the first gateway leading', async () => first.gateway.handling || undefined);
     const secondLog = memoryLogger();
     const second = await runOperator(recordingOperator('second', calls), {
       namespaces: [namespace],
@@ -87,7 +87,7 @@ describe('peering', () => {
     await eventually('the first gateway well into the backlog', async () => calls.length >= 60 || undefined);
     await first.stop();
     const stoppedAt = Date.now();
-    await eventually('the second gateway leading', async () => second.gateway.leading || undefined);
+    await eventually('the second gateway leading', async () => second.gateway.handling || undefined);
     const results = await eventually(
       'every object handled',
       async () => {
@@ -137,7 +137,7 @@ describe('peering', () => {
       logger: deployedLog,
     });
     t.after(() => deployed.stop());
-    await eventually('the deployed gateway leading', async () => deployed.gateway.leading || undefined);
+    await eventually('the deployed gateway leading', async () => deployed.gateway.handling || undefined);
     await createKopfExamples(namespace, objectNames('kex', 2));
     const ticks = (gateway: string, after = 0) =>
       calls.filter((call) => call.key === 'timer' && call.gateway === gateway && call.started > after);
@@ -153,8 +153,8 @@ describe('peering', () => {
     });
     let devStopped = false;
     t.after(() => (devStopped ? undefined : dev.stop()));
-    await eventually('the dev gateway leading', async () => dev.gateway.leading || undefined);
-    assert.equal(deployed.gateway.leading, false, 'the deployed gateway is paused');
+    await eventually('the dev gateway leading', async () => dev.gateway.handling || undefined);
+    assert.equal(deployed.gateway.handling, false, 'the deployed gateway is paused');
     assert.ok(
       deployedLog.lines.some((line) => line.includes(`paused by a higher priority (${DEV_PRIORITY})`)),
       'the deployed gateway says why it pauses',
@@ -166,7 +166,10 @@ describe('peering', () => {
     await dev.stop();
     devStopped = true;
     const handedBack = Date.now();
-    await eventually('the deployed gateway leading again', async () => deployed.gateway.leading || undefined);
+    await eventually(
+      'the deployed gateway leading again',
+      async () => deployed.gateway.handling || undefined,
+    );
     await eventually(
       'timers on the deployed gateway again',
       async () => ticks('deployed', handedBack).length >= 2 || undefined,
@@ -195,7 +198,7 @@ describe('peering', () => {
       logger: cutLog,
     });
     t.after(() => cut.stop());
-    await eventually('the first gateway leading', async () => cut.gateway.leading || undefined);
+    await eventually('the first gateway leading', async () => cut.gateway.handling || undefined);
     const otherLog = memoryLogger();
     const other = await runOperator(recordingOperator('other', calls, { timer: true }), {
       namespaces: [namespace],
@@ -219,7 +222,7 @@ describe('peering', () => {
       20_000,
     );
     const stoppedAt = Date.now();
-    await eventually('the other gateway leading', async () => other.gateway.leading || undefined, 30_000);
+    await eventually('the other gateway leading', async () => other.gateway.handling || undefined, 30_000);
     await eventually('timers on the other gateway', async () => ticks('other').length >= 2 || undefined);
     t.diagnostic(`stopped ${stoppedAt - cutAt} ms after the cut; the other leads after it`);
     // Its writes are refused from the deadline (10 s) on; it says so at its next look, within the Lease's 15 s.
@@ -234,7 +237,7 @@ describe('peering', () => {
       async () => cutLog.lines.some((line) => line.includes('follows "other"')) || undefined,
       20_000,
     );
-    assert.equal(cut.gateway.leading, false);
+    assert.equal(cut.gateway.handling, false);
   });
 
   it('removes its Lease as it stops, even when a renewal it gave up on landed: the Lease moved on behind it', async (t) => {
@@ -250,7 +253,7 @@ describe('peering', () => {
       logger: log,
     });
     t.after(() => running.stop());
-    await eventually('the gateway leading', async () => running.gateway.leading || undefined);
+    await eventually('the gateway leading', async () => running.gateway.handling || undefined);
     const client = await kubeClient();
     const leases = `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`;
     const [lease] = (await client.get<{ items: KubernetesObject[] }>(leases)).items;

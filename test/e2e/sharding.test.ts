@@ -83,7 +83,7 @@ describe('sharding', () => {
     await eventually(
       'the three gateways running their shares',
       async () =>
-        gateways.every(({ gateway }) => gateway.leading) &&
+        gateways.every(({ gateway }) => gateway.handling) &&
         [...logs.values()].every((log) => log.lines.some((line) => line.includes('a 1/3 share')))
           ? true
           : undefined,
@@ -168,7 +168,7 @@ describe('sharding', () => {
     const [a, b, c] = [await start('shard-a'), await start('shard-b'), await start('shard-c')];
     await eventually(
       'the three gateways running their shares',
-      async () => (a.gateway.leading && b.gateway.leading && c.gateway.leading) || undefined,
+      async () => (a.gateway.handling && b.gateway.handling && c.gateway.handling) || undefined,
       30_000,
     );
     const names = objectNames('kex', 600);
@@ -192,7 +192,7 @@ describe('sharding', () => {
       calls.some((call) => call.gateway === 'shard-d'),
       'the gateway that joined took a share',
     );
-    assert.ok(d.gateway.leading, 'the gateway that joined runs its share');
+    assert.ok(d.gateway.handling, 'the gateway that joined runs its share');
   });
 
   it('keeps every index whole on every replica: a handler on either sees every object', async (t) => {

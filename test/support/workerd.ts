@@ -6,7 +6,7 @@ import { Miniflare } from 'miniflare';
 import { bundleForWorkers, WORKERS_COMPATIBILITY_DATE } from '../../gateway/cli/commands/build/build.ts';
 
 export interface Worker {
-  /** Where the worker listens on this host over HTTP, as `wrangler dev` serves one: for a gateway to call. */
+  /** Where the worker listens on this host (over HTTP, as `wrangler dev` serves one, unless `tls`): for a gateway to call. */
   url: string;
   fetch(request: Request): Promise<Response>;
   close(): Promise<void>;
@@ -18,6 +18,8 @@ export interface WorkerOptions {
   port?: number;
   /** The date of the worker's wrangler.toml; the one `causeway build` writes unless given. */
   compatibilityDate?: string;
+  /** A certificate and its key (PEM) to serve HTTPS with, workerd terminating TLS itself; HTTP unless given. */
+  tls?: { cert: string; key: string };
 }
 
 /** The module bundled (this repository's `causeway/*` imports resolve to its sources, by tsconfig.json's paths) and served. */
@@ -28,7 +30,7 @@ export async function startWorker(entry: string, options: WorkerOptions): Promis
 /** A bundle, one ES module as `causeway build --target workers` writes it, served by workerd. */
 export async function serveWorker(
   script: string,
-  { bindings, port, compatibilityDate }: WorkerOptions,
+  { bindings, port, compatibilityDate, tls }: WorkerOptions,
 ): Promise<Worker> {
   const mf = new Miniflare({
     modules: true,
@@ -37,6 +39,7 @@ export async function serveWorker(
     bindings,
     host: '127.0.0.1',
     port: port ?? 0,
+    ...(tls ? { httpsCert: tls.cert, httpsKey: tls.key } : {}),
   });
   const url = (await mf.ready).href.replace(/\/$/, '');
   return {

@@ -1,0 +1,46 @@
+/**
+ * The scope check of the function services, as the gateway holds them to what they may reach
+ * (dispatch/scope.ts): a service whose manifest names a resource beyond its scope is refused as a
+ * whole when it connects, before any of its handlers is served; every answer is held to its scope
+ * call by call, with the kinds it names resolved by discovery.
+ *
+ * Discovery needs the cluster client. A gateway that has one from the start (a kubeconfig) checks
+ * manifests as services connect; one that logs in through a service has none until then, so its
+ * services are looked at handler by handler as they are bound instead (binding.ts), and answers are
+ * resolved once `discover` has given it discovery, which is before any object is watched.
+ */
+import type { FunctionService } from '../dispatch/function-service.ts';
+import { type AnswerGuard, ScopeError } from '../dispatch/scope.ts';
+import type { Identity } from '../identity.ts';
+import { type DiscoveredResource, type DiscoveryCache, kindSelector } from '../kube/discovery.ts';
+import { firstOutsideScope } from './binding.ts';
+
+export class ScopeCheck implements AnswerGuard {
+  readonly identity: Identity;
+  /** Discovery at the start, where there is a cluster client then: manifests are checked with it. */
+  readonly #atStart: DiscoveryCache | undefined;
+  #discovery: DiscoveryCache | undefined;
+
+  constructor(identity: Identity, discovery: DiscoveryCache | undefined) {
+    this.identity = identity;
+    this.#atStart = discovery;
+    this.#discovery = discovery;
+  }
+
+  /** The gateway has its cluster client now (it logged in): answers are resolved with its discovery. */
+  discover(discovery: DiscoveryCache): void {
+    this.#discovery ??= discovery;
+  }
+
+  /** Throws why a service just connected may not be served: a handler beyond its scope. */
+  async vet(service: FunctionService): Promise<void> {
+    const refused = this.#atStart && firstOutsideScope(service, await this.#atStart.reload());
+    if (refused) throw new ScopeError(`${refused}: the service is not served`);
+  }
+
+  async resourceOf(apiVersion: string, kind: string): Promise<DiscoveredResource> {
+    // Asked only about objects, which come once the watches (and so discovery) are up.
+    if (!this.#discovery) throw new Error('the gateway has no cluster client yet to resolve kinds with');
+    return this.#discovery.resolve(kindSelector(apiVersion, kind));
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * The function services: connected (their manifests read and held to their scopes), checked against
+ * the gateway's own rights when asked to, their startup handlers called before anything is watched,
+ * and their cleanup handlers called at the stop. The cluster client is known here at last: from a
+ * kubeconfig, or from a service's login handler once it has started.
+ */
+import { ScopeCheck } from '../binding/scope-check.ts';
+import { FunctionServices } from '../dispatch/services.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { DiscoveryCache } from '../kube/discovery.ts';
+import { part } from '../manager/manager.ts';
+import { checkOwnRights } from '../rbac/at-start.ts';
+import { Indexes } from '../resource/indexes.ts';
+import { Activities } from '../services/activities.ts';
+import type { Ground } from './ground.ts';
+import type { Observability } from './observability.ts';
+import { type Credentials, clusterClient } from './trust.ts';
+
+export interface Services {
+  services: FunctionServices;
+  activities: Activities;
+  indexes: Indexes;
+  client: KubeClient;
+  discovery: DiscoveryCache;
+}
+
+export async function functionServices(
+  ground: Ground,
+  { metrics, observeRequest }: Observability,
+  credentials: Credentials,
+): Promise<Services> {
+  const { options, identity, settings, logger, manager, stopping } = ground;
+  const earlyDiscovery = credentials.client ? new DiscoveryCache(credentials.client) : undefined;
+  const scope = new ScopeCheck(identity, earlyDiscovery);
+  const indexes = new Indexes({
+    batchSize: settings.calls.indexBatchSize,
+    batchBytes: settings.calls.indexBatchBytes,
+    retryDelaysS: settings.calls.serviceRetryDelaysS,
+    stopping: stopping.signal,
+    logger,
+  });
+  const services = new FunctionServices({
+    signer: credentials.signer,
+    settings: settings.calls,
+    indexes,
+    ...(credentials.certificates ? { certificates: credentials.certificates } : {}),
+    logger,
+    scope,
+    ...(metrics ? { observer: metrics.calls } : {}),
+  });
+  metrics?.watchBreakers(() => services.current.map(({ name, down }) => [name, down !== undefined]));
+  await services.connect(options.functions, stopping.signal);
+  await manager.add('services', part('function services', 'every replica', { stop: () => services.close() }));
+  const { rbacCheck } = options;
+  if (rbacCheck) {
+    const starting = {
+      client: credentials.client,
+      services: services.current,
+      signer: credentials.signer,
+      ca: settings.calls.ca,
+      ...(earlyDiscovery ? { discovery: earlyDiscovery } : {}),
+      logger,
+    };
+    await checkOwnRights(rbacCheck, starting);
+  }
+  const activities = new Activities({
+    services: () => services.current,
+    retryDelaysS: settings.calls.serviceRetryDelaysS,
+    logger,
+  });
+  // Before any watch: a startup that fails fails the start (and startGateway stops what started).
+  await activities.startup();
+  const login = { from: options.loginFrom, services: services.current, activities };
+  const client = await clusterClient(credentials, login, stopping.signal, logger, observeRequest);
+  const discovery = earlyDiscovery ?? new DiscoveryCache(client);
+  scope.discover(discovery);
+  await manager.add(
+    'cleanup',
+    part('cleanup handlers', 'every replica', {
+      stop: () => activities.cleanup(settings.activities.cleanupTimeoutMs),
+    }),
+  );
+  return { services, activities, indexes, client, discovery };
+}

@@ -2,7 +2,7 @@
 import { DEFAULT_IDENTITY, type Identity } from '../../identity.ts';
 import { flag, type GroupValues, group } from '../command-line.ts';
 
-export const ANNOTATION_PREFIX = flag({
+const ANNOTATION_PREFIX = flag({
   name: 'annotation-prefix',
   value: '<prefix>',
   default: DEFAULT_IDENTITY.annotationPrefix,

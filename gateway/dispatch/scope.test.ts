@@ -46,14 +46,17 @@ const handled: KubernetesObject = {
   metadata: { name: 'example', namespace: 'team-a', uid: 'uid-1' },
 };
 
-const guard: AnswerGuard = {
-  identity: DEFAULT_IDENTITY,
-  resourceOf: async (apiVersion, kind) => {
+/** An instance, as the gateway's guard (binding/scope-check.ts) is: its methods are its class's, not its own. */
+class KnownKinds implements AnswerGuard {
+  readonly identity = DEFAULT_IDENTITY;
+
+  async resourceOf(apiVersion: string, kind: string): Promise<DiscoveredResource> {
     const found = KINDS[`${apiVersion}/${kind}`];
     if (!found) throw new Error(`no ${kind}`);
     return found;
-  },
-};
+  }
+}
+const guard = new KnownKinds();
 
 const scope: ServiceScope = { resources: ['kopfexamples.kopf.dev'], children: ['configmaps'] };
 /** `null`: no pin (a gateway run with --unscoped). */

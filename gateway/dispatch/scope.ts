@@ -109,8 +109,9 @@ export interface ScopeGuard extends AnswerGuard {
   vet(service: FunctionService): Promise<void>;
 }
 
-/** A call's guard and the object it was about. */
-interface CallTarget extends AnswerGuard {
+/** A call's guard (an object whose methods may be its class's) and the object the call was about. */
+interface CallTarget {
+  guard: AnswerGuard;
   object: KubernetesObject;
 }
 
@@ -126,7 +127,7 @@ export async function confineOutcomes(
   guard: AnswerGuard,
   object: KubernetesObject,
 ): Promise<Record<string, Outcome>> {
-  const target = { ...guard, object };
+  const target = { guard, object };
   const confined: Record<string, Outcome> = {};
   for (const [id, outcome] of Object.entries(outcomes)) {
     confined[id] = await confineOutcome(outcome, `handler "${id}"`, scope, target);
@@ -140,7 +141,7 @@ async function confineOutcome(
   scope: ServiceScope | undefined,
   target: CallTarget,
 ): Promise<Outcome> {
-  if (outcome.patch) checkPatch(outcome.patch, who, target.identity);
+  if (outcome.patch) checkPatch(outcome.patch, who, target.guard.identity);
   let confined = outcome;
   if (scope && outcome.apply) {
     const apply: ObjectToApply[] = [];
@@ -211,7 +212,7 @@ async function confineChild(
 ): Promise<ObjectToApply> {
   const { object } = target;
   const describeChild = `${child.kind} ${child.metadata.name ?? child.metadata.generateName ?? ''}`;
-  const resource = await target.resourceOf(child.apiVersion, child.kind);
+  const resource = await target.guard.resourceOf(child.apiVersion, child.kind);
   if (!covers(scope.children, resource)) {
     throw new ScopeError(
       `${who}: ${describeChild} is a ${scopeName(resource)}, not one of the kinds its scope lets it apply ` +
@@ -261,7 +262,7 @@ async function checkAbout(
     about.name === object.metadata.name &&
     (about.namespace ?? object.metadata.namespace) === object.metadata.namespace;
   if (same) return;
-  const resource = await target.resourceOf(about.apiVersion, about.kind);
+  const resource = await target.guard.resourceOf(about.apiVersion, about.kind);
   const inNamespace = about.namespace === undefined || about.namespace === object.metadata.namespace;
   if (!covers(scope.children, resource) || !resource.namespaced || !inNamespace) {
     throw new ScopeError(

@@ -1,15 +1,14 @@
 import {
   type AdmissionOperation,
-  delayRange,
   HANDLER_KIND_NAMES,
   HANDLER_KINDS,
   type HandlerKind,
   type HandlerSpec,
   isAdmissionKind,
-  isDelaySeconds,
   type KindRule,
   type HandlerOptions as SpecOptions,
 } from '../protocol/index.ts';
+import { ADMISSION_OPERATIONS, OPTIONS } from '../protocol/schema/manifest.ts';
 import type { DaemonHandler, Fields, Handler, HandlerContext } from './context.ts';
 import { checkField, compileFilters, type FilterOptions } from './filters.ts';
 import { checkIndexesOption, type IndexDefinitionOptions, indexDefinition } from './indexes.ts';
@@ -284,7 +283,6 @@ const SPEC_OPTIONS: readonly (keyof SpecOptions)[] = [
   'ignoreFailures',
   'indexes',
 ];
-const OPERATIONS: readonly AdmissionOperation[] = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'];
 
 /** The options among `names` that are given, or undefined when none is: what a manifest publishes. */
 export function pick<T extends object, K extends keyof T>(
@@ -337,14 +335,17 @@ export function checkCommonOptions(
   if (id !== undefined && (typeof id !== 'string' || id === '')) {
     throw new TypeError(`${where}: option "id" must be a non-empty string`);
   }
-  if (retries !== undefined && !(Number.isInteger(retries) && retries >= 1)) {
+  if (retries !== undefined && !OPTIONS.properties.retries.test(retries)) {
     throw new TypeError(`${where}: option "retries" must be a whole number of attempts, at least 1`);
   }
-  if (timeout !== undefined && !isDelaySeconds(timeout, { positive: true })) {
-    throw new TypeError(`${where}: option "timeout" must be ${delayRange({ positive: true })}`);
-  }
-  if (backoff !== undefined && !isDelaySeconds(backoff)) {
-    throw new TypeError(`${where}: option "backoff" must be ${delayRange()}`);
+  for (const [name, seconds] of [
+    ['timeout', timeout],
+    ['backoff', backoff],
+  ] as const) {
+    const shape = OPTIONS.properties[name];
+    if (seconds !== undefined && !shape.test(seconds)) {
+      throw new TypeError(`${where}: option "${name}" must be ${shape.expected}`);
+    }
   }
 }
 
@@ -362,16 +363,17 @@ function checkOptions(where: string, kind: HandlerKind, options: unknown): asser
     );
   }
   const { interval, idle, initialDelay, cancellationTimeout } = options as HandlerOptions;
-  if (kind === 'timer' && !isDelaySeconds(interval, { positive: true })) {
-    throw new TypeError(`${where}: option "interval" must be ${delayRange({ positive: true })}`);
+  if (kind === 'timer' && !OPTIONS.properties.interval.test(interval)) {
+    throw new TypeError(`${where}: option "interval" must be ${OPTIONS.properties.interval.expected}`);
   }
   for (const [name, seconds] of [
     ['idle', idle],
     ['initialDelay', initialDelay],
     ['cancellationTimeout', cancellationTimeout],
   ] as const) {
-    if (seconds !== undefined && !isDelaySeconds(seconds)) {
-      throw new TypeError(`${where}: option "${name}" must be ${delayRange()}`);
+    const shape = OPTIONS.properties[name];
+    if (seconds !== undefined && !shape.test(seconds)) {
+      throw new TypeError(`${where}: option "${name}" must be ${shape.expected}`);
     }
   }
   for (const name of [
@@ -383,19 +385,15 @@ function checkOptions(where: string, kind: HandlerKind, options: unknown): asser
     'ignoreFailures',
   ] as const) {
     const flag = (options as HandlerOptions)[name];
-    if (flag !== undefined && typeof flag !== 'boolean') {
-      throw new TypeError(`${where}: option "${name}" must be true or false`);
+    const shape = OPTIONS.properties[name];
+    if (flag !== undefined && !shape.test(flag)) {
+      throw new TypeError(`${where}: option "${name}" must be ${shape.expected}`);
     }
   }
-  if (
-    operations !== undefined &&
-    (!Array.isArray(operations) ||
-      operations.length === 0 ||
-      !operations.every((operation) => OPERATIONS.includes(operation)))
-  ) {
-    throw new TypeError(`${where}: option "operations" must list some of ${OPERATIONS.join(', ')}`);
+  if (operations !== undefined && !OPTIONS.properties.operations.test(operations)) {
+    throw new TypeError(`${where}: option "operations" must list some of ${ADMISSION_OPERATIONS.join(', ')}`);
   }
-  if (subresource !== undefined && (typeof subresource !== 'string' || subresource === '')) {
+  if (subresource !== undefined && !OPTIONS.properties.subresource.test(subresource)) {
     throw new TypeError(`${where}: option "subresource" must be a subresource's name, or '*' for all`);
   }
 }

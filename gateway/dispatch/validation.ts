@@ -24,6 +24,8 @@ import {
   PROTOCOL,
 } from '../../protocol/index.ts';
 import { isObject } from '../../protocol/json.ts';
+import { FILTERS, MANIFEST, META_MATCH, OPTIONS, RESOURCE_SELECTOR } from '../../protocol/schema/manifest.ts';
+import type { Shape } from '../../protocol/schema/shape.ts';
 import { parseScope } from './scope.ts';
 
 export class ProtocolError extends Error {
@@ -153,7 +155,7 @@ export function parseManifest(value: unknown): { manifest: Manifest; unknownKind
   }
   const activities = parseActivities(value.activities, unknownKinds);
   for (const flag of ['sessions', 'indexVersions', 'batches'] as const) {
-    if (value[flag] !== undefined && typeof value[flag] !== 'boolean') {
+    if (value[flag] !== undefined && !MANIFEST.properties[flag].test(value[flag])) {
       throw new ProtocolError(`manifest.${flag} is not a boolean`);
     }
   }
@@ -188,28 +190,12 @@ function checkResource(resource: unknown, where: string): void {
       `${where} needs a name or a category, ${given.length === 0 ? 'and has neither' : 'not both'}`,
     );
   }
-  for (const field of given) {
-    if (typeof resource[field] !== 'string' || !resource[field]) {
-      throw new ProtocolError(`${where}.${field} must be a non-empty string`);
+  for (const field of [...given, 'group', 'version'] as const) {
+    const shape = RESOURCE_SELECTOR.properties[field];
+    if (resource[field] !== undefined && !shape.test(resource[field])) {
+      throw new ProtocolError(`${where}.${field} must be ${shape.expected}`);
     }
   }
-  for (const field of ['group', 'version'] as const) {
-    if (resource[field] !== undefined && typeof resource[field] !== 'string') {
-      throw new ProtocolError(`${where}.${field} must be a string`);
-    }
-  }
-}
-
-/** A label's or annotation's match: a value, `{present: true}` or `{absent: true}`. */
-function isMetaMatch(match: unknown): boolean {
-  return typeof match === 'string' || (isObject(match) && (match.present === true || match.absent === true));
-}
-
-/** A field's match: `{equals: …}`, `{present: true}` or `{absent: true}`. */
-function isValueMatch(match: unknown): boolean {
-  return (
-    isObject(match) && (Object.hasOwn(match, 'equals') || match.present === true || match.absent === true)
-  );
 }
 
 /**
@@ -223,68 +209,30 @@ function checkFilters(filters: unknown, where: string): void {
     if (matches === undefined) continue;
     if (!isObject(matches)) throw new ProtocolError(`${where}.${part} is not an object`);
     for (const [key, match] of Object.entries(matches)) {
-      if (!isMetaMatch(match)) {
-        throw new ProtocolError(
-          `${where}.${part}${pathStep(key)} must be a value, {"present": true} or {"absent": true}`,
-        );
+      if (!META_MATCH.test(match)) {
+        throw new ProtocolError(`${where}.${part}${pathStep(key)} must be ${META_MATCH.expected}`);
       }
     }
   }
-  if (
-    filters.field !== undefined &&
-    (typeof filters.field !== 'string' || !/^[^.]+(\.[^.]+)*$/.test(filters.field))
-  ) {
-    throw new ProtocolError(`${where}.field must be a dotted path (spec.a.b)`);
-  }
-  for (const part of ['value', 'old', 'new'] as const) {
-    if (filters[part] !== undefined && !isValueMatch(filters[part])) {
-      throw new ProtocolError(
-        `${where}.${part} must be {"equals": …}, {"present": true} or {"absent": true}`,
-      );
+  for (const part of ['field', 'value', 'old', 'new', 'when'] as const) {
+    const shape = FILTERS.properties[part];
+    if (filters[part] !== undefined && !shape.test(filters[part])) {
+      throw new ProtocolError(`${where}.${part} must be ${shape.expected}`);
     }
-  }
-  if (filters.when !== undefined && typeof filters.when !== 'boolean') {
-    throw new ProtocolError(`${where}.when must be true or false`);
   }
   if (filters.namespaces !== undefined && !isStrings(filters.namespaces, 0)) {
     throw new ProtocolError(`${where}.namespaces must be a list of namespaces, globs or negations`);
   }
 }
 
-/** Options as numbers of seconds (MAX_DELAY_SECONDS at most), counts, switches and names. */
-const OPTION_RULES: Record<string, [(value: unknown) => boolean, string]> = {
-  retries: [(value) => Number.isInteger(value) && (value as number) >= 1, 'an integer ≥ 1'],
-  timeout: [(value) => isDelaySeconds(value, { positive: true }), delayRange({ positive: true })],
-  interval: [(value) => isDelaySeconds(value, { positive: true }), delayRange({ positive: true })],
-  ...Object.fromEntries(
-    ['backoff', 'idle', 'initialDelay', 'cancellationTimeout'].map((name) => [
-      name,
-      [(value: unknown) => isDelaySeconds(value), delayRange()],
-    ]),
-  ),
-  ...Object.fromEntries(
-    ['optional', 'deleted', 'sharp', 'persistent', 'sideEffects', 'ignoreFailures'].map((name) => [
-      name,
-      [(value: unknown) => typeof value === 'boolean', 'true or false'],
-    ]),
-  ),
-  operations: [
-    (value) =>
-      isStrings(value, 1) &&
-      (value as string[]).every((operation) => ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'].includes(operation)),
-    'a list of CREATE, UPDATE, DELETE and CONNECT',
-  ],
-  subresource: [(value) => typeof value === 'string' && value !== '', 'a non-empty string'],
-  indexes: [(value) => isStrings(value, 0) && (value as string[]).every(Boolean), 'a list of index ids'],
-};
-
 /** Options of a handler or an activity: those the gateway reads, of the type it reads them as. */
 function checkOptions(options: unknown, where: string): void {
   if (!isObject(options)) throw new ProtocolError(`${where} is not an object`);
+  const shapes: Record<string, Shape> = OPTIONS.properties;
   for (const [name, value] of Object.entries(options)) {
-    const rule = Object.hasOwn(OPTION_RULES, name) ? OPTION_RULES[name] : undefined;
-    if (rule && value !== undefined && !rule[0](value)) {
-      throw new ProtocolError(`${where}.${name} must be ${rule[1]}`);
+    const shape = Object.hasOwn(shapes, name) ? shapes[name] : undefined;
+    if (shape && value !== undefined && !shape.test(value)) {
+      throw new ProtocolError(`${where}.${name} must be ${shape.expected}`);
     }
   }
 }

@@ -4,7 +4,6 @@
  */
 import {
   type ActivitySpec,
-  delayRange,
   type Effects,
   type HandlerSpec,
   type Health,
@@ -12,10 +11,8 @@ import {
   type InvocationResponse,
   isActivityKind,
   isAdmissionKind,
-  isDelaySeconds,
   isHandlerKind,
   type KubernetesEvent,
-  type LogLevel,
   type LogLine,
   type Manifest,
   type ObjectReference,
@@ -25,6 +22,15 @@ import {
 } from '../../protocol/index.ts';
 import { isObject } from '../../protocol/json.ts';
 import { FILTERS, MANIFEST, META_MATCH, OPTIONS, RESOURCE_SELECTOR } from '../../protocol/schema/manifest.ts';
+import {
+  EFFECTS,
+  EVENT_HEAD,
+  INVOCATION_RESPONSE,
+  LOG_LINE,
+  OBJECT_REFERENCE,
+  OBJECT_TO_APPLY,
+  STATUSES,
+} from '../../protocol/schema/response.ts';
 import type { Shape } from '../../protocol/schema/shape.ts';
 import { parseScope } from './scope.ts';
 
@@ -104,8 +110,6 @@ function pathStep(key: string | number): string {
   return /^[A-Za-z_$][\w$-]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
 }
 
-const LOG_LEVELS: ReadonlySet<LogLevel> = new Set(['debug', 'info', 'warning', 'error']);
-
 function checkProtocol(value: Record<string, unknown>, what: string): void {
   if (value.protocol !== PROTOCOL) {
     throw new ProtocolError(
@@ -181,6 +185,8 @@ function checkId(id: string, where: string): void {
   }
 }
 
+const SELECTOR_FIELDS = Object.entries(RESOURCE_SELECTOR.properties);
+
 /** A handler's resources: by name (`*` for every one) or by category, exactly one of them. */
 function checkResource(resource: unknown, where: string): void {
   if (!isObject(resource)) throw new ProtocolError(`${where} is not an object`);
@@ -190,13 +196,17 @@ function checkResource(resource: unknown, where: string): void {
       `${where} needs a name or a category, ${given.length === 0 ? 'and has neither' : 'not both'}`,
     );
   }
-  for (const field of [...given, 'group', 'version'] as const) {
-    const shape = RESOURCE_SELECTOR.properties[field];
+  for (const [field, shape] of SELECTOR_FIELDS) {
     if (resource[field] !== undefined && !shape.test(resource[field])) {
       throw new ProtocolError(`${where}.${field} must be ${shape.expected}`);
     }
   }
 }
+
+/** The filters but labels and annotations, whose errors name the key. */
+const FILTER_FIELDS = Object.entries(FILTERS.properties).filter(
+  ([part]) => part !== 'labels' && part !== 'annotations',
+);
 
 /**
  * A handler's filters, each of the shape the gateway matches objects with: one that is not would
@@ -214,8 +224,7 @@ function checkFilters(filters: unknown, where: string): void {
       }
     }
   }
-  for (const part of ['field', 'value', 'old', 'new', 'when'] as const) {
-    const shape = FILTERS.properties[part];
+  for (const [part, shape] of FILTER_FIELDS) {
     if (filters[part] !== undefined && !shape.test(filters[part])) {
       throw new ProtocolError(`${where}.${part} must be ${shape.expected}`);
     }
@@ -302,12 +311,7 @@ function invocationResponse(
       );
     }
     for (const line of value.logs) {
-      if (
-        !isObject(line) ||
-        typeof line.message !== 'string' ||
-        !LOG_LEVELS.has(line.level as LogLevel) ||
-        !(line.handler === undefined || typeof line.handler === 'string')
-      ) {
+      if (!LOG_LINE.test(line)) {
         throw new ProtocolError(`response.logs has a malformed line: ${JSON.stringify(line).slice(0, 200)}`);
       }
       // What is logged, and no more: its level, its message, and the handler that wrote it.
@@ -319,7 +323,7 @@ function invocationResponse(
       });
     }
   }
-  if (value.memo !== undefined && !isObject(value.memo))
+  if (value.memo !== undefined && !INVOCATION_RESPONSE.properties.memo.test(value.memo))
     throw new ProtocolError('response.memo is not an object');
   return { protocol: PROTOCOL, outcomes, logs, ...(isObject(value.memo) ? { memo: value.memo } : {}) };
 }
@@ -412,7 +416,7 @@ export function parseActivityResponse(value: unknown, handlerIds: readonly strin
   const response = parseInvocationResponse(value, handlerIds);
   for (const [id, outcome] of Object.entries(response.outcomes)) {
     const where = `response.outcomes.${id}`;
-    if (!['success', 'temporary', 'permanent'].includes(outcome.status)) {
+    if (!(ACTIVITY_STATUSES as readonly string[]).includes(outcome.status)) {
       throw new ProtocolError(`${where}.status "${outcome.status}" does not answer an activity`);
     }
     const effects = Object.keys(outcome).filter((key) => !OUTCOME_FIELDS.has(key));
@@ -423,8 +427,11 @@ export function parseActivityResponse(value: unknown, handlerIds: readonly strin
   return response;
 }
 
-/** What an outcome holds besides effects. */
-const OUTCOME_FIELDS: ReadonlySet<string> = new Set(['status', 'result', 'message', 'delay']);
+const ACTIVITY_STATUSES = ['success', 'temporary', 'permanent'] as const;
+/** What an activity's outcome may hold: its status's fields, no effects. */
+const OUTCOME_FIELDS: ReadonlySet<string> = new Set(
+  ACTIVITY_STATUSES.flatMap((status) => Object.keys(STATUSES[status].properties)),
+);
 
 function parseOutcome(value: unknown, where: string, admission: boolean, counts: EffectCounts): Outcome {
   if (!isObject(value)) throw new ProtocolError(`${where} is not an object`);
@@ -435,18 +442,27 @@ function parseOutcome(value: unknown, where: string, admission: boolean, counts:
         ? { status: 'success', ...effects }
         : { status: 'success', result: value.result, ...effects };
     case 'temporary':
-      if (!isDelaySeconds(value.delay)) throw new ProtocolError(`${where}.delay must be ${delayRange()}`);
-      return { status: 'temporary', message: failureMessage(value, where), delay: value.delay, ...effects };
+      if (!STATUSES.temporary.properties.delay.test(value.delay))
+        throw new ProtocolError(`${where}.delay must be ${STATUSES.temporary.properties.delay.expected}`);
+      return {
+        status: 'temporary',
+        message: failureMessage(value, where),
+        delay: value.delay as number,
+        ...effects,
+      };
     case 'permanent':
       return { status: 'permanent', message: failureMessage(value, where), ...effects };
     case 'skipped':
       return { status: 'skipped', ...effects };
     case 'denied':
       if (!admission) throw new ProtocolError(`${where}.status "denied" answers admission reviews only`);
-      if (typeof value.message !== 'string' || !isHttpCode(value.code)) {
+      if (
+        !STATUSES.denied.properties.message.test(value.message) ||
+        !STATUSES.denied.properties.code.test(value.code)
+      ) {
         throw new ProtocolError(`${where}: a denial needs a message and an HTTP code (400 to 599)`);
       }
-      return { status: 'denied', message: value.message, code: value.code, ...effects };
+      return { status: 'denied', message: value.message as string, code: value.code as number, ...effects };
     default:
       throw new ProtocolError(
         `${where}.status ${JSON.stringify(value.status)} is not success, temporary, permanent${admission ? ', skipped or denied' : ' or skipped'}`,
@@ -456,12 +472,9 @@ function parseOutcome(value: unknown, where: string, admission: boolean, counts:
 
 /** Why a handler failed: a string, as the schema says, and not whatever else a service sent made one. */
 function failureMessage(outcome: Record<string, unknown>, where: string): string {
-  if (typeof outcome.message !== 'string') throw new ProtocolError(`${where}.message must be a string`);
-  return outcome.message;
-}
-
-function isHttpCode(code: unknown): code is number {
-  return Number.isInteger(code) && (code as number) >= 400 && (code as number) <= 599;
+  const message = STATUSES.permanent.properties.message;
+  if (!message.test(outcome.message)) throw new ProtocolError(`${where}.message must be ${message.expected}`);
+  return outcome.message as string;
 }
 
 /** What an event is about besides the handled object: an involvedObject, without more than it names. */
@@ -470,10 +483,7 @@ function parseReference(value: unknown, where: string): ObjectReference {
     new ProtocolError(
       `${where} must reference an object: apiVersion, kind and name, and namespace and uid if any, as non-empty strings`,
     );
-  if (!isObject(value)) throw malformed();
-  const text = (field: string) => typeof value[field] === 'string' && value[field] !== '';
-  const optional = (field: string) => value[field] === undefined || text(field);
-  if (!['apiVersion', 'kind', 'name'].every(text) || !['namespace', 'uid'].every(optional)) throw malformed();
+  if (!OBJECT_REFERENCE.test(value)) throw malformed();
   const { apiVersion, kind, name, namespace, uid } = value as unknown as ObjectReference;
   return {
     apiVersion,
@@ -493,7 +503,7 @@ function parseEffects(
   const effects: Effects = {};
   if (value.patch !== undefined) {
     if (!isObject(value.patch))
-      throw new ProtocolError(`${where}.patch must be a JSON merge patch (an object)`);
+      throw new ProtocolError(`${where}.patch must be ${EFFECTS.properties.patch.expected}`);
     if ('metadata' in value.patch && isObject(value.patch.metadata)) {
       for (const field of ['name', 'namespace', 'uid', 'resourceVersion'] as const) {
         if (field in value.patch.metadata)
@@ -503,37 +513,30 @@ function parseEffects(
     effects.patch = value.patch;
   }
   if (value.events !== undefined) {
+    // The list first, then its length against the cap, then each item: a long list costs no more.
     if (!Array.isArray(value.events)) throw new ProtocolError(`${where}.events must be an array`);
     count(counts, 'events', value.events.length, `${where}.events`);
     effects.events = value.events.map((event, index) => {
-      if (
-        !isObject(event) ||
-        (event.type !== 'Normal' && event.type !== 'Warning') ||
-        typeof event.reason !== 'string' ||
-        typeof event.message !== 'string'
-      ) {
+      if (!EVENT_HEAD.test(event)) {
         throw new ProtocolError(
           `${where}.events[${index}] needs type Normal or Warning, a reason and a message`,
         );
       }
-      const parsed: KubernetesEvent = { type: event.type, reason: event.reason, message: event.message };
+      const { type, reason, message } = event as KubernetesEvent;
+      const parsed: KubernetesEvent = { type, reason, message };
       return event.about === undefined
         ? parsed
-        : { ...parsed, about: parseReference(event.about, `${where}.events[${index}].about`) };
+        : {
+            ...parsed,
+            about: parseReference((event as KubernetesEvent).about, `${where}.events[${index}].about`),
+          };
     });
   }
   if (value.apply !== undefined) {
     if (!Array.isArray(value.apply)) throw new ProtocolError(`${where}.apply must be an array of objects`);
     count(counts, 'applyObjects', value.apply.length, `${where}.apply`);
     effects.apply = value.apply.map((object, index) => {
-      const metadata = isObject(object) ? object.metadata : undefined;
-      if (
-        !isObject(object) ||
-        typeof object.apiVersion !== 'string' ||
-        typeof object.kind !== 'string' ||
-        !isObject(metadata) ||
-        !(typeof metadata.name === 'string' || typeof metadata.generateName === 'string')
-      ) {
+      if (!OBJECT_TO_APPLY.test(object)) {
         throw new ProtocolError(
           `${where}.apply[${index}] needs apiVersion, kind and metadata.name (or metadata.generateName)`,
         );
@@ -551,22 +554,24 @@ function parseEffects(
     );
   }
   if (value.requeueAfter !== undefined) {
-    if (!isDelaySeconds(value.requeueAfter, { positive: true }))
-      throw new ProtocolError(`${where}.requeueAfter must be ${delayRange({ positive: true })}`);
-    effects.requeueAfter = value.requeueAfter;
+    const { requeueAfter } = EFFECTS.properties;
+    if (!requeueAfter.test(value.requeueAfter))
+      throw new ProtocolError(`${where}.requeueAfter must be ${requeueAfter.expected}`);
+    effects.requeueAfter = value.requeueAfter as number;
   }
   if (value.roundEnded !== undefined) {
-    if (typeof value.roundEnded !== 'boolean')
-      throw new ProtocolError(`${where}.roundEnded must be true or false`);
-    effects.roundEnded = value.roundEnded;
+    const { roundEnded } = EFFECTS.properties;
+    if (!roundEnded.test(value.roundEnded))
+      throw new ProtocolError(`${where}.roundEnded must be ${roundEnded.expected}`);
+    effects.roundEnded = value.roundEnded as boolean;
   }
   if (value.warnings !== undefined) {
     if (!admission) throw new ProtocolError(`${where}.warnings answer admission reviews only`);
-    if (!Array.isArray(value.warnings) || !value.warnings.every((warning) => typeof warning === 'string')) {
-      throw new ProtocolError(`${where}.warnings must be a list of strings`);
-    }
-    count(counts, 'warnings', value.warnings.length, `${where}.warnings`);
-    effects.warnings = value.warnings;
+    const { warnings } = EFFECTS.properties;
+    if (!warnings.test(value.warnings))
+      throw new ProtocolError(`${where}.warnings must be ${warnings.expected}`);
+    count(counts, 'warnings', (value.warnings as string[]).length, `${where}.warnings`);
+    effects.warnings = value.warnings as string[];
   }
   return effects;
 }

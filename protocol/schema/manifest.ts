@@ -70,7 +70,7 @@ export const FILTERS = object(
     labels: record(ref('metaMatch', () => META_MATCH)),
     annotations: record(ref('metaMatch', () => META_MATCH)),
     field: string({
-      pattern: /^[^.]+(\.[^.]+)*$/,
+      pattern: '^[^.]+(\\.[^.]+)*$',
       description:
         'Dotted path the handler is about: updates elsewhere do not concern it; old/new/diff are relative to it.',
       expected: 'a dotted path (spec.a.b)',
@@ -236,7 +236,7 @@ export const RESOURCE_SELECTOR = (() => {
     ...branches,
     // Exactly one: both would leave which resources it means to chance.
     test: (value: unknown) => narrowing.test(value) && byName.test(value) !== byCategory.test(value),
-    properties: { ...narrowing.properties, ...byName.properties, ...byCategory.properties },
+    properties: { ...byName.properties, ...byCategory.properties, ...narrowing.properties },
   };
 })();
 
@@ -309,7 +309,7 @@ export const MANIFEST = object(
   {
     protocol: constant(PROTOCOL),
     name: string({
-      pattern: /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/,
+      pattern: '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$',
       description: "The service's name; every signed request to it carries it as the audience.",
     }),
     handlers: list(ref('handler', () => HANDLER)),

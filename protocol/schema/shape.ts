@@ -52,12 +52,13 @@ export function anything(options: Described = {}): Shape {
 }
 
 export function string(
-  options: Described & { minLength?: number; pattern?: RegExp; format?: 'date-time' } = {},
+  options: Described & { minLength?: number; pattern?: string; format?: 'date-time' } = {},
 ): Shape {
-  const { minLength = 0, pattern, format } = options;
+  const { minLength = 0, format } = options;
+  const pattern = options.pattern === undefined ? undefined : new RegExp(options.pattern);
   const schema: Record<string, unknown> = { type: 'string' };
   if (minLength > 0) schema.minLength = minLength;
-  if (pattern) schema.pattern = pattern.source;
+  if (options.pattern !== undefined) schema.pattern = options.pattern;
   if (format) schema.format = format;
   return shape(
     withDescription(schema, options),
@@ -94,6 +95,7 @@ export function integer(options: Described & { minimum?: number; maximum?: numbe
 /** A delay in seconds: from 0 (above 0 if `positive`) to MAX_DELAY_SECONDS, as limits.ts says. */
 export function seconds(options: Described & { positive?: boolean } = {}): Shape {
   const positive = options.positive ?? false;
+  const range = { positive };
   return shape(
     withDescription(
       {
@@ -103,7 +105,7 @@ export function seconds(options: Described & { positive?: boolean } = {}): Shape
       },
       options,
     ),
-    (value) => isDelaySeconds(value, { positive }),
+    (value) => isDelaySeconds(value, range),
     options.expected ?? delayRange({ positive }),
   );
 }
@@ -132,8 +134,11 @@ export function list(item?: Shape, options: Described & { minItems?: number } = 
   if (minItems > 0) schema.minItems = minItems;
   return shape(
     withDescription(schema, options),
-    (value) =>
-      Array.isArray(value) && value.length >= minItems && (!item || value.every((each) => item.test(each))),
+    (value) => {
+      if (!Array.isArray(value) || value.length < minItems) return false;
+      if (item) for (let index = 0; index < value.length; index++) if (!item.test(value[index])) return false;
+      return true;
+    },
     options.expected ?? 'a list',
   );
 }
@@ -166,7 +171,12 @@ export function record(value?: Shape, options: Described = {}): Shape {
       value ? { type: 'object', additionalProperties: value.schema } : { type: 'object' },
       options,
     ),
-    (given) => isObject(given) && (!value || Object.values(given).every((each) => value.test(each))),
+    (given) => {
+      if (!isObject(given)) return false;
+      if (value)
+        for (const key in given) if (Object.hasOwn(given, key) && !value.test(given[key])) return false;
+      return true;
+    },
     options.expected ?? 'an object',
   );
 }
@@ -187,15 +197,17 @@ export function object<Fields extends Record<string, Shape>>(
     schema.properties = Object.fromEntries(names.map((name) => [name, properties[name]?.schema]));
   }
   if (closed) schema.additionalProperties = false;
-  const fields = Object.entries(properties);
+  // One plain loop over plain arrays: a test runs for every field of every reply.
+  const tests = names.map((name) => (properties[name] as Shape).test);
+  const needed = names.map((name) => required.includes(name));
   const test = (value: unknown): boolean => {
-    if (!isObject(value)) return false;
-    for (const name of required) if (value[name] === undefined) return false;
-    for (const [name, field] of fields) {
-      const given = value[name];
-      if (given !== undefined && !field.test(given)) return false;
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+    const fields = value as Record<string, unknown>;
+    for (let index = 0; index < names.length; index++) {
+      const given = fields[names[index] as string];
+      if (given === undefined ? needed[index] : !(tests[index] as Shape['test'])(given)) return false;
     }
-    return !closed || Object.keys(value).every((key) => Object.hasOwn(properties, key));
+    return !closed || Object.keys(fields).every((key) => Object.hasOwn(properties, key));
   };
   return {
     schema: withDescription(schema, options),
@@ -209,16 +221,25 @@ export function object<Fields extends Record<string, Shape>>(
 export function oneOf(branches: readonly Shape[], options: Described & { schema?: JsonSchema } = {}): Shape {
   return shape(
     withDescription({ ...options.schema, oneOf: branches.map((branch) => branch.schema) }, options),
-    (value) => branches.some((branch) => branch.test(value)),
+    (value) => {
+      for (let index = 0; index < branches.length; index++)
+        if ((branches[index] as Shape).test(value)) return true;
+      return false;
+    },
     options.expected ?? branches.map((branch) => branch.expected).join(' or '),
   );
 }
 
 /** The shape `name` of the document's definitions ($defs), described here if `description`. */
 export function ref(name: string, target: () => Shape, options: Described = {}): Shape {
+  let test: Shape['test'] | undefined;
   return {
     schema: withDescription({ $ref: `#/$defs/${name}` }, options),
-    test: (value) => target().test(value),
+    // Found at the first test: the target may be defined after the shapes that refer to it.
+    test: (value) => {
+      test ??= target().test;
+      return test(value);
+    },
     get expected() {
       return options.expected ?? target().expected;
     },

@@ -8,7 +8,8 @@ import {
   type KindRule,
   type HandlerOptions as SpecOptions,
 } from '../protocol/index.ts';
-import { ADMISSION_OPERATIONS, OPTIONS } from '../protocol/schema/manifest.ts';
+import { OPTIONS } from '../protocol/schema/checks.ts';
+import { ADMISSION_OPERATIONS } from '../protocol/schema/manifest.ts';
 import type { DaemonHandler, Fields, Handler, HandlerContext } from './context.ts';
 import { checkField, compileFilters, type FilterOptions } from './filters.ts';
 import { checkIndexesOption, type IndexDefinitionOptions, indexDefinition } from './indexes.ts';
@@ -335,16 +336,16 @@ export function checkCommonOptions(
   if (id !== undefined && (typeof id !== 'string' || id === '')) {
     throw new TypeError(`${where}: option "id" must be a non-empty string`);
   }
-  if (retries !== undefined && !OPTIONS.properties.retries.test(retries)) {
+  if (retries !== undefined && !OPTIONS.retries.test(retries)) {
     throw new TypeError(`${where}: option "retries" must be a whole number of attempts, at least 1`);
   }
   for (const [name, seconds] of [
     ['timeout', timeout],
     ['backoff', backoff],
   ] as const) {
-    const shape = OPTIONS.properties[name];
-    if (seconds !== undefined && !shape.test(seconds)) {
-      throw new TypeError(`${where}: option "${name}" must be ${shape.expected}`);
+    const check = OPTIONS[name];
+    if (seconds !== undefined && !check.test(seconds)) {
+      throw new TypeError(`${where}: option "${name}" must be ${check.expected}`);
     }
   }
 }
@@ -363,17 +364,17 @@ function checkOptions(where: string, kind: HandlerKind, options: unknown): asser
     );
   }
   const { interval, idle, initialDelay, cancellationTimeout } = options as HandlerOptions;
-  if (kind === 'timer' && !OPTIONS.properties.interval.test(interval)) {
-    throw new TypeError(`${where}: option "interval" must be ${OPTIONS.properties.interval.expected}`);
+  if (kind === 'timer' && !OPTIONS.interval.test(interval)) {
+    throw new TypeError(`${where}: option "interval" must be ${OPTIONS.interval.expected}`);
   }
   for (const [name, seconds] of [
     ['idle', idle],
     ['initialDelay', initialDelay],
     ['cancellationTimeout', cancellationTimeout],
   ] as const) {
-    const shape = OPTIONS.properties[name];
-    if (seconds !== undefined && !shape.test(seconds)) {
-      throw new TypeError(`${where}: option "${name}" must be ${shape.expected}`);
+    const check = OPTIONS[name];
+    if (seconds !== undefined && !check.test(seconds)) {
+      throw new TypeError(`${where}: option "${name}" must be ${check.expected}`);
     }
   }
   for (const name of [
@@ -385,15 +386,15 @@ function checkOptions(where: string, kind: HandlerKind, options: unknown): asser
     'ignoreFailures',
   ] as const) {
     const flag = (options as HandlerOptions)[name];
-    const shape = OPTIONS.properties[name];
-    if (flag !== undefined && !shape.test(flag)) {
-      throw new TypeError(`${where}: option "${name}" must be ${shape.expected}`);
+    const check = OPTIONS[name];
+    if (flag !== undefined && !check.test(flag)) {
+      throw new TypeError(`${where}: option "${name}" must be ${check.expected}`);
     }
   }
-  if (operations !== undefined && !OPTIONS.properties.operations.test(operations)) {
+  if (operations !== undefined && !OPTIONS.operations.test(operations)) {
     throw new TypeError(`${where}: option "operations" must list some of ${ADMISSION_OPERATIONS.join(', ')}`);
   }
-  if (subresource !== undefined && !OPTIONS.properties.subresource.test(subresource)) {
+  if (subresource !== undefined && !OPTIONS.subresource.test(subresource)) {
     throw new TypeError(`${where}: option "subresource" must be a subresource's name, or '*' for all`);
   }
 }

@@ -1,13 +1,13 @@
 /** Login handlers' results, checked the same way by the SDK (for a clear error) and by the gateway (before use). */
 import { isObject } from './json.ts';
-import { CREDENTIALS } from './schema/response.ts';
+import { CREDENTIALS } from './schema/checks.ts';
 
 const TEXTS = ['token', 'certificateData', 'keyData', 'caData'] as const;
 
 /** What is wrong with `value` as Credentials; undefined when nothing is. */
 export function credentialsProblem(value: unknown): string | undefined {
   if (!isObject(value)) return 'credentials must be an object with a server';
-  const fields = CREDENTIALS.properties;
+  const fields = CREDENTIALS;
   if (!fields.server.test(value.server)) {
     return `"server" must be ${fields.server.expected}, got ${JSON.stringify(value.server)}`;
   }

@@ -19,7 +19,7 @@ import {
   type ServiceScope,
 } from '../../protocol/index.ts';
 import { equal, isObject, jsonCopy } from '../../protocol/json.ts';
-import { ERROR_RESPONSE } from '../../protocol/schema/response.ts';
+import { ERROR_RESPONSE } from '../../protocol/schema/checks.ts';
 import { type BatchLimits, CallBatches, type EncodedCall } from './batches.ts';
 import type { CircuitBreaker } from './breaker.ts';
 import { type AnswerGuard, beyondPin, confineOutcomes, narrowedToScope, ScopeError } from './scope.ts';
@@ -562,7 +562,7 @@ async function send(
  */
 function missingHandlersOf(said: unknown): readonly string[] | undefined {
   const ids = isObject(said) ? said.missingHandlers : undefined;
-  return ERROR_RESPONSE.properties.missingHandlers.test(ids) ? (ids as string[]) : undefined;
+  return ERROR_RESPONSE.missingHandlers.test(ids) ? (ids as string[]) : undefined;
 }
 
 function describe(error: unknown): string {

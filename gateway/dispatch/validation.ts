@@ -21,17 +21,23 @@ import {
   PROTOCOL,
 } from '../../protocol/index.ts';
 import { isObject } from '../../protocol/json.ts';
-import { FILTERS, MANIFEST, META_MATCH, OPTIONS, RESOURCE_SELECTOR } from '../../protocol/schema/manifest.ts';
 import {
+  type Check,
+  DENIED,
   EFFECTS,
   EVENT_HEAD,
+  FILTERS,
   INVOCATION_RESPONSE,
   LOG_LINE,
+  MANIFEST,
+  META_MATCH,
   OBJECT_REFERENCE,
   OBJECT_TO_APPLY,
-  STATUSES,
-} from '../../protocol/schema/response.ts';
-import type { Shape } from '../../protocol/schema/shape.ts';
+  OPTIONS,
+  RESOURCE_SELECTOR,
+  TEMPORARY,
+} from '../../protocol/schema/checks.ts';
+import { STATUSES } from '../../protocol/schema/response.ts';
 import { parseScope } from './scope.ts';
 
 export class ProtocolError extends Error {
@@ -159,7 +165,7 @@ export function parseManifest(value: unknown): { manifest: Manifest; unknownKind
   }
   const activities = parseActivities(value.activities, unknownKinds);
   for (const flag of ['sessions', 'indexVersions', 'batches'] as const) {
-    if (value[flag] !== undefined && !MANIFEST.properties[flag].test(value[flag])) {
+    if (value[flag] !== undefined && !MANIFEST[flag].test(value[flag])) {
       throw new ProtocolError(`manifest.${flag} is not a boolean`);
     }
   }
@@ -185,8 +191,6 @@ function checkId(id: string, where: string): void {
   }
 }
 
-const SELECTOR_FIELDS = Object.entries(RESOURCE_SELECTOR.properties);
-
 /** A handler's resources: by name (`*` for every one) or by category, exactly one of them. */
 function checkResource(resource: unknown, where: string): void {
   if (!isObject(resource)) throw new ProtocolError(`${where} is not an object`);
@@ -196,17 +200,17 @@ function checkResource(resource: unknown, where: string): void {
       `${where} needs a name or a category, ${given.length === 0 ? 'and has neither' : 'not both'}`,
     );
   }
-  for (const [field, shape] of SELECTOR_FIELDS) {
-    if (resource[field] !== undefined && !shape.test(resource[field])) {
-      throw new ProtocolError(`${where}.${field} must be ${shape.expected}`);
+  for (const field of given) {
+    if (!RESOURCE_SELECTOR[field].test(resource[field])) {
+      throw new ProtocolError(`${where}.${field} must be ${RESOURCE_SELECTOR[field].expected}`);
+    }
+  }
+  for (const field of ['group', 'version'] as const) {
+    if (resource[field] !== undefined && !RESOURCE_SELECTOR[field].test(resource[field])) {
+      throw new ProtocolError(`${where}.${field} must be ${RESOURCE_SELECTOR[field].expected}`);
     }
   }
 }
-
-/** The filters but labels and annotations, whose errors name the key. */
-const FILTER_FIELDS = Object.entries(FILTERS.properties).filter(
-  ([part]) => part !== 'labels' && part !== 'annotations',
-);
 
 /**
  * A handler's filters, each of the shape the gateway matches objects with: one that is not would
@@ -224,10 +228,16 @@ function checkFilters(filters: unknown, where: string): void {
       }
     }
   }
-  for (const [part, shape] of FILTER_FIELDS) {
-    if (filters[part] !== undefined && !shape.test(filters[part])) {
-      throw new ProtocolError(`${where}.${part} must be ${shape.expected}`);
+  if (filters.field !== undefined && !FILTERS.field.test(filters.field)) {
+    throw new ProtocolError(`${where}.field must be ${FILTERS.field.expected}`);
+  }
+  for (const part of ['value', 'old', 'new'] as const) {
+    if (filters[part] !== undefined && !FILTERS[part].test(filters[part])) {
+      throw new ProtocolError(`${where}.${part} must be ${FILTERS[part].expected}`);
     }
+  }
+  if (filters.when !== undefined && !FILTERS.when.test(filters.when)) {
+    throw new ProtocolError(`${where}.when must be ${FILTERS.when.expected}`);
   }
   if (filters.namespaces !== undefined && !isStrings(filters.namespaces, 0)) {
     throw new ProtocolError(`${where}.namespaces must be a list of namespaces, globs or negations`);
@@ -237,11 +247,11 @@ function checkFilters(filters: unknown, where: string): void {
 /** Options of a handler or an activity: those the gateway reads, of the type it reads them as. */
 function checkOptions(options: unknown, where: string): void {
   if (!isObject(options)) throw new ProtocolError(`${where} is not an object`);
-  const shapes: Record<string, Shape> = OPTIONS.properties;
+  const checks: Record<string, Check> = OPTIONS;
   for (const [name, value] of Object.entries(options)) {
-    const shape = Object.hasOwn(shapes, name) ? shapes[name] : undefined;
-    if (shape && value !== undefined && !shape.test(value)) {
-      throw new ProtocolError(`${where}.${name} must be ${shape.expected}`);
+    const check = Object.hasOwn(checks, name) ? checks[name] : undefined;
+    if (check && value !== undefined && !check.test(value)) {
+      throw new ProtocolError(`${where}.${name} must be ${check.expected}`);
     }
   }
 }
@@ -323,7 +333,7 @@ function invocationResponse(
       });
     }
   }
-  if (value.memo !== undefined && !INVOCATION_RESPONSE.properties.memo.test(value.memo))
+  if (value.memo !== undefined && !INVOCATION_RESPONSE.memo.test(value.memo))
     throw new ProtocolError('response.memo is not an object');
   return { protocol: PROTOCOL, outcomes, logs, ...(isObject(value.memo) ? { memo: value.memo } : {}) };
 }
@@ -442,8 +452,8 @@ function parseOutcome(value: unknown, where: string, admission: boolean, counts:
         ? { status: 'success', ...effects }
         : { status: 'success', result: value.result, ...effects };
     case 'temporary':
-      if (!STATUSES.temporary.properties.delay.test(value.delay))
-        throw new ProtocolError(`${where}.delay must be ${STATUSES.temporary.properties.delay.expected}`);
+      if (!TEMPORARY.delay.test(value.delay))
+        throw new ProtocolError(`${where}.delay must be ${TEMPORARY.delay.expected}`);
       return {
         status: 'temporary',
         message: failureMessage(value, where),
@@ -456,10 +466,7 @@ function parseOutcome(value: unknown, where: string, admission: boolean, counts:
       return { status: 'skipped', ...effects };
     case 'denied':
       if (!admission) throw new ProtocolError(`${where}.status "denied" answers admission reviews only`);
-      if (
-        !STATUSES.denied.properties.message.test(value.message) ||
-        !STATUSES.denied.properties.code.test(value.code)
-      ) {
+      if (!DENIED.message.test(value.message) || !DENIED.code.test(value.code)) {
         throw new ProtocolError(`${where}: a denial needs a message and an HTTP code (400 to 599)`);
       }
       return { status: 'denied', message: value.message as string, code: value.code as number, ...effects };
@@ -472,7 +479,7 @@ function parseOutcome(value: unknown, where: string, admission: boolean, counts:
 
 /** Why a handler failed: a string, as the schema says, and not whatever else a service sent made one. */
 function failureMessage(outcome: Record<string, unknown>, where: string): string {
-  const message = STATUSES.permanent.properties.message;
+  const message = TEMPORARY.message;
   if (!message.test(outcome.message)) throw new ProtocolError(`${where}.message must be ${message.expected}`);
   return outcome.message as string;
 }
@@ -502,8 +509,7 @@ function parseEffects(
 ): Effects {
   const effects: Effects = {};
   if (value.patch !== undefined) {
-    if (!isObject(value.patch))
-      throw new ProtocolError(`${where}.patch must be ${EFFECTS.properties.patch.expected}`);
+    if (!isObject(value.patch)) throw new ProtocolError(`${where}.patch must be ${EFFECTS.patch.expected}`);
     if ('metadata' in value.patch && isObject(value.patch.metadata)) {
       for (const field of ['name', 'namespace', 'uid', 'resourceVersion'] as const) {
         if (field in value.patch.metadata)
@@ -554,20 +560,20 @@ function parseEffects(
     );
   }
   if (value.requeueAfter !== undefined) {
-    const { requeueAfter } = EFFECTS.properties;
+    const { requeueAfter } = EFFECTS;
     if (!requeueAfter.test(value.requeueAfter))
       throw new ProtocolError(`${where}.requeueAfter must be ${requeueAfter.expected}`);
     effects.requeueAfter = value.requeueAfter as number;
   }
   if (value.roundEnded !== undefined) {
-    const { roundEnded } = EFFECTS.properties;
+    const { roundEnded } = EFFECTS;
     if (!roundEnded.test(value.roundEnded))
       throw new ProtocolError(`${where}.roundEnded must be ${roundEnded.expected}`);
     effects.roundEnded = value.roundEnded as boolean;
   }
   if (value.warnings !== undefined) {
     if (!admission) throw new ProtocolError(`${where}.warnings answer admission reviews only`);
-    const { warnings } = EFFECTS.properties;
+    const { warnings } = EFFECTS;
     if (!warnings.test(value.warnings))
       throw new ProtocolError(`${where}.warnings must be ${warnings.expected}`);
     count(counts, 'warnings', (value.warnings as string[]).length, `${where}.warnings`);

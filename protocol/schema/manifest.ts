@@ -3,7 +3,6 @@
  * gateway checks a served manifest's filters and options with, and what the SDK checks its handlers'
  * options with where they are written.
  */
-import { isObject } from '../json.ts';
 import { ACTIVITY_KIND_NAMES, HANDLER_KIND_NAMES } from '../kinds.ts';
 import type {
   ActivityOptions,
@@ -18,6 +17,7 @@ import type {
 import { PROTOCOL } from '../version.ts';
 import {
   boolean,
+  type CodeOut,
   constant,
   describe,
   type FieldsOf,
@@ -52,7 +52,7 @@ export const VALUE_MATCH = oneOf(
         required: ['equals'],
         properties: { equals: { description: 'Any JSON value, compared deeply.' } },
       },
-      (value) => isObject(value) && Object.hasOwn(value, 'equals'),
+      (value) => `isObject(${value}) && Object.hasOwn(${value}, 'equals')`,
       '{"equals": …}',
     ),
     PRESENT,
@@ -235,7 +235,8 @@ export const RESOURCE_SELECTOR = (() => {
   return {
     ...branches,
     // Exactly one: both would leave which resources it means to chance.
-    test: (value: unknown) => narrowing.test(value) && byName.test(value) !== byCategory.test(value),
+    code: (value: string, out: CodeOut) =>
+      `${narrowing.code(value, out)} && (${byName.code(value, out)}) !== (${byCategory.code(value, out)})`,
     properties: { ...byName.properties, ...byCategory.properties, ...narrowing.properties },
   };
 })();
@@ -243,16 +244,11 @@ export const RESOURCE_SELECTOR = (() => {
 const HANDLER = object(
   {
     id: string({ minLength: 1, description: 'Unique in the service; results go to status.<id>.' }),
-    kind: shape(
-      {
-        type: 'string',
-        description:
-          'The cause the handler is for: create, update, delete, resume, field (the field changed: created or updated), event (every watch event), reconcile (the current state, after any change), timer (every interval while the object exists), daemon (one long call while the object exists), validate or mutate (admission reviews), index (an in-memory index of the objects). A gateway skips kinds it does not know, with a warning.',
-        examples: HANDLER_KIND_NAMES,
-      },
-      (value) => typeof value === 'string',
-      'a string',
-    ),
+    kind: string({
+      description:
+        'The cause the handler is for: create, update, delete, resume, field (the field changed: created or updated), event (every watch event), reconcile (the current state, after any change), timer (every interval while the object exists), daemon (one long call while the object exists), validate or mutate (admission reviews), index (an in-memory index of the objects). A gateway skips kinds it does not know, with a warning.',
+      examples: HANDLER_KIND_NAMES,
+    }),
     resource: ref('resourceSelector', () => RESOURCE_SELECTOR),
     filters: ref('filters', () => FILTERS),
     options: ref('options', () => OPTIONS),
@@ -264,16 +260,11 @@ const HANDLER = object(
 const ACTIVITY = object(
   {
     id: string({ minLength: 1, description: "Unique among the service's activities." }),
-    kind: shape(
-      {
-        type: 'string',
-        description:
-          'When the gateway calls it: startup (before it watches anything; a failure fails the start), cleanup (as it stops), probe (for its liveness endpoint; the result is reported there), login (for its credentials to the Kubernetes API, where it is told to log in through this service). A gateway skips kinds it does not know, with a warning.',
-        examples: ACTIVITY_KIND_NAMES,
-      },
-      (value) => typeof value === 'string',
-      'a string',
-    ),
+    kind: string({
+      description:
+        'When the gateway calls it: startup (before it watches anything; a failure fails the start), cleanup (as it stops), probe (for its liveness endpoint; the result is reported there), login (for its credentials to the Kubernetes API, where it is told to log in through this service). A gateway skips kinds it does not know, with a warning.',
+      examples: ACTIVITY_KIND_NAMES,
+    }),
     options: ref('activityOptions', () => ACTIVITY_OPTIONS),
   } satisfies FieldsOf<ActivitySpec>,
   { required: ['id', 'kind'] },

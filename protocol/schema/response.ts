@@ -16,11 +16,11 @@ import type {
   ObjectReference,
   ObjectToApply,
 } from '../invocation.ts';
-import { isObject } from '../json.ts';
 import { PROTOCOL } from '../version.ts';
 import {
   anything,
   boolean,
+  type CodeOut,
   constant,
   type FieldsOf,
   integer,
@@ -83,7 +83,8 @@ const APPLIED_METADATA = shape(
     ],
     properties: { namespace: { type: 'string' } },
   },
-  (value) => isObject(value) && (typeof value.name === 'string' || typeof value.generateName === 'string'),
+  (value) =>
+    `isObject(${value}) && (typeof ${value}.name === 'string' || typeof ${value}.generateName === 'string')`,
   'an object with a name or a generateName',
 );
 
@@ -169,7 +170,8 @@ export const OUTCOME = shape(
     description: 'What became of one handler, with the effects it asks for (applied whatever the status).',
     allOf: [{ $ref: '#/$defs/effects' }, { oneOf: STATUS_SHAPES.map((status) => status.schema) }],
   },
-  (value) => EFFECTS.test(value) && STATUS_SHAPES.some((status) => status.test(value)),
+  (value, out) =>
+    `${EFFECTS.code(value, out)} && (${STATUS_SHAPES.map((status) => status.code(value, out)).join(' || ')})`,
   'an outcome',
 );
 
@@ -234,11 +236,12 @@ export const CREDENTIALS = (() => {
       ],
       dependentRequired: { certificateData: ['keyData'], keyData: ['certificateData'] },
     },
-    test: (value: unknown) =>
-      fields.test(value) &&
-      ((value as Credentials).certificateData === undefined) ===
-        ((value as Credentials).keyData === undefined) &&
-      ((value as Credentials).token !== undefined || (value as Credentials).certificateData !== undefined),
+    code: (value: string, out: CodeOut) =>
+      [
+        fields.code(value, out),
+        `((${value} as Record<string, unknown>).token !== undefined || (${value} as Record<string, unknown>).certificateData !== undefined)`,
+        `((${value} as Record<string, unknown>).certificateData === undefined) === ((${value} as Record<string, unknown>).keyData === undefined)`,
+      ].join(' && '),
   };
 })();
 
@@ -277,7 +280,7 @@ export const BATCH_RESPONSE = object(
             { $ref: 'https://causeway.dev/schemas/v1/missing-indexes.schema.json' },
           ],
         },
-        (value) => INVOCATION_RESPONSE.test(value) || MISSING_INDEXES.test(value),
+        (value, out) => `${INVOCATION_RESPONSE.code(value, out)} || ${MISSING_INDEXES.code(value, out)}`,
         'an invocation response or a missing-indexes answer',
       ),
     ),

@@ -1,25 +1,33 @@
 /**
  * A small language for the protocol's shapes, so that each is written once. A shape publishes its JSON
- * Schema (the documents beside this file are written from them: deploy/schemas.ts) and tests values:
- * the gateway's reply checks and the SDK's request checks call the tests, and name what failed in
- * messages of their own, with `expected`. A test builds nothing and stops at the first mismatch, as
- * it runs on every call.
+ * Schema, and its test as code: `npm run schemas` (deploy/schemas.ts) writes from them the documents
+ * beside this file and checks.ts, the tests as plain functions that the gateway's reply checks and the
+ * SDK's request checks call, naming what failed in messages of their own, with `expected`. Tests are
+ * written out rather than interpreted so that they cost what hand-written checks cost: every call runs
+ * them, and Workers allow no code made at run time.
  *
  * A receiver takes what it can read: a test of `oneOf` takes a value any branch describes, where the
  * schema asks exactly one; an object's test checks the fields it declares, and keys it does not know
  * pass (the schemas' "receivers ignore properties they do not know").
  */
-import { isObject } from '../json.ts';
-import { delayRange, isDelaySeconds, MAX_DELAY_SECONDS } from '../limits.ts';
+import { delayRange, MAX_DELAY_SECONDS } from '../limits.ts';
 
 export type JsonSchema = { readonly [keyword: string]: unknown };
 
 export interface Shape {
   readonly schema: JsonSchema;
-  /** Whether a value read from JSON has this shape. */
-  readonly test: (value: unknown) => boolean;
+  /** Its test: a TypeScript expression, true when `value` (an expression without side effects) has the shape. */
+  readonly code: (value: string, out: CodeOut) => string;
   /** What the shape is, as an error says it after "must be". */
   readonly expected: string;
+}
+
+/** Where a test's code puts what it needs beside its expression. */
+export interface CodeOut {
+  /** A function of `value: unknown` returning a boolean, defined once per key; its name. */
+  define(key: object, statements: (value: string) => string): string;
+  /** A constant defined once (a RegExp); its name. */
+  hoist(expression: string): string;
 }
 
 /** An object's shape, its fields at hand for checks that name each one. */
@@ -36,9 +44,26 @@ interface Described {
   expected?: string;
 }
 
-/** A shape from its schema and its test: for what the others do not say. */
-export function shape(schema: JsonSchema, test: (value: unknown) => boolean, expected: string): Shape {
-  return { schema, test, expected };
+/** A shape from its schema and its test's code: for what the others do not say. */
+export function shape(schema: JsonSchema, code: Shape['code'], expected: string): Shape {
+  return { schema, code, expected };
+}
+
+/** A pattern as a RegExp literal: its slashes escaped, but in a character class, where they need not be. */
+function regexLiteral(pattern: string): string {
+  let literal = '';
+  let inClass = false;
+  for (let index = 0; index < pattern.length; index++) {
+    const char = pattern[index] as string;
+    if (char === '\\') {
+      literal += char + (pattern[++index] ?? '');
+      continue;
+    }
+    if (char === '[') inClass = true;
+    else if (char === ']') inClass = false;
+    literal += char === '/' && !inClass ? '\\/' : char;
+  }
+  return `/${literal}/`;
 }
 
 /** The schema, with its description when there is one. */
@@ -48,26 +73,33 @@ function withDescription(schema: JsonSchema, { description }: Described): JsonSc
 
 /** Any JSON value. */
 export function anything(options: Described = {}): Shape {
-  return shape(withDescription({}, options), () => true, options.expected ?? 'a JSON value');
+  return shape(withDescription({}, options), () => 'true', options.expected ?? 'a JSON value');
 }
 
 export function string(
-  options: Described & { minLength?: number; pattern?: string; format?: 'date-time' } = {},
+  options: Described & {
+    minLength?: number;
+    pattern?: string;
+    format?: 'date-time';
+    examples?: string[];
+  } = {},
 ): Shape {
-  const { minLength = 0, format } = options;
-  const pattern = options.pattern === undefined ? undefined : new RegExp(options.pattern);
+  const { minLength = 0, pattern, format, examples } = options;
   const schema: Record<string, unknown> = { type: 'string' };
   if (minLength > 0) schema.minLength = minLength;
-  if (options.pattern !== undefined) schema.pattern = options.pattern;
+  if (pattern !== undefined) schema.pattern = pattern;
   if (format) schema.format = format;
+  if (examples) schema.examples = examples;
   return shape(
     withDescription(schema, options),
-    (value) =>
-      typeof value === 'string' &&
-      value.length >= minLength &&
-      (!pattern || pattern.test(value)) &&
-      // A time the receiver can read: formats are not checked by every schema validator.
-      (format !== 'date-time' || !Number.isNaN(Date.parse(value))),
+    (value, out) =>
+      [
+        `typeof ${value} === 'string'`,
+        ...(minLength > 0 ? [`${value}.length >= ${minLength}`] : []),
+        ...(pattern === undefined ? [] : [`${out.hoist(regexLiteral(pattern))}.test(${value})`]),
+        // A time the receiver can read: formats are not checked by every schema validator.
+        ...(format ? [`!Number.isNaN(Date.parse(${value}))`] : []),
+      ].join(' && '),
     options.expected ?? (minLength > 0 ? 'a non-empty string' : 'a string'),
   );
 }
@@ -75,27 +107,31 @@ export function string(
 export function boolean(options: Described = {}): Shape {
   return shape(
     withDescription({ type: 'boolean' }, options),
-    (value) => typeof value === 'boolean',
+    (value) => `typeof ${value} === 'boolean'`,
     options.expected ?? 'true or false',
   );
 }
 
 export function integer(options: Described & { minimum?: number; maximum?: number } = {}): Shape {
-  const { minimum = Number.NEGATIVE_INFINITY, maximum = Number.POSITIVE_INFINITY } = options;
+  const { minimum, maximum } = options;
   const schema: Record<string, unknown> = { type: 'integer' };
-  if (options.minimum !== undefined) schema.minimum = options.minimum;
-  if (options.maximum !== undefined) schema.maximum = options.maximum;
+  if (minimum !== undefined) schema.minimum = minimum;
+  if (maximum !== undefined) schema.maximum = maximum;
   return shape(
     withDescription(schema, options),
-    (value) => Number.isInteger(value) && (value as number) >= minimum && (value as number) <= maximum,
+    (value) =>
+      [
+        `Number.isInteger(${value})`,
+        ...(minimum === undefined ? [] : [`(${value} as number) >= ${minimum}`]),
+        ...(maximum === undefined ? [] : [`(${value} as number) <= ${maximum}`]),
+      ].join(' && '),
     options.expected ?? `an integer ≥ ${minimum}`,
   );
 }
 
-/** A delay in seconds: from 0 (above 0 if `positive`) to MAX_DELAY_SECONDS, as limits.ts says. */
+/** A delay in seconds: from 0 (above 0 if `positive`) to MAX_DELAY_SECONDS, limits.ts's range. */
 export function seconds(options: Described & { positive?: boolean } = {}): Shape {
   const positive = options.positive ?? false;
-  const range = { positive };
   return shape(
     withDescription(
       {
@@ -105,7 +141,7 @@ export function seconds(options: Described & { positive?: boolean } = {}): Shape
       },
       options,
     ),
-    (value) => isDelaySeconds(value, range),
+    (value) => `isDelaySeconds(${value}${positive ? ', { positive: true }' : ''})`,
     options.expected ?? delayRange({ positive }),
   );
 }
@@ -113,7 +149,7 @@ export function seconds(options: Described & { positive?: boolean } = {}): Shape
 export function constant(value: string | boolean, options: Described = {}): Shape {
   return shape(
     withDescription({ const: value }, options),
-    (given) => given === value,
+    (given) => `${given} === ${JSON.stringify(value)}`,
     options.expected ?? JSON.stringify(value),
   );
 }
@@ -122,7 +158,7 @@ export function constant(value: string | boolean, options: Described = {}): Shap
 export function oneOfValues(values: readonly string[], options: Described = {}): Shape {
   return shape(
     withDescription({ enum: values }, options),
-    (value) => values.includes(value as string),
+    (value) => `(${values.map((each) => `${value} === ${JSON.stringify(each)}`).join(' || ')})`,
     options.expected ?? `one of ${values.join(', ')}`,
   );
 }
@@ -132,20 +168,28 @@ export function list(item?: Shape, options: Described & { minItems?: number } = 
   const schema: Record<string, unknown> = { type: 'array' };
   if (item) schema.items = item.schema;
   if (minItems > 0) schema.minItems = minItems;
-  return shape(
+  const made: Shape = shape(
     withDescription(schema, options),
-    (value) => {
-      if (!Array.isArray(value) || value.length < minItems) return false;
-      if (item) for (let index = 0; index < value.length; index++) if (!item.test(value[index])) return false;
-      return true;
+    (value, out) => {
+      const lengthy = minItems > 0 ? ` && ${value}.length >= ${minItems}` : '';
+      if (!item) return `Array.isArray(${value})${lengthy}`;
+      const test = out.define(made, (list) =>
+        [
+          `if (!Array.isArray(${list})${minItems > 0 ? ` || ${list}.length < ${minItems}` : ''}) return false;`,
+          `for (const item of ${list}) if (!(${item.code('item', out)})) return false;`,
+          'return true;',
+        ].join('\n'),
+      );
+      return `${test}(${value})`;
     },
     options.expected ?? 'a list',
   );
+  return made;
 }
 
 /** A list of exactly these items, in order. */
 export function tuple(items: readonly Shape[], options: Described = {}): Shape {
-  return shape(
+  const made: Shape = shape(
     withDescription(
       {
         type: 'array',
@@ -156,29 +200,46 @@ export function tuple(items: readonly Shape[], options: Described = {}): Shape {
       },
       options,
     ),
-    (value) =>
-      Array.isArray(value) &&
-      value.length === items.length &&
-      items.every((item, index) => item.test(value[index])),
+    (value, out) => {
+      const test = out.define(made, (list) =>
+        [
+          `if (!Array.isArray(${list}) || ${list}.length !== ${items.length}) return false;`,
+          ...items.map((_, index) => `const item${index} = ${list}[${index}];`),
+          `return ${items.map((item, index) => `(${item.code(`item${index}`, out)})`).join(' && ')};`,
+        ].join('\n'),
+      );
+      return `${test}(${value})`;
+    },
     options.expected ?? `a list of ${items.length}`,
   );
+  return made;
 }
 
 /** An object of any keys, each value of the shape given (any value without one). */
 export function record(value?: Shape, options: Described = {}): Shape {
-  return shape(
+  const made: Shape = shape(
     withDescription(
       value ? { type: 'object', additionalProperties: value.schema } : { type: 'object' },
       options,
     ),
-    (given) => {
-      if (!isObject(given)) return false;
-      if (value)
-        for (const key in given) if (Object.hasOwn(given, key) && !value.test(given[key])) return false;
-      return true;
+    (given, out) => {
+      if (!value) return `isObject(${given})`;
+      const test = out.define(made, (object) =>
+        [
+          `if (!isObject(${object})) return false;`,
+          `for (const key in ${object}) {`,
+          `if (!Object.hasOwn(${object}, key)) continue;`,
+          `const item = ${object}[key];`,
+          `if (!(${value.code('item', out)})) return false;`,
+          '}',
+          'return true;',
+        ].join('\n'),
+      );
+      return `${test}(${given})`;
     },
     options.expected ?? 'an object',
   );
+  return made;
 }
 
 /**
@@ -197,49 +258,52 @@ export function object<Fields extends Record<string, Shape>>(
     schema.properties = Object.fromEntries(names.map((name) => [name, properties[name]?.schema]));
   }
   if (closed) schema.additionalProperties = false;
-  // One plain loop over plain arrays: a test runs for every field of every reply.
-  const tests = names.map((name) => (properties[name] as Shape).test);
-  const needed = names.map((name) => required.includes(name));
-  const test = (value: unknown): boolean => {
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
-    const fields = value as Record<string, unknown>;
-    for (let index = 0; index < names.length; index++) {
-      const given = fields[names[index] as string];
-      if (given === undefined ? needed[index] : !(tests[index] as Shape['test'])(given)) return false;
-    }
-    return !closed || Object.keys(fields).every((key) => Object.hasOwn(properties, key));
-  };
-  return {
+  const made: ObjectShape<Fields> = {
     schema: withDescription(schema, options),
-    test,
+    code: (value, out) => {
+      const test = out.define(made, (object) =>
+        [
+          `if (!isObject(${object})) return false;`,
+          ...names.map((name, index) => {
+            const field = `field${index}`;
+            const shaped = (properties[name] as Shape).code(field, out);
+            // A field of any value (a success's result) is only looked for when required.
+            if (shaped === 'true')
+              return required.includes(name) ? `if (${object}.${name} === undefined) return false;` : '';
+            return [
+              `const ${field} = ${object}${/^[A-Za-z_$][\w$]*$/.test(name) ? `.${name}` : `[${JSON.stringify(name)}]`};`,
+              required.includes(name)
+                ? `if (${field} === undefined || !(${shaped})) return false;`
+                : `if (${field} !== undefined && !(${shaped})) return false;`,
+            ].join('\n');
+          }),
+          closed
+            ? `return Object.keys(${object}).every((key) => ${names.map((name) => `key === ${JSON.stringify(name)}`).join(' || ')});`
+            : 'return true;',
+        ].join('\n'),
+      );
+      return `${test}(${value})`;
+    },
     expected: options.expected ?? 'an object',
     properties,
   };
+  return made;
 }
 
 /** A value of any of these shapes (see the top of the file). */
 export function oneOf(branches: readonly Shape[], options: Described & { schema?: JsonSchema } = {}): Shape {
   return shape(
     withDescription({ ...options.schema, oneOf: branches.map((branch) => branch.schema) }, options),
-    (value) => {
-      for (let index = 0; index < branches.length; index++)
-        if ((branches[index] as Shape).test(value)) return true;
-      return false;
-    },
+    (value, out) => `(${branches.map((branch) => `(${branch.code(value, out)})`).join(' || ')})`,
     options.expected ?? branches.map((branch) => branch.expected).join(' or '),
   );
 }
 
 /** The shape `name` of the document's definitions ($defs), described here if `description`. */
 export function ref(name: string, target: () => Shape, options: Described = {}): Shape {
-  let test: Shape['test'] | undefined;
   return {
     schema: withDescription({ $ref: `#/$defs/${name}` }, options),
-    // Found at the first test: the target may be defined after the shapes that refer to it.
-    test: (value) => {
-      test ??= target().test;
-      return test(value);
-    },
+    code: (value, out) => target().code(value, out),
     get expected() {
       return options.expected ?? target().expected;
     },
@@ -247,7 +311,7 @@ export function ref(name: string, target: () => Shape, options: Described = {}):
 }
 
 /** The same shape, described otherwise. */
-export function describe(described: Shape, description: string): Shape {
+export function describe<Described extends Shape>(described: Described, description: string): Described {
   return { ...described, schema: { ...described.schema, description } };
 }
 

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { formatJson } from '../../deploy/schemas.ts';
+import { CHECKS_FILE, checksModule, formatJson } from '../../deploy/schemas.ts';
 import {
   ABSENT,
   EVERYTHING,
@@ -75,6 +75,10 @@ describe('protocol JSON Schemas', () => {
         `${name}.schema.json: npm run schemas`,
       );
     }
+  });
+
+  it("hold what their shapes' tests are in checks.ts, as npm run schemas writes it", () => {
+    assert.equal(readFileSync(CHECKS_FILE, 'utf8'), checksModule(), 'checks.ts: npm run schemas');
   });
 
   it('accept the manifest the SDK serves', async () => {

@@ -13,6 +13,7 @@ export interface Check {
 
 const PATTERN0 = /^[^.]+(\.[^.]+)*$/;
 const PATTERN1 = /^https?:\/\/[^/]/;
+const PATTERN2 = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
 export const META_MATCH: Check = {
   test: (value: unknown): boolean => typeof value === 'string' || test0(value) || test1(value),
@@ -172,6 +173,57 @@ export const CREDENTIALS = {
 export const ERROR_RESPONSE = {
   missingHandlers: { test: (value: unknown): boolean => test9(value), expected: 'a list' },
 } satisfies Record<string, Check>;
+export const INVOCATION_REQUEST = {
+  memo: { test: (value: unknown): boolean => isObject(value), expected: 'an object' },
+  indexes: { test: (value: unknown): boolean => test10(value), expected: 'an object' },
+  indexVersions: { test: (value: unknown): boolean => test13(value), expected: 'an object' },
+  traceparent: {
+    test: (value: unknown): boolean => typeof value === 'string' && PATTERN2.test(value),
+    expected: 'a string',
+  },
+  event: {
+    test: (value: unknown): boolean => value === 'ADDED' || value === 'MODIFIED' || value === 'DELETED',
+    expected: 'one of ADDED, MODIFIED, DELETED',
+  },
+  stop: {
+    test: (value: unknown): boolean =>
+      value === 'resource-deleted' ||
+      value === 'filters-mismatch' ||
+      value === 'operator-exiting' ||
+      value === 'round-ended' ||
+      value === 'cancelled',
+    expected: 'one of resource-deleted, filters-mismatch, operator-exiting, round-ended, cancelled',
+  },
+  stopped: {
+    test: (value: unknown): boolean =>
+      value === 'resource-deleted' ||
+      value === 'filters-mismatch' ||
+      value === 'operator-exiting' ||
+      value === 'round-ended' ||
+      value === 'cancelled',
+    expected: 'one of resource-deleted, filters-mismatch, operator-exiting, round-ended, cancelled',
+  },
+} satisfies Record<string, Check>;
+export const DUE_HANDLER = {
+  retry: {
+    test: (value: unknown): boolean => Number.isInteger(value) && (value as number) >= 0,
+    expected: 'a non-negative integer',
+  },
+  started: {
+    test: (value: unknown): boolean => typeof value === 'string' && !Number.isNaN(Date.parse(value)),
+    expected: 'an ISO 8601 time',
+  },
+  idempotencyKey: { test: (value: unknown): boolean => typeof value === 'string', expected: 'a string' },
+} satisfies Record<string, Check>;
+export const ADMISSION_REQUEST = {
+  uid: { test: (value: unknown): boolean => typeof value === 'string', expected: 'a string' },
+  operation: {
+    test: (value: unknown): boolean =>
+      value === 'CREATE' || value === 'UPDATE' || value === 'DELETE' || value === 'CONNECT',
+    expected: 'one of CREATE, UPDATE, DELETE, CONNECT',
+  },
+  dryRun: { test: (value: unknown): boolean => typeof value === 'boolean', expected: 'true or false' },
+} satisfies Record<string, Check>;
 
 function test0(value: unknown): boolean {
   if (!isObject(value)) return false;
@@ -256,5 +308,34 @@ function test8(value: unknown): boolean {
 function test9(value: unknown): boolean {
   if (!Array.isArray(value) || value.length < 1) return false;
   for (const item of value) if (!(typeof item === 'string')) return false;
+  return true;
+}
+function test10(value: unknown): boolean {
+  if (!isObject(value)) return false;
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    const item = value[key];
+    if (!test11(item)) return false;
+  }
+  return true;
+}
+function test11(value: unknown): boolean {
+  if (!Array.isArray(value)) return false;
+  for (const item of value) if (!test12(item)) return false;
+  return true;
+}
+function test12(value: unknown): boolean {
+  if (!Array.isArray(value) || value.length !== 2) return false;
+  const item0 = value[0];
+  const item1 = value[1];
+  return (item0 === null || typeof item0 === 'string') && Array.isArray(item1);
+}
+function test13(value: unknown): boolean {
+  if (!isObject(value)) return false;
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    const item = value[key];
+    if (!(typeof item === 'string')) return false;
+  }
   return true;
 }

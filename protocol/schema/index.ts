@@ -3,6 +3,7 @@
  * file name (`<name>.schema.json` beside this file), and checks.ts, the tests the checks call.
  */
 import { FILTERS, MANIFEST, MANIFEST_SCHEMA, META_MATCH, OPTIONS, RESOURCE_SELECTOR } from './manifest.ts';
+import { ADMISSION_REQUEST, DUE_HANDLER, INVOCATION_REQUEST, REQUEST_SCHEMAS } from './request.ts';
 import {
   CREDENTIALS,
   EFFECTS,
@@ -20,6 +21,7 @@ import type { JsonSchema, ObjectShape, Shape } from './shape.ts';
 export const SCHEMAS: Record<string, JsonSchema> = {
   manifest: MANIFEST_SCHEMA,
   ...RESPONSE_SCHEMAS,
+  ...REQUEST_SCHEMAS,
 };
 
 /** Some fields of an object's shape. */
@@ -47,5 +49,17 @@ export const CHECKED: { shapes: Record<string, Shape>; fields: Record<string, Re
     DENIED: pick(STATUSES.denied, 'message', 'code'),
     CREDENTIALS: CREDENTIALS.properties,
     ERROR_RESPONSE: pick(ERROR_RESPONSE, 'missingHandlers'),
+    INVOCATION_REQUEST: pick(
+      INVOCATION_REQUEST,
+      'memo',
+      'indexes',
+      'indexVersions',
+      'traceparent',
+      'event',
+      'stop',
+      'stopped',
+    ),
+    DUE_HANDLER: pick(DUE_HANDLER, 'retry', 'started', 'idempotencyKey'),
+    ADMISSION_REQUEST: pick(ADMISSION_REQUEST, 'uid', 'operation', 'dryRun'),
   },
 };

@@ -125,7 +125,7 @@ export function integer(options: Described & { minimum?: number; maximum?: numbe
         ...(minimum === undefined ? [] : [`(${value} as number) >= ${minimum}`]),
         ...(maximum === undefined ? [] : [`(${value} as number) <= ${maximum}`]),
       ].join(' && '),
-    options.expected ?? `an integer ≥ ${minimum}`,
+    options.expected ?? (minimum === undefined ? 'an integer' : `an integer ≥ ${minimum}`),
   );
 }
 

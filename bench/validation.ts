@@ -5,6 +5,9 @@
  * (`git archive main | tar -x -C /tmp/base`, its node_modules linked) in rounds alternating with this one's,
  * so that both see the same machine.
  *
+ * The checks are imported by path from each tree, beneath the package's entries: a baseline's tree
+ * has no entry of its own for them.
+ *
  *   npm run bench:validation -- [--baseline /tmp/base] [--rounds 7] [--ms 300]
  */
 import { join } from 'node:path';

@@ -40,8 +40,18 @@ function oneLine(value: unknown): string {
   return entries.length === 0 ? '{}' : `{ ${entries.join(', ')} }`;
 }
 
-/** checks.ts as Biome formats it: the tests of CHECKED, and the functions and constants they call. */
+/** checks.ts as Biome formats it. */
 export function checksModule(): string {
+  return execFileSync(join(ROOT, 'node_modules/.bin/biome'), ['format', `--stdin-file-path=${CHECKS_FILE}`], {
+    input: checksSource(CHECKED),
+    encoding: 'utf8',
+    // Biome's launcher is a Node script of its own: the tests' loader of TypeScript is not for it.
+    env: { ...process.env, NODE_OPTIONS: '' },
+  });
+}
+
+/** The source of a checks module: the tests of `checked`, and the functions and constants they call. */
+export function checksSource(checked: typeof CHECKED): string {
   const functions: string[] = [];
   const defined = new Map<object, string>();
   const constants = new Map<string, string>();
@@ -69,17 +79,17 @@ export function checksModule(): string {
   const check = (shape: Shape) =>
     `{ test: (value: unknown): boolean => ${shape.code('value', out)}, expected: ${JSON.stringify(shape.expected)} }`;
   const exported = [
-    ...Object.entries(CHECKED.shapes).map(
+    ...Object.entries(checked.shapes).map(
       ([name, shape]) => `export const ${name}: Check = ${check(shape)};`,
     ),
-    ...Object.entries(CHECKED.fields).map(
+    ...Object.entries(checked.fields).map(
       ([name, fields]) =>
         `export const ${name} = {\n${Object.entries(fields)
           .map(([field, fieldShape]) => `${field}: ${check(fieldShape)},`)
           .join('\n')}\n} satisfies Record<string, Check>;`,
     ),
   ];
-  const text = [
+  return [
     '/**',
     " * The tests of the protocol's shapes, written from them by `npm run schemas` (deploy/schemas.ts): do",
     ' * not edit. Each is plain code, as a hand-written check would be.',
@@ -100,12 +110,6 @@ export function checksModule(): string {
     ...functions,
     '',
   ].join('\n');
-  return execFileSync(join(ROOT, 'node_modules/.bin/biome'), ['format', `--stdin-file-path=${CHECKS_FILE}`], {
-    input: text,
-    encoding: 'utf8',
-    // Biome's launcher is a Node script of its own: the tests' loader of TypeScript is not for it.
-    env: { ...process.env, NODE_OPTIONS: '' },
-  });
 }
 
 if (import.meta.main) {

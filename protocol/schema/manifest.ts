@@ -44,7 +44,7 @@ export const META_MATCH = oneOf([string(), PRESENT, ABSENT], {
   expected: 'a value, {"present": true} or {"absent": true}',
 });
 
-export const VALUE_MATCH = oneOf(
+const VALUE_MATCH = oneOf(
   [
     shape(
       {
@@ -154,7 +154,7 @@ export const OPTIONS = object(
   { description: 'Absent when there are none.' },
 );
 
-export const ACTIVITY_OPTIONS = object(
+const ACTIVITY_OPTIONS = object(
   {
     retries: describe(
       OPTIONS.properties.retries,

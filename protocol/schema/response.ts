@@ -165,7 +165,7 @@ export const STATUSES = {
 
 const STATUS_SHAPES: readonly Shape[] = Object.values(STATUSES);
 
-export const OUTCOME = shape(
+const OUTCOME = shape(
   {
     description: 'What became of one handler, with the effects it asks for (applied whatever the status).',
     allOf: [{ $ref: '#/$defs/effects' }, { oneOf: STATUS_SHAPES.map((status) => status.schema) }],
@@ -245,7 +245,7 @@ export const CREDENTIALS = (() => {
   };
 })();
 
-export const MISSING_INDEXES = object(
+const MISSING_INDEXES = object(
   {
     protocol: constant(PROTOCOL),
     missingIndexes: list(string(), {
@@ -269,7 +269,7 @@ export const ERROR_RESPONSE = object(
   { required: ['protocol', 'error'] },
 );
 
-export const BATCH_RESPONSE = object(
+const BATCH_RESPONSE = object(
   {
     protocol: constant(PROTOCOL),
     batch: list(

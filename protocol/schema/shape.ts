@@ -266,12 +266,13 @@ export function object<Fields extends Record<string, Shape>>(
           `if (!isObject(${object})) return false;`,
           ...names.map((name, index) => {
             const field = `field${index}`;
+            const read = `${object}${/^[A-Za-z_$][\w$]*$/.test(name) ? `.${name}` : `[${JSON.stringify(name)}]`}`;
             const shaped = (properties[name] as Shape).code(field, out);
             // A field of any value (a success's result) is only looked for when required.
             if (shaped === 'true')
-              return required.includes(name) ? `if (${object}.${name} === undefined) return false;` : '';
+              return required.includes(name) ? `if (${read} === undefined) return false;` : '';
             return [
-              `const ${field} = ${object}${/^[A-Za-z_$][\w$]*$/.test(name) ? `.${name}` : `[${JSON.stringify(name)}]`};`,
+              `const ${field} = ${read};`,
               required.includes(name)
                 ? `if (${field} === undefined || !(${shaped})) return false;`
                 : `if (${field} !== undefined && !(${shaped})) return false;`,

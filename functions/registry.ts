@@ -1,4 +1,5 @@
 import {
+  ADMISSION_OPERATIONS,
   type AdmissionOperation,
   HANDLER_KIND_NAMES,
   HANDLER_KINDS,
@@ -9,7 +10,6 @@ import {
   type HandlerOptions as SpecOptions,
 } from '../protocol/index.ts';
 import { OPTIONS } from '../protocol/schema/checks.ts';
-import { ADMISSION_OPERATIONS } from '../protocol/schema/manifest.ts';
 import type { DaemonHandler, Fields, Handler, HandlerContext } from './context.ts';
 import { checkField, compileFilters, type FilterOptions } from './filters.ts';
 import { checkIndexesOption, type IndexDefinitionOptions, indexDefinition } from './indexes.ts';

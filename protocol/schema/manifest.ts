@@ -3,7 +3,7 @@
  * gateway checks a served manifest's filters and options with, and what the SDK checks its handlers'
  * options with where they are written.
  */
-import { ACTIVITY_KIND_NAMES, HANDLER_KIND_NAMES } from '../kinds.ts';
+import { ACTIVITY_KIND_NAMES, ADMISSION_OPERATIONS, HANDLER_KIND_NAMES } from '../kinds.ts';
 import type {
   ActivityOptions,
   ActivitySpec,
@@ -33,8 +33,6 @@ import {
   shape,
   string,
 } from './shape.ts';
-
-export const ADMISSION_OPERATIONS = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'] as const;
 
 const PRESENT = object({ present: constant(true) }, { required: ['present'] });
 const ABSENT = object({ absent: constant(true) }, { required: ['absent'] });

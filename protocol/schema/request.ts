@@ -10,9 +10,8 @@ import type {
   ResolvedResource,
   UserInfo,
 } from '../invocation.ts';
-import { ACTIVITY_KIND_NAMES, HANDLER_KINDS, type KindRule } from '../kinds.ts';
+import { ACTIVITY_KIND_NAMES, ADMISSION_OPERATIONS, HANDLER_KINDS, type KindRule } from '../kinds.ts';
 import { PROTOCOL } from '../version.ts';
-import { ADMISSION_OPERATIONS } from './manifest.ts';
 import {
   anything,
   boolean,

@@ -5,6 +5,7 @@
  */
 import type { IndexContents, IndexDefinition, IndexEntries, ObjectPart, Outcome } from '../protocol/index.ts';
 import { deepFreeze, isObject } from '../protocol/json.ts';
+import { OPTIONS } from '../protocol/schema/checks.ts';
 import { asJson } from './json.ts';
 
 /**
@@ -182,10 +183,7 @@ function objectPart(where: string, option: string, part: unknown): ObjectPart {
 
 /** Checks the `indexes` option: a list of index ids. */
 export function checkIndexesOption(where: string, indexes: unknown): void {
-  if (
-    indexes !== undefined &&
-    !(Array.isArray(indexes) && indexes.every((id) => typeof id === 'string' && id !== ''))
-  ) {
+  if (indexes !== undefined && !OPTIONS.indexes.test(indexes)) {
     throw new TypeError(`${where}: option "indexes" must list the ids of this operator's indexes`);
   }
 }

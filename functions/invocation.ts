@@ -1,25 +1,15 @@
 import {
   type ActivityInvocation,
   callableFor,
-  type DaemonStopReason,
   type InvocationBatch,
   type InvocationRequest,
   isActivityKind,
   PROTOCOL,
 } from '../protocol/index.ts';
 import { isObject } from '../protocol/json.ts';
+import { ADMISSION_REQUEST, DUE_HANDLER, INVOCATION_REQUEST } from '../protocol/schema/checks.ts';
 import type { RegisteredActivity } from './activities.ts';
 import type { Registered } from './registry.ts';
-
-const EVENT_TYPES: readonly unknown[] = ['ADDED', 'MODIFIED', 'DELETED'];
-const STOP_REASONS: readonly unknown[] = [
-  'resource-deleted',
-  'filters-mismatch',
-  'operator-exiting',
-  'round-ended',
-  'cancelled',
-] satisfies DaemonStopReason[];
-const OPERATIONS: readonly unknown[] = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'];
 
 /** The request is not one this service can act on; answered with 400. */
 export class BadRequest extends Error {
@@ -108,7 +98,7 @@ export function checkActivityInvocation(
 ): ActivityInvocation {
   checkProtocol(request);
   if (!Array.isArray(request.handlers)) throw new BadRequest('the request has no "handlers" list');
-  if (request.memo !== undefined && !isObject(request.memo)) {
+  if (request.memo !== undefined && !INVOCATION_REQUEST.memo.test(request.memo)) {
     throw new BadRequest('"memo" must be an object of keys to values');
   }
   checkIndexes(request.indexes, request.indexVersions);
@@ -125,41 +115,26 @@ export function checkActivityInvocation(
     if (activity.kind !== request.reason) {
       throw new BadRequest(`"${due.id}" is a ${activity.kind} activity, not one for "${request.reason}"`);
     }
-    if (!Number.isInteger(due.retry) || due.retry < 0) {
-      throw new BadRequest(`activity "${due.id}": "retry" must be a non-negative integer`);
-    }
-    if (typeof due.started !== 'string' || Number.isNaN(Date.parse(due.started))) {
-      throw new BadRequest(`activity "${due.id}": "started" must be an ISO 8601 time`);
-    }
+    checkDue(due, `activity "${due.id}"`);
   }
   return request;
 }
 
-const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+/** What every due handler, an activity's too, says of its attempts: how many before, since when. */
+function checkDue(due: { retry: unknown; started: unknown }, which: string): void {
+  const { retry, started } = DUE_HANDLER;
+  if (!retry.test(due.retry)) throw new BadRequest(`${which}: "retry" must be ${retry.expected}`);
+  if (!started.test(due.started)) throw new BadRequest(`${which}: "started" must be ${started.expected}`);
+}
 
 /** Indexes arrive as lists of [key, values] by id; their versions, as text by id. */
 function checkIndexes(indexes: unknown, versions: unknown): void {
-  if (
-    versions !== undefined &&
-    !(isObject(versions) && Object.values(versions).every((version) => typeof version === 'string'))
-  ) {
+  if (versions !== undefined && !INVOCATION_REQUEST.indexVersions.test(versions)) {
     throw new BadRequest('"indexVersions" must map index ids to versions, as text');
   }
-  if (indexes === undefined) return;
-  const wellFormed =
-    isObject(indexes) &&
-    Object.values(indexes).every(
-      (contents) =>
-        Array.isArray(contents) &&
-        contents.every(
-          (entry) =>
-            Array.isArray(entry) &&
-            entry.length === 2 &&
-            (entry[0] === null || typeof entry[0] === 'string') &&
-            Array.isArray(entry[1]),
-        ),
-    );
-  if (!wellFormed) throw new BadRequest('"indexes" must map index ids to lists of [key, values]');
+  if (indexes !== undefined && !INVOCATION_REQUEST.indexes.test(indexes)) {
+    throw new BadRequest('"indexes" must map index ids to lists of [key, values]');
+  }
 }
 
 /** Checks an InvocationRequest however it arrived: parsed from a body, or handed over in-process. */
@@ -170,10 +145,14 @@ export function checkInvocation(request: InvocationRequest, handlers: ReadonlyMa
   }
   if (!isObject(request.resource)) throw new BadRequest('the request has no "resource"');
   if (!Array.isArray(request.handlers)) throw new BadRequest('the request has no "handlers" list');
-  if (request.memo !== undefined && !isObject(request.memo)) {
+  if (request.memo !== undefined && !INVOCATION_REQUEST.memo.test(request.memo)) {
     throw new BadRequest('"memo" must be an object of keys to values');
   }
-  if (request.traceparent !== undefined && !TRACEPARENT.test(String(request.traceparent))) {
+  // As text, as before: what reads as a trace context is taken as one.
+  if (
+    request.traceparent !== undefined &&
+    !INVOCATION_REQUEST.traceparent.test(String(request.traceparent))
+  ) {
     throw new BadRequest(`"traceparent" is not a W3C trace context: ${JSON.stringify(request.traceparent)}`);
   }
   checkIndexes(request.indexes, request.indexVersions);
@@ -181,25 +160,23 @@ export function checkInvocation(request: InvocationRequest, handlers: ReadonlyMa
     const review = request.admission;
     if (
       !isObject(review) ||
-      typeof review.uid !== 'string' ||
-      !OPERATIONS.includes(review.operation) ||
-      typeof review.dryRun !== 'boolean' ||
+      !ADMISSION_REQUEST.uid.test(review.uid) ||
+      !ADMISSION_REQUEST.operation.test(review.operation) ||
+      !ADMISSION_REQUEST.dryRun.test(review.dryRun) ||
       !isObject(review.userInfo)
     ) {
       throw new BadRequest('an admission request needs "admission" with uid, operation, dryRun and userInfo');
     }
   }
   for (const field of ['stop', 'stopped'] as const) {
-    if (request[field] !== undefined && !STOP_REASONS.includes(request[field])) {
-      throw new BadRequest(
-        `"${field}" must be one of ${STOP_REASONS.join(', ')}, got ${JSON.stringify(request[field])}`,
-      );
+    const check = INVOCATION_REQUEST[field];
+    if (request[field] !== undefined && !check.test(request[field])) {
+      throw new BadRequest(`"${field}" must be ${check.expected}, got ${JSON.stringify(request[field])}`);
     }
   }
-  if (request.event !== undefined && !EVENT_TYPES.includes(request.event)) {
-    throw new BadRequest(
-      `"event" must be one of ${EVENT_TYPES.join(', ')}, got ${JSON.stringify(request.event)}`,
-    );
+  const { event } = INVOCATION_REQUEST;
+  if (request.event !== undefined && !event.test(request.event)) {
+    throw new BadRequest(`"event" must be ${event.expected}, got ${JSON.stringify(request.event)}`);
   }
   const missing = request.handlers.filter((due) => !handlers.has(due?.id)).map((due) => String(due?.id));
   if (missing.length > 0) throw missingHandlers(missing, handlers);
@@ -216,14 +193,11 @@ export function checkInvocation(request: InvocationRequest, handlers: ReadonlyMa
     if (!handler.fn) {
       throw new BadRequest(`index "${due.id}" is declarative: the gateway computes it, never calls it`);
     }
-    if (!Number.isInteger(due.retry) || due.retry < 0) {
-      throw new BadRequest(`handler "${due.id}": "retry" must be a non-negative integer`);
-    }
-    if (typeof due.started !== 'string' || Number.isNaN(Date.parse(due.started))) {
-      throw new BadRequest(`handler "${due.id}": "started" must be an ISO 8601 time`);
-    }
-    if (typeof due.idempotencyKey !== 'string') {
-      throw new BadRequest(`handler "${due.id}": "idempotencyKey" must be a string`);
+    checkDue(due, `handler "${due.id}"`);
+    if (!DUE_HANDLER.idempotencyKey.test(due.idempotencyKey)) {
+      throw new BadRequest(
+        `handler "${due.id}": "idempotencyKey" must be ${DUE_HANDLER.idempotencyKey.expected}`,
+      );
     }
     if (due.diff !== undefined && !Array.isArray(due.diff)) {
       throw new BadRequest(`handler "${due.id}": "diff" must be a list of differences`);

@@ -1,15 +1,15 @@
 import {
+  ADMISSION_OPERATIONS,
   type AdmissionOperation,
-  delayRange,
   HANDLER_KIND_NAMES,
   HANDLER_KINDS,
   type HandlerKind,
   type HandlerSpec,
   isAdmissionKind,
-  isDelaySeconds,
   type KindRule,
   type HandlerOptions as SpecOptions,
 } from '../protocol/index.ts';
+import { OPTIONS } from '../protocol/schema/checks.ts';
 import type { DaemonHandler, Fields, Handler, HandlerContext } from './context.ts';
 import { checkField, compileFilters, type FilterOptions } from './filters.ts';
 import { checkIndexesOption, type IndexDefinitionOptions, indexDefinition } from './indexes.ts';
@@ -284,7 +284,6 @@ const SPEC_OPTIONS: readonly (keyof SpecOptions)[] = [
   'ignoreFailures',
   'indexes',
 ];
-const OPERATIONS: readonly AdmissionOperation[] = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'];
 
 /** The options among `names` that are given, or undefined when none is: what a manifest publishes. */
 export function pick<T extends object, K extends keyof T>(
@@ -337,14 +336,17 @@ export function checkCommonOptions(
   if (id !== undefined && (typeof id !== 'string' || id === '')) {
     throw new TypeError(`${where}: option "id" must be a non-empty string`);
   }
-  if (retries !== undefined && !(Number.isInteger(retries) && retries >= 1)) {
+  if (retries !== undefined && !OPTIONS.retries.test(retries)) {
     throw new TypeError(`${where}: option "retries" must be a whole number of attempts, at least 1`);
   }
-  if (timeout !== undefined && !isDelaySeconds(timeout, { positive: true })) {
-    throw new TypeError(`${where}: option "timeout" must be ${delayRange({ positive: true })}`);
-  }
-  if (backoff !== undefined && !isDelaySeconds(backoff)) {
-    throw new TypeError(`${where}: option "backoff" must be ${delayRange()}`);
+  for (const [name, seconds] of [
+    ['timeout', timeout],
+    ['backoff', backoff],
+  ] as const) {
+    const check = OPTIONS[name];
+    if (seconds !== undefined && !check.test(seconds)) {
+      throw new TypeError(`${where}: option "${name}" must be ${check.expected}`);
+    }
   }
 }
 
@@ -362,16 +364,17 @@ function checkOptions(where: string, kind: HandlerKind, options: unknown): asser
     );
   }
   const { interval, idle, initialDelay, cancellationTimeout } = options as HandlerOptions;
-  if (kind === 'timer' && !isDelaySeconds(interval, { positive: true })) {
-    throw new TypeError(`${where}: option "interval" must be ${delayRange({ positive: true })}`);
+  if (kind === 'timer' && !OPTIONS.interval.test(interval)) {
+    throw new TypeError(`${where}: option "interval" must be ${OPTIONS.interval.expected}`);
   }
   for (const [name, seconds] of [
     ['idle', idle],
     ['initialDelay', initialDelay],
     ['cancellationTimeout', cancellationTimeout],
   ] as const) {
-    if (seconds !== undefined && !isDelaySeconds(seconds)) {
-      throw new TypeError(`${where}: option "${name}" must be ${delayRange()}`);
+    const check = OPTIONS[name];
+    if (seconds !== undefined && !check.test(seconds)) {
+      throw new TypeError(`${where}: option "${name}" must be ${check.expected}`);
     }
   }
   for (const name of [
@@ -383,19 +386,15 @@ function checkOptions(where: string, kind: HandlerKind, options: unknown): asser
     'ignoreFailures',
   ] as const) {
     const flag = (options as HandlerOptions)[name];
-    if (flag !== undefined && typeof flag !== 'boolean') {
-      throw new TypeError(`${where}: option "${name}" must be true or false`);
+    const check = OPTIONS[name];
+    if (flag !== undefined && !check.test(flag)) {
+      throw new TypeError(`${where}: option "${name}" must be ${check.expected}`);
     }
   }
-  if (
-    operations !== undefined &&
-    (!Array.isArray(operations) ||
-      operations.length === 0 ||
-      !operations.every((operation) => OPERATIONS.includes(operation)))
-  ) {
-    throw new TypeError(`${where}: option "operations" must list some of ${OPERATIONS.join(', ')}`);
+  if (operations !== undefined && !OPTIONS.operations.test(operations)) {
+    throw new TypeError(`${where}: option "operations" must list some of ${ADMISSION_OPERATIONS.join(', ')}`);
   }
-  if (subresource !== undefined && (typeof subresource !== 'string' || subresource === '')) {
+  if (subresource !== undefined && !OPTIONS.subresource.test(subresource)) {
     throw new TypeError(`${where}: option "subresource" must be a subresource's name, or '*' for all`);
   }
 }

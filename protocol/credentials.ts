@@ -1,18 +1,19 @@
 /** Login handlers' results, checked the same way by the SDK (for a clear error) and by the gateway (before use). */
 import { isObject } from './json.ts';
+import { CREDENTIALS } from './schema/checks.ts';
 
 const TEXTS = ['token', 'certificateData', 'keyData', 'caData'] as const;
 
 /** What is wrong with `value` as Credentials; undefined when nothing is. */
 export function credentialsProblem(value: unknown): string | undefined {
   if (!isObject(value)) return 'credentials must be an object with a server';
-  const { server, insecure, expiration } = value;
-  if (typeof server !== 'string' || !/^https?:\/\/[^/]/.test(server)) {
-    return `"server" must be the API server's URL, e.g. https://10.0.0.1:6443, got ${JSON.stringify(server)}`;
+  const fields = CREDENTIALS;
+  if (!fields.server.test(value.server)) {
+    return `"server" must be ${fields.server.expected}, got ${JSON.stringify(value.server)}`;
   }
   for (const field of TEXTS) {
-    if (value[field] !== undefined && (typeof value[field] !== 'string' || value[field] === '')) {
-      return `"${field}" must be a non-empty string`;
+    if (value[field] !== undefined && !fields[field].test(value[field])) {
+      return `"${field}" must be ${fields[field].expected}`;
     }
   }
   if ((value.certificateData === undefined) !== (value.keyData === undefined)) {
@@ -21,9 +22,10 @@ export function credentialsProblem(value: unknown): string | undefined {
   if (value.token === undefined && value.certificateData === undefined) {
     return 'credentials need a "token", or "certificateData" and "keyData"';
   }
-  if (insecure !== undefined && typeof insecure !== 'boolean') return '"insecure" must be true or false';
-  if (expiration !== undefined && (typeof expiration !== 'string' || Number.isNaN(Date.parse(expiration)))) {
-    return '"expiration" must be an ISO 8601 time';
+  for (const field of ['insecure', 'expiration'] as const) {
+    if (value[field] !== undefined && !fields[field].test(value[field])) {
+      return `"${field}" must be ${fields[field].expected}`;
+    }
   }
   return undefined;
 }

@@ -4,7 +4,7 @@
  * response validation and the testing kit derive from it, and a test holds the JSON Schemas to it:
  * adding a kind is one entry here plus its behaviour.
  */
-import type { ActivityInvocation, InvocationRequest, Reason } from './invocation.ts';
+import type { ActivityInvocation, AdmissionOperation, InvocationRequest, Reason } from './invocation.ts';
 import type { ActivityOptions, HandlerFilters, HandlerOptions } from './manifest.ts';
 
 export interface KindRule {
@@ -23,6 +23,14 @@ export interface KindRule {
   /** Takes the field as an argument of its own before the options, as Kopf's `on.field`. */
   argument?: 'field';
 }
+
+/** The operations an admission handler may review (its `operations` option). */
+export const ADMISSION_OPERATIONS = [
+  'CREATE',
+  'UPDATE',
+  'DELETE',
+  'CONNECT',
+] as const satisfies AdmissionOperation[];
 
 const MATCHING = ['labels', 'annotations', 'value', 'when'] as const;
 /** Every handler but an index's may receive the service's indexes (see resource/indexes.ts). */

@@ -19,6 +19,7 @@ import {
   type ServiceScope,
 } from '../../protocol/index.ts';
 import { equal, isObject, jsonCopy } from '../../protocol/json.ts';
+import { ERROR_RESPONSE } from '../../protocol/schema/checks.ts';
 import { type BatchLimits, CallBatches, type EncodedCall } from './batches.ts';
 import type { CircuitBreaker } from './breaker.ts';
 import { type AnswerGuard, beyondPin, confineOutcomes, narrowedToScope, ScopeError } from './scope.ts';
@@ -561,7 +562,7 @@ async function send(
  */
 function missingHandlersOf(said: unknown): readonly string[] | undefined {
   const ids = isObject(said) ? said.missingHandlers : undefined;
-  return Array.isArray(ids) && ids.length > 0 && ids.every((id) => typeof id === 'string') ? ids : undefined;
+  return ERROR_RESPONSE.missingHandlers.test(ids) ? (ids as string[]) : undefined;
 }
 
 function describe(error: unknown): string {

@@ -4,7 +4,6 @@
  */
 import {
   type ActivitySpec,
-  delayRange,
   type Effects,
   type HandlerSpec,
   type Health,
@@ -12,10 +11,8 @@ import {
   type InvocationResponse,
   isActivityKind,
   isAdmissionKind,
-  isDelaySeconds,
   isHandlerKind,
   type KubernetesEvent,
-  type LogLevel,
   type LogLine,
   type Manifest,
   type ObjectReference,
@@ -24,6 +21,23 @@ import {
   PROTOCOL,
 } from '../../protocol/index.ts';
 import { isObject } from '../../protocol/json.ts';
+import {
+  type Check,
+  DENIED,
+  EFFECTS,
+  EVENT_HEAD,
+  FILTERS,
+  INVOCATION_RESPONSE,
+  LOG_LINE,
+  MANIFEST,
+  META_MATCH,
+  OBJECT_REFERENCE,
+  OBJECT_TO_APPLY,
+  OPTIONS,
+  RESOURCE_SELECTOR,
+  TEMPORARY,
+} from '../../protocol/schema/checks.ts';
+import { STATUSES } from '../../protocol/schema/response.ts';
 import { parseScope } from './scope.ts';
 
 export class ProtocolError extends Error {
@@ -102,8 +116,6 @@ function pathStep(key: string | number): string {
   return /^[A-Za-z_$][\w$-]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
 }
 
-const LOG_LEVELS: ReadonlySet<LogLevel> = new Set(['debug', 'info', 'warning', 'error']);
-
 function checkProtocol(value: Record<string, unknown>, what: string): void {
   if (value.protocol !== PROTOCOL) {
     throw new ProtocolError(
@@ -153,7 +165,7 @@ export function parseManifest(value: unknown): { manifest: Manifest; unknownKind
   }
   const activities = parseActivities(value.activities, unknownKinds);
   for (const flag of ['sessions', 'indexVersions', 'batches'] as const) {
-    if (value[flag] !== undefined && typeof value[flag] !== 'boolean') {
+    if (value[flag] !== undefined && !MANIFEST[flag].test(value[flag])) {
       throw new ProtocolError(`manifest.${flag} is not a boolean`);
     }
   }
@@ -189,27 +201,15 @@ function checkResource(resource: unknown, where: string): void {
     );
   }
   for (const field of given) {
-    if (typeof resource[field] !== 'string' || !resource[field]) {
-      throw new ProtocolError(`${where}.${field} must be a non-empty string`);
+    if (!RESOURCE_SELECTOR[field].test(resource[field])) {
+      throw new ProtocolError(`${where}.${field} must be ${RESOURCE_SELECTOR[field].expected}`);
     }
   }
   for (const field of ['group', 'version'] as const) {
-    if (resource[field] !== undefined && typeof resource[field] !== 'string') {
-      throw new ProtocolError(`${where}.${field} must be a string`);
+    if (resource[field] !== undefined && !RESOURCE_SELECTOR[field].test(resource[field])) {
+      throw new ProtocolError(`${where}.${field} must be ${RESOURCE_SELECTOR[field].expected}`);
     }
   }
-}
-
-/** A label's or annotation's match: a value, `{present: true}` or `{absent: true}`. */
-function isMetaMatch(match: unknown): boolean {
-  return typeof match === 'string' || (isObject(match) && (match.present === true || match.absent === true));
-}
-
-/** A field's match: `{equals: …}`, `{present: true}` or `{absent: true}`. */
-function isValueMatch(match: unknown): boolean {
-  return (
-    isObject(match) && (Object.hasOwn(match, 'equals') || match.present === true || match.absent === true)
-  );
 }
 
 /**
@@ -223,68 +223,35 @@ function checkFilters(filters: unknown, where: string): void {
     if (matches === undefined) continue;
     if (!isObject(matches)) throw new ProtocolError(`${where}.${part} is not an object`);
     for (const [key, match] of Object.entries(matches)) {
-      if (!isMetaMatch(match)) {
-        throw new ProtocolError(
-          `${where}.${part}${pathStep(key)} must be a value, {"present": true} or {"absent": true}`,
-        );
+      if (!META_MATCH.test(match)) {
+        throw new ProtocolError(`${where}.${part}${pathStep(key)} must be ${META_MATCH.expected}`);
       }
     }
   }
-  if (
-    filters.field !== undefined &&
-    (typeof filters.field !== 'string' || !/^[^.]+(\.[^.]+)*$/.test(filters.field))
-  ) {
-    throw new ProtocolError(`${where}.field must be a dotted path (spec.a.b)`);
+  if (filters.field !== undefined && !FILTERS.field.test(filters.field)) {
+    throw new ProtocolError(`${where}.field must be ${FILTERS.field.expected}`);
   }
   for (const part of ['value', 'old', 'new'] as const) {
-    if (filters[part] !== undefined && !isValueMatch(filters[part])) {
-      throw new ProtocolError(
-        `${where}.${part} must be {"equals": …}, {"present": true} or {"absent": true}`,
-      );
+    if (filters[part] !== undefined && !FILTERS[part].test(filters[part])) {
+      throw new ProtocolError(`${where}.${part} must be ${FILTERS[part].expected}`);
     }
   }
-  if (filters.when !== undefined && typeof filters.when !== 'boolean') {
-    throw new ProtocolError(`${where}.when must be true or false`);
+  if (filters.when !== undefined && !FILTERS.when.test(filters.when)) {
+    throw new ProtocolError(`${where}.when must be ${FILTERS.when.expected}`);
   }
   if (filters.namespaces !== undefined && !isStrings(filters.namespaces, 0)) {
     throw new ProtocolError(`${where}.namespaces must be a list of namespaces, globs or negations`);
   }
 }
 
-/** Options as numbers of seconds (MAX_DELAY_SECONDS at most), counts, switches and names. */
-const OPTION_RULES: Record<string, [(value: unknown) => boolean, string]> = {
-  retries: [(value) => Number.isInteger(value) && (value as number) >= 1, 'an integer ≥ 1'],
-  timeout: [(value) => isDelaySeconds(value, { positive: true }), delayRange({ positive: true })],
-  interval: [(value) => isDelaySeconds(value, { positive: true }), delayRange({ positive: true })],
-  ...Object.fromEntries(
-    ['backoff', 'idle', 'initialDelay', 'cancellationTimeout'].map((name) => [
-      name,
-      [(value: unknown) => isDelaySeconds(value), delayRange()],
-    ]),
-  ),
-  ...Object.fromEntries(
-    ['optional', 'deleted', 'sharp', 'persistent', 'sideEffects', 'ignoreFailures'].map((name) => [
-      name,
-      [(value: unknown) => typeof value === 'boolean', 'true or false'],
-    ]),
-  ),
-  operations: [
-    (value) =>
-      isStrings(value, 1) &&
-      (value as string[]).every((operation) => ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'].includes(operation)),
-    'a list of CREATE, UPDATE, DELETE and CONNECT',
-  ],
-  subresource: [(value) => typeof value === 'string' && value !== '', 'a non-empty string'],
-  indexes: [(value) => isStrings(value, 0) && (value as string[]).every(Boolean), 'a list of index ids'],
-};
-
 /** Options of a handler or an activity: those the gateway reads, of the type it reads them as. */
 function checkOptions(options: unknown, where: string): void {
   if (!isObject(options)) throw new ProtocolError(`${where} is not an object`);
+  const checks: Record<string, Check> = OPTIONS;
   for (const [name, value] of Object.entries(options)) {
-    const rule = Object.hasOwn(OPTION_RULES, name) ? OPTION_RULES[name] : undefined;
-    if (rule && value !== undefined && !rule[0](value)) {
-      throw new ProtocolError(`${where}.${name} must be ${rule[1]}`);
+    const check = Object.hasOwn(checks, name) ? checks[name] : undefined;
+    if (check && value !== undefined && !check.test(value)) {
+      throw new ProtocolError(`${where}.${name} must be ${check.expected}`);
     }
   }
 }
@@ -354,12 +321,7 @@ function invocationResponse(
       );
     }
     for (const line of value.logs) {
-      if (
-        !isObject(line) ||
-        typeof line.message !== 'string' ||
-        !LOG_LEVELS.has(line.level as LogLevel) ||
-        !(line.handler === undefined || typeof line.handler === 'string')
-      ) {
+      if (!LOG_LINE.test(line)) {
         throw new ProtocolError(`response.logs has a malformed line: ${JSON.stringify(line).slice(0, 200)}`);
       }
       // What is logged, and no more: its level, its message, and the handler that wrote it.
@@ -371,7 +333,7 @@ function invocationResponse(
       });
     }
   }
-  if (value.memo !== undefined && !isObject(value.memo))
+  if (value.memo !== undefined && !INVOCATION_RESPONSE.memo.test(value.memo))
     throw new ProtocolError('response.memo is not an object');
   return { protocol: PROTOCOL, outcomes, logs, ...(isObject(value.memo) ? { memo: value.memo } : {}) };
 }
@@ -464,7 +426,7 @@ export function parseActivityResponse(value: unknown, handlerIds: readonly strin
   const response = parseInvocationResponse(value, handlerIds);
   for (const [id, outcome] of Object.entries(response.outcomes)) {
     const where = `response.outcomes.${id}`;
-    if (!['success', 'temporary', 'permanent'].includes(outcome.status)) {
+    if (!(ACTIVITY_STATUSES as readonly string[]).includes(outcome.status)) {
       throw new ProtocolError(`${where}.status "${outcome.status}" does not answer an activity`);
     }
     const effects = Object.keys(outcome).filter((key) => !OUTCOME_FIELDS.has(key));
@@ -475,8 +437,11 @@ export function parseActivityResponse(value: unknown, handlerIds: readonly strin
   return response;
 }
 
-/** What an outcome holds besides effects. */
-const OUTCOME_FIELDS: ReadonlySet<string> = new Set(['status', 'result', 'message', 'delay']);
+const ACTIVITY_STATUSES = ['success', 'temporary', 'permanent'] as const;
+/** What an activity's outcome may hold: its status's fields, no effects. */
+const OUTCOME_FIELDS: ReadonlySet<string> = new Set(
+  ACTIVITY_STATUSES.flatMap((status) => Object.keys(STATUSES[status].properties)),
+);
 
 function parseOutcome(value: unknown, where: string, admission: boolean, counts: EffectCounts): Outcome {
   if (!isObject(value)) throw new ProtocolError(`${where} is not an object`);
@@ -487,18 +452,24 @@ function parseOutcome(value: unknown, where: string, admission: boolean, counts:
         ? { status: 'success', ...effects }
         : { status: 'success', result: value.result, ...effects };
     case 'temporary':
-      if (!isDelaySeconds(value.delay)) throw new ProtocolError(`${where}.delay must be ${delayRange()}`);
-      return { status: 'temporary', message: failureMessage(value, where), delay: value.delay, ...effects };
+      if (!TEMPORARY.delay.test(value.delay))
+        throw new ProtocolError(`${where}.delay must be ${TEMPORARY.delay.expected}`);
+      return {
+        status: 'temporary',
+        message: failureMessage(value, where),
+        delay: value.delay as number,
+        ...effects,
+      };
     case 'permanent':
       return { status: 'permanent', message: failureMessage(value, where), ...effects };
     case 'skipped':
       return { status: 'skipped', ...effects };
     case 'denied':
       if (!admission) throw new ProtocolError(`${where}.status "denied" answers admission reviews only`);
-      if (typeof value.message !== 'string' || !isHttpCode(value.code)) {
+      if (!DENIED.message.test(value.message) || !DENIED.code.test(value.code)) {
         throw new ProtocolError(`${where}: a denial needs a message and an HTTP code (400 to 599)`);
       }
-      return { status: 'denied', message: value.message, code: value.code, ...effects };
+      return { status: 'denied', message: value.message as string, code: value.code as number, ...effects };
     default:
       throw new ProtocolError(
         `${where}.status ${JSON.stringify(value.status)} is not success, temporary, permanent${admission ? ', skipped or denied' : ' or skipped'}`,
@@ -508,12 +479,9 @@ function parseOutcome(value: unknown, where: string, admission: boolean, counts:
 
 /** Why a handler failed: a string, as the schema says, and not whatever else a service sent made one. */
 function failureMessage(outcome: Record<string, unknown>, where: string): string {
-  if (typeof outcome.message !== 'string') throw new ProtocolError(`${where}.message must be a string`);
-  return outcome.message;
-}
-
-function isHttpCode(code: unknown): code is number {
-  return Number.isInteger(code) && (code as number) >= 400 && (code as number) <= 599;
+  const message = TEMPORARY.message;
+  if (!message.test(outcome.message)) throw new ProtocolError(`${where}.message must be ${message.expected}`);
+  return outcome.message as string;
 }
 
 /** What an event is about besides the handled object: an involvedObject, without more than it names. */
@@ -522,10 +490,7 @@ function parseReference(value: unknown, where: string): ObjectReference {
     new ProtocolError(
       `${where} must reference an object: apiVersion, kind and name, and namespace and uid if any, as non-empty strings`,
     );
-  if (!isObject(value)) throw malformed();
-  const text = (field: string) => typeof value[field] === 'string' && value[field] !== '';
-  const optional = (field: string) => value[field] === undefined || text(field);
-  if (!['apiVersion', 'kind', 'name'].every(text) || !['namespace', 'uid'].every(optional)) throw malformed();
+  if (!OBJECT_REFERENCE.test(value)) throw malformed();
   const { apiVersion, kind, name, namespace, uid } = value as unknown as ObjectReference;
   return {
     apiVersion,
@@ -544,8 +509,7 @@ function parseEffects(
 ): Effects {
   const effects: Effects = {};
   if (value.patch !== undefined) {
-    if (!isObject(value.patch))
-      throw new ProtocolError(`${where}.patch must be a JSON merge patch (an object)`);
+    if (!isObject(value.patch)) throw new ProtocolError(`${where}.patch must be ${EFFECTS.patch.expected}`);
     if ('metadata' in value.patch && isObject(value.patch.metadata)) {
       for (const field of ['name', 'namespace', 'uid', 'resourceVersion'] as const) {
         if (field in value.patch.metadata)
@@ -555,37 +519,30 @@ function parseEffects(
     effects.patch = value.patch;
   }
   if (value.events !== undefined) {
+    // The list first, then its length against the cap, then each item: a long list costs no more.
     if (!Array.isArray(value.events)) throw new ProtocolError(`${where}.events must be an array`);
     count(counts, 'events', value.events.length, `${where}.events`);
     effects.events = value.events.map((event, index) => {
-      if (
-        !isObject(event) ||
-        (event.type !== 'Normal' && event.type !== 'Warning') ||
-        typeof event.reason !== 'string' ||
-        typeof event.message !== 'string'
-      ) {
+      if (!EVENT_HEAD.test(event)) {
         throw new ProtocolError(
           `${where}.events[${index}] needs type Normal or Warning, a reason and a message`,
         );
       }
-      const parsed: KubernetesEvent = { type: event.type, reason: event.reason, message: event.message };
+      const { type, reason, message } = event as KubernetesEvent;
+      const parsed: KubernetesEvent = { type, reason, message };
       return event.about === undefined
         ? parsed
-        : { ...parsed, about: parseReference(event.about, `${where}.events[${index}].about`) };
+        : {
+            ...parsed,
+            about: parseReference((event as KubernetesEvent).about, `${where}.events[${index}].about`),
+          };
     });
   }
   if (value.apply !== undefined) {
     if (!Array.isArray(value.apply)) throw new ProtocolError(`${where}.apply must be an array of objects`);
     count(counts, 'applyObjects', value.apply.length, `${where}.apply`);
     effects.apply = value.apply.map((object, index) => {
-      const metadata = isObject(object) ? object.metadata : undefined;
-      if (
-        !isObject(object) ||
-        typeof object.apiVersion !== 'string' ||
-        typeof object.kind !== 'string' ||
-        !isObject(metadata) ||
-        !(typeof metadata.name === 'string' || typeof metadata.generateName === 'string')
-      ) {
+      if (!OBJECT_TO_APPLY.test(object)) {
         throw new ProtocolError(
           `${where}.apply[${index}] needs apiVersion, kind and metadata.name (or metadata.generateName)`,
         );
@@ -603,22 +560,24 @@ function parseEffects(
     );
   }
   if (value.requeueAfter !== undefined) {
-    if (!isDelaySeconds(value.requeueAfter, { positive: true }))
-      throw new ProtocolError(`${where}.requeueAfter must be ${delayRange({ positive: true })}`);
-    effects.requeueAfter = value.requeueAfter;
+    const { requeueAfter } = EFFECTS;
+    if (!requeueAfter.test(value.requeueAfter))
+      throw new ProtocolError(`${where}.requeueAfter must be ${requeueAfter.expected}`);
+    effects.requeueAfter = value.requeueAfter as number;
   }
   if (value.roundEnded !== undefined) {
-    if (typeof value.roundEnded !== 'boolean')
-      throw new ProtocolError(`${where}.roundEnded must be true or false`);
-    effects.roundEnded = value.roundEnded;
+    const { roundEnded } = EFFECTS;
+    if (!roundEnded.test(value.roundEnded))
+      throw new ProtocolError(`${where}.roundEnded must be ${roundEnded.expected}`);
+    effects.roundEnded = value.roundEnded as boolean;
   }
   if (value.warnings !== undefined) {
     if (!admission) throw new ProtocolError(`${where}.warnings answer admission reviews only`);
-    if (!Array.isArray(value.warnings) || !value.warnings.every((warning) => typeof warning === 'string')) {
-      throw new ProtocolError(`${where}.warnings must be a list of strings`);
-    }
-    count(counts, 'warnings', value.warnings.length, `${where}.warnings`);
-    effects.warnings = value.warnings;
+    const { warnings } = EFFECTS;
+    if (!warnings.test(value.warnings))
+      throw new ProtocolError(`${where}.warnings must be ${warnings.expected}`);
+    count(counts, 'warnings', (value.warnings as string[]).length, `${where}.warnings`);
+    effects.warnings = value.warnings as string[];
   }
   return effects;
 }

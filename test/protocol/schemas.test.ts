@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import { CHECKS_FILE, checksModule, formatJson } from '../../deploy/schemas.ts';
 import {
   ABSENT,
   EVERYTHING,
@@ -32,6 +33,7 @@ import {
   type KindRule,
   PROTOCOL,
 } from '../../protocol/index.ts';
+import { SCHEMAS } from '../../protocol/schema/index.ts';
 
 const SECRET = 'a test secret that is long enough for HS256';
 const ajv = new Ajv2020({ allErrors: true, strict: true, validateFormats: false });
@@ -64,6 +66,21 @@ function sampleOperator() {
 }
 
 describe('protocol JSON Schemas', () => {
+  it('are the ones their shapes make, as npm run schemas writes them', () => {
+    for (const [name, schema] of Object.entries(SCHEMAS)) {
+      const file = new URL(`../../protocol/schema/${name}.schema.json`, import.meta.url);
+      assert.equal(
+        readFileSync(file, 'utf8'),
+        `${formatJson(schema)}\n`,
+        `${name}.schema.json: npm run schemas`,
+      );
+    }
+  });
+
+  it("hold what their shapes' tests are in checks.ts, as npm run schemas writes it", () => {
+    assert.equal(readFileSync(CHECKS_FILE, 'utf8'), checksModule(), 'checks.ts: npm run schemas');
+  });
+
   it('accept the manifest the SDK serves', async () => {
     const response = await sampleOperator().fetch(await signedManifest('schemas', SECRET));
     assertValid(manifestSchema, await response.json());

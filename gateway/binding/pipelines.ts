@@ -5,28 +5,23 @@
  */
 import type { Identity } from '../identity.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { type DiscoveredResource, type DiscoveryCache, resourceKey } from '../kube/discovery.ts';
+import { type DiscoveredResource, resourceKey } from '../kube/discovery.ts';
 import { ApiError } from '../kube/errors.ts';
 import type { Logger } from '../logging.ts';
 import type { Manager } from '../manager/manager.ts';
 import type { ServedResource } from '../reactor/model.ts';
-import type { Indexes } from '../resource/indexes.ts';
-import { type PipelineObserver, ResourcePipeline } from '../resource/pipeline.ts';
-import type { Settings } from '../settings.ts';
+import { type PipelineObserver, type PipelineOptions, ResourcePipeline } from '../resource/pipeline.ts';
 import { statusKeeps, versionSchema } from '../state/schema.ts';
 import { type StateLocation, StateStorage } from '../state/storage.ts';
-import type { NamespaceSelection, NamespaceWatch } from '../watching/namespaces.ts';
 import { bindHandlers, type Unresolved } from './binding.ts';
 
-export interface PipelinesOptions {
-  client: KubeClient;
-  discovery: DiscoveryCache;
-  identity: Identity;
-  settings: Settings;
-  indexes: Indexes;
-  /** Undefined serves all namespaces. */
-  selection: NamespaceSelection | undefined;
-  namespaceWatch: NamespaceWatch | undefined;
+/** What every pipeline is made with, as given. */
+type Shared = Pick<
+  PipelineOptions,
+  'client' | 'discovery' | 'identity' | 'settings' | 'indexes' | 'selection' | 'namespaceWatch'
+>;
+
+export interface PipelinesOptions extends Shared {
   /** What tells the metrics of the pipeline of a resource, by its key; undefined keeps none. */
   observe: ((key: string) => PipelineObserver) | undefined;
   manager: Manager;
@@ -45,8 +40,8 @@ export class Pipelines {
 
   /** Makes the pipeline of `resource` with `items` bound, as a part of the gateway (started at once if it runs). */
   async make(resource: DiscoveredResource, items: readonly Unresolved[]): Promise<ResourcePipeline> {
-    const { client, discovery, identity, settings, indexes, selection, namespaceWatch, observe, logger } =
-      this.#options;
+    const { observe, manager, logger, ...shared } = this.#options;
+    const { client, identity, settings } = shared;
     const location =
       settings.persistence.stateIn === 'annotations'
         ? 'annotations'
@@ -59,20 +54,14 @@ export class Pipelines {
     bindHandlers(served, items);
     const key = resourceKey(resource);
     const pipeline = new ResourcePipeline({
-      client,
-      discovery,
-      identity,
-      settings,
-      indexes,
-      selection,
-      namespaceWatch,
+      ...shared,
       served,
       key,
       logger: logger.child({ resource: key }),
       onListing: (listed) => this.#listings.push(listed),
       ...(observe ? { observer: observe(key) } : {}),
     });
-    await this.#options.manager.add('resources', pipeline);
+    await manager.add('resources', pipeline);
     return pipeline;
   }
 

@@ -125,7 +125,7 @@ export class Admission implements Part {
   }
 
   async stop(): Promise<void> {
-    this.#certificates.stop();
+    await this.#certificates.stop();
     if (!this.#server) return;
     const last = await this.#configurations.lastToStop(this.#role);
     if (last) await this.#configure({ persistentOnly: true });

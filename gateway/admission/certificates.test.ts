@@ -68,4 +68,28 @@ describe('ServingCertificates', () => {
     assert.deepEqual(events, ['trust old and new', 'serve new', 'trust new']);
     assert.equal(certificates.bundle, second.bundle);
   });
+
+  it('stops renewing at its stop: the renewal under way finishes first, and none is scheduled after it', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout', 'Date'], now: Date.now() });
+    const renewals = t.mock.method(globalThis, 'setTimeout');
+    /** The renewals scheduled: the files' looks and the client's timers are shorter than a minute. */
+    const scheduled = () =>
+      renewals.mock.calls.filter(({ arguments: [, ms] }) => Number(ms) >= 60_000).length;
+    let served = 0;
+    const certificates = new ServingCertificates(
+      {
+        client: {} as KubeClient, // asked nothing: the certificates are kept in memory
+        settings: DEFAULT_SETTINGS.admission,
+        logger: createLogger({ sink: { write: () => {} } }),
+      },
+      { trust: async () => {}, serve: () => void served++, serving: () => true },
+    );
+    await certificates.load(['127.0.0.1']);
+    certificates.keep();
+    assert.equal(scheduled(), 1);
+    t.mock.timers.tick(2 * 365 * 24 * 3600 * 1000); // past the certificate's end: its renewal starts
+    await certificates.stop();
+    assert.equal(served, 1, 'the renewal under way was served before the stop resolved');
+    assert.equal(scheduled(), 1, 'no renewal was scheduled after the stop');
+  });
 });

@@ -54,6 +54,9 @@ export class ServingCertificates {
   #tls: Tls | undefined;
   #filesStamp: string | undefined;
   #renewal: NodeJS.Timeout | undefined;
+  /** A renewal or a look at the files under way: the stop waits for it, and nothing is scheduled after. */
+  #looking: Promise<void> | undefined;
+  #stopped = false;
 
   constructor(options: Pick<AdmissionOptions, 'client' | 'settings' | 'logger'>, serving: Serving) {
     this.#options = options;
@@ -87,8 +90,11 @@ export class ServingCertificates {
     else this.#scheduleRenewal();
   }
 
-  stop(): void {
+  /** Stops renewing; resolves once a renewal under way (its Secrets written, its certificate served) is done. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
     clearTimeout(this.#renewal);
+    await this.#looking;
   }
 
   /**
@@ -194,19 +200,21 @@ export class ServingCertificates {
 
   /** The user's files, read again when they change (as cert-manager renews them), every `intervalMs`. */
   #watchFiles(files: CertificateFiles, intervalMs: number): void {
-    this.#renewal = setTimeout(async () => {
-      try {
-        const loaded = await readCertificateFiles(files);
-        if (loaded.stamp !== this.#filesStamp) {
-          this.#filesStamp = loaded.stamp;
-          await this.#switchTo(loaded);
-          this.#options.logger.info(`webhook certificate read again from ${files.cert}`);
+    this.#renewal = setTimeout(() => {
+      this.#looking = (async () => {
+        try {
+          const loaded = await readCertificateFiles(files);
+          if (loaded.stamp !== this.#filesStamp) {
+            this.#filesStamp = loaded.stamp;
+            await this.#switchTo(loaded);
+            this.#options.logger.info(`webhook certificate read again from ${files.cert}`);
+          }
+        } catch (error) {
+          // A renewal caught half-written: the next look finds it whole.
+          this.#options.logger.warning('reading the webhook certificate files failed', { err: error });
         }
-      } catch (error) {
-        // A renewal caught half-written: the next look finds it whole.
-        this.#options.logger.warning('reading the webhook certificate files failed', { err: error });
-      }
-      if (this.#serving.serving()) this.#watchFiles(files, intervalMs);
+        if (!this.#stopped && this.#serving.serving()) this.#watchFiles(files, intervalMs);
+      })();
     }, intervalMs);
     this.#renewal.unref();
   }
@@ -216,17 +224,19 @@ export class ServingCertificates {
     if (!this.#certificates) return;
     const inMs = Math.max(60_000, renewalDue(this.#certificates).getTime() - Date.now());
     this.#renewal = setTimeout(
-      async () => {
-        try {
-          const renewed = await this.#renewCertificates();
-          if (renewed !== this.#certificates) {
-            this.#certificates = renewed;
-            await this.#switchTo({ ...renewed, bundle: caBundle(renewed) });
+      () => {
+        this.#looking = (async () => {
+          try {
+            const renewed = await this.#renewCertificates();
+            if (renewed !== this.#certificates) {
+              this.#certificates = renewed;
+              await this.#switchTo({ ...renewed, bundle: caBundle(renewed) });
+            }
+          } catch (error) {
+            this.#options.logger.error('renewing the webhook certificate failed', { err: error });
           }
-        } catch (error) {
-          this.#options.logger.error('renewing the webhook certificate failed', { err: error });
-        }
-        this.#scheduleRenewal();
+          if (!this.#stopped) this.#scheduleRenewal();
+        })();
       },
       Math.min(inMs, 2 ** 31 - 1),
     );

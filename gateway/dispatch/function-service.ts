@@ -12,6 +12,7 @@ import {
   type InvocationRequest,
   type InvocationResponse,
   isActivityInvocation,
+  MAX_DELAY_SECONDS,
   type Manifest,
   type Outcome,
   PATHS,
@@ -148,13 +149,15 @@ export class ServiceDown extends ServiceError {
   }
 }
 
-/** `Retry-After` as seconds or an HTTP date, in milliseconds from now; undefined when unreadable. */
+/**
+ * `Retry-After` as seconds or an HTTP date, in milliseconds from now, a year at most (the longest delay
+ * of the protocol: a service's 1e300 has no date to wait until); undefined when unreadable.
+ */
 export function retryAfterMs(value: string | undefined, now = Date.now()): number | undefined {
   if (value === undefined) return undefined;
   const seconds = Number(value);
-  if (value.trim() !== '' && Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+  const ms = value.trim() !== '' && Number.isFinite(seconds) ? seconds * 1000 : Date.parse(value) - now;
+  return Number.isNaN(ms) ? undefined : Math.min(Math.max(0, ms), MAX_DELAY_SECONDS * 1000);
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;

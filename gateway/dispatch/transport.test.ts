@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
 import { operator } from '../../functions/index.ts';
 import { invocation, KOPF_EXAMPLES, SECRET } from '../../functions/test-helpers.ts';
-import { PATHS, PROTOCOL } from '../../protocol/index.ts';
+import { MAX_DELAY_SECONDS, PATHS, PROTOCOL } from '../../protocol/index.ts';
 import { createLogger } from '../logging.ts';
 import { CircuitBreaker } from './breaker.ts';
 import { callServices } from './calls.ts';
@@ -286,6 +286,14 @@ describe('Retry-After', () => {
     assert.equal(retryAfterMs(undefined, now), undefined);
   });
 
+  it('is a year at most, the longest delay of the protocol: a service cannot ask for one with no date', () => {
+    const now = Date.parse('2026-11-23T10:00:00Z');
+    const year = MAX_DELAY_SECONDS * 1000;
+    assert.equal(retryAfterMs('1e300', now), year);
+    assert.equal(retryAfterMs('Fri, 31 Dec 9999 23:59:59 GMT', now), year);
+    assert.equal(retryAfterMs(String(MAX_DELAY_SECONDS - 1), now), year - 1000);
+  });
+
   it('of a busy service delays its handlers that long, when it is longer than the backoff', async () => {
     const op = operator({ name: 'busy', secret: SECRET });
     op.on.create('kopfexamples', function create_fn() {});
@@ -320,5 +328,44 @@ describe('Retry-After', () => {
     busy = false;
     const [answer] = await callServices([{ service, handlers: due }], subject, [1, 2, 5], quiet);
     assert.equal(answer?.outcomes.create_fn?.status, 'success');
+  });
+
+  it('of 1e300 seconds delays its handlers a year, a delay whose end has a date', async () => {
+    const op = operator({ name: 'busy', secret: SECRET });
+    op.on.create('kopfexamples', function create_fn() {});
+    const handler = {
+      fetch: (request: Request) =>
+        new URL(request.url).pathname === PATHS.invoke
+          ? Response.json(
+              { protocol: PROTOCOL, error: 'busy' },
+              { status: 429, headers: { 'retry-after': '1e300' } },
+            )
+          : op.fetch(request),
+    };
+    const service = await FunctionService.connect({
+      transport: inProcessTransport(handler),
+      name: 'busy',
+      sign: hmacSigner(new TextEncoder().encode(SECRET)),
+    });
+    const subject = {
+      reason: 'create' as const,
+      resource: KOPF_EXAMPLES,
+      object: invocation(['create_fn']).body,
+    };
+    const quiet = createLogger({ level: 'error' });
+    const [answer] = await callServices(
+      [{ service, handlers: invocation(['create_fn']).handlers }],
+      subject,
+      [1, 2, 5],
+      quiet,
+    );
+    const delay =
+      answer?.outcomes.create_fn?.status === 'temporary' ? answer.outcomes.create_fn.delay : undefined;
+    assert.equal(delay, MAX_DELAY_SECONDS);
+    assert.equal(
+      new Date(Date.now() + (delay as number) * 1000).toISOString().length,
+      24,
+      'its end is a date',
+    );
   });
 });

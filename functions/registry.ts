@@ -9,7 +9,7 @@ import {
   type KindRule,
   type HandlerOptions as SpecOptions,
 } from '../protocol/index.ts';
-import { OPTIONS } from '../protocol/schema/checks.ts';
+import { ADMISSION_TIMEOUT, OPTIONS } from '../protocol/schema/checks.ts';
 import type { DaemonHandler, Fields, Handler, HandlerContext } from './context.ts';
 import { checkField, compileFilters, type FilterOptions } from './filters.ts';
 import { checkIndexesOption, type IndexDefinitionOptions, indexDefinition } from './indexes.ts';
@@ -357,8 +357,7 @@ function checkOptions(where: string, kind: HandlerKind, options: unknown): asser
     throw new TypeError(`${where}: option "errors" must be 'temporary', 'permanent' or 'ignored'`);
   }
   checkIndexesOption(where, indexes);
-  // The apiserver waits for a webhook 1 to 30 seconds, in whole seconds.
-  if (isAdmissionKind(kind) && timeout !== undefined && !(Number.isInteger(timeout) && timeout <= 30)) {
+  if (isAdmissionKind(kind) && timeout !== undefined && !ADMISSION_TIMEOUT.test(timeout)) {
     throw new TypeError(
       `${where}: option "timeout" of an admission handler must be a whole number of seconds, 1 to 30`,
     );

@@ -7,6 +7,7 @@ import {
   HANDLER_KIND_NAMES,
   type HandlerSpec,
   type InvocationResponse,
+  isAdmissionKind,
   isHandlerKind,
   type KubernetesObject,
   type Manifest,
@@ -215,6 +216,38 @@ describe('keys that reach a prototype', () => {
         `manifest.activities[0].id "constructor" may not be a key that reaches an object's prototype`,
       ),
     );
+  });
+
+  it('refuse what an admission handler would write into the webhook configuration every service shares, and the apiserver refuse there', () => {
+    const validating = (options: Record<string, unknown>) => ({
+      protocol: PROTOCOL,
+      name: 's',
+      handlers: [{ id: 'check', kind: 'validate', resource: { name: 'pods' }, options }],
+    });
+    for (const timeout of [31, 1.5]) {
+      assert.throws(
+        () => parseManifest(validating({ timeout })),
+        new ProtocolError(
+          'manifest.handlers[0].options.timeout of an admission handler must be a whole number of seconds, 1 to 30',
+        ),
+      );
+    }
+    for (const subresource of ['status/x', 'Scale', '']) {
+      assert.throws(
+        () => parseManifest(validating({ subresource })),
+        new ProtocolError(
+          "manifest.handlers[0].options.subresource must be a subresource's name (status, scale), or * for all",
+        ),
+      );
+    }
+    const taken = parseManifest(validating({ timeout: 30, subresource: '*' })).manifest.handlers[0];
+    assert.deepEqual(taken?.options, { timeout: 30, subresource: '*' });
+    // A timeout of a handler that is not an admission handler is its deadline: it may be longer.
+    const create = {
+      ...validating({}),
+      handlers: [{ id: 'c', kind: 'create', resource: { name: 'pods' }, options: { timeout: 600 } }],
+    };
+    assert.equal(parseManifest(create).manifest.handlers[0]?.options?.timeout, 600);
   });
 
   it('keep whether a service takes sessions and keeps indexes, and refuse a manifest that says so in anything but a boolean', () => {
@@ -766,7 +799,13 @@ const wellFormedManifest = (() => {
     },
     { requiredKeys: ['kind', 'resource'] },
   );
-  return fc.array(handler, { maxLength: 5 }).map((handlers) => ({
+  // An admission handler's timeout is whole seconds, 1 to 30, as the SDK writes it and the apiserver takes it.
+  const written = handler.map((each) =>
+    isHandlerKind(each.kind) && isAdmissionKind(each.kind) && each.options?.timeout !== undefined
+      ? { ...each, options: { ...each.options, timeout: Math.min(30, Math.ceil(each.options.timeout)) } }
+      : each,
+  );
+  return fc.array(written, { maxLength: 5 }).map((handlers) => ({
     protocol: PROTOCOL,
     name: 'svc',
     handlers: handlers.map((each, index) => ({ id: `h${index}`, ...each })),

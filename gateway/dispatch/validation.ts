@@ -22,6 +22,7 @@ import {
 } from '../../protocol/index.ts';
 import { isObject } from '../../protocol/json.ts';
 import {
+  ADMISSION_TIMEOUT,
   type Check,
   DENIED,
   EFFECTS,
@@ -160,6 +161,12 @@ export function parseManifest(value: unknown): { manifest: Manifest; unknownKind
     const everything = /^\*(\.|$)/.test(String((handler.resource as { name?: unknown }).name));
     if (isAdmissionKind(handler.kind) && everything) {
       throw new ProtocolError(`${where}: an admission handler cannot review every resource (*)`);
+    }
+    const timeout = isObject(handler.options) ? handler.options.timeout : undefined;
+    if (isAdmissionKind(handler.kind) && timeout !== undefined && !ADMISSION_TIMEOUT.test(timeout)) {
+      throw new ProtocolError(
+        `${where}.options.timeout of an admission handler must be ${ADMISSION_TIMEOUT.expected}`,
+      );
     }
     handlers.push(handler as unknown as HandlerSpec);
   }

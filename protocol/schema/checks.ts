@@ -11,9 +11,10 @@ export interface Check {
   expected: string;
 }
 
-const PATTERN0 = /^[^.]+(\.[^.]+)*$/;
-const PATTERN1 = /^https?:\/\/[^/]/;
-const PATTERN2 = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+const PATTERN0 = /^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$/;
+const PATTERN1 = /^[^.]+(\.[^.]+)*$/;
+const PATTERN2 = /^https?:\/\/[^/]/;
+const PATTERN3 = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
 export const META_MATCH: Check = {
   test: (value: unknown): boolean => typeof value === 'string' || test0(value) || test1(value),
@@ -28,6 +29,11 @@ export const OBJECT_REFERENCE: Check = {
 export const OBJECT_TO_APPLY: Check = {
   test: (value: unknown): boolean => test5(value),
   expected: 'an object',
+};
+export const ADMISSION_TIMEOUT: Check = {
+  test: (value: unknown): boolean =>
+    Number.isInteger(value) && (value as number) >= 1 && (value as number) <= 30,
+  expected: 'a whole number of seconds, 1 to 30',
 };
 export const OPTIONS = {
   retries: {
@@ -66,8 +72,8 @@ export const OPTIONS = {
     expected: 'a list of CREATE, UPDATE, DELETE and CONNECT',
   },
   subresource: {
-    test: (value: unknown): boolean => typeof value === 'string' && value.length >= 1,
-    expected: 'a non-empty string',
+    test: (value: unknown): boolean => typeof value === 'string' && value.length >= 1 && PATTERN0.test(value),
+    expected: "a subresource's name (status, scale), or * for all",
   },
   persistent: { test: (value: unknown): boolean => typeof value === 'boolean', expected: 'true or false' },
   sideEffects: { test: (value: unknown): boolean => typeof value === 'boolean', expected: 'true or false' },
@@ -79,7 +85,7 @@ export const OPTIONS = {
 } satisfies Record<string, Check>;
 export const FILTERS = {
   field: {
-    test: (value: unknown): boolean => typeof value === 'string' && PATTERN0.test(value),
+    test: (value: unknown): boolean => typeof value === 'string' && PATTERN1.test(value),
     expected: 'a dotted path (spec.a.b)',
   },
   value: {
@@ -145,7 +151,7 @@ export const DENIED = {
 } satisfies Record<string, Check>;
 export const CREDENTIALS = {
   server: {
-    test: (value: unknown): boolean => typeof value === 'string' && PATTERN1.test(value),
+    test: (value: unknown): boolean => typeof value === 'string' && PATTERN2.test(value),
     expected: "the API server's URL, e.g. https://10.0.0.1:6443",
   },
   token: {
@@ -178,7 +184,7 @@ export const INVOCATION_REQUEST = {
   indexes: { test: (value: unknown): boolean => test10(value), expected: 'an object' },
   indexVersions: { test: (value: unknown): boolean => test13(value), expected: 'an object' },
   traceparent: {
-    test: (value: unknown): boolean => typeof value === 'string' && PATTERN2.test(value),
+    test: (value: unknown): boolean => typeof value === 'string' && PATTERN3.test(value),
     expected: 'a string',
   },
   event: {

@@ -2,7 +2,15 @@
  * What `npm run schemas` writes from the shapes (deploy/schemas.ts): the published JSON Schemas, by
  * file name (`<name>.schema.json` beside this file), and checks.ts, the tests the checks call.
  */
-import { FILTERS, MANIFEST, MANIFEST_SCHEMA, META_MATCH, OPTIONS, RESOURCE_SELECTOR } from './manifest.ts';
+import {
+  ADMISSION_TIMEOUT,
+  FILTERS,
+  MANIFEST,
+  MANIFEST_SCHEMA,
+  META_MATCH,
+  OPTIONS,
+  RESOURCE_SELECTOR,
+} from './manifest.ts';
 import { ADMISSION_REQUEST, DUE_HANDLER, INVOCATION_REQUEST, REQUEST_SCHEMAS } from './request.ts';
 import {
   CREDENTIALS,
@@ -37,7 +45,7 @@ function pick<Fields extends Record<string, Shape>>(
  * set under the name of its shape.
  */
 export const CHECKED: { shapes: Record<string, Shape>; fields: Record<string, Record<string, Shape>> } = {
-  shapes: { META_MATCH, LOG_LINE, EVENT_HEAD, OBJECT_REFERENCE, OBJECT_TO_APPLY },
+  shapes: { META_MATCH, LOG_LINE, EVENT_HEAD, OBJECT_REFERENCE, OBJECT_TO_APPLY, ADMISSION_TIMEOUT },
   fields: {
     OPTIONS: OPTIONS.properties,
     FILTERS: pick(FILTERS, 'field', 'value', 'old', 'new', 'when'),

@@ -94,6 +94,17 @@ const INDEX_IDS = list(string({ minLength: 1 }), {
   expected: 'a list of index ids',
 });
 
+/**
+ * How long the apiserver waits for an admission handler's webhook: whole seconds, 1 to 30, as the
+ * webhook configuration every service shares takes them (one out of range refuses all of them).
+ */
+export const ADMISSION_TIMEOUT = integer({
+  minimum: 1,
+  maximum: 30,
+  description: 'Admission handlers: the seconds the apiserver waits for the webhook.',
+  expected: 'a whole number of seconds, 1 to 30',
+});
+
 /** Options as numbers of seconds (MAX_DELAY_SECONDS at most), counts, switches and names. */
 export const OPTIONS = object(
   {
@@ -134,6 +145,10 @@ export const OPTIONS = object(
     }),
     subresource: string({
       minLength: 1,
+      // Written into the webhook configuration's rules, shared by every service: one the apiserver
+      // refuses there would refuse every service's webhooks.
+      pattern: '^(\\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$',
+      expected: "a subresource's name (status, scale), or * for all",
       description:
         'Admission handlers: the subresource reviewed (status, scale, * for all); the object itself when absent.',
     }),

@@ -32,8 +32,19 @@ export class ScopeCheck implements AnswerGuard {
     this.#discovery ??= discovery;
   }
 
-  /** Throws why a service just connected may not be served: a handler beyond its scope. */
-  async vet(service: FunctionService): Promise<void> {
+  /**
+   * Throws why a service just connected may not be served: a handler whose id is the gateway's own key
+   * in the status (its results would land on the gateway's record), or one beyond its scope.
+   */
+  async vet(service: Pick<FunctionService, 'name' | 'scope' | 'manifest'>): Promise<void> {
+    const { statusKey } = this.identity;
+    const own = service.manifest.handlers.find((handler) => handler.id === statusKey);
+    if (own) {
+      throw new ScopeError(
+        `handler "${own.id}" of "${service.name}" has the id of the gateway's own record (status.${statusKey}), ` +
+          'which its results would overwrite: the service is not served',
+      );
+    }
     const refused = this.#atStart && firstOutsideScope(service, await this.#atStart.reload());
     if (refused) throw new ScopeError(`${refused}: the service is not served`);
   }

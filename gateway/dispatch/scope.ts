@@ -105,8 +105,8 @@ export interface AnswerGuard {
 
 /** The guard of answers, and the check of a service's manifest as it connects. */
 export interface ScopeGuard extends AnswerGuard {
-  /** Throws why a service just connected may not be served: a handler beyond its scope. */
-  vet(service: FunctionService): Promise<void>;
+  /** Throws why a service just connected may not be served: a handler beyond its scope, or keyed as the gateway's own. */
+  vet(service: Pick<FunctionService, 'name' | 'scope' | 'manifest'>): Promise<void>;
 }
 
 /** A call's guard (an object whose methods may be its class's) and the object the call was about. */

@@ -217,6 +217,23 @@ describe('confineOutcomes', () => {
       (await confine({ status: 'success', events: [event({ kind: 'Secret', name: 's' })] }, null)).handler,
     );
   });
+
+  it("names the handled object's namespace in an event about it or a child that names none, which the API would put in default", async () => {
+    const about = (kind: string, name: string, apiVersion = 'v1') => ({
+      type: 'Normal' as const,
+      reason: 'R',
+      message: 'm',
+      about: { apiVersion, kind, name },
+    });
+    const { handler } = await confine({
+      status: 'success',
+      events: [about('KopfExample', 'example', 'kopf.dev/v1'), about('ConfigMap', 'settings')],
+    });
+    assert.deepEqual(
+      handler?.events?.map((event) => event.about?.namespace),
+      ['team-a', 'team-a'],
+    );
+  });
 });
 
 describe('narrowedToScope', () => {

@@ -151,9 +151,11 @@ async function confineOutcome(
     confined = { ...confined, apply };
   }
   if (scope && outcome.events) {
+    const events: KubernetesEvent[] = [];
     for (const [index, event] of outcome.events.entries()) {
-      await checkAbout(event, `${who}: events[${index}]`, scope, target);
+      events.push(await confineAbout(event, `${who}: events[${index}]`, scope, target));
     }
+    confined = { ...confined, events };
   }
   if (outcome.subhandlers) {
     const subhandlers: Record<string, Outcome> = {};
@@ -246,22 +248,29 @@ async function confineChild(
   return child;
 }
 
-/** An event is about the handled object, or an object of a child kind in its namespace. */
-async function checkAbout(
+/**
+ * An event is about the handled object, or an object of a child kind in its namespace: named there
+ * when its reference names no namespace (it would go to `default`, where the API puts events about
+ * cluster-scoped objects).
+ */
+async function confineAbout(
   event: KubernetesEvent,
   who: string,
   scope: ServiceScope,
   target: CallTarget,
-): Promise<void> {
+): Promise<KubernetesEvent> {
   const about: ObjectReference | undefined = event.about;
-  if (!about) return;
+  if (!about) return event;
   const { object } = target;
+  const { namespace } = object.metadata;
+  const placed =
+    about.namespace === undefined && namespace ? { ...event, about: { ...about, namespace } } : event;
   const same =
     about.apiVersion === object.apiVersion &&
     about.kind === object.kind &&
     about.name === object.metadata.name &&
     (about.namespace ?? object.metadata.namespace) === object.metadata.namespace;
-  if (same) return;
+  if (same) return placed;
   const resource = await target.guard.resourceOf(about.apiVersion, about.kind);
   const inNamespace = about.namespace === undefined || about.namespace === object.metadata.namespace;
   if (!covers(scope.children, resource) || !resource.namespaced || !inNamespace) {
@@ -270,6 +279,7 @@ async function checkAbout(
         'which is neither the handled object nor one of its children',
     );
   }
+  return placed;
 }
 
 /**

@@ -40,6 +40,12 @@ export interface Settings {
     callBatchBytes: number;
     /** How often the services' manifests are read again, so that a service redeployed with other handlers is served as it is now. */
     manifestRefreshMs: number;
+    /**
+     * A service that answers it lacks handlers it was called for has its manifest read at once, then
+     * again no sooner than this after the last such read: one that flips its manifest cannot make the
+     * gateway rebind (and list again) many times a second.
+     */
+    manifestRereadSpacingMs: number;
     /** Calls at once to one function service over HTTP, each on a connection of its own; the others wait their turn. */
     concurrencyPerService: number;
     /** Calls in a row that find a service unreachable before it is taken as down: its calls then wait for its health check to answer. */
@@ -180,6 +186,7 @@ export const DEFAULT_SETTINGS: Settings = {
     callBatchSize: 64,
     callBatchBytes: 4 * 1024 * 1024,
     manifestRefreshMs: 30_000,
+    manifestRereadSpacingMs: 5_000,
     concurrencyPerService: 128,
     breakerThreshold: 5,
     maxReplyBytes: 16 * 1024 * 1024,

@@ -5,7 +5,9 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { operator } from '../../functions/index.ts';
-import type { ServiceScope } from '../../protocol/index.ts';
+import { invocation } from '../../functions/test-helpers.ts';
+import { PATHS, type ServiceScope } from '../../protocol/index.ts';
+import { eventually } from '../../test/support/operator.ts';
 import { type RunningServer, serveFetch } from '../cli/commands/serve/serve.ts';
 import { DEFAULT_IDENTITY } from '../identity.ts';
 import { createLogger } from '../logging.ts';
@@ -102,6 +104,53 @@ describe('the function services of a gateway', () => {
     await services.refresh();
     assert.equal(changes.length, 2, 'the refresh finds nothing new');
     await services.close();
+  });
+});
+
+describe('a service that answers it lacks handlers it was called for', () => {
+  it('has its manifest alone read at once, then no sooner than the spacing after, the asks meanwhile as one', async (t) => {
+    const reads = { billing: 0, shipping: 0 };
+    const counted = (op: ReturnType<typeof greeter>, name: keyof typeof reads) => ({
+      fetch: (request: Request) => {
+        if (new URL(request.url).pathname === PATHS.manifest) reads[name]++;
+        return op.fetch(request);
+      },
+    });
+    const servers = await Promise.all([
+      serveFetch(counted(greeter('billing'), 'billing'), { port: 0, host: '127.0.0.1' }),
+      serveFetch(counted(greeter('shipping'), 'shipping'), { port: 0, host: '127.0.0.1' }),
+    ]);
+    t.after(() => Promise.all(servers.map((server) => server.close())));
+    const services = new FunctionServices({
+      signer: hmacSigner(new TextEncoder().encode(SECRET)),
+      settings: { ...UNSCOPED, manifestRereadSpacingMs: 300 },
+      logger: createLogger({ level: 'error' }),
+    });
+    t.after(() => services.close());
+    const [billing] = await Promise.all([
+      services.put({ name: 'billing', url: (servers[0] as RunningServer).url }),
+      services.put({ name: 'shipping', url: (servers[1] as RunningServer).url }),
+    ]);
+    const connected = { ...reads };
+    /** Calls billing for a handler it does not have, as a gateway that has not read its redeploy yet does. */
+    const callGone = (times: number) =>
+      Promise.all(
+        Array.from({ length: times }, () =>
+          assert.rejects(billing.invoke(invocation(['gone_fn'])), (error: unknown) =>
+            Boolean((error as { missingHandlers?: unknown }).missingHandlers),
+          ),
+        ),
+      );
+    const asked = Date.now(); // the first re-read is at once, so no sooner than this
+    await callGone(3);
+    await eventually('the first re-read', async () => reads.billing === connected.billing + 1 || undefined);
+    await callGone(3);
+    await eventually(
+      'the second re-read, for the three asks after',
+      async () => reads.billing === connected.billing + 2 || undefined,
+    );
+    assert.ok(Date.now() - asked >= 300, 'the second re-read came after the spacing');
+    assert.equal(reads.shipping, connected.shipping, "shipping's manifest was not read again");
   });
 });
 

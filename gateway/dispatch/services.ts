@@ -123,8 +123,12 @@ export class FunctionServices {
   #onChange: ServiceChange | undefined;
   /** Changes one at a time, in the order asked: a redirect, its end and a re-read never interleave. */
   readonly #changes = new Serial();
-  /** A re-read a service's answer asked for, not yet done: those asking meanwhile wait for it. */
-  #rereadAsked = false;
+  /** By name: the re-read of a service's manifest its answer asked for, not yet done; asks meanwhile are one. */
+  readonly #rereads = new Map<string, Promise<void>>();
+  /** By name: when a service's manifest was last re-read as its answer asked. */
+  readonly #lastReread = new Map<string, number>();
+  /** Aborted at the close: a re-read waiting its turn is not made. */
+  readonly #closing = new AbortController();
 
   constructor(options: FunctionServicesOptions) {
     this.#options = options;
@@ -300,8 +304,13 @@ export class FunctionServices {
 
   /** Reads every service's manifest again; a service redeployed with other handlers is rebound. */
   refresh(): Promise<void> {
+    return this.#reread(() => this.#slots);
+  }
+
+  /** Reads the manifests of the slots `which` gives again, once the changes before are done. */
+  #reread(which: () => readonly Slot[]): Promise<void> {
     return this.#changes.run(async () => {
-      for (const slot of this.#slots) {
+      for (const slot of which()) {
         try {
           const next = await slot.current.reread();
           if (next !== slot.current) {
@@ -322,21 +331,32 @@ export class FunctionServices {
   }
 
   /**
-   * A service answered that it lacks handlers a call named: redeployed without them. Its manifest is
-   * read now, not at the next refresh, so that they are no longer called (nor their webhooks served).
+   * A service answered that it lacks handlers a call named: redeployed without them. Its manifest (its
+   * alone) is read now, not at the next refresh, so that they are no longer called (nor their webhooks
+   * served); asked again, once `manifestRereadSpacingMs` has passed since, the asks meanwhile as one.
    */
   #rereadSoon(name: string): void {
-    if (this.#rereadAsked) return;
-    this.#rereadAsked = true;
-    this.#options.logger.info(
-      `function service "${name}" lacks handlers it was called for: reading the manifests again`,
+    if (this.#rereads.has(name)) return;
+    const { manifestRereadSpacingMs } = this.#options.settings;
+    const waitMs = Math.max(
+      0,
+      (this.#lastReread.get(name) ?? -Infinity) + manifestRereadSpacingMs - Date.now(),
     );
-    void this.refresh().finally(() => {
-      this.#rereadAsked = false;
-    });
+    this.#options.logger.info(
+      `function service "${name}" lacks handlers it was called for: reading its manifest again`,
+    );
+    const reread = (async () => {
+      await sleep(waitMs, this.#closing.signal);
+      if (this.#closing.signal.aborted) return;
+      this.#lastReread.set(name, Date.now());
+      await this.#reread(() => this.#slots.filter((slot) => slot.home.name === name));
+    })().finally(() => this.#rereads.delete(name));
+    this.#rereads.set(name, reread);
   }
 
   async close(): Promise<void> {
+    this.#closing.abort();
+    await Promise.all(this.#rereads.values());
     await this.#changes.idle();
     await Promise.all(
       this.#slots.flatMap((slot) => [slot.home.close(), ...(slot.away ? [closeWay(slot.away)] : [])]),

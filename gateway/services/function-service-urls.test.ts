@@ -44,6 +44,8 @@ describe('function service URLs', () => {
       '[febf::1]',
       '[::ffff:7f00:1]',
       '[::ffff:a9fe:a9fe]',
+      '[fd00:ec2::254]',
+      '100.100.100.200',
     ]) {
       assert.ok(localHostProblem(host), host);
     }
@@ -53,6 +55,8 @@ describe('function service URLs', () => {
       '192.168.1.1',
       '[fec0::1]',
       '[2001:db8::1]',
+      '[fd00:ec2::253]',
+      '100.100.100.201',
       'localhost.example',
     ]) {
       assert.equal(localHostProblem(host), undefined, host);

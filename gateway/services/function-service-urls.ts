@@ -8,7 +8,10 @@
 import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
 
-/** Loopback, link-local (the cloud metadata address among them) and "this host" addresses. */
+/**
+ * Loopback, link-local (the cloud metadata address among them), "this host" addresses, and the
+ * metadata services clouds serve elsewhere: AWS's over IPv6, Alibaba Cloud's.
+ */
 const LOCAL_ADDRESSES = new BlockList();
 LOCAL_ADDRESSES.addSubnet('127.0.0.0', 8, 'ipv4');
 LOCAL_ADDRESSES.addSubnet('169.254.0.0', 16, 'ipv4');
@@ -16,6 +19,8 @@ LOCAL_ADDRESSES.addSubnet('0.0.0.0', 8, 'ipv4');
 LOCAL_ADDRESSES.addAddress('::1', 'ipv6');
 LOCAL_ADDRESSES.addAddress('::', 'ipv6');
 LOCAL_ADDRESSES.addSubnet('fe80::', 10, 'ipv6');
+LOCAL_ADDRESSES.addAddress('fd00:ec2::254', 'ipv6');
+LOCAL_ADDRESSES.addAddress('100.100.100.200', 'ipv4');
 
 /**
  * Why `url` is no base URL a service may be called at, or undefined: http(s), printable ASCII
@@ -53,7 +58,7 @@ export function localHostProblem(hostname: string): string | undefined {
   if (host === 'localhost' || host.endsWith('.localhost')) return `${hostname} is a loopback host`;
   const family = isIP(host);
   if (family === 0 || !LOCAL_ADDRESSES.check(host, family === 6 ? 'ipv6' : 'ipv4')) return undefined;
-  return `${hostname} is a loopback, link-local or unspecified address (the gateway's own host, or the cloud metadata service)`;
+  return `${hostname} is a loopback, link-local, unspecified or cloud metadata address (the gateway's own host, or the cloud metadata service)`;
 }
 
 /**

@@ -112,7 +112,7 @@ describe('FunctionService URLs, from a hostile FunctionService', () => {
       [
         'loopback',
         `http://127.0.0.1:${port}`,
-        /127\.0\.0\.1 is a loopback, link-local or unspecified address/,
+        /127\.0\.0\.1 is a loopback, link-local, unspecified or cloud metadata address/,
       ],
       ['localhost', `http://localhost:${port}`, /localhost is a loopback host/],
       ['ipv6-loopback', `http://[::1]:${port}`, /\[::1\] is a loopback/],

@@ -28,8 +28,8 @@ export interface RbacRequest {
   account: NamespacedName;
   /** The resources the handlers name: watched, read, patched, with their status. */
   watched: readonly RbacResource[];
-  /** The kinds the services' scopes let their answers apply; `any` when a scope says `*`. */
-  children: readonly RbacResource[] | 'any';
+  /** The kinds the services' scopes let their answers apply (`*`: every namespaced kind discovery knows). */
+  children: readonly RbacResource[];
   /** The namespaces served (--namespace): names, globs or negations; undefined: every namespace. */
   namespaces?: readonly string[];
   /** annotations: the gateway never reads a CRD to see whether the status keeps its state. */
@@ -140,7 +140,7 @@ export function rbacFor(request: RbacRequest): RbacObject[] {
     addWhere(resource, rule(resource.group, [resource.plural], ['get', 'list', 'watch', 'patch']));
     if (resource.subresources.includes('status')) {
       addWhere(resource, rule(resource.group, [`${resource.plural}/status`], ['patch']));
-      // pipeline.ts stateLocation: only a custom resource's definition says what its status keeps.
+      // binding/pipelines.ts stateLocation: only a custom resource's definition says what its status keeps.
       if (request.stateIn === 'auto' && resource.group.includes('.')) {
         grants.add(undefined, {
           ...rule('apiextensions.k8s.io', ['customresourcedefinitions'], ['get']),
@@ -158,8 +158,7 @@ export function rbacFor(request: RbacRequest): RbacObject[] {
 
   // Server-side apply: patch, and create for a child not there yet.
   const applied = ['create', 'patch'];
-  if (request.children === 'any') grants.addServed(undefined, rule('*', ['*'], applied));
-  else for (const child of request.children) addWhere(child, rule(child.group, [child.plural], applied));
+  for (const child of request.children) addWhere(child, rule(child.group, [child.plural], applied));
 
   if (request.peeringNamespace !== undefined) {
     grants.add(

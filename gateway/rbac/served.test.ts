@@ -85,11 +85,33 @@ describe('servedBy', () => {
     );
     assert.deepEqual(pinned, {
       watched: [KOPFEXAMPLES],
-      children: 'any',
+      children: [
+        KOPFEXAMPLES,
+        CONFIGMAPS,
+        { group: 'apps', plural: 'deployments', namespaced: true, subresources: ['status', 'scale'] },
+      ],
       admission: false,
       unscoped: [],
       unserved: [],
     });
+    // `*` is every namespaced kind: never a cluster-scoped one, which the gateway refuses as a child.
+    const withClusterScoped = new Discovery([
+      ...discovery.resources,
+      resource({
+        group: 'rbac.authorization.k8s.io',
+        plural: 'clusterroles',
+        kind: 'ClusterRole',
+        namespaced: false,
+      }),
+    ]);
+    const everything = servedBy(
+      [await serviceOf(bare(), { resources: ['kopfexamples.kopf.dev'], children: ['*'] })],
+      withClusterScoped,
+    );
+    assert.deepEqual(
+      everything.children.map(({ plural }) => plural),
+      ['kopfexamples', 'configmaps', 'deployments'],
+    );
     const unscoped = servedBy([await serviceOf(bare())], discovery);
     assert.deepEqual(unscoped, {
       watched: [KOPFEXAMPLES],

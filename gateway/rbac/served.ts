@@ -19,7 +19,7 @@ export interface Served {
   /** What the resource handlers name, within their service's scope: watched and patched. */
   watched: RbacResource[];
   /** The kinds the services' scopes let their answers apply; `any` when one says `*`. */
-  children: RbacResource[] | 'any';
+  children: RbacResource[];
   /** Whether a validate or mutate handler is served: the gateway keeps webhook configurations. */
   admission: boolean;
   /** The services that declare no scope and are pinned none: what they may apply cannot be known. */
@@ -31,7 +31,6 @@ export interface Served {
 export function servedBy(services: readonly FunctionService[], discovery: Discovery): Served {
   const watched = new Map<string, RbacResource>();
   const children = new Map<string, RbacResource>();
-  let anyChild = false;
   let admission = false;
   const unscoped: string[] = [];
   const unserved: string[] = [];
@@ -52,16 +51,18 @@ export function servedBy(services: readonly FunctionService[], discovery: Discov
     const scope = service.manifest.scope ?? service.scope;
     if (!scope) unscoped.push(service.name);
     for (const name of scope?.children ?? []) {
-      if (name === '*') anyChild = true;
-      else {
-        const resource = discovery.resolve({ name });
-        children.set(resourceKey(resource), rbacResource(resource));
-      }
+      // Every kind a child may be of: a namespaced resource (the gateway refuses a cluster-scoped child),
+      // never a subresource, which `*` in a rule would grant too (pods/exec among them).
+      const kinds =
+        name === '*'
+          ? discovery.select({ name }).filter(({ namespaced }) => namespaced)
+          : [discovery.resolve({ name })];
+      for (const resource of kinds) children.set(resourceKey(resource), rbacResource(resource));
     }
   }
   return {
     watched: [...watched.values()],
-    children: anyChild ? 'any' : [...children.values()],
+    children: [...children.values()],
     admission,
     unscoped,
     unserved,

@@ -14,7 +14,7 @@ import {
   renewCertificates,
 } from '../../webhooks/certificates.ts';
 import { ApiError, isNotFound } from '../kube/errors.ts';
-import { type SecretName, secretPath, writeSecret } from '../kube/secrets.ts';
+import { type SecretName, secretPath, webhookAuthoritySecret, writeSecret } from '../kube/secrets.ts';
 import type { AdmissionOptions } from './admission.ts';
 
 /** What the server serves and the configurations tell the apiserver to trust. */
@@ -41,7 +41,6 @@ interface SecretRead {
 }
 
 /** The Secret of the webhook CA's keys, beside the serving Secret `secret`. */
-const authorityName = (secret: SecretName) => `${secret.name}-ca`;
 
 export class ServingCertificates {
   readonly #options: Pick<AdmissionOptions, 'client' | 'settings' | 'logger'>;
@@ -118,7 +117,7 @@ export class ServingCertificates {
         if (changed) logger.info(`admission webhook certificate made for ${hosts.join(', ')}`);
         else if (secret) {
           logger.info(
-            `the webhook CA's key moved from the Secret ${secret.namespace}/${secret.name} to ${secret.namespace}/${authorityName(secret)}`,
+            `the webhook CA's key moved from the Secret ${secret.namespace}/${secret.name} to ${secret.namespace}/${webhookAuthoritySecret(secret).name}`,
           );
         }
         return certificates;
@@ -132,7 +131,7 @@ export class ServingCertificates {
   async #readSecrets(secret: SecretName) {
     const [serving, authority] = await Promise.all([
       this.#readSecret(secret),
-      this.#readSecret({ ...secret, name: authorityName(secret) }),
+      this.#readSecret(webhookAuthoritySecret(secret)),
     ]);
     return { ...keptCertificates(serving?.data, authority?.data), serving, authority };
   }
@@ -169,7 +168,7 @@ export class ServingCertificates {
       Object.entries(files.authority).every(([key, value]) => kept.authority?.data[key] === value);
     if (!sameAuthority) {
       await this.#writeSecret(
-        { ...secret, name: authorityName(secret) },
+        webhookAuthoritySecret(secret),
         files.authority,
         kept.authority?.resourceVersion,
       );

@@ -2,6 +2,7 @@
  * The Secrets the gateway keeps its own material in (signing keys, certificates): one way to name and
  * write them, names escaped, each labelled as the gateway's.
  */
+import type { Settings } from '../settings.ts';
 import type { KubeClient } from './client.ts';
 
 export interface SecretName {
@@ -11,6 +12,27 @@ export interface SecretName {
 
 /** The label of the Secrets and ConfigMaps the gateway makes. */
 export const MANAGED_BY_CAUSEWAY = { 'app.kubernetes.io/managed-by': 'causeway' } as const;
+
+/** The Secret of the admission webhooks' CA, beside that of their serving certificate. */
+export function webhookAuthoritySecret(certificates: SecretName): SecretName {
+  return { ...certificates, name: `${certificates.name}-ca` };
+}
+
+/**
+ * The Secrets the gateway keeps its own keys in, as its settings name them: its signing keys, the CA
+ * of the function services' certificates, the admission webhooks' certificate and CA. No one else's
+ * material may be written into them.
+ */
+export function ownSecrets(settings: Pick<Settings, 'signing' | 'calls' | 'admission'>): SecretName[] {
+  const { keys } = settings.signing;
+  const { certificateAuthority } = settings.calls;
+  const webhooks = settings.admission.certificates;
+  return [
+    ...(keys ? [keys] : []),
+    ...(certificateAuthority ? [certificateAuthority] : []),
+    ...(webhooks ? [webhooks, webhookAuthoritySecret(webhooks)] : []),
+  ];
+}
 
 export function secretsPath(namespace: string): string {
   return `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`;

@@ -9,11 +9,13 @@ import type { KubernetesObject } from '../../protocol/index.ts';
 import { objectName, oddString } from '../../test/support/arbitraries.ts';
 import { ScopeError } from '../dispatch/scope.ts';
 import type { KubeClient } from '../kube/client.ts';
+import { DEFAULT_SETTINGS } from '../settings.ts';
 import {
   devSessionsAllowedBy,
   functionServiceDefinition,
   functionServiceEndpoint,
   functionServicesPath,
+  tlsSecretProblem,
 } from './function-service-objects.ts';
 
 const withSpec = (spec: Record<string, unknown>): KubernetesObject => ({
@@ -70,6 +72,46 @@ describe('FunctionService objects', () => {
     assert.equal(
       functionServicesPath('a/../b'),
       '/apis/causeway.dev/v1alpha1/namespaces/a%2F..%2Fb/functionservices',
+    );
+  });
+});
+
+describe("a FunctionService's TLS Secret", () => {
+  const withTls = (namespace: string, secretName: string): KubernetesObject => ({
+    ...withSpec({ tls: { secretName } }),
+    metadata: { name: 'billing', uid: 'u', namespace },
+  });
+  const settings = {
+    ...DEFAULT_SETTINGS,
+    signing: { ...DEFAULT_SETTINGS.signing, keys: { namespace: 'operators', name: 'causeway-signing-keys' } },
+    calls: {
+      ...DEFAULT_SETTINGS.calls,
+      certificateAuthority: { namespace: 'operators', name: 'causeway-function-ca' },
+    },
+    admission: {
+      ...DEFAULT_SETTINGS.admission,
+      certificates: { namespace: 'operators', name: 'causeway-webhooks' },
+    },
+  };
+
+  it('may not be one the gateway keeps its own keys in, in that namespace', () => {
+    for (const name of [
+      'causeway-function-ca',
+      'causeway-signing-keys',
+      'causeway-webhooks',
+      'causeway-webhooks-ca',
+    ]) {
+      assert.equal(
+        tlsSecretProblem(withTls('operators', name), settings),
+        `spec.tls.secretName names operators/${name}, a Secret the gateway keeps its own keys in, ` +
+          "which the service's certificate would overwrite",
+      );
+    }
+    assert.equal(tlsSecretProblem(withTls('operators', 'billing-tls'), settings), undefined);
+    assert.equal(
+      tlsSecretProblem(withTls('team-a', 'causeway-function-ca'), settings),
+      undefined,
+      'another namespace',
     );
   });
 });

@@ -19,7 +19,7 @@ import type { FunctionEndpoint, FunctionServices, ServiceState } from '../dispat
 import type { KubeClient } from '../kube/client.ts';
 import { ignoreNotFound } from '../kube/errors.ts';
 import { postEvents } from '../kube/events.ts';
-import { secretPath } from '../kube/secrets.ts';
+import { ownSecrets, secretPath } from '../kube/secrets.ts';
 import { Watcher } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
 import type { Part } from '../manager/manager.ts';
@@ -454,10 +454,9 @@ export class FunctionServiceObjects implements Part {
   async #serve(known: Known): Promise<void> {
     const { name } = known.object.metadata;
     const { namespace, settings, logger } = this.#options;
-    known.refusal = await functionServiceUrlProblem(
-      String(known.object.spec?.url),
-      settings.calls.allowLoopback,
-    );
+    known.refusal =
+      tlsSecretProblem(known.object, settings) ??
+      (await functionServiceUrlProblem(String(known.object.spec?.url), settings.calls.allowLoopback));
     if (known.refusal) {
       logger.warning(`FunctionService ${namespace}/${name} is not served: ${known.refusal}`);
       // Nor is what was served of it before, at the url it had.
@@ -557,6 +556,27 @@ export class FunctionServiceObjects implements Part {
       );
     }
   }
+}
+
+/**
+ * Why a FunctionService's `spec.tls.secretName` is refused, or undefined: it names a Secret the gateway
+ * keeps its own keys in, which the service's certificate would overwrite (its function CA's, say: the
+ * next start would fail, and every service's certificate with it).
+ */
+export function tlsSecretProblem(
+  object: KubernetesObject,
+  settings: Pick<Settings, 'signing' | 'calls' | 'admission'>,
+): string | undefined {
+  const tls = isObject(object.spec) && isObject(object.spec.tls) ? object.spec.tls : undefined;
+  const { namespace } = object.metadata;
+  const own = ownSecrets(settings).find(
+    (secret) => secret.namespace === namespace && secret.name === tls?.secretName,
+  );
+  return (
+    own &&
+    `spec.tls.secretName names ${own.namespace}/${own.name}, a Secret the gateway keeps its own keys in, ` +
+      "which the service's certificate would overwrite"
+  );
 }
 
 /** Who holds a dev session in the object's field, for the routes. */

@@ -97,7 +97,7 @@ export class Admission implements Part {
   async start(role: Role): Promise<void> {
     this.#role = role;
     const { settings, logger, client, observeReview } = this.#options;
-    const mode = reachMode(settings, client);
+    const mode = reachMode(settings, client, logger);
     const tls = await this.#certificates.load(certificateHosts(mode, settings));
     this.#server = await startWebhookServer({
       host: settings.listen.host,

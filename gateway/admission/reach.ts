@@ -16,6 +16,7 @@ import {
 } from '../../webhooks/reach.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { type SecretName, secretPath } from '../kube/secrets.ts';
+import type { Logger } from '../logging.ts';
 import type { Settings } from '../settings.ts';
 import type { AdmissionOptions } from './admission.ts';
 
@@ -25,11 +26,20 @@ type Mode = Exclude<ReachMode, 'auto'>;
 const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
 /** The mode of the settings, or the one that fits where the gateway runs; refused where it cannot work. */
-export function reachMode(settings: Settings['admission'], client: KubeClient): Mode {
+export function reachMode(settings: Settings['admission'], client: KubeClient, logger: Logger): Mode {
+  const apiserverHost = new URL(client.server).hostname;
   const mode = chooseMode(settings.reach, {
     inPod: Boolean(process.env.KUBERNETES_SERVICE_HOST) && existsSync(SERVICE_ACCOUNT_TOKEN),
-    apiserverHost: new URL(client.server).hostname,
+    apiserverHost,
   });
+  if (settings.reach === 'auto' && mode === 'ngrok') {
+    // A tunnel is a public URL to this process: said, not chosen silently.
+    logger.warning(
+      `--webhook-reach auto: the apiserver (${apiserverHost}) is not on this machine and this is no pod, so ` +
+        'the admission webhooks are reached through an ngrok tunnel, a public URL to this process; give ' +
+        '--webhook-reach ngrok to choose it, or service or local for another way',
+    );
+  }
   if (mode === 'service' && !settings.service) {
     throw new Error(
       'admission webhooks in a pod are reached through a Service: name it with --webhook-service',

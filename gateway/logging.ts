@@ -114,7 +114,7 @@ const CONTROLS = /[\p{Cc}\u2028\u2029]/gu;
 const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 
 /** `text` on one line, each control character written as its escape (`\n`, `\u001b`). */
-function escapeControls(text: string): string {
+export function escapeControls(text: string): string {
   return text.replace(
     CONTROLS,
     (control) => NAMED[control] ?? `\\u${control.charCodeAt(0).toString(16).padStart(4, '0')}`,

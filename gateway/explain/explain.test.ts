@@ -178,7 +178,7 @@ describe('causeway explain, from an object, its stored state and its handlers', 
           id: 'by_field',
           match: 'filtered',
           filter: 'field',
-          reason: 'field spec.field: wants "z", has "x"',
+          reason: 'field spec.field: wants "z", has another value (not shown)',
           status: 'filtered',
         },
         {
@@ -243,5 +243,17 @@ describe('causeway explain, from an object, its stored state and its handlers', 
     assert.match(text, /HANDLER +KIND +SERVICE +STATUS +MATCH/);
     assert.match(text, /create_fn +create +kopfexample +due +matched +- +- +status\.create_fn \(none yet\)/);
     assert.match(text, /web_only: label app: wants "web", has "db"/);
+  });
+
+  it('prints what services chose as text: a control character escaped, never a terminal sequence or a line of its own', () => {
+    const text = explanationText(
+      explained({
+        object: object(),
+        handlers: [handler('evil\u001b[2J', 'create'), handler('forged\nHANDLER', 'create')],
+      }),
+    );
+    assert.equal(/\p{Cc}/u.test(text.replaceAll('\n', '')), false, 'no control character but line ends');
+    assert.match(text, /evil\\u001b\[2J/);
+    assert.match(text, /forged\\nHANDLER/);
   });
 });

@@ -179,8 +179,9 @@ function missReason(object: KubernetesObject, spec: HandlerSpec, miss: FilterMis
       return `${singular} ${miss.key}: wants ${wantedText(wanted)}, has ${has === undefined ? 'none' : JSON.stringify(has)}`;
     }
     case 'field': {
-      const has = valueAt(object, miss.field);
-      return `field ${miss.field}: wants ${wantedText(filters.value as ValueMatch)}, has ${has === undefined ? 'none' : JSON.stringify(has)}`;
+      // Not its value: a field may hold a secret (a Secret's data), and the report is printed.
+      const has = valueAt(object, miss.field) === undefined ? 'none' : 'another value (not shown)';
+      return `field ${miss.field}: wants ${wantedText(filters.value as ValueMatch)}, has ${has}`;
     }
   }
 }

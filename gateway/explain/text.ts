@@ -1,7 +1,15 @@
 /** `causeway explain`'s text: the object's cause, state, finalizer and owner, then a row per handler. */
+import { escapeControls } from '../logging.ts';
 import type { ExplainedHandler, Explanation } from './explanation.ts';
 
 export function explanationText(explanation: Explanation): string {
+  // What services and objects chose (ids, messages, names) reaches a terminal as text, never as escape
+  // sequences or lines of its own.
+  return `${report(explanation).map(escapeControls).join('\n')}\n`;
+}
+
+/** The report's lines. */
+function report(explanation: Explanation): string[] {
   const { object, state, finalizer, owner } = explanation;
   const where = object.namespace ? `${object.namespace}/${object.name}` : object.name;
   const lines = [
@@ -12,8 +20,7 @@ export function explanationText(explanation: Explanation): string {
     ...(owner ? [`  owner:      ${ownerText(owner)}`] : []),
     '',
   ];
-  if (explanation.handlers.length === 0)
-    return `${[...lines, 'No handler is served on this resource.'].join('\n')}\n`;
+  if (explanation.handlers.length === 0) return [...lines, 'No handler is served on this resource.'];
   const rows = explanation.handlers.map((handler) => [
     handler.id,
     handler.kind,
@@ -26,7 +33,7 @@ export function explanationText(explanation: Explanation): string {
   ]);
   const header = ['HANDLER', 'KIND', 'SERVICE', 'STATUS', 'MATCH', 'RETRIES', 'NEXT ATTEMPT', 'RESULT'];
   const notes = explanation.handlers.flatMap(notesOf);
-  return `${[...lines, ...columns([header, ...rows]), ...(notes.length ? ['', ...notes] : [])].join('\n')}\n`;
+  return [...lines, ...columns([header, ...rows]), ...(notes.length ? ['', ...notes] : [])];
 }
 
 function causeText({ cause, changed }: Explanation): string {

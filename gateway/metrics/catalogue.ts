@@ -139,7 +139,7 @@ export const CATALOGUE = [
   {
     name: 'causeway_handler_calls_total',
     type: 'counter',
-    help: 'Handler calls by service, handler, cause and outcome: success, temporary (retried), permanent, skipped (filtered out by the service), denied (admission), or failed (the call itself failed: the service could not be asked or answered badly).',
+    help: 'Handler calls by service, handler, cause and outcome: success, temporary (retried), permanent, skipped (filtered out by the service), denied (admission), or failed (the call itself failed: the service could not be asked or answered badly). The handler ids of a service beyond the first 200 seen are counted as handler `other`.',
     labels: ['service', 'handler', 'cause', 'outcome'],
   },
   {

@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import { CATALOGUE, SERVICE_CATALOGUE } from './catalogue.ts';
 import { dashboard } from './dashboard.ts';
 import { metricsAddress } from './endpoint.ts';
-import { GatewayMetrics, subresourceOf } from './metrics.ts';
+import { GatewayMetrics, MAX_HANDLER_LABELS, OTHER_HANDLERS, subresourceOf } from './metrics.ts';
 import { ServiceMetrics } from './service-metrics.ts';
 
 /** The main thread's CPU time so far, in ms. */
@@ -123,6 +123,35 @@ describe('GatewayMetrics', () => {
     assert.match(body, /^leader_election_master_status\{name="causeway.dev"\} 1$/m);
     assert.match(body, /^causeway_function_breaker_open\{service="down"\} 1$/m);
     assert.match(body, /^causeway_function_breaker_open\{service="up"\} 0$/m);
+  });
+
+  it("labels a service's handlers by id up to a bound, and counts those beyond it as other", async () => {
+    const metrics = new GatewayMetrics();
+    for (let index = 0; index < MAX_HANDLER_LABELS + 5; index++) {
+      metrics.calls.called('flipping', 'create', { [`h${index}`]: 'success' }, 1);
+    }
+    metrics.calls.called('flipping', 'create', { h0: 'success' }, 1); // one already labelled keeps its label
+    metrics.calls.called('steady', 'create', { create_fn: 'success' }, 1);
+    const { body } = await metrics.text();
+    const labelled = body.match(
+      /^causeway_handler_calls_total\{service="flipping",handler="h\d+"[^}]*\} \d+$/gm,
+    );
+    assert.equal(labelled?.length, MAX_HANDLER_LABELS);
+    assert.match(
+      body,
+      /^causeway_handler_calls_total\{service="flipping",handler="h0",cause="create",outcome="success"\} 2$/m,
+    );
+    assert.match(
+      body,
+      new RegExp(
+        `^causeway_handler_calls_total\\{service="flipping",handler="${OTHER_HANDLERS}",cause="create",outcome="success"\\} 5$`,
+        'm',
+      ),
+    );
+    assert.match(
+      body,
+      /^causeway_handler_calls_total\{service="steady",handler="create_fn",cause="create",outcome="success"\} 1$/m,
+    );
   });
 
   it("reads a pipeline's timers and daemons when scraped, and counts its watches' restarts", async () => {

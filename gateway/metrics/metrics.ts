@@ -56,6 +56,10 @@ export interface Exposition {
   text(): Promise<{ body: string; contentType: string }>;
 }
 
+/** Handler ids one service's metrics are labelled with, at most: the others are counted as OTHER_HANDLERS. */
+export const MAX_HANDLER_LABELS = 200;
+export const OTHER_HANDLERS = 'other';
+
 export class GatewayMetrics implements Exposition {
   readonly registry = new Registry();
   readonly #metrics: Map<MetricName, Metric>;
@@ -63,6 +67,8 @@ export class GatewayMetrics implements Exposition {
   readonly #queues = new Map<string, QueueReadings>();
   readonly #background = new Map<string, { timers(): number; daemons(): number }>();
   readonly #objects = new Map<string, ObjectReadings>();
+  /** By service: the handler ids its metrics are labelled with, MAX_HANDLER_LABELS at most. */
+  readonly #handlerLabels = new Map<string, Set<string>>();
   #breakers: () => Iterable<[service: string, open: boolean]> = () => [];
   #leading: { name: string; leads: () => boolean } | undefined;
   /** Feeds the event loop's delay histograms while it runs: the gateway starts it with its endpoint. */
@@ -178,12 +184,26 @@ export class GatewayMetrics implements Exposition {
       this.#histogram('causeway_function_request_duration_seconds').observe({ service }, tookMs / 1000);
     },
     called: (service, cause, outcomes, tookMs) => {
-      for (const [handler, outcome] of Object.entries(outcomes)) {
+      for (const [id, outcome] of Object.entries(outcomes)) {
+        const handler = this.#handlerLabel(service, id);
         this.#counter('causeway_handler_calls_total').inc({ service, handler, cause, outcome });
         this.#histogram('causeway_handler_duration_seconds').observe({ service, handler }, tookMs / 1000);
       }
     },
   };
+
+  /**
+   * The label of a service's handler: its id, for the first MAX_HANDLER_LABELS ids seen, then `other`.
+   * A service chooses its ids and may redeploy with new ones without end; each would be series of its own.
+   */
+  #handlerLabel(service: string, id: string): string {
+    const seen = this.#handlerLabels.get(service) ?? new Set<string>();
+    this.#handlerLabels.set(service, seen);
+    if (seen.has(id)) return id;
+    if (seen.size >= MAX_HANDLER_LABELS) return OTHER_HANDLERS;
+    seen.add(id);
+    return id;
+  }
 
   /** With peering: where leadership is read, for the gateways of `name`. */
   watchLeading(name: string, leads: () => boolean): void {

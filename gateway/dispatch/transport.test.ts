@@ -294,16 +294,19 @@ describe('Retry-After', () => {
     assert.equal(retryAfterMs(String(MAX_DELAY_SECONDS - 1), now), year - 1000);
   });
 
-  it('of a busy service delays its handlers that long, when it is longer than the backoff', async () => {
+  /**
+   * A service whose calls are answered `status` with `Retry-After: retryAfter` while `busy()`, and
+   * `call()`, which asks it for create_fn once as the reactor does.
+   */
+  async function busyService(status: number, retryAfter: string, busy: () => boolean = () => true) {
     const op = operator({ name: 'busy', secret: SECRET });
     op.on.create('kopfexamples', function create_fn() {});
-    let busy = true;
     const handler = {
       fetch: (request: Request) =>
-        busy && new URL(request.url).pathname === PATHS.invoke
+        busy() && new URL(request.url).pathname === PATHS.invoke
           ? Response.json(
               { protocol: PROTOCOL, error: 'busy' },
-              { status: 503, headers: { 'retry-after': '7' } },
+              { status, headers: { 'retry-after': retryAfter } },
             )
           : op.fetch(request),
     };
@@ -312,55 +315,30 @@ describe('Retry-After', () => {
       name: 'busy',
       sign: hmacSigner(new TextEncoder().encode(SECRET)),
     });
-    const subject = {
-      reason: 'create' as const,
-      resource: KOPF_EXAMPLES,
-      object: invocation(['create_fn']).body,
-    };
-    const due = invocation(['create_fn']).handlers;
+    const { body, handlers } = invocation(['create_fn']);
+    const subject = { reason: 'create' as const, resource: KOPF_EXAMPLES, object: body };
     const quiet = createLogger({ level: 'error' });
-    const [busyAnswer] = await callServices([{ service, handlers: due }], subject, [1, 2, 5], quiet);
-    assert.deepEqual(busyAnswer?.outcomes.create_fn, {
+    return async () => {
+      const [answer] = await callServices([{ service, handlers }], subject, [1, 2, 5], quiet);
+      return answer?.outcomes.create_fn;
+    };
+  }
+
+  it('of a busy service delays its handlers that long, when it is longer than the backoff', async () => {
+    let busy = true;
+    const call = await busyService(503, '7', () => busy);
+    assert.deepEqual(await call(), {
       status: 'temporary',
       message: `POST http://in-process${PATHS.invoke}: 503 busy`,
       delay: 7,
     });
     busy = false;
-    const [answer] = await callServices([{ service, handlers: due }], subject, [1, 2, 5], quiet);
-    assert.equal(answer?.outcomes.create_fn?.status, 'success');
+    assert.equal((await call())?.status, 'success');
   });
 
   it('of 1e300 seconds delays its handlers a year, a delay whose end has a date', async () => {
-    const op = operator({ name: 'busy', secret: SECRET });
-    op.on.create('kopfexamples', function create_fn() {});
-    const handler = {
-      fetch: (request: Request) =>
-        new URL(request.url).pathname === PATHS.invoke
-          ? Response.json(
-              { protocol: PROTOCOL, error: 'busy' },
-              { status: 429, headers: { 'retry-after': '1e300' } },
-            )
-          : op.fetch(request),
-    };
-    const service = await FunctionService.connect({
-      transport: inProcessTransport(handler),
-      name: 'busy',
-      sign: hmacSigner(new TextEncoder().encode(SECRET)),
-    });
-    const subject = {
-      reason: 'create' as const,
-      resource: KOPF_EXAMPLES,
-      object: invocation(['create_fn']).body,
-    };
-    const quiet = createLogger({ level: 'error' });
-    const [answer] = await callServices(
-      [{ service, handlers: invocation(['create_fn']).handlers }],
-      subject,
-      [1, 2, 5],
-      quiet,
-    );
-    const delay =
-      answer?.outcomes.create_fn?.status === 'temporary' ? answer.outcomes.create_fn.delay : undefined;
+    const outcome = await (await busyService(429, '1e300'))();
+    const delay = outcome?.status === 'temporary' ? outcome.delay : undefined;
     assert.equal(delay, MAX_DELAY_SECONDS);
     assert.equal(
       new Date(Date.now() + (delay as number) * 1000).toISOString().length,

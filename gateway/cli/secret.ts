@@ -12,7 +12,7 @@ import {
   SECRET_VARIABLE,
 } from '../../protocol/index.ts';
 import { signingKeyOf } from '../dispatch/keys.ts';
-import type { SigningKey } from '../dispatch/signer.ts';
+import { hmacSigner, keySigner, type Signer, type SigningKey } from '../dispatch/signer.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { readStoredKeys } from '../services/signing-keys.ts';
 
@@ -84,4 +84,20 @@ export async function currentSigningKey(
   const newest = stored?.value.toSorted((a, b) => a.created - b.created).at(-1);
   if (!newest) throw new Error(`Secret ${location.namespace}/${location.name} holds no signing key`);
   return signingKeyOf(newest);
+}
+
+/**
+ * How a command signs as the gateway does (explain, rbac): with its newest key from `signingKeys`, or
+ * else the secret of `secretFile`; read only when a call is to be signed.
+ */
+export function gatewaySigner(
+  client: KubeClient,
+  signingKeys: { namespace: string; name: string } | undefined,
+  secretFile: string | undefined,
+): () => Promise<Signer> {
+  return async () => {
+    if (!signingKeys) return hmacSigner(readSecret(secretFile));
+    const key = await currentSigningKey(client, signingKeys);
+    return keySigner(() => key);
+  };
 }

@@ -1,6 +1,5 @@
 /** `causeway explain <resource>/<name>`: what the gateway would do with one object, and why (../../../explain/). */
 
-import { hmacSigner, keySigner } from '../../../dispatch/signer.ts';
 import { explainObject } from '../../../explain/cluster.ts';
 import { explanationText } from '../../../explain/text.ts';
 import { KubeClient } from '../../../kube/client.ts';
@@ -13,7 +12,7 @@ import { IDENTITY } from '../../flags/identity.ts';
 import { SIGNING_AS_GATEWAY } from '../../flags/signing.ts';
 import { loadOperatorModule } from '../../operator-module.ts';
 import { readText, whereabouts } from '../../process.ts';
-import { currentSigningKey, readSecret } from '../../secret.ts';
+import { gatewaySigner } from '../../secret.ts';
 import { EXPLAINED_OBJECT, EXPLAINED_STATE } from './flags.ts';
 import { explainOptions } from './options.ts';
 
@@ -34,11 +33,7 @@ export const explainCommand = command({
       {
         ...request,
         sources: { ...sources, ...(module ? { module: await loadOperatorModule(module) } : {}) },
-        signer: async () => {
-          if (!signingKeys) return hmacSigner(readSecret(values['secret-file']));
-          const key = await currentSigningKey(client, signingKeys);
-          return keySigner(() => key);
-        },
+        signer: gatewaySigner(client, signingKeys, values['secret-file']),
         ...(ca ? { ca: readText(ca) } : {}),
       },
       client,

@@ -1,7 +1,6 @@
 /** `causeway rbac`: the least-privilege RBAC of a gateway serving given services, for `kubectl apply -f -` (../../../rbac/). */
 import { stringify } from 'yaml';
 import { connectServices } from '../../../binding/sources.ts';
-import { hmacSigner, keySigner } from '../../../dispatch/signer.ts';
 import { KubeClient } from '../../../kube/client.ts';
 import { Discovery } from '../../../kube/discovery.ts';
 import { loadKubeConfig } from '../../../kube/kubeconfig.ts';
@@ -13,7 +12,7 @@ import { CLUSTER_NOTE } from '../../cluster.ts';
 import { command } from '../../command-line.ts';
 import { loadOperatorModule } from '../../operator-module.ts';
 import { readText, whereabouts } from '../../process.ts';
-import { currentSigningKey, readSecret } from '../../secret.ts';
+import { gatewaySigner, readSecret } from '../../secret.ts';
 import { RBAC_GROUPS, RBAC_UNUSED } from './flags.ts';
 import { rbacCommandOptions } from './options.ts';
 
@@ -44,11 +43,7 @@ export const rbacCommand = command({
           }),
           ...(module ? { module: await loadOperatorModule(module) } : {}),
         },
-        signer: async () => {
-          if (!signingKeys) return hmacSigner(readSecret(values['secret-file']));
-          const key = await currentSigningKey(client, signingKeys);
-          return keySigner(() => key);
-        },
+        signer: gatewaySigner(client, signingKeys, values['secret-file']),
         ...(ca ? { ca: readText(ca) } : {}),
       },
       client,

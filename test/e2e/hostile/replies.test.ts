@@ -184,4 +184,30 @@ describe('hostile replies', () => {
       [],
     );
   });
+
+  it('takes a Retry-After of 1e300 as a year: the object it shares is still handled by the other service, and its own retry has a date', async (t) => {
+    const namespace = await testNamespace(t);
+    const logger = memoryLogger();
+    const busy = hostileService(labelledService('busy', 'shared', 'create_fn'), {
+      answer: () =>
+        Response.json(
+          { protocol: PROTOCOL, error: 'busy' },
+          { status: 429, headers: { 'retry-after': '1e300' } },
+        ),
+    });
+    const honest = labelledService('honest', 'shared', 'honest_fn');
+    const running = await runOperator([busy, honest], { namespaces: [namespace], logger });
+    t.after(() => running.stop());
+
+    const shared = await createKopfExample(namespace, 'shared', {}, { labels: { side: 'shared' } });
+    assert.deepEqual(await statusOnceThere(shared, 'honest_fn'), { hello: 'shared' });
+    const delayedUntil = await eventually("the busy handler's next attempt", async () => {
+      const causeway = (await read(shared)).status?.causeway as
+        | { progress?: Record<string, { delayedUntil?: string }> }
+        | undefined;
+      return causeway?.progress?.create_fn?.delayedUntil;
+    });
+    const days = (Date.parse(delayedUntil) - Date.now()) / (24 * 3600 * 1000);
+    assert.ok(days > 364 && days <= 365, `the next attempt in a year, not ${days} days`);
+  });
 });

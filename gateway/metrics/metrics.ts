@@ -197,8 +197,11 @@ export class GatewayMetrics implements Exposition {
    * A service chooses its ids and may redeploy with new ones without end; each would be series of its own.
    */
   #handlerLabel(service: string, id: string): string {
-    const seen = this.#handlerLabels.get(service) ?? new Set<string>();
-    this.#handlerLabels.set(service, seen);
+    let seen = this.#handlerLabels.get(service);
+    if (!seen) {
+      seen = new Set();
+      this.#handlerLabels.set(service, seen);
+    }
     if (seen.has(id)) return id;
     if (seen.size >= MAX_HANDLER_LABELS) return OTHER_HANDLERS;
     seen.add(id);

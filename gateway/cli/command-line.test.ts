@@ -67,6 +67,8 @@ describe('the command line', () => {
       'serve',
     );
     refuses(['run', 'operator.ts', '--frobnicate'], '--frobnicate is not an option of run', 'run');
+    // A dash before what no flag is named with: the argument as given, not the dash and a space.
+    refuses(['gateway', '- !'], '"- !" is not an option of gateway', 'gateway');
     refuses(
       ['--functions', 'x=http://y'],
       '--functions is not an option of causeway without a command (it is one of gateway, explain and rbac)',

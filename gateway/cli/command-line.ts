@@ -221,9 +221,13 @@ function refuseForeignFlags(
       ),
     );
     const whose = owners.length ? ` (it is one of ${inWords(owners.map((owner) => owner.name))})` : '';
+    // A dash before what no flag is named with (`- !`, `-é`): the argument as given, quoted, says more
+    // than the piece of it parseArgs took for a flag (`- `).
+    const named =
+      short && !/^-[A-Za-z0-9]$/.test(token.rawName) ? JSON.stringify(args[token.index]) : token.rawName;
     throw chosen
-      ? new UsageError(`${token.rawName} is not an option of ${chosen.name}${whose}`, chosen.name)
-      : new UsageError(`${token.rawName} is not an option of causeway without a command${whose}`);
+      ? new UsageError(`${named} is not an option of ${chosen.name}${whose}`, chosen.name)
+      : new UsageError(`${named} is not an option of causeway without a command${whose}`);
   }
 }
 

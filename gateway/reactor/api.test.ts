@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from '../../protocol/index.ts';
+import { NO_OBJECT_VERSION } from '../dispatch/scope.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { DiscoveredResource, DiscoveryCache } from '../kube/discovery.ts';
 import { ApiError } from '../kube/errors.ts';
-import { kubeReactorApi } from './api.ts';
+import { applyObjects, kubeReactorApi, type ReactorApi } from './api.ts';
 
 const RESOURCE = {
   group: 'kopf.dev',
@@ -48,5 +49,33 @@ describe("the reactor's reads", () => {
     assert.equal(await missing.api.read(object('uid-1')), undefined);
     const namesake = apiAnswering(() => object('uid-2'));
     assert.equal(await namesake.api.read(object('uid-1')), undefined);
+  });
+});
+
+describe('applyObjects', () => {
+  it('applies a child named twice over the version its first apply made, not the one read before either', async () => {
+    const sent: Array<string | undefined> = [];
+    let version = 10;
+    const api = {
+      async applyObject(child: { metadata: { name: string; resourceVersion?: string } }) {
+        sent.push(child.metadata.resourceVersion);
+        version += 1;
+        return {
+          ...object('c'),
+          metadata: { ...child.metadata, uid: 'c', resourceVersion: String(version) },
+        };
+      },
+    } as unknown as ReactorApi;
+    const child = (name: string) => ({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name, resourceVersion: NO_OBJECT_VERSION },
+    });
+    const applied = await applyObjects(api, [child('a'), child('b'), child('a')], 'default');
+    assert.deepEqual(sent, [NO_OBJECT_VERSION, NO_OBJECT_VERSION, '11']);
+    assert.deepEqual(
+      applied.map(({ metadata }) => `${metadata.name}@${metadata.resourceVersion}`),
+      ['a@11', 'b@12', 'a@13'],
+    );
   });
 });

@@ -66,16 +66,18 @@ describe('applyObjects', () => {
         };
       },
     } as unknown as ReactorApi;
-    const child = (name: string) => ({
+    const child = (name: string, namespace?: string) => ({
       apiVersion: 'v1',
       kind: 'ConfigMap',
-      metadata: { name, resourceVersion: NO_OBJECT_VERSION },
+      metadata: { name, resourceVersion: NO_OBJECT_VERSION, ...(namespace ? { namespace } : {}) },
     });
-    const applied = await applyObjects(api, [child('a'), child('b'), child('a')], 'default');
-    assert.deepEqual(sent, [NO_OBJECT_VERSION, NO_OBJECT_VERSION, '11']);
+    // The third is the first, its namespace named; the fourth another namespace's namesake.
+    const children = [child('a'), child('b'), child('a', 'default'), child('a', 'other')];
+    const applied = await applyObjects(api, children, 'default');
+    assert.deepEqual(sent, [NO_OBJECT_VERSION, NO_OBJECT_VERSION, '11', NO_OBJECT_VERSION]);
     assert.deepEqual(
       applied.map(({ metadata }) => `${metadata.name}@${metadata.resourceVersion}`),
-      ['a@11', 'b@12', 'a@13'],
+      ['a@11', 'b@12', 'a@13', 'a@14'],
     );
   });
 });

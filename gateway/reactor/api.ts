@@ -81,7 +81,7 @@ export async function applyObjects(
     const key = JSON.stringify([
       object.apiVersion,
       object.kind,
-      object.metadata.namespace,
+      object.metadata.namespace ?? namespace,
       object.metadata.name,
     ]);
     const resourceVersion = versions.get(key);

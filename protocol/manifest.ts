@@ -162,6 +162,10 @@ export interface ServiceScope {
   children?: string[];
   /** Narrows the namespaces its handlers see (names, globs `team-*`, negations `!kube-*`). */
   namespaces?: string[];
+  /** The ServiceAccount the pods of its children may run as; `default` when absent. */
+  serviceAccount?: string;
+  /** The Secrets (by name, in the handled object's namespace) the pods of its children may use; none when absent. */
+  secrets?: string[];
 }
 
 /** What a function service publishes at `PATHS.manifest`: everything the gateway needs to decide what to watch. */

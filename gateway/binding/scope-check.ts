@@ -9,10 +9,14 @@
  * services are looked at handler by handler as they are bound instead (binding.ts), and answers are
  * resolved once `discover` has given it discovery, which is before any object is watched.
  */
+
+import type { KubernetesObject } from '../../protocol/index.ts';
 import type { FunctionService } from '../dispatch/function-service.ts';
 import { type AnswerGuard, ScopeError } from '../dispatch/scope.ts';
 import type { Identity } from '../identity.ts';
-import { type DiscoveredResource, type DiscoveryCache, kindSelector } from '../kube/discovery.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { type DiscoveredResource, type DiscoveryCache, kindSelector, objectPath } from '../kube/discovery.ts';
+import { ignoreNotFound } from '../kube/errors.ts';
 import { firstOutsideScope } from './binding.ts';
 
 export class ScopeCheck implements AnswerGuard {
@@ -20,6 +24,7 @@ export class ScopeCheck implements AnswerGuard {
   /** Discovery at the start, where there is a cluster client then: manifests are checked with it. */
   readonly #atStart: DiscoveryCache | undefined;
   #discovery: DiscoveryCache | undefined;
+  #client: KubeClient | undefined;
 
   constructor(identity: Identity, discovery: DiscoveryCache | undefined) {
     this.identity = identity;
@@ -27,9 +32,13 @@ export class ScopeCheck implements AnswerGuard {
     this.#discovery = discovery;
   }
 
-  /** The gateway has its cluster client now (it logged in): answers are resolved with its discovery. */
-  discover(discovery: DiscoveryCache): void {
+  /**
+   * The gateway has its cluster client now (it logged in): answers are resolved with its discovery,
+   * and the children they name read with it.
+   */
+  discover(discovery: DiscoveryCache, client: KubeClient): void {
     this.#discovery ??= discovery;
+    this.#client = client;
   }
 
   /**
@@ -53,5 +62,14 @@ export class ScopeCheck implements AnswerGuard {
     // Asked only about objects, which come once the watches (and so discovery) are up.
     if (!this.#discovery) throw new Error('the gateway has no cluster client yet to resolve kinds with');
     return this.#discovery.resolve(kindSelector(apiVersion, kind));
+  }
+
+  async current(
+    resource: DiscoveredResource,
+    namespace: string,
+    name: string,
+  ): Promise<KubernetesObject | undefined> {
+    if (!this.#client) throw new Error('the gateway has no cluster client yet to read children with');
+    return ignoreNotFound(this.#client.get<KubernetesObject>(objectPath(resource, name, namespace)));
   }
 }

@@ -14,6 +14,7 @@ import {
   beyondPin,
   confineOutcomes,
   covers,
+  NO_OBJECT_VERSION,
   narrowedToScope,
   parseScope,
   ScopeError,
@@ -32,6 +33,7 @@ const resource = (plural: string, group: string, namespaced = true): DiscoveredR
 const KINDS: Record<string, DiscoveredResource> = {
   'v1/ConfigMap': resource('configmaps', ''),
   'v1/Secret': resource('secrets', ''),
+  'apps/v1/Deployment': resource('deployments', 'apps'),
   'kopf.dev/v1/KopfExample': resource('kopfexamples', 'kopf.dev'),
   'rbac.authorization.k8s.io/v1/ClusterRoleBinding': resource(
     'clusterrolebindings',
@@ -46,14 +48,25 @@ const handled: KubernetesObject = {
   metadata: { name: 'example', namespace: 'team-a', uid: 'uid-1' },
 };
 
-/** An instance, as the gateway's guard (binding/scope-check.ts) is: its methods are its class's, not its own. */
+/**
+ * An instance, as the gateway's guard (binding/scope-check.ts) is: its methods are its class's, not its
+ * own. `objects` are what the API has, by `<plural>/<namespace>/<name>`; `read` what it was asked.
+ */
 class KnownKinds implements AnswerGuard {
   readonly identity = DEFAULT_IDENTITY;
+  readonly objects = new Map<string, KubernetesObject>();
+  readonly read: string[] = [];
 
   async resourceOf(apiVersion: string, kind: string): Promise<DiscoveredResource> {
     const found = KINDS[`${apiVersion}/${kind}`];
     if (!found) throw new Error(`no ${kind}`);
     return found;
+  }
+
+  async current(resource: DiscoveredResource, namespace: string, name: string) {
+    const key = `${resource.plural}/${namespace}/${name}`;
+    this.read.push(key);
+    return this.objects.get(key);
   }
 }
 const guard = new KnownKinds();
@@ -69,14 +82,29 @@ const configMap = (metadata: Record<string, unknown> = {}) => ({
 });
 
 describe('parseScope', () => {
-  it('takes a scope with its four lists', () => {
+  it('takes a scope with its lists, and the ServiceAccount and Secrets of its children’s pods', () => {
     const given = {
       resources: ['kopfexamples.kopf.dev'],
       admission: ['pods'],
       children: ['deployments.apps'],
       namespaces: ['team-*', '!team-x'],
+      serviceAccount: 'builder',
+      secrets: ['registry', 'db.credentials'],
     };
     assert.deepEqual(parseScope(given, 'scope'), given);
+  });
+
+  it('refuses a ServiceAccount or a Secret that is not an object’s name', () => {
+    assert.throws(
+      () => parseScope({ resources: [], serviceAccount: 'a/b' }, 'spec.scope'),
+      /spec\.scope\.serviceAccount is "a\/b", which is not the name of a ServiceAccount/,
+    );
+    assert.throws(() => parseScope({ resources: [], serviceAccount: ['a'] }, 's'), /s\.serviceAccount/);
+    assert.throws(
+      () => parseScope({ resources: [], secrets: ['Keys'] }, 's'),
+      /s\.secrets has "Keys", which is not names of Secrets/,
+    );
+    assert.throws(() => parseScope({ resources: [], secrets: 'keys' }, 's'), /s\.secrets must be a list/);
   });
 
   it('refuses unknown fields, a missing resources list and malformed names, saying where', () => {
@@ -117,6 +145,21 @@ describe('beyondPin', () => {
       'children: pods',
     ]);
   });
+
+  it('names Secrets the pin does not give, and a ServiceAccount other than the pin’s', () => {
+    const pin = { resources: ['*'], secrets: ['registry'], serviceAccount: 'builder' };
+    assert.deepEqual(beyondPin({ resources: [], secrets: ['registry'], serviceAccount: 'builder' }, pin), []);
+    assert.deepEqual(
+      beyondPin({ resources: [], secrets: ['registry', 'keys'], serviceAccount: 'admin' }, pin),
+      ['secrets: keys', 'serviceAccount: admin'],
+    );
+    // Declaring none asks for nothing; declaring one asks for it, even default.
+    assert.deepEqual(beyondPin({ resources: [] }, pin), []);
+    assert.deepEqual(beyondPin({ resources: [], serviceAccount: 'default' }, pin), [
+      'serviceAccount: default',
+    ]);
+    assert.deepEqual(beyondPin({ resources: [], serviceAccount: 'default' }, { resources: [] }), []);
+  });
 });
 
 describe('confineOutcomes', () => {
@@ -134,11 +177,114 @@ describe('confineOutcomes', () => {
     ]);
   });
 
-  it('keeps a child left unowned on purpose, or owned by the handled object', async () => {
-    const unowned = configMap({ ownerReferences: [] });
-    assert.deepEqual((await confine({ status: 'success', apply: [unowned] })).handler?.apply, [unowned]);
+  it('keeps a child owned by the handled object, and refuses one left unowned (ownerReferences: [])', async () => {
     const owned = configMap({ ownerReferences: [{ uid: 'uid-1' }] });
-    assert.deepEqual((await confine({ status: 'success', apply: [owned] })).handler?.apply, [owned]);
+    assert.deepEqual((await confine({ status: 'success', apply: [owned] })).handler?.apply, [
+      configMap({ ownerReferences: [{ uid: 'uid-1' }], resourceVersion: NO_OBJECT_VERSION }),
+    ]);
+    await assert.rejects(
+      confine({ status: 'success', apply: [configMap({ ownerReferences: [] })] }),
+      /handler "handler": apply\[0\]: ConfigMap settings has ownerReferences: \[\], but every child is owned by the handled object/,
+    );
+  });
+
+  it('reads the object a named child would be: new, it is made only if none is there by the write', async () => {
+    guard.read.length = 0;
+    const { handler } = await confine({ status: 'success', apply: [configMap()] });
+    assert.deepEqual(guard.read, ['configmaps/team-a/settings']);
+    assert.equal(handler?.apply?.[0]?.metadata.resourceVersion, NO_OBJECT_VERSION);
+  });
+
+  it('updates a child the handled object owns over the version read, so a change meanwhile fails the write', async () => {
+    const ours = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {
+        name: 'settings',
+        namespace: 'team-a',
+        uid: 'c',
+        resourceVersion: '42',
+        ownerReferences: [{ uid: 'uid-1' }],
+      },
+    };
+    guard.objects.set('configmaps/team-a/settings', ours);
+    try {
+      const { handler } = await confine({ status: 'success', apply: [configMap({ data: { a: 'b' } })] });
+      assert.equal(handler?.apply?.[0]?.metadata.resourceVersion, '42');
+    } finally {
+      guard.objects.clear();
+    }
+  });
+
+  it('refuses to change an object the handled object does not own, saying which', async () => {
+    const owners = [undefined, [], [{ uid: 'another' }]];
+    for (const ownerReferences of owners) {
+      const theirs = {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: {
+          name: 'settings',
+          namespace: 'team-a',
+          uid: 'c',
+          resourceVersion: '42',
+          ...(ownerReferences ? { ownerReferences } : {}),
+        },
+      };
+      guard.objects.set('configmaps/team-a/settings', theirs);
+      try {
+        await assert.rejects(
+          confine({ status: 'success', apply: [configMap()] }),
+          /apply\[0\]: ConfigMap settings exists and is not owned by the handled object: a service may make objects, and change its own children only/,
+          JSON.stringify(ownerReferences),
+        );
+      } finally {
+        guard.objects.clear();
+      }
+    }
+  });
+
+  it('leaves a child given only a generateName unread: the reactor names it later, from the handled object', async () => {
+    guard.read.length = 0;
+    const generated = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { generateName: 'settings-' } };
+    const { handler } = await confine({ status: 'success', apply: [generated] });
+    assert.deepEqual(guard.read, []);
+    assert.equal(handler?.apply?.[0]?.metadata.resourceVersion, undefined);
+  });
+
+  it('refuses a workload whose pods reach beyond the scope, naming the child, the path and the rule', async () => {
+    const deployment = {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'web' },
+      spec: {
+        template: {
+          spec: { serviceAccountName: 'causeway-gateway', containers: [{ name: 'c', image: 'i' }] },
+        },
+      },
+    };
+    const pin = { resources: ['kopfexamples.kopf.dev'], children: ['deployments.apps'] };
+    await assert.rejects(
+      confine({ status: 'success', apply: [deployment] }, pin),
+      /^ScopeError: handler "handler": apply\[0\]: Deployment web: spec\.template\.spec\.serviceAccountName is causeway-gateway; its scope allows default$/,
+    );
+    const privileged = structuredClone(deployment);
+    privileged.spec.template.spec = {
+      serviceAccountName: 'builder',
+      containers: [{ name: 'c', image: 'i', securityContext: { privileged: true } } as never],
+    };
+    await assert.rejects(
+      confine({ status: 'success', apply: [privileged] }, pin),
+      /Deployment web: spec\.template\.spec\.serviceAccountName is builder; its scope allows default \(and 1 more\)/,
+    );
+    await assert.rejects(
+      confine({ status: 'success', apply: [privileged] }, { ...pin, serviceAccount: 'builder' }),
+      /Deployment web: spec\.template\.spec\.containers\[0\]\.securityContext\.privileged is true; Pod Security baseline forbids privileged containers$/,
+    );
+    const { handler } = await confine(
+      { status: 'success', apply: [deployment] },
+      { ...pin, serviceAccount: 'causeway-gateway' },
+    );
+    assert.equal(handler?.apply?.[0]?.kind, 'Deployment', 'the ServiceAccount its scope names');
   });
 
   it('refuses a kind outside its children, a cluster-scoped one, another namespace, another owner', async () => {

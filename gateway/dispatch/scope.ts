@@ -19,17 +19,29 @@ import { isObject } from '../../protocol/json.ts';
 import type { Identity } from '../identity.ts';
 import type { DiscoveredResource } from '../kube/discovery.ts';
 import type { FunctionService } from './function-service.ts';
+import { podViolations } from './workloads.ts';
 
 /** What a service asked beyond its scope: its call fails, or it is not served, with this reason. */
 export class ScopeError extends Error {
   override name = 'ScopeError';
 }
 
-const FIELDS: ReadonlySet<string> = new Set(['resources', 'admission', 'children', 'namespaces']);
+const FIELDS: ReadonlySet<string> = new Set([
+  'resources',
+  'admission',
+  'children',
+  'namespaces',
+  'serviceAccount',
+  'secrets',
+]);
 /** `plural` or `plural.group`, as kubectl names a resource, or `*` for every one. */
 const RESOURCE_NAME = /^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)$/;
 /** A namespace, a glob of one, or either negated. */
 const NAMESPACE_PATTERN = /^!?[a-z0-9*]([-a-z0-9*]*[a-z0-9*])?$/;
+/** An object's name in a namespace (a ServiceAccount's, a Secret's): a DNS subdomain. */
+const OBJECT_NAME = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+/** The ServiceAccount a scope lets children's pods run as when it names none: the namespace's own. */
+export const DEFAULT_SERVICE_ACCOUNT = 'default';
 /** Room for any real operator's scope, and a bound on what a FunctionService may make the gateway hold. */
 const MAX_ENTRIES = 256;
 
@@ -39,7 +51,7 @@ export function parseScope(value: unknown, where: string): ServiceScope {
   for (const key of Object.keys(value)) {
     if (!FIELDS.has(key)) {
       throw new ScopeError(
-        `${where} has "${key}": a scope has resources, admission, children and namespaces`,
+        `${where} has "${key}": a scope has resources, admission, children, namespaces, serviceAccount and secrets`,
       );
     }
   }
@@ -62,11 +74,23 @@ export function parseScope(value: unknown, where: string): ServiceScope {
   const admission = list('admission', RESOURCE_NAME, resourceNames);
   const children = list('children', RESOURCE_NAME, resourceNames);
   const namespaces = list('namespaces', NAMESPACE_PATTERN, 'namespaces, globs or negations');
+  const { serviceAccount } = value;
+  if (
+    serviceAccount !== undefined &&
+    !(typeof serviceAccount === 'string' && OBJECT_NAME.test(serviceAccount))
+  ) {
+    throw new ScopeError(
+      `${where}.serviceAccount is ${JSON.stringify(serviceAccount)}, which is not the name of a ServiceAccount`,
+    );
+  }
+  const secrets = list('secrets', OBJECT_NAME, 'names of Secrets');
   return {
     resources,
     ...(admission ? { admission } : {}),
     ...(children ? { children } : {}),
     ...(namespaces ? { namespaces } : {}),
+    ...(serviceAccount !== undefined ? { serviceAccount } : {}),
+    ...(secrets ? { secrets } : {}),
   };
 }
 
@@ -93,6 +117,13 @@ export function beyondPin(declared: ServiceScope, pin: ServiceScope): string[] {
       if (!granted.includes('*') && !granted.includes(name)) beyond.push(`${field}: ${name}`);
     }
   }
+  for (const name of declared.secrets ?? []) {
+    if (!(pin.secrets ?? []).includes(name)) beyond.push(`secrets: ${name}`);
+  }
+  const account = declared.serviceAccount;
+  if (account !== undefined && account !== (pin.serviceAccount ?? DEFAULT_SERVICE_ACCOUNT)) {
+    beyond.push(`serviceAccount: ${account}`);
+  }
   return beyond;
 }
 
@@ -101,6 +132,12 @@ export interface AnswerGuard {
   identity: Identity;
   /** The resource of an apiVersion and kind (discovery), for the objects an answer applies or names. */
   resourceOf(apiVersion: string, kind: string): Promise<DiscoveredResource>;
+  /** The object as the API has it now, read with the gateway's own client; undefined when there is none. */
+  current(
+    resource: DiscoveredResource,
+    namespace: string,
+    name: string,
+  ): Promise<KubernetesObject | undefined>;
 }
 
 /** The guard of answers, and the check of a service's manifest as it connects. */
@@ -203,8 +240,9 @@ function ownerReferenceTo(object: KubernetesObject) {
 
 /**
  * An object to apply, as a child: of a kind of `children`, in the handled object's namespace, owned by
- * it. One without owner references is given one; `ownerReferences: []` keeps it unowned (the handler
- * asked so); one owned by anything else is refused.
+ * it (one without owner references is given one; `ownerReferences: []`, or an owner other than the
+ * handled object, is refused), its pods within what the scope lets them use (workloads.ts), and either
+ * new or one the handled object owns already.
  */
 async function confineChild(
   child: ObjectToApply,
@@ -236,16 +274,66 @@ async function confineChild(
     );
   }
   const owners = (child.metadata as { ownerReferences?: unknown }).ownerReferences;
-  if (owners === undefined) {
-    return { ...child, metadata: { ...child.metadata, ownerReferences: [ownerReferenceTo(object)] } };
+  if (Array.isArray(owners) && owners.length === 0) {
+    throw new ScopeError(
+      `${who}: ${describeChild} has ownerReferences: [], but every child is owned by the handled object`,
+    );
   }
-  const foreign = Array.isArray(owners)
-    ? owners.filter((owner) => !(isObject(owner) && owner.uid === object.metadata.uid))
-    : [owners];
-  if (foreign.length > 0) {
+  if (owners !== undefined && !(Array.isArray(owners) && owners.every((owner) => ownedBy(owner, object)))) {
     throw new ScopeError(`${who}: ${describeChild} names an owner other than the handled object`);
   }
-  return child;
+  const allowance = {
+    serviceAccount: scope.serviceAccount ?? DEFAULT_SERVICE_ACCOUNT,
+    secrets: scope.secrets ?? [],
+  };
+  const [first, ...more] = podViolations(child, allowance);
+  if (first !== undefined) {
+    const others = more.length > 0 ? ` (and ${more.length} more)` : '';
+    throw new ScopeError(`${who}: ${describeChild}: ${first}${others}`);
+  }
+  const owned =
+    owners === undefined
+      ? { ...child, metadata: { ...child.metadata, ownerReferences: [ownerReferenceTo(object)] } }
+      : child;
+  const { name } = child.metadata;
+  return name === undefined ? owned : ownOrNew(owned, `${who}: ${describeChild}`, resource, name, target);
+}
+
+function ownedBy(owner: unknown, object: KubernetesObject): boolean {
+  return isObject(owner) && owner.uid === object.metadata.uid;
+}
+
+/**
+ * A resourceVersion no object has: an apply that creates ignores it, one that would update an object
+ * fails on it with a conflict (checked on the real apiserver by test/e2e/hostile/children.test.ts).
+ */
+export const NO_OBJECT_VERSION = '18446744073709551615';
+
+/**
+ * The child, if the object of its name is none or one the handled object owns (any other is refused),
+ * carrying the resourceVersion read: an object changed, deleted or made between this read and the
+ * apply then fails it with a conflict (409), and the cycle is run again, read afresh. What remains:
+ * a child given only a `generateName` is named by the reactor after this check, from the handled
+ * object's uid, and is not read: an object someone else put at that name before its first apply is
+ * merged into.
+ */
+async function ownOrNew(
+  child: ObjectToApply,
+  who: string,
+  resource: DiscoveredResource,
+  name: string,
+  { guard, object }: CallTarget,
+): Promise<ObjectToApply> {
+  const namespace = object.metadata.namespace as string;
+  const existing = await guard.current(resource, namespace, name);
+  const owners = existing?.metadata.ownerReferences;
+  if (existing && !(Array.isArray(owners) && owners.some((owner) => ownedBy(owner, object)))) {
+    throw new ScopeError(
+      `${who} exists and is not owned by the handled object: a service may make objects, and change its own children only`,
+    );
+  }
+  const resourceVersion = existing ? existing.metadata.resourceVersion : NO_OBJECT_VERSION;
+  return { ...child, metadata: { ...child.metadata, resourceVersion } };
 }
 
 /**

@@ -263,6 +263,9 @@ describe('the scope of a function service', () => {
     resourceOf: async () => {
       throw new Error('no answer is held here');
     },
+    current: async () => {
+      throw new Error('no answer is held here');
+    },
   };
 
   async function tried(

@@ -55,10 +55,14 @@ export async function ignoreNotFound<T>(request: Promise<T>): Promise<T | undefi
 
 /**
  * A guarded write that met a newer object: a JSON Patch whose `test` of the resourceVersion failed
- * (the apiserver answers 422, or 409). The object is looked at again, not the write retried blindly.
+ * (the apiserver answers 422, or 409), or a write carrying a resourceVersion the object no longer has
+ * (409, "the object has been modified": a guarded merge patch, a child applied over the version
+ * read). The object is looked at again, not the write retried blindly.
  */
 export function isStaleWrite(error: unknown): boolean {
   return (
-    error instanceof ApiError && (error.status === 409 || error.status === 422) && /test/i.test(error.message)
+    error instanceof ApiError &&
+    (error.status === 409 || error.status === 422) &&
+    /test|has been modified/i.test(error.message)
   );
 }

@@ -73,7 +73,7 @@ export async function functionServices(
   const login = { from: options.loginFrom, services: services.current, activities };
   const client = await clusterClient(credentials, login, stopping.signal, logger, observeRequest);
   const discovery = earlyDiscovery ?? new DiscoveryCache(client);
-  scope.discover(discovery);
+  scope.discover(discovery, client);
   await manager.add(
     'cleanup',
     part('cleanup handlers', 'every replica', {

@@ -132,7 +132,7 @@ describe('rbacFor', () => {
     assert.deepEqual(rulesOf(objects, 'Role', 'operators').at(-1), {
       apiGroups: [''],
       resources: ['configmaps'],
-      verbs: ['create', 'patch'],
+      verbs: ['get', 'create', 'patch'],
     });
     assert.deepEqual(rulesOf(objects, 'Role', 'default'), [
       { apiGroups: [''], resources: ['events'], verbs: ['create'] },

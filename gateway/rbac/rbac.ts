@@ -156,8 +156,9 @@ export function rbacFor(request: RbacRequest): RbacObject[] {
     }
   }
 
-  // Server-side apply: patch, and create for a child not there yet.
-  const applied = ['create', 'patch'];
+  // Server-side apply: patch, and create for a child not there yet; get, to apply over an object only
+  // if the handled object owns it (dispatch/scope.ts).
+  const applied = ['get', 'create', 'patch'];
   for (const child of request.children) addWhere(child, rule(child.group, [child.plural], applied));
 
   if (request.peeringNamespace !== undefined) {

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from '../../protocol/index.ts';
+import { NO_OBJECT_VERSION } from '../dispatch/scope.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { DiscoveredResource, DiscoveryCache } from '../kube/discovery.ts';
 import { ApiError } from '../kube/errors.ts';
-import { kubeReactorApi } from './api.ts';
+import { applyObjects, kubeReactorApi, type ReactorApi } from './api.ts';
 
 const RESOURCE = {
   group: 'kopf.dev',
@@ -48,5 +49,35 @@ describe("the reactor's reads", () => {
     assert.equal(await missing.api.read(object('uid-1')), undefined);
     const namesake = apiAnswering(() => object('uid-2'));
     assert.equal(await namesake.api.read(object('uid-1')), undefined);
+  });
+});
+
+describe('applyObjects', () => {
+  it('applies a child named twice over the version its first apply made, not the one read before either', async () => {
+    const sent: Array<string | undefined> = [];
+    let version = 10;
+    const api = {
+      async applyObject(child: { metadata: { name: string; resourceVersion?: string } }) {
+        sent.push(child.metadata.resourceVersion);
+        version += 1;
+        return {
+          ...object('c'),
+          metadata: { ...child.metadata, uid: 'c', resourceVersion: String(version) },
+        };
+      },
+    } as unknown as ReactorApi;
+    const child = (name: string, namespace?: string) => ({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name, resourceVersion: NO_OBJECT_VERSION, ...(namespace ? { namespace } : {}) },
+    });
+    // The third is the first, its namespace named; the fourth another namespace's namesake.
+    const children = [child('a'), child('b'), child('a', 'default'), child('a', 'other')];
+    const applied = await applyObjects(api, children, 'default');
+    assert.deepEqual(sent, [NO_OBJECT_VERSION, NO_OBJECT_VERSION, '11', NO_OBJECT_VERSION]);
+    assert.deepEqual(
+      applied.map(({ metadata }) => `${metadata.name}@${metadata.resourceVersion}`),
+      ['a@11', 'b@12', 'a@13', 'a@14'],
+    );
   });
 });

@@ -65,16 +65,35 @@ export function kubeReactorApi(
   };
 }
 
-/** Applies the objects one after another, in order; the objects as applied, for events about them. */
+/**
+ * Applies the objects one after another, in order; the objects as applied, for events about them. An
+ * object applied twice (two handlers' child of one name) is applied the second time over the version
+ * the first made, not over the one the scope read before either (dispatch/scope.ts ownOrNew).
+ */
 export async function applyObjects(
   api: ReactorApi,
   objects: readonly NamedObject[],
   namespace: string | undefined,
 ): Promise<KubernetesObject[]> {
   const applied: KubernetesObject[] = [];
+  const versions = new Map<string, string>();
   for (const object of objects) {
-    const made = await api.applyObject(object, namespace);
-    if (made) applied.push(made);
+    const key = JSON.stringify([
+      object.apiVersion,
+      object.kind,
+      object.metadata.namespace ?? namespace,
+      object.metadata.name,
+    ]);
+    const resourceVersion = versions.get(key);
+    const made = await api.applyObject(
+      resourceVersion === undefined
+        ? object
+        : { ...object, metadata: { ...object.metadata, resourceVersion } },
+      namespace,
+    );
+    if (!made) continue;
+    applied.push(made);
+    if (made.metadata.resourceVersion !== undefined) versions.set(key, made.metadata.resourceVersion);
   }
   return applied;
 }

@@ -82,7 +82,18 @@ class FakeApi implements ReactorApi {
     return written;
   }
 
+  /** The next apply fails as if the child had changed since the scope read it. */
+  raceNextApply = false;
+
   async applyObject(object: { kind: string; metadata: { name: string } }) {
+    if (this.raceNextApply) {
+      this.raceNextApply = false;
+      throw new ApiError('PATCH', `configmaps/${object.metadata.name}`, 409, {
+        kind: 'Status',
+        reason: 'Conflict',
+        message: `Operation cannot be fulfilled on configmaps "${object.metadata.name}": the object has been modified; please apply your changes to the latest version and try again`,
+      });
+    }
     this.writes.push(`apply ${object.kind}/${object.metadata.name}`);
     return undefined;
   }
@@ -265,6 +276,20 @@ describe('a reactor cycle', () => {
     await cycle.run(api.object);
     assert.equal(api.writes[0], 'apply ConfigMap/child');
     assert.match(api.writes[1] as string, /^status /);
+  });
+
+  it('records nothing when a child changed since it was read, and looks again soon', async () => {
+    const api = new FakeApi(kex({ finalizers: [FINALIZER] }));
+    const child = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'child' } };
+    const applying: Outcome = { status: 'success', apply: [child] };
+    const { call, calls } = handlers({ create_fn: [applying, applying] });
+    const { reactor: cycle } = reactor(api, [{ id: 'create_fn', kind: 'create' }], call);
+    api.raceNextApply = true;
+    assert.deepEqual(await cycle.run(api.object), { retryAfterMs: 100 });
+    assert.deepEqual(api.writes, [], 'nothing of the answer written');
+    await cycle.run(api.object);
+    assert.deepEqual(calls, ['create:create_fn', 'create:create_fn']);
+    assert.equal(api.writes[0], 'apply ConfigMap/child');
   });
 });
 

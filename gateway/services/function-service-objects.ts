@@ -196,28 +196,40 @@ export function functionServiceDefinition(): KubernetesObject {
                     scope: {
                       type: 'object',
                       required: ['resources'],
-                      properties: Object.fromEntries(
-                        (
-                          [
+                      properties: {
+                        ...Object.fromEntries(
+                          (
                             [
-                              'resources',
-                              'What its handlers may watch, be sent and patch (plural.group; * for all).',
-                            ],
-                            ['admission', 'What its admission handlers may review; none unless given.'],
-                            [
-                              'children',
-                              "The kinds its apply may create or update, in the handled object's namespace.",
-                            ],
-                            [
-                              'namespaces',
-                              'Narrows the namespaces its handlers see: names, globs, negations.',
-                            ],
-                          ] as const
-                        ).map(([field, description]) => [
-                          field,
-                          { type: 'array', items: { type: 'string' }, maxItems: 256, description },
-                        ]),
-                      ),
+                              [
+                                'resources',
+                                'What its handlers may watch, be sent and patch (plural.group; * for all).',
+                              ],
+                              ['admission', 'What its admission handlers may review; none unless given.'],
+                              [
+                                'children',
+                                "The kinds its apply may create or update, in the handled object's namespace.",
+                              ],
+                              [
+                                'namespaces',
+                                'Narrows the namespaces its handlers see: names, globs, negations.',
+                              ],
+                              [
+                                'secrets',
+                                'The Secrets (by name) the pods of its children may mount or reference; none unless given.',
+                              ],
+                            ] as const
+                          ).map(([field, description]) => [
+                            field,
+                            { type: 'array', items: { type: 'string' }, maxItems: 256, description },
+                          ]),
+                        ),
+                        serviceAccount: {
+                          type: 'string',
+                          maxLength: 253,
+                          description:
+                            'The ServiceAccount the pods of its children may run as (default: default).',
+                        },
+                      },
                       description:
                         'What the service may reach through the gateway, pinned: a manifest declaring more is refused, and its answers are held to it. Required unless the gateway runs with --unscoped.',
                     },

@@ -300,6 +300,14 @@ const SCOPE = object(
       RESOURCE_NAMES,
       'Narrows the namespaces its handlers see: names, globs (team-*), negations (!kube-*).',
     ),
+    serviceAccount: string({
+      minLength: 1,
+      description: 'The ServiceAccount the pods of its children may run as; default when absent.',
+    }),
+    secrets: describe(
+      RESOURCE_NAMES,
+      "The Secrets, by name, the pods of its children may mount or reference (in the handled object's namespace); none when absent.",
+    ),
   } satisfies FieldsOf<ServiceScope>,
   {
     description:

@@ -654,7 +654,9 @@ describe('deploy/helm/causeway', () => {
     );
     const role = rulesOf(two, 'Role');
     assert.ok(
-      role.some((rule) => rule.resources?.includes('deployments') && rule.verbs.join() === 'create,patch'),
+      role.some(
+        (rule) => rule.resources?.includes('deployments') && rule.verbs.join() === 'get,create,patch',
+      ),
     );
     assert.ok(
       role.some(

@@ -142,7 +142,7 @@ const children: Example = {
       },
     };
   },
-  removals: [{ rule: 'pods', kind: 'Role', matches: on('pods'), refused: refusal('patch', 'pods') }],
+  removals: [{ rule: 'pods', kind: 'Role', matches: on('pods'), refused: refusal('get', 'pods') }],
 };
 
 interface EventSummary {

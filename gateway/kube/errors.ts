@@ -54,15 +54,23 @@ export async function ignoreNotFound<T>(request: Promise<T>): Promise<T | undefi
 }
 
 /**
- * A guarded write that met a newer object: a JSON Patch whose `test` of the resourceVersion failed
- * (the apiserver answers 422, or 409), or a write carrying a resourceVersion the object no longer has
- * (409, "the object has been modified": a guarded merge patch, a child applied over the version
- * read). The object is looked at again, not the write retried blindly.
+ * A JSON Patch whose `test` failed: the object changed since it was read. The apiserver says only
+ * "422 Invalid: the server rejected our request due to an error in our request", with no detail, so
+ * the sender of a patch with a `test` names it (kube/patcher.ts).
+ */
+export class StaleWrite extends Error {
+  override name = 'StaleWrite';
+}
+
+/**
+ * A guarded write that met a newer object: a JSON Patch whose `test` failed (StaleWrite), or a write
+ * carrying a resourceVersion the object no longer has (409, "the object has been modified": a guarded
+ * merge patch, a child applied over the version read). The object is looked at again, not the write
+ * retried blindly. Not a field manager's conflict (409 too), which reading again does not resolve.
  */
 export function isStaleWrite(error: unknown): boolean {
+  if (error instanceof StaleWrite) return true;
   return (
-    error instanceof ApiError &&
-    (error.status === 409 || error.status === 422) &&
-    /test|has been modified/i.test(error.message)
+    error instanceof ApiError && error.status === 409 && /the object has been modified/.test(error.message)
   );
 }

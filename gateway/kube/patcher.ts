@@ -8,6 +8,7 @@ import type { KubernetesObject } from '../../protocol/index.ts';
 import type { JsonPatch, ObjectChanges } from '../state/changes.ts';
 import type { KubeClient } from './client.ts';
 import { type DiscoveredResource, objectPath } from './discovery.ts';
+import { ApiError, StaleWrite } from './errors.ts';
 
 /**
  * Writes the changes as merge patches, the status first where it is a subresource. `guarded`, each
@@ -44,7 +45,8 @@ export async function applyChanges(
   return written;
 }
 
-export function applyJsonPatch(
+/** A JSON Patch of the object; one whose `test` failed throws StaleWrite. */
+export async function applyJsonPatch(
   client: KubeClient,
   resource: DiscoveredResource,
   target: KubernetesObject,
@@ -52,5 +54,29 @@ export function applyJsonPatch(
   fieldManager: string,
 ): Promise<KubernetesObject> {
   const path = objectPath(resource, target.metadata.name, target.metadata.namespace);
-  return client.patch(path, 'json', patch, { fieldManager });
+  try {
+    return await client.patch(path, 'json', patch, { fieldManager });
+  } catch (error) {
+    throw testFailed(error, patch)
+      ? new StaleWrite(`${(error as Error).message} (a test of the patch failed: the object changed)`, {
+          cause: error,
+        })
+      : error;
+  }
 }
+
+/**
+ * Whether a JSON Patch holding a `test` could not be applied to the object as it now is: the
+ * apiserver's answer names no cause, only that the patch did not apply (unlike an object the patch
+ * would make invalid, whose 422 says what is invalid).
+ */
+export function testFailed(error: unknown, patch: JsonPatch): boolean {
+  return (
+    error instanceof ApiError &&
+    error.status === 422 &&
+    error.message.endsWith(PATCH_NOT_APPLIED) &&
+    patch.some((operation) => operation.op === 'test')
+  );
+}
+
+const PATCH_NOT_APPLIED = 'the server rejected our request due to an error in our request';

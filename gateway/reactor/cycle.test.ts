@@ -10,7 +10,7 @@ import type { HandlerSpec, KubernetesObject, Outcome } from '../../protocol/inde
 import { equal, isObject, jsonCopy, mergePatched } from '../../protocol/json.ts';
 import { jsonTree, kubeObject, oddSpec } from '../../test/support/arbitraries.ts';
 import { DEFAULT_IDENTITY } from '../identity.ts';
-import { ApiError } from '../kube/errors.ts';
+import { ApiError, StaleWrite } from '../kube/errors.ts';
 import { createLogger } from '../logging.ts';
 import type { JsonPatch, ObjectChanges } from '../state/changes.ts';
 import { StateStorage } from '../state/storage.ts';
@@ -43,11 +43,8 @@ class FakeApi implements ReactorApi {
     this.raceNextJsonPatch = false;
     for (const op of patch) {
       if (op.op === 'test' && (race || !equal(pointer(this.object, op.path), op.value))) {
-        throw new ApiError('PATCH', 'kopfexamples/a', 422, {
-          kind: 'Status',
-          reason: 'Invalid',
-          message: `testing value ${op.path} failed: test failed`,
-        });
+        // As kube/patcher.ts names the apiserver's 422 for a patch that does not apply.
+        throw new StaleWrite(`PATCH kopfexamples/a failed: 422 Invalid (a test of ${op.path} failed)`);
       }
     }
     const finalizers = [...(this.object.metadata.finalizers ?? [])];

@@ -4,6 +4,16 @@
  * the gateway serves the others, says which it refuses (log, `causeway_function_service_refused`,
  * the readiness body, a FunctionService's status), and takes it up once it is fixed.
  */
+import { ScopeError } from './scope.ts';
+import { ProtocolError } from './validation.ts';
+
+/**
+ * Whether `error` refuses a service as it is deployed (a manifest malformed or beyond its pin, a
+ * health answer not of the service it should be), not an outage: waiting alone would not mend it.
+ */
+export function isRefusal(error: unknown): boolean {
+  return error instanceof ScopeError || error instanceof ProtocolError;
+}
 
 /** What of a service was refused: its manifest (it is not served), or its webhooks (its admission is not). */
 export type RefusalCause = 'manifest' | 'webhooks';

@@ -14,6 +14,7 @@ import { createLogger } from '../logging.ts';
 import { DEFAULT_SETTINGS } from '../settings.ts';
 import type { FunctionService } from './function-service.ts';
 import { Refusals } from './refusals.ts';
+import { ScopeError } from './scope.ts';
 import { type FunctionEndpoint, FunctionServices } from './services.ts';
 import { hmacSigner } from './signer.ts';
 
@@ -321,6 +322,54 @@ describe('a function service refused for its manifest', () => {
     await services.refresh();
     assert.equal(refusals.why('billing'), undefined);
     assert.deepEqual(changes, []);
+  });
+});
+
+describe('a served function service its scope check refuses when redeployed', () => {
+  it('is said refused once, not again at each refresh, and keeps the handlers it had', async (t) => {
+    const first = greeter('billing');
+    const redeployed = greeter('billing');
+    redeployed.on.event('secrets', function steal() {});
+    let deployed = first;
+    const server = await serveFetch(
+      { fetch: (request) => deployed.fetch(request) },
+      { port: 0, host: '127.0.0.1' },
+    );
+    t.after(() => server.close());
+    const refusals = new Refusals();
+    const told: string[] = [];
+    refusals.onChange((name) => told.push(`${name}: ${refusals.why(name) ?? 'served'}`));
+    const services = new FunctionServices({
+      signer: hmacSigner(new TextEncoder().encode(SECRET)),
+      settings: DEFAULT_SETTINGS.calls,
+      logger: createLogger({ level: 'error' }),
+      refusals,
+      scope: {
+        identity: DEFAULT_IDENTITY,
+        resourceOf: async () => {
+          throw new Error('no answer is held here');
+        },
+        // As binding/scope-check.ts finds a handler beyond the pin.
+        vet: async (service) => {
+          if (service.manifest.handlers.some((handler) => handler.id === 'steal'))
+            throw new ScopeError('handler "steal" of "billing" names secrets');
+        },
+      },
+    });
+    t.after(() => services.close());
+    await services.connect(
+      [{ name: 'billing', url: server.url, scope: { resources: ['*'] } }],
+      AbortSignal.timeout(5000),
+    );
+    const served = services.current[0];
+    deployed = redeployed;
+    await services.refresh();
+    await services.refresh();
+    assert.equal(services.current[0], served);
+    assert.deepEqual(told, ['billing: handler "steal" of "billing" names secrets']);
+    deployed = first;
+    await services.refresh();
+    assert.deepEqual(told, ['billing: handler "steal" of "billing" names secrets', 'billing: served']);
   });
 });
 

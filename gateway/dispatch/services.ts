@@ -415,9 +415,10 @@ export class FunctionServices {
       for (const slot of which()) {
         try {
           const next = await slot.current.reread();
-          this.#options.refusals?.clear(slot.current.name, 'manifest');
+          if (next !== slot.current) await this.#vetted(next);
+          // Accepted (vetted too): no longer refused, if it was.
+          this.#options.refusals?.clear(next.name, 'manifest');
           if (next !== slot.current) {
-            await this.#vetted(next);
             this.#options.logger.info(`function service "${next.name}" at ${next.url} changed its handlers`);
             if (!slot.away) slot.home = next;
             await this.#change(slot, next);

@@ -7,7 +7,7 @@ import type { KubeClient } from '../kube/client.ts';
 import { ApiError } from '../kube/errors.ts';
 import { createLogger } from '../logging.ts';
 import { ALONE, type Role } from '../manager/role.ts';
-import { Configurations } from './configurations.ts';
+import { Configurations, MAX_CONFIGURATION_BYTES } from './configurations.ts';
 import { OWN } from './reviews.ts';
 
 const PREFIX = DEFAULT_IDENTITY.annotationPrefix;
@@ -150,6 +150,51 @@ describe('Configurations', () => {
     assert.match(
       lines.join(''),
       /the admission webhooks of function service "bad" are not configured: the apiserver refuses its validating webhooks/,
+    );
+  });
+
+  it('leaves out the webhooks of the service that takes most of a configuration too large to store, before any write', async () => {
+    const { client, sent } = recording();
+    const { made, lines } = configurations(client);
+    const webhooksOf = (service: string, count: number) =>
+      Array.from({ length: count }, (_, index) =>
+        webhookOf(
+          service,
+          {
+            id: `check${index}`,
+            kind: 'validate',
+            resource: { name: 'widgets', group: 'example.com', version: 'v1' },
+          },
+          { group: 'example.com', version: 'v1', plural: 'widgets', namespaced: true },
+          PREFIX,
+        ),
+      );
+    // Each webhook carries the bundle: 2 kB of PEM, 2.7 kB in base64.
+    const pem = 'P'.repeat(2000);
+    const many = webhooksOf('many', 500);
+    const few = webhooksOf('few', 3);
+    const refused = await made.write([...few, ...many], url(true), pem, OWN);
+    assert.deepEqual([...refused.keys()], ['many']);
+    assert.match(
+      refused.get('many') ?? '',
+      /^its validating webhooks take \d+ bytes of the configuration every service shares, which would be \d+ bytes, more than the 1048576 the gateway writes/,
+    );
+    // One write, of the few: the many never sent.
+    assert.deepEqual(
+      sent.map(({ method, path }) => [method, path]),
+      [
+        ['PATCH', VALIDATING],
+        ['DELETE', MUTATING],
+      ],
+    );
+    assert.deepEqual(
+      sent[0]?.body?.webhooks.map((webhook) => webhook.name),
+      few.map((webhook) => webhook.name),
+    );
+    assert.ok(Buffer.byteLength(JSON.stringify(sent[0]?.body)) <= MAX_CONFIGURATION_BYTES);
+    assert.match(
+      lines.join(''),
+      /the admission webhooks of function service "many" are not configured: its validating webhooks take/,
     );
   });
 

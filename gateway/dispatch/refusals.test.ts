@@ -37,5 +37,10 @@ describe('Refusals', () => {
         ['worse', true],
       ],
     );
+    // A service removed is read no more.
+    refusals.forget('worse');
+    refusals.forget('bad');
+    assert.deepEqual([...refusals.readings()], []);
+    assert.equal(refusals.why('worse'), undefined);
   });
 });

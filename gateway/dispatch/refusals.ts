@@ -45,6 +45,13 @@ export class Refusals {
     return true;
   }
 
+  /** `service` is no longer the gateway's (removed): neither refused nor read by the gauge any more. */
+  forget(service: string): void {
+    const refused = this.#refused.delete(service);
+    this.#seen.delete(service);
+    if (refused) this.#tell(service);
+  }
+
   /** Why `service` is refused now, its causes together; undefined while it is not. */
   why(service: string): string | undefined {
     const causes = this.#refused.get(service);

@@ -392,7 +392,7 @@ export class FunctionServices {
   /** Stops serving the service named `name`: its handlers are unbound, and its calls under way finish. */
   remove(name: string): Promise<void> {
     return this.#changes.run(async () => {
-      this.#options.refusals?.clear(name, 'manifest');
+      this.#options.refusals?.forget(name);
       const index = this.#slots.findIndex((slot) => slot.home.name === name);
       const slot = this.#slots[index];
       if (!slot) return;

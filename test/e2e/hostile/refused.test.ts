@@ -1,11 +1,15 @@
 /**
- * A bad function service refuses that service only (issue 39): one gateway given two `--functions`
- * services, one of them refused (its manifest beyond its pin, or webhooks the apiserver refuses),
+ * A bad function service refuses that service only (issue 39): one gateway (`causeway gateway`, as
+ * users run it, or started in the test's process) given two `--functions` services, one of them refused (its manifest beyond its pin, or webhooks the apiserver refuses),
  * starts, serves the other (its objects handled, its webhook answering), names the refused one in its
  * log, its metrics and its readiness body, and takes it up once it is redeployed fixed, without a
  * restart of the gateway.
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { before, describe, it, type TestContext } from 'node:test';
 import { AdmissionError, type Operator, operator } from '../../../functions/index.ts';
 import { type RunningServer, serveFetch } from '../../../gateway/cli/commands/serve/serve.ts';
@@ -14,7 +18,7 @@ import type { KubeClient } from '../../../gateway/kube/client.ts';
 import { ApiError } from '../../../gateway/kube/errors.ts';
 import type { KubernetesObject, ServiceScope } from '../../../protocol/index.ts';
 import { testNamespace } from '../../support/cluster.ts';
-import { sample, scrape } from '../../support/metrics.ts';
+import { sample, samples, scrape } from '../../support/metrics.ts';
 import {
   applyFile,
   createKopfExample,
@@ -25,6 +29,7 @@ import {
   statusOnceThere,
   TEST_SECRET,
 } from '../../support/operator.ts';
+import { causeway } from '../../support/processes.ts';
 
 const CRD = new URL('../../../examples/01-minimal/crd.yaml', import.meta.url);
 const KOPFEXAMPLES = 'kopfexamples.kopf.dev';
@@ -127,6 +132,7 @@ describe('a function service refused, beside one served', () => {
   }
 
   it('starts without a service whose manifest names a resource beyond its pin, serves the other, and takes it up once fixed', async (t) => {
+    // As a user runs it: `causeway gateway` with two --functions services, each pinned from a file.
     const namespace = await testNamespace(t);
     const greedy = () => {
       const op = operator({ name: 'greedy', secret: TEST_SECRET });
@@ -138,21 +144,66 @@ describe('a function service refused, beside one served', () => {
     const beyond = greedy();
     beyond.on.event('secrets', function steal() {});
     const bad = await restartable(t, beyond);
-    const { gateway, logger } = await gatewayOf(
-      t,
-      namespace,
-      { name: 'greedy', url: bad.url, scope: { resources: [KOPFEXAMPLES] } },
-      `${namespace}.causeway.dev`,
+    const good = await restartable(t, goodService());
+    const dir = mkdtempSync(join(tmpdir(), 'causeway-refused-'));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    const file = (name: string, text: string) => {
+      writeFileSync(join(dir, name), text);
+      return join(dir, name);
+    };
+    const { CAUSEWAY_SECRET: _unset, ...env } = process.env;
+    const gateway = causeway(
+      [
+        'gateway',
+        '--standalone',
+        '--functions',
+        `good=${good.url}`,
+        '--functions',
+        `greedy=${bad.url}`,
+        '--function-scope',
+        `good=${file('good.yaml', `resources: [${KOPFEXAMPLES}]\nadmission: [${KOPFEXAMPLES}]\n`)}`,
+        '--function-scope',
+        `greedy=${file('greedy.yaml', `resources: [${KOPFEXAMPLES}]\n`)}`,
+        '--secret-file',
+        file('secret', TEST_SECRET),
+        '--namespace',
+        namespace,
+        // The webhook configurations are cluster-wide: named for this test alone.
+        '--annotation-prefix',
+        `${namespace}.causeway.dev`,
+        '--metrics',
+        '127.0.0.1:0',
+        '--liveness',
+        'http://127.0.0.1:0/healthz',
+      ],
+      env,
     );
+    t.after(() => gateway.stop());
+    const readyz = (await gateway.waitFor(/readiness at (http:\/\/\S+)/))[1] as string;
+    const metrics = (await gateway.waitFor(/metrics at (http:\/\/\S+)/))[1] as string;
+    const reported = async () => {
+      const scraped = samples(await (await fetch(metrics)).text());
+      const response = await fetch(readyz);
+      const body = (await response.json()) as Record<string, unknown>;
+      const refused = body.functionServicesRefused as Record<string, string> | undefined;
+      return {
+        metric: sample(scraped, 'causeway_function_service_refused', { service: 'greedy' }),
+        status: response.status,
+        ready: body.ready,
+        why: refused?.greedy,
+      };
+    };
 
     // Started, and says which service it refuses and why: in its log, its metrics, its readiness body.
     const why =
       /handler "steal" of "greedy" names secrets, outside the scope pinned for it \(resources: kopfexamples\.kopf\.dev\): the service is not served/;
-    assert.match(logger.lines.join(''), new RegExp(`function service "greedy" is refused: ${why.source}`));
-    const refused = await reported(gateway, 'greedy');
+    await gateway.waitFor(new RegExp(`function service "greedy" is refused: ${why.source}`));
+    const refused = await eventually('the gateway ready', async () => {
+      const now = await reported();
+      return now.ready ? now : undefined;
+    });
     assert.equal(refused.metric, 1);
     assert.equal(refused.status, 200, 'ready for the others');
-    assert.equal(refused.ready, true);
     assert.match(refused.why ?? '', why);
 
     // The other is served: its objects handled, its webhook answering.
@@ -161,18 +212,15 @@ describe('a function service refused, beside one served', () => {
     await goodWebhookAnswers(namespace);
     assert.equal((await client.get<KubernetesObject>(before)).status?.greedy_fn, undefined);
 
-    // Redeployed with a manifest within its pin, it is taken up: no longer reported, its objects handled.
+    // Redeployed with a manifest within its pin, it is taken up without a restart of the gateway (its
+    // manifest read again 5 s after the start, then 10 s after that): no longer reported, its objects handled.
     await bad.restart(greedy());
-    await eventually('greedy taken up', async () =>
-      logger.lines.some((line) => /function service "greedy" at \S+ is served now/.test(line))
-        ? true
-        : undefined,
-    );
+    await gateway.waitFor(/function service "greedy" at \S+ is served now/, 60_000);
     const after = await createKopfExample(namespace, 'after-the-fix');
     assert.equal(await statusOnceThere(after, 'greedy_fn'), 'handled by greedy');
     assert.equal(await statusOnceThere(after, 'create_fn'), 'handled by good');
-    const served = await reported(gateway, 'greedy');
-    assert.deepEqual(served, { metric: 0, status: 200, ready: true, why: undefined });
+    assert.deepEqual(await reported(), { metric: 0, status: 200, ready: true, why: undefined });
+    assert.equal(await gateway.stop(), 0, 'the gateway exits cleanly');
   });
 
   it("leaves out a service's webhooks the apiserver refuses, configures the other's, and takes them once fixed", async (t) => {

@@ -7,12 +7,13 @@
  * configuration whole: one service's webhook it refuses would refuse every service's. So a write the
  * apiserver refuses is looked into: each service's webhooks are written alone with `dryRun=All`, and
  * those it refuses are left out of both configurations (their service is refused, with the reason),
- * the others written. So are the webhooks of the service that takes most of a configuration too
- * large for the apiserver's store, which would fail with a 500 that no dry run foresees. Not a
- * configuration per service: their names would follow the services (which
- * FunctionServices add and remove at run time), so the gateway would need to patch, delete and list
- * webhook configurations of any name, rights over every admission webhook of the cluster, where today
- * its RBAC names its two (`resourceNames`). The shared ones cost a look only when a write is refused.
+ * the others written. So are the webhooks of the service that takes the most of a configuration too
+ * large for the apiserver's store, which would fail with a 500 that no dry run foresees.
+ *
+ * Not a configuration per service: their names would follow the services (which FunctionServices add
+ * and remove at run time), so the gateway would need to patch, delete and list webhook configurations
+ * of any name, rights over every admission webhook of the cluster, where its RBAC names its own two
+ * (`resourceNames`). The shared ones cost a look only when a write is refused.
  */
 import { type Webhook, webhookConfiguration } from '../../webhooks/configurations.ts';
 import type { Way } from '../../webhooks/reach.ts';
@@ -40,6 +41,13 @@ function invalid(error: unknown): ApiError | undefined {
   return error instanceof ApiError && [400, 413, 422].includes(error.status) ? error : undefined;
 }
 
+/** The services with webhooks of `type` among `webhooks`, the gateway's own (`own`) aside. */
+function servicesOf(type: Webhook['type'], webhooks: readonly Webhook[], own: string): Set<string> {
+  return new Set(
+    webhooks.filter((webhook) => webhook.type === type && webhook.service !== own).map((w) => w.service),
+  );
+}
+
 export class Configurations {
   readonly #options: ConfigurationOptions;
 
@@ -50,8 +58,8 @@ export class Configurations {
   /**
    * Writes both configurations as `webhooks`, reached by `way`; `bundle` is what the apiserver is to
    * trust, when the way carries it. Returns the services whose webhooks the apiserver refused (or
-   * would: too large), with why: those are left out, and the others written. `own`: the service name of the gateway's own
-   * webhooks, never left out (a refusal of those is thrown, as any other failure).
+   * would: too large), with why: those are left out, and the others written. `own`: the service name
+   * of the gateway's own webhooks, never left out (a refusal of those is thrown, as any other failure).
    */
   async write(
     webhooks: readonly Webhook[],
@@ -93,11 +101,8 @@ export class Configurations {
     for (const type of KINDS) {
       const bytes = this.#bytes(type, webhooks, way, bundle);
       if (bytes <= MAX_CONFIGURATION_BYTES) continue;
-      const services = new Set(
-        webhooks.filter((w) => w.type === type && w.service !== own).map((w) => w.service),
-      );
       let largest: { service: string; bytes: number } | undefined;
-      for (const service of services) {
+      for (const service of servicesOf(type, webhooks, own)) {
         const alone = this.#bytes(
           type,
           webhooks.filter((webhook) => webhook.service === service),
@@ -110,9 +115,7 @@ export class Configurations {
       const why =
         `its ${type} webhooks take ${largest.bytes} bytes of the configuration every service shares, which ` +
         `would be ${bytes} bytes, more than the ${MAX_CONFIGURATION_BYTES} the gateway writes (the apiserver's store takes 1.5 MiB)`;
-      this.#options.logger.error(
-        `the admission webhooks of function service "${largest.service}" are not configured: ${why}`,
-      );
+      this.#leftOut(largest.service, why);
       return { service: largest.service, why };
     }
     return undefined;
@@ -178,10 +181,7 @@ export class Configurations {
     own: string,
   ): Promise<Map<string, string>> {
     const refused = new Map<string, string>();
-    const services = new Set(
-      webhooks.filter((webhook) => webhook.type === type && webhook.service !== own).map((w) => w.service),
-    );
-    for (const service of services) {
+    for (const service of servicesOf(type, webhooks, own)) {
       const alone = webhooks.filter((webhook) => webhook.service === service);
       try {
         await this.#writeOne(type, alone, way, bundle, true);
@@ -189,13 +189,17 @@ export class Configurations {
         const said = invalid(error);
         if (!said) throw error;
         const why = `the apiserver refuses its ${type} webhooks: ${said.message}`;
-        this.#options.logger.error(
-          `the admission webhooks of function service "${service}" are not configured: ${why}`,
-        );
+        this.#leftOut(service, why);
         refused.set(service, why);
       }
     }
     return refused;
+  }
+
+  #leftOut(service: string, why: string): void {
+    this.#options.logger.error(
+      `the admission webhooks of function service "${service}" are not configured: ${why}`,
+    );
   }
 
   /**

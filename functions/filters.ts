@@ -4,6 +4,7 @@
  */
 import type { HandlerFilters, MetaMatch, ValueMatch } from '../protocol/index.ts';
 import { valueAt } from '../protocol/json.ts';
+import { ANNOTATION_KEY, LABEL_KEY, LABEL_MATCH, META_MATCH } from '../protocol/schema/checks.ts';
 import type { HandlerContext } from './context.ts';
 import { asJson } from './json.ts';
 
@@ -67,7 +68,19 @@ export function compileFilters(where: string, options: FilterOptions): CompiledF
       throw new TypeError(`${where}: option "${name}" must be an object of keys to filters`);
     }
     const matches: [string, MetaMatch][] = [];
+    // The gateway's checks of a manifest (one source, protocol/schema/): a key or value Kubernetes
+    // refuses in a selector would have the service refused there.
+    const check =
+      name === 'labels' ? { key: LABEL_KEY, match: LABEL_MATCH } : { key: ANNOTATION_KEY, match: META_MATCH };
     for (const [key, filter] of Object.entries(wanted)) {
+      if (!check.key.test(key)) {
+        throw new TypeError(
+          `${where}: ${name}[${JSON.stringify(key)}]: the key must be ${check.key.expected}`,
+        );
+      }
+      if (typeof filter === 'string' && !check.match.test(filter)) {
+        throw new TypeError(`${where}: ${name}[${JSON.stringify(key)}] must be ${check.match.expected}`);
+      }
       if (typeof filter === 'function') {
         checks.push((context) => filter(ownValue(context[name], key), context));
       } else if (typeof filter === 'string') {

@@ -25,7 +25,7 @@ function example() {
 describe('operator', () => {
   it('refuses names that are not DNS-1123 labels', () => {
     for (const name of ['', 'Kopf', 'kopf_example', '-kopf', 'kopf-', 'a'.repeat(64), undefined]) {
-      assert.throws(() => operator({ name } as never), /is not a DNS-1123 label/, String(name));
+      assert.throws(() => operator({ name } as never), /must be a DNS-1123 label/, String(name));
     }
     assert.equal(operator({ name: 'a'.repeat(63) }).name, 'a'.repeat(63));
   });

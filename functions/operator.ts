@@ -18,6 +18,7 @@ import {
   type ServiceObserver,
   type ServiceScope,
 } from '../protocol/index.ts';
+import { MANIFEST } from '../protocol/schema/checks.ts';
 import { type ActivityOn, activitySpecOf, createActivities, invokeActivities } from './activities.ts';
 import { RunningDaemons } from './daemons.ts';
 import { errorResponse } from './error-response.ts';
@@ -77,16 +78,12 @@ export interface Operator {
 
 const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
 
-// A DNS-1123 label: the name is also used in URLs, Kubernetes objects and token audiences.
-const NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-
 export function operator(options: OperatorOptions): Operator {
   const name = options?.name;
-  if (typeof name !== 'string' || !NAME.test(name)) {
-    throw new TypeError(
-      `operator name ${JSON.stringify(name)} is not a DNS-1123 label: ` +
-        'up to 63 lowercase letters, digits and "-", starting and ending with a letter or digit',
-    );
+  // A DNS-1123 label, as the gateway takes it: the name is also used in URLs, Kubernetes objects and
+  // token audiences.
+  if (!MANIFEST.name.test(name)) {
+    throw new TypeError(`operator name ${JSON.stringify(name)} must be ${MANIFEST.name.expected}`);
   }
   const { on: onResources, handlers } = createRegistry();
   const { on: onActivities, activities } = createActivities();

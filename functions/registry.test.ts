@@ -40,7 +40,7 @@ describe('registration', () => {
     const { on } = createRegistry();
     assert.throws(
       () => on.create('kex', function f() {}.bind(null)),
-      /"bound f" must not contain whitespace/,
+      /"bound f" must be a word of 1 to 253 characters, without whitespace/,
     );
     assert.throws(() => on.create('kex', { id: '' }, () => {}), /"id" must be a non-empty string/);
     assert.throws(() => on.create('kex', { colour: 'red' } as never, () => {}), /unknown option "colour"/);
@@ -322,6 +322,31 @@ describe('kinds', () => {
         'a label as a number',
         () => on.create('kex', { labels: { app: 1 as never } }, fn),
         /labels\["app"\] must be a string, PRESENT, ABSENT or a function, got 1/,
+      ],
+      [
+        'a label key Kubernetes refuses, as the gateway would',
+        () => on.validate('kex', { labels: { 'bad key': 'x' } }, fn),
+        /labels\["bad key"\]: the key must be a label's key \(\[prefix\/\]name/,
+      ],
+      [
+        'a label value Kubernetes refuses, as the gateway would',
+        () => on.create('kex', { labels: { app: 'a,b' } }, fn),
+        /labels\["app"\] must be a label's value \(63 letters/,
+      ],
+      [
+        'a label key too long, even with a callback',
+        () => on.create('kex', { labels: { ['x'.repeat(64)]: () => true } }, fn),
+        /the key must be a label's key/,
+      ],
+      [
+        'an annotation key Kubernetes refuses',
+        () => on.create('kex', { annotations: { 'a/b/c': 'x' } }, fn),
+        /annotations\["a\/b\/c"\]: the key must be an annotation's key/,
+      ],
+      [
+        'an id longer than the gateway takes',
+        () => on.create('kex', { id: 'x'.repeat(254) }, fn),
+        /must be a word of 1 to 253 characters, without whitespace/,
       ],
       ['value without field', () => on.create('kex', { value: 1 }, fn), /option "value" needs a "field"/],
       ['old without field', () => on.update('kex', { old: 1 }, fn), /option "old" needs a "field"/],

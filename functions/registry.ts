@@ -9,7 +9,7 @@ import {
   type KindRule,
   type HandlerOptions as SpecOptions,
 } from '../protocol/index.ts';
-import { ADMISSION_TIMEOUT, OPTIONS } from '../protocol/schema/checks.ts';
+import { ADMISSION_TIMEOUT, HANDLER_ID, OPTIONS } from '../protocol/schema/checks.ts';
 import type { DaemonHandler, Fields, Handler, HandlerContext } from './context.ts';
 import { checkField, compileFilters, type FilterOptions } from './filters.ts';
 import { checkIndexesOption, type IndexDefinitionOptions, indexDefinition } from './indexes.ts';
@@ -296,7 +296,7 @@ export function pick<T extends object, K extends keyof T>(
   return Object.keys(picked).length > 0 ? picked : undefined;
 }
 
-/** The id a handler is registered under, checked: given or named, without whitespace, not taken. */
+/** The id a handler is registered under, checked: given or named, as the gateway takes it (HANDLER_ID), not taken. */
 export function checkedId(
   where: string,
   id: string,
@@ -308,7 +308,8 @@ export function checkedId(
       `${where}: an anonymous handler needs an id: pass { id: '...' } or use a named function`,
     );
   }
-  if (/\s/.test(id)) throw new TypeError(`${where}: ${noun} id "${id}" must not contain whitespace`);
+  if (!HANDLER_ID.test(id))
+    throw new TypeError(`${where}: ${noun} id "${id}" must be ${HANDLER_ID.expected}`);
   if (taken.has(id)) {
     throw new Error(`${where}: ${noun} id "${id}" is already registered; pass a distinct { id: '...' }`);
   }

@@ -9,6 +9,7 @@ import type { HandlerSpec, KubernetesObject } from '../../protocol/index.ts';
 import type { Way } from '../../webhooks/reach.ts';
 import { startWebhookServer, type WebhookServer } from '../../webhooks/server.ts';
 import type { FunctionService } from '../dispatch/function-service.ts';
+import type { Refusals } from '../dispatch/refusals.ts';
 import type { Identity } from '../identity.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { DiscoveredResource } from '../kube/discovery.ts';
@@ -19,7 +20,7 @@ import type { Settings } from '../settings.ts';
 import { ServingCertificates } from './certificates.ts';
 import { Configurations } from './configurations.ts';
 import { certificateHosts, reachMode, reachServer } from './reach.ts';
-import { Reviews } from './reviews.ts';
+import { OWN, Reviews } from './reviews.ts';
 
 export interface AdmissionOptions {
   client: KubeClient;
@@ -32,6 +33,8 @@ export interface AdmissionOptions {
   logger: Logger;
   /** Told of every review answered: the webhook (`other` for a path not served), its status, how long it took. */
   observeReview?: (webhook: string, status: number, tookMs: number) => void;
+  /** Where a service whose webhooks the apiserver refuses is said to be refused (and no longer, once taken). */
+  refusals?: Refusals;
 }
 
 /** The longest a replica that others take over from waits for its connections to go: past Node's keep-alive timeout (5 s), after which idle ones go of themselves. */
@@ -48,6 +51,8 @@ export class Admission implements Part {
   readonly #certificates: ServingCertificates;
   #server: WebhookServer | undefined;
   #way: Way | undefined;
+  /** The services whose webhooks the apiserver refused at the last write. */
+  #refused = new Set<string>();
 
   constructor(options: AdmissionOptions) {
     this.#options = options;
@@ -140,6 +145,16 @@ export class Admission implements Part {
     const bundle = this.#certificates.bundle;
     if (!this.#server || bundle === undefined || !this.#way) return;
     const webhooks = this.#reviews.webhooks().filter((webhook) => !persistentOnly || webhook.persistent);
-    await this.#configurations.write(webhooks, this.#way, bundle);
+    const refused = await this.#configurations.write(webhooks, this.#way, bundle, OWN);
+    if (persistentOnly) return;
+    // Each service's admission is refused, or taken, on its own: the others' are configured either way.
+    const { refusals } = this.#options;
+    const services = new Set(webhooks.map((webhook) => webhook.service));
+    for (const service of new Set([...this.#refused, ...services])) {
+      const why = refused.get(service);
+      if (why) refusals?.refuse(service, 'webhooks', why);
+      else refusals?.clear(service, 'webhooks');
+    }
+    this.#refused = new Set(refused.keys());
   }
 }

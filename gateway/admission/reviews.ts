@@ -28,7 +28,7 @@ interface Served {
 }
 
 /** The gateway's own webhook: not a handler's, so its "service" is the gateway. */
-const OWN = 'causeway';
+export const OWN = 'causeway';
 
 /** The apiserver gives up at the webhook's timeout: answer well before it. */
 const DECISION_MARGIN_MS = 1000;

@@ -13,6 +13,8 @@ import { DEFAULT_IDENTITY } from '../identity.ts';
 import { createLogger } from '../logging.ts';
 import { DEFAULT_SETTINGS } from '../settings.ts';
 import type { FunctionService } from './function-service.ts';
+import { Refusals } from './refusals.ts';
+import { ScopeError } from './scope.ts';
 import { type FunctionEndpoint, FunctionServices } from './services.ts';
 import { hmacSigner } from './signer.ts';
 
@@ -205,26 +207,172 @@ describe('a function service named in the configuration', () => {
       { port: 0, host: '127.0.0.1' },
     );
     t.after(() => server.close());
-    const warnings: string[] = [];
+    const errors: string[] = [];
+    const refusals = new Refusals();
     const services = new FunctionServices({
       signer: hmacSigner(new TextEncoder().encode(SECRET)),
       settings: DEFAULT_SETTINGS.calls,
-      logger: createLogger({ level: 'warning', sink: { write: (line) => warnings.push(line) } }),
+      logger: createLogger({ level: 'error', sink: { write: (line) => errors.push(line) } }),
+      refusals,
     });
-    const stop = new AbortController();
-    const connecting = services.connect(
+    t.after(() => services.close());
+    // Refused, not waited for: the gateway starts with the others.
+    await services.connect(
       [{ name: 'shipping', url: server.url, scope: { resources: ['*'] } }],
-      stop.signal,
+      AbortSignal.timeout(5000),
     );
-    // It keeps trying, as for a service not up yet, and says why each time.
-    while (warnings.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
-    stop.abort();
-    await assert.rejects(connecting);
-    assert.match(
-      warnings[0] ?? '',
-      /err=".* answers as \\"billing\\", not as \\"shipping\\", the name the gateway was given for it"/,
-    );
+    assert.deepEqual(services.current, []);
+    const said = /answers as "billing", not as "shipping", the name the gateway was given for it/;
+    assert.match(refusals.why('shipping') ?? '', said);
+    assert.match(errors.join(''), /function service "shipping" is refused: .*answers as "billing"/);
     assert.equal(signedFor, undefined, 'nothing was signed for it');
+  });
+});
+
+describe('a function service refused for its manifest', () => {
+  /** Two services, billing deployed as `first` (greedy: declaring more than its pin) until redeployed. */
+  async function twoServices(t: { after: (fn: () => unknown) => void }, first: 'greedy' | 'good') {
+    const greedy = operator({ name: 'billing', secret: SECRET, scope: { resources: ['secrets'] } });
+    greedy.on.create('kopfexamples', function create_fn() {});
+    const deployments = { greedy, good: greeter('billing') };
+    let deployed = deployments[first];
+    const manifestReads: number[] = [];
+    const billing = await serveFetch(
+      {
+        fetch: (request) => {
+          if (new URL(request.url).pathname === PATHS.manifest) manifestReads.push(performance.now());
+          return deployed.fetch(request);
+        },
+      },
+      { port: 0, host: '127.0.0.1' },
+    );
+    t.after(() => billing.close());
+    const shipping = await serveFetch(greeter('shipping'), { port: 0, host: '127.0.0.1' });
+    t.after(() => shipping.close());
+    const refusals = new Refusals();
+    const lines: string[] = [];
+    const changes: Array<string | undefined> = [];
+    const services = new FunctionServices({
+      signer: hmacSigner(new TextEncoder().encode(SECRET)),
+      // Re-read every 20 ms at first, every 100 ms at most.
+      settings: { ...DEFAULT_SETTINGS.calls, manifestRereadSpacingMs: 20, manifestRefreshMs: 100 },
+      logger: createLogger({ level: 'info', sink: { write: (line) => lines.push(line) } }),
+      refusals,
+    });
+    services.onChange(async (_previous, next) => void changes.push(next?.name));
+    t.after(() => services.close());
+    await services.connect(
+      [
+        { name: 'billing', url: billing.url, scope: { resources: ['kopfexamples.kopf.dev'] } },
+        { name: 'shipping', url: shipping.url, scope: { resources: ['*'] } },
+      ],
+      AbortSignal.timeout(5000),
+    );
+    const redeploy = (as: 'greedy' | 'good') => {
+      deployed = deployments[as];
+    };
+    return { services, refusals, lines, changes, redeploy, manifestReads };
+  }
+  const BEYOND = '"billing" declares a scope beyond the one pinned for it: resources: secrets';
+  const refusedLines = (lines: string[]) => lines.filter((line) => /is refused/.test(line));
+
+  it('is left out at the start, the others served, and taken up once its manifest is fixed', async (t) => {
+    const { services, refusals, lines, changes, redeploy, manifestReads } = await twoServices(t, 'greedy');
+    assert.deepEqual(
+      services.current.map((service) => service.name),
+      ['shipping'],
+    );
+    assert.equal(refusals.why('billing'), BEYOND);
+    assert.equal(refusedLines(lines).length, 1);
+    assert.match(lines.join(''), /function service "billing" is refused: "billing" declares a scope beyond/);
+    const started = performance.now();
+    const before = manifestReads.length;
+    services.start();
+    // Read again, refused again (said once, not at each re-read), spaced: no busy loop.
+    await eventually('three re-reads', async () => (manifestReads.length >= before + 3 ? true : undefined));
+    const reads = manifestReads.length - before;
+    // The first after 10 ms at least (20, jittered by half), then doubled: never more often.
+    assert.ok(reads <= (performance.now() - started) / 10 + 1, `${reads} re-reads`);
+    assert.equal(refusals.why('billing'), BEYOND);
+    assert.equal(changes.length, 0, 'not served meanwhile');
+    redeploy('good');
+    await eventually('billing taken up', async () => (changes.includes('billing') ? true : undefined));
+    assert.deepEqual(
+      services.current.map((service) => service.name),
+      ['shipping', 'billing'],
+    );
+    assert.equal(refusals.why('billing'), undefined);
+    assert.deepEqual([...refusals.readings()], [['billing', false]]);
+    assert.equal(refusedLines(lines).length, 1, lines.join(''));
+    assert.match(
+      lines.join(''),
+      /function service "billing" at \S+ is served now, its manifest accepted: handlers create_fn/,
+    );
+  });
+
+  it('redeployed with a manifest refused while served, keeps its handlers, said refused until fixed', async (t) => {
+    const { services, refusals, changes, redeploy } = await twoServices(t, 'good');
+    const served = services.current[0];
+    assert.equal(served?.name, 'billing');
+    redeploy('greedy');
+    await services.refresh();
+    assert.equal(services.current[0], served, 'the one served stays');
+    assert.equal(refusals.why('billing'), BEYOND);
+    redeploy('good');
+    await services.refresh();
+    assert.equal(refusals.why('billing'), undefined);
+    assert.deepEqual(changes, []);
+  });
+});
+
+describe('a served function service its scope check refuses when redeployed', () => {
+  it('is said refused once, not again at each refresh, and keeps the handlers it had', async (t) => {
+    const first = greeter('billing');
+    const redeployed = greeter('billing');
+    redeployed.on.event('secrets', function steal() {});
+    let deployed = first;
+    const server = await serveFetch(
+      { fetch: (request) => deployed.fetch(request) },
+      { port: 0, host: '127.0.0.1' },
+    );
+    t.after(() => server.close());
+    const refusals = new Refusals();
+    const told: string[] = [];
+    refusals.onChange((name) => told.push(`${name}: ${refusals.why(name) ?? 'served'}`));
+    const services = new FunctionServices({
+      signer: hmacSigner(new TextEncoder().encode(SECRET)),
+      settings: DEFAULT_SETTINGS.calls,
+      logger: createLogger({ level: 'error' }),
+      refusals,
+      scope: {
+        identity: DEFAULT_IDENTITY,
+        resourceOf: async () => {
+          throw new Error('no answer is held here');
+        },
+        current: async () => {
+          throw new Error('no answer is held here');
+        },
+        // As binding/scope-check.ts finds a handler beyond the pin.
+        vet: async (service) => {
+          if (service.manifest.handlers.some((handler) => handler.id === 'steal'))
+            throw new ScopeError('handler "steal" of "billing" names secrets');
+        },
+      },
+    });
+    t.after(() => services.close());
+    await services.connect(
+      [{ name: 'billing', url: server.url, scope: { resources: ['*'] } }],
+      AbortSignal.timeout(5000),
+    );
+    const served = services.current[0];
+    deployed = redeployed;
+    await services.refresh();
+    await services.refresh();
+    assert.equal(services.current[0], served);
+    assert.deepEqual(told, ['billing: handler "steal" of "billing" names secrets']);
+    deployed = first;
+    await services.refresh();
+    assert.deepEqual(told, ['billing: handler "steal" of "billing" names secrets', 'billing: served']);
   });
 });
 

@@ -11,6 +11,7 @@ import type { Settings } from '../settings.ts';
 import { type Backoff, backoffDelay, sleep } from '../timing.ts';
 import { CircuitBreaker } from './breaker.ts';
 import { type CallObserver, FunctionService, type IndexSource, readHealth } from './function-service.ts';
+import { isRefusal, type Refusals } from './refusals.ts';
 import { ScopeError, type ScopeGuard } from './scope.ts';
 import { hmacSigner, type Signer } from './signer.ts';
 import { type FetchHandler, httpTransport, inProcessTransport, type Transport } from './transport.ts';
@@ -58,6 +59,8 @@ export interface FunctionServicesOptions {
   scope?: ScopeGuard;
   /** Told of the services' requests and calls (the metrics'). */
   observer?: CallObserver;
+  /** Where the services refused for their manifest are said to be, and no longer once taken up. */
+  refusals?: Refusals;
 }
 
 /** What services/function-certificates.ts does for the services given a certificate Secret. */
@@ -83,6 +86,8 @@ export interface ServiceState {
   down: string | undefined;
   /** Where its calls go instead of home, while a dev session lasts. */
   away: string | undefined;
+  /** Why it is refused in part (its webhooks, a manifest it was redeployed with), while it is. */
+  refused: string | undefined;
 }
 
 /** The way to a service over HTTP: its connection pool, and the breaker that stops calls while it is down. */
@@ -129,9 +134,18 @@ export class FunctionServices {
   readonly #lastReread = new Map<string, number>();
   /** Aborted at the close: a re-read waiting its turn is not made. */
   readonly #closing = new AbortController();
+  /**
+   * By name: the services given at the start whose manifest was refused, not served: the gateway
+   * starts without them, and reads their manifests again once it runs, until each is taken up.
+   */
+  readonly #refused = new Map<string, { endpoint: FunctionEndpoint; sign: Signer }>();
+  /** The loops reading a refused service's manifest again. */
+  readonly #takingUp = new Set<Promise<void>>();
 
   constructor(options: FunctionServicesOptions) {
     this.#options = options;
+    // Why a service is refused shows where its state does (a FunctionService's status).
+    options.refusals?.onChange((name) => this.#tell(name));
   }
 
   /** Connects to every endpoint, waiting for those not reachable yet (until `signal` aborts). */
@@ -145,36 +159,114 @@ export class FunctionServices {
     );
     const { timeoutMs } = this.#options.settings;
     const slots = await Promise.all(
-      endpoints.map(async (endpoint, index) => {
+      endpoints.map(async (endpoint, index): Promise<Slot | undefined> => {
         const sign = signers[index] as Signer;
-        const service =
-          'url' in endpoint
-            ? await this.#connectWithRetry(
-                endpoint.url,
-                async () => (await this.#connectOnce(await this.#pinned(endpoint), sign)).service,
-                signal,
-              )
-            : await this.#connectWithRetry(
-                'this process',
-                async () =>
-                  this.#vetted(
-                    await FunctionService.connect({
-                      transport: inProcessTransport(endpoint, this.#options.settings.maxReplyBytes),
-                      name: undefined,
-                      scope: 'declared',
-                      sign,
-                      timeoutMs,
-                      indexes: this.#options.indexes,
-                      guard: this.#options.scope,
-                      ...(this.#options.observer ? { observer: this.#options.observer } : {}),
-                    }),
-                  ),
-                signal,
-              );
-        return { ...('url' in endpoint ? { endpoint } : {}), sign, home: service, current: service };
+        if ('url' in endpoint) {
+          try {
+            const service = await this.#connectWithRetry(
+              endpoint.url,
+              async () => (await this.#connectOnce(await this.#pinned(endpoint), sign)).service,
+              signal,
+            );
+            return { endpoint, sign, home: service, current: service };
+          } catch (error) {
+            // One service's manifest refused is that service's alone: the gateway starts with the others.
+            if (signal.aborted || !this.#refuse(endpoint.name, error)) throw error;
+            this.#refused.set(endpoint.name, { endpoint, sign });
+            return undefined;
+          }
+        }
+        // An operator in this process is the gateway's own code: a refusal of it fails the start.
+        const service = await this.#connectWithRetry(
+          'this process',
+          async () =>
+            this.#vetted(
+              await FunctionService.connect({
+                transport: inProcessTransport(endpoint, this.#options.settings.maxReplyBytes),
+                name: undefined,
+                scope: 'declared',
+                sign,
+                timeoutMs,
+                indexes: this.#options.indexes,
+                guard: this.#options.scope,
+                ...(this.#options.observer ? { observer: this.#options.observer } : {}),
+              }),
+            ),
+          signal,
+        );
+        return { sign, home: service, current: service };
       }),
     );
-    this.#slots.push(...slots);
+    this.#slots.push(...slots.filter((slot) => slot !== undefined));
+  }
+
+  /**
+   * The gateway runs: the services refused at the start have their manifests read again, spaced as
+   * re-reads are (`manifestRereadSpacingMs`, doubled after each refusal up to `manifestRefreshMs`),
+   * each taken up (bound, its startup handlers called) once its manifest is accepted.
+   */
+  start(): void {
+    for (const name of this.#refused.keys()) this.#takeUpLater(name);
+  }
+
+  #takeUpLater(name: string): void {
+    const { manifestRereadSpacingMs, manifestRefreshMs } = this.#options.settings;
+    const backoff: Backoff = {
+      first: manifestRereadSpacingMs,
+      max: Math.max(manifestRereadSpacingMs, manifestRefreshMs),
+      jitter: true,
+    };
+    const closing = this.#closing.signal;
+    const loop = (async () => {
+      for (let tries = 0; this.#refused.has(name) && !closing.aborted; tries++) {
+        await sleep(backoffDelay(backoff, tries), closing);
+        if (!closing.aborted) await this.#changes.run(() => this.#takeUp(name));
+      }
+    })();
+    this.#takingUp.add(loop);
+    void loop.finally(() => this.#takingUp.delete(loop));
+  }
+
+  /** Reads a refused service's manifest again, and serves it from now on if it is accepted. */
+  async #takeUp(name: string): Promise<void> {
+    const refused = this.#refused.get(name);
+    if (!refused) return;
+    const { endpoint, sign } = refused;
+    let service: FunctionService;
+    try {
+      service = (await this.#connectOnce(await this.#pinned(endpoint), sign)).service;
+    } catch (error) {
+      if (!this.#refuse(name, error)) {
+        this.#options.logger.debug(`re-reading refused "${name}" failed: ${describe(error)}`);
+      }
+      return;
+    }
+    this.#refused.delete(name);
+    this.#slots.push({ endpoint, sign, home: service, current: service });
+    this.#options.refusals?.clear(name, 'manifest');
+    const ids = service.manifest.handlers.map((handler) => handler.id).join(', ');
+    this.#options.logger.info(
+      `function service "${name}" at ${service.url} is served now, its manifest accepted: handlers ${ids || '(none)'}`,
+    );
+    try {
+      await this.#onChange?.(undefined, service);
+    } catch (error) {
+      this.#options.logger.error(`serving the handlers of "${name}" failed`, { err: describe(error) });
+    }
+    this.#tell(name);
+  }
+
+  /**
+   * Says that `name` is refused, when `error` is a refusal (see isRefusal): logged when it is news,
+   * and shown where refusals are. False for any other error.
+   */
+  #refuse(name: string, error: unknown): boolean {
+    if (!isRefusal(error)) return false;
+    const why = describe(error);
+    if (this.#options.refusals?.refuse(name, 'manifest', why) ?? true) {
+      this.#options.logger.error(`function service "${name}" is refused: ${why}`);
+    }
+    return true;
   }
 
   /** How calls to `endpoint` are signed, checked before any is made: its own secret, or the gateway's keys. */
@@ -197,7 +289,9 @@ export class FunctionServices {
   /** How the service named `name` is now; undefined while it is not served. */
   state(name: string): ServiceState | undefined {
     const slot = this.#slots.find((candidate) => candidate.home.name === name);
-    return slot && { down: slot.current.down, away: slot.away?.url };
+    return (
+      slot && { down: slot.current.down, away: slot.away?.url, refused: this.#options.refusals?.why(name) }
+    );
   }
 
   /**
@@ -273,7 +367,14 @@ export class FunctionServices {
   put(endpoint: FunctionEndpoint): Promise<FunctionService> {
     return this.#changes.run(async () => {
       const sign = this.#signerFor(endpoint);
-      const { service } = await this.#connectOnce(await this.#pinned(endpoint), sign);
+      let service: FunctionService;
+      try {
+        service = (await this.#connectOnce(await this.#pinned(endpoint), sign)).service;
+      } catch (error) {
+        this.#refuse(endpoint.name, error);
+        throw error;
+      }
+      this.#options.refusals?.clear(endpoint.name, 'manifest');
       const slot = this.#slots.find((candidate) => candidate.home.name === endpoint.name);
       if (!slot) {
         this.#slots.push({ endpoint, sign, home: service, current: service });
@@ -291,6 +392,7 @@ export class FunctionServices {
   /** Stops serving the service named `name`: its handlers are unbound, and its calls under way finish. */
   remove(name: string): Promise<void> {
     return this.#changes.run(async () => {
+      this.#options.refusals?.forget(name);
       const index = this.#slots.findIndex((slot) => slot.home.name === name);
       const slot = this.#slots[index];
       if (!slot) return;
@@ -313,18 +415,21 @@ export class FunctionServices {
       for (const slot of which()) {
         try {
           const next = await slot.current.reread();
+          if (next !== slot.current) await this.#vetted(next);
+          // Accepted (vetted too): no longer refused, if it was.
+          this.#options.refusals?.clear(next.name, 'manifest');
           if (next !== slot.current) {
-            await this.#vetted(next);
             this.#options.logger.info(`function service "${next.name}" at ${next.url} changed its handlers`);
             if (!slot.away) slot.home = next;
             await this.#change(slot, next);
           }
         } catch (error) {
-          // Unreachable for now: its calls fail and are retried; the next refresh looks again. Beyond
-          // its scope: it keeps its handlers as they were, and someone must hear of it.
-          const said = `re-reading "${slot.current.name}" failed: ${describe(error)}`;
-          if (error instanceof ScopeError) this.#options.logger.error(said);
-          else this.#options.logger.debug(said);
+          // Unreachable for now: its calls fail and are retried; the next refresh looks again.
+          // Refused (malformed, beyond its scope): it keeps its handlers as they were, and is said
+          // to be refused until a refresh reads a manifest it can be served with.
+          if (!this.#refuse(slot.current.name, error)) {
+            this.#options.logger.debug(`re-reading "${slot.current.name}" failed: ${describe(error)}`);
+          }
         }
       }
     });
@@ -356,7 +461,7 @@ export class FunctionServices {
 
   async close(): Promise<void> {
     this.#closing.abort();
-    await Promise.all(this.#rereads.values());
+    await Promise.all([...this.#rereads.values(), ...this.#takingUp]);
     await this.#changes.idle();
     await Promise.all(
       this.#slots.flatMap((slot) => [slot.home.close(), ...(slot.away ? [closeWay(slot.away)] : [])]),
@@ -502,8 +607,8 @@ export class FunctionServices {
         }
         return service;
       } catch (error) {
-        // Beyond its pin is how it is deployed, not an outage: waiting would not mend it.
-        if (signal.aborted || error instanceof ScopeError) throw error;
+        // Refused (beyond its pin, malformed) is how it is deployed, not an outage: waiting would not mend it.
+        if (signal.aborted || isRefusal(error)) throw error;
         logger.warning(`function service ${where} is not reachable yet`, { err: describe(error) });
         await sleep(backoffDelay(CONNECT_BACKOFF, failures), signal);
       }

@@ -250,6 +250,102 @@ describe('keys that reach a prototype', () => {
     assert.equal(parseManifest(create).manifest.handlers[0]?.options?.timeout, 600);
   });
 
+  it('refuse label filters the apiserver would refuse in a selector, naming the key, as the SDK refuses them', () => {
+    const filtered = (filters: Record<string, unknown>) => ({
+      protocol: PROTOCOL,
+      name: 's',
+      handlers: [{ id: 'check', kind: 'validate', resource: { name: 'pods' }, filters }],
+    });
+    const key =
+      "a label's key ([prefix/]name: a DNS subdomain, then 63 letters, digits, '-', '_' or '.' at most)";
+    for (const bad of [
+      'bad key',
+      'a,b',
+      'Example.com/x',
+      `${'x'.repeat(64)}`,
+      'a/b/c',
+      '-x',
+      `${'p'.repeat(254)}/x`,
+    ]) {
+      assert.throws(
+        () => parseManifest(filtered({ labels: { [bad]: 'v' } })),
+        new ProtocolError(
+          `manifest.handlers[0].filters.labels${/^[A-Za-z_$][\w$-]*$/.test(bad) ? `.${bad}` : JSON.stringify([bad])}: the key must be ${key}`,
+        ),
+        bad,
+      );
+    }
+    for (const bad of ['a b', 'x,y=z', 'x'.repeat(64), '-v']) {
+      assert.throws(
+        () => parseManifest(filtered({ labels: { app: bad } })),
+        new ProtocolError(
+          `manifest.handlers[0].filters.labels.app must be a label's value (63 letters, digits, '-', '_' or '.' at most, a letter or digit at each end), {"present": true} or {"absent": true}`,
+        ),
+        bad,
+      );
+    }
+    const good = {
+      app: 'web',
+      'example.com/tier': '',
+      'kubernetes.io/metadata.name': { present: true },
+      [`${'p'.repeat(253)}/${'n'.repeat(63)}`]: { absent: true },
+    };
+    assert.deepEqual(parseManifest(filtered({ labels: good })).manifest.handlers[0]?.filters?.labels, good);
+  });
+
+  it('refuse annotation filters whose key no annotation can have, and take any value', () => {
+    const filtered = (annotations: Record<string, unknown>) => ({
+      protocol: PROTOCOL,
+      name: 's',
+      handlers: [{ id: 'c', kind: 'create', resource: { name: 'pods' }, filters: { annotations } }],
+    });
+    assert.throws(
+      () => parseManifest(filtered({ 'no spaces please': 'v' })),
+      new ProtocolError(
+        `manifest.handlers[0].filters.annotations["no spaces please"]: the key must be an annotation's key ([prefix/]name: a DNS subdomain, then 63 letters, digits, '-', '_' or '.' at most)`,
+      ),
+    );
+    const good = { 'Example.com/Note': 'any value, spaces, commas: all fine' };
+    assert.deepEqual(parseManifest(filtered(good)).manifest.handlers[0]?.filters?.annotations, good);
+  });
+
+  it('refuse ids with whitespace or longer than 253 characters, and a service name that is not a DNS label', () => {
+    const withId = (id: string) => ({
+      protocol: PROTOCOL,
+      name: 's',
+      handlers: [{ id, kind: 'create', resource: { name: 'pods' } }],
+    });
+    for (const id of ['two words', 'tab\there', 'x'.repeat(254)]) {
+      assert.throws(
+        () => parseManifest(withId(id)),
+        new ProtocolError(
+          `manifest.handlers[0].id ${JSON.stringify(id)} must be a word of 1 to 253 characters, without whitespace`,
+        ),
+      );
+    }
+    assert.equal(parseManifest(withId('fn/spec.field')).manifest.handlers[0]?.id, 'fn/spec.field');
+    assert.throws(
+      () =>
+        parseManifest({
+          protocol: PROTOCOL,
+          name: 's',
+          handlers: [],
+          activities: [{ id: 'a b', kind: 'startup' }],
+        }),
+      new ProtocolError(
+        'manifest.activities[0].id "a b" must be a word of 1 to 253 characters, without whitespace',
+      ),
+    );
+    for (const name of ['Upper', 'under_score', 'x'.repeat(64), '-dash']) {
+      assert.throws(
+        () => parseManifest({ protocol: PROTOCOL, name, handlers: [] }),
+        new ProtocolError(
+          `manifest.name ${JSON.stringify(name)} must be a DNS-1123 label: up to 63 lowercase letters, digits and "-", starting and ending with a letter or digit`,
+        ),
+      );
+    }
+  });
+
   it('keep whether a service takes sessions and keeps indexes, and refuse a manifest that says so in anything but a boolean', () => {
     const manifest = { protocol: PROTOCOL, name: 's', handlers: [] };
     for (const flag of ['sessions', 'indexVersions'] as const) {
@@ -865,7 +961,7 @@ describe('generated manifests (property-based)', () => {
     const refused: Array<[string, string]> = [
       [
         '"filters":{"labels":{"app":null}}',
-        'manifest.handlers[0].filters.labels.app must be a value, {"present": true} or {"absent": true}',
+        `manifest.handlers[0].filters.labels.app must be a label's value (63 letters, digits, '-', '_' or '.' at most, a letter or digit at each end), {"present": true} or {"absent": true}`,
       ],
       [
         '"filters":{"old":1}',

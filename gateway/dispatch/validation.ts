@@ -23,12 +23,16 @@ import {
 import { isObject } from '../../protocol/json.ts';
 import {
   ADMISSION_TIMEOUT,
+  ANNOTATION_KEY,
   type Check,
   DENIED,
   EFFECTS,
   EVENT_HEAD,
   FILTERS,
+  HANDLER_ID,
   INVOCATION_RESPONSE,
+  LABEL_KEY,
+  LABEL_MATCH,
   LOG_LINE,
   MANIFEST,
   META_MATCH,
@@ -140,6 +144,9 @@ export function parseManifest(value: unknown): { manifest: Manifest; unknownKind
   if (!isObject(value)) throw new ProtocolError('manifest is not a JSON object');
   checkProtocol(value, 'manifest');
   if (typeof value.name !== 'string' || !value.name) throw new ProtocolError('manifest has no service name');
+  if (!MANIFEST.name.test(value.name)) {
+    throw new ProtocolError(`manifest.name ${JSON.stringify(value.name)} must be ${MANIFEST.name.expected}`);
+  }
   if (!Array.isArray(value.handlers)) throw new ProtocolError('manifest.handlers is not an array');
   const handlers: HandlerSpec[] = [];
   const unknownKinds: string[] = [];
@@ -148,8 +155,8 @@ export function parseManifest(value: unknown): { manifest: Manifest; unknownKind
     const where = `manifest.handlers[${index}]`;
     if (!isObject(handler)) throw new ProtocolError(`${where} is not an object`);
     if (typeof handler.id !== 'string' || !handler.id) throw new ProtocolError(`${where}.id is missing`);
-    if (ids.has(handler.id)) throw new ProtocolError(`${where}.id "${handler.id}" is declared twice`);
     checkId(handler.id, where);
+    if (ids.has(handler.id)) throw new ProtocolError(`${where}.id "${handler.id}" is declared twice`);
     ids.add(handler.id);
     checkResource(handler.resource, `${where}.resource`);
     if (handler.filters !== undefined) checkFilters(handler.filters, `${where}.filters`);
@@ -191,8 +198,14 @@ export function parseManifest(value: unknown): { manifest: Manifest; unknownKind
   };
 }
 
-/** An id is a key of the object's status and progress: one that reaches a prototype is refused. */
+/**
+ * An id is a key of the object's status and progress, a metric's label and a webhook's path: of the
+ * shape the SDK gives it, and never a key that reaches a prototype.
+ */
 function checkId(id: string, where: string): void {
+  if (!HANDLER_ID.test(id)) {
+    throw new ProtocolError(`${where}.id ${JSON.stringify(id.slice(0, 300))} must be ${HANDLER_ID.expected}`);
+  }
   if (PROTOTYPE_KEYS.has(id)) {
     throw new ProtocolError(`${where}.id "${id}" may not be a key that reaches an object's prototype`);
   }
@@ -225,14 +238,20 @@ function checkResource(resource: unknown, where: string): void {
  */
 function checkFilters(filters: unknown, where: string): void {
   if (!isObject(filters)) throw new ProtocolError(`${where} is not an object`);
-  for (const part of ['labels', 'annotations'] as const) {
+  // Label filters become selectors the apiserver reads (a webhook's objectSelector, a watch's): of the
+  // shape it takes, or one service's filter would refuse what others share.
+  const metaChecks = {
+    labels: { key: LABEL_KEY, match: LABEL_MATCH },
+    annotations: { key: ANNOTATION_KEY, match: META_MATCH },
+  } as const;
+  for (const [part, check] of Object.entries(metaChecks)) {
     const matches = filters[part];
     if (matches === undefined) continue;
     if (!isObject(matches)) throw new ProtocolError(`${where}.${part} is not an object`);
     for (const [key, match] of Object.entries(matches)) {
-      if (!META_MATCH.test(match)) {
-        throw new ProtocolError(`${where}.${part}${pathStep(key)} must be ${META_MATCH.expected}`);
-      }
+      const named = `${where}.${part}${pathStep(key.length > 300 ? `${key.slice(0, 300)}…` : key)}`;
+      if (!check.key.test(key)) throw new ProtocolError(`${named}: the key must be ${check.key.expected}`);
+      if (!check.match.test(match)) throw new ProtocolError(`${named} must be ${check.match.expected}`);
     }
   }
   if (filters.field !== undefined && !FILTERS.field.test(filters.field)) {
@@ -278,8 +297,8 @@ function parseActivities(value: unknown, unknownKinds: string[]): ActivitySpec[]
     const where = `manifest.activities[${index}]`;
     if (!isObject(activity)) throw new ProtocolError(`${where} is not an object`);
     if (typeof activity.id !== 'string' || !activity.id) throw new ProtocolError(`${where}.id is missing`);
-    if (ids.has(activity.id)) throw new ProtocolError(`${where}.id "${activity.id}" is declared twice`);
     checkId(activity.id, where);
+    if (ids.has(activity.id)) throw new ProtocolError(`${where}.id "${activity.id}" is declared twice`);
     ids.add(activity.id);
     if (activity.options !== undefined) checkOptions(activity.options, `${where}.options`);
     if (!isActivityKind(activity.kind)) {

@@ -27,7 +27,7 @@ describe('livenessAddress', () => {
   });
 });
 
-const fine = { stopping: false, down: {}, faults: [] };
+const fine = { stopping: false, down: {}, refused: {}, faults: [] };
 
 describe('healthOf', () => {
   it('answers the probes by id, by service and id where two services share one', () => {
@@ -69,7 +69,7 @@ describe('healthOf', () => {
 });
 
 describe('readinessOf', () => {
-  const ready = { stopping: false, down: {}, notReady: [] };
+  const ready = { stopping: false, down: {}, refused: {}, notReady: [] };
 
   it('answers 200 while nothing keeps the gateway from serving', () => {
     assert.deepEqual(readinessOf(ready), { status: 200, body: { ready: true } });
@@ -90,6 +90,18 @@ describe('readinessOf', () => {
     assert.deepEqual(readinessOf({ ...ready, down }), {
       status: 200,
       body: { ready: true, functionServicesDown: down },
+    });
+  });
+
+  it('stays ready for the others with a function service refused, and names it and why', () => {
+    const refused = { greedy: 'handler "steal" of "greedy" names secrets, outside the scope pinned for it' };
+    assert.deepEqual(readinessOf({ ...ready, refused }), {
+      status: 200,
+      body: { ready: true, functionServicesRefused: refused },
+    });
+    assert.deepEqual(healthOf([], { ...fine, refused }), {
+      status: 200,
+      body: { functionServicesRefused: refused },
     });
   });
 });
@@ -138,6 +150,7 @@ describe('HealthEndpoint', () => {
       url: 'http://127.0.0.1:0/healthz',
       probe: async () => options.rounds(),
       down: options.down ?? (() => ({})),
+      refused: () => ({}),
       faults: options.faults ?? (() => []),
       notReady: options.notReady ?? (() => []),
       stopping: stopping.signal,

@@ -4,8 +4,9 @@
  * it is not stopping, its webhook server serves when it has one, and the probe handlers succeed; 200
  * with the probes' results by id, 500 with the reasons otherwise. Readiness says whether it serves
  * yet: the watched resources' first lists are in and the webhook server serves; 200, or 503 with the
- * reasons (stopping too). A function service down fails neither: both report it, since a gateway
- * restarted or taken out of service does not bring a service back. The probes' results are kept for a
+ * reasons (stopping too). A function service down or refused fails neither: both report it, since a
+ * gateway restarted or taken out of service does not bring a service back, nor mend its manifest, and
+ * the others are served meanwhile. The probes' results are kept for a
  * while (10 s, as Kopf does), so that frequent probing costs few calls.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -57,6 +58,8 @@ export interface Condition {
   stopping: boolean;
   /** Why each function service that is down (its circuit breaker open) is, by name. */
   down: Record<string, string>;
+  /** Why each function service refused (its manifest, its webhooks) is, by name. */
+  refused: Record<string, string>;
   /** Why the gateway cannot work, besides stopping and its probes: empty while it can. */
   faults: string[];
   /** Why it is not ready yet: empty once it is. */
@@ -74,7 +77,7 @@ export function healthOf(rounds: readonly ProbeRound[], condition: Omit<Conditio
     ...condition.faults,
     ...rounds.flatMap((round) => round.failures),
   ];
-  const down = downReport(condition.down);
+  const down = servicesReport(condition);
   if (reasons.length > 0) return { status: 500, body: { error: reasons.join('; '), ...down } };
   const counts = new Map<string, number>();
   for (const id of rounds.flatMap((round) => Object.keys(round.results))) {
@@ -95,7 +98,7 @@ export function healthOf(rounds: readonly ProbeRound[], condition: Omit<Conditio
  */
 export function readinessOf(condition: Omit<Condition, 'faults'>): Health {
   const reasons = [...stoppingReason(condition.stopping), ...condition.notReady];
-  const down = downReport(condition.down);
+  const down = servicesReport(condition);
   if (reasons.length > 0) return { status: 503, body: { error: reasons.join('; '), ...down } };
   return { status: 200, body: { ready: true, ...down } };
 }
@@ -104,9 +107,15 @@ function stoppingReason(stopping: boolean): string[] {
   return stopping ? ['the gateway is stopping'] : [];
 }
 
-/** The services down, under a key of their own in either answer; nothing while none is. */
-function downReport(down: Record<string, string>): { functionServicesDown?: Record<string, string> } {
-  return Object.keys(down).length > 0 ? { functionServicesDown: down } : {};
+/** The services down, and those refused, each under a key of their own in either answer; nothing while none is. */
+function servicesReport({ down, refused }: Pick<Condition, 'down' | 'refused'>): {
+  functionServicesDown?: Record<string, string>;
+  functionServicesRefused?: Record<string, string>;
+} {
+  return {
+    ...(Object.keys(down).length > 0 ? { functionServicesDown: down } : {}),
+    ...(Object.keys(refused).length > 0 ? { functionServicesRefused: refused } : {}),
+  };
 }
 
 /** Keeps the probes' last round for `maxAgeMs`; one round at a time, however many ask meanwhile. */
@@ -143,6 +152,8 @@ export interface HealthOptions {
   probe: () => Promise<ProbeRound[]>;
   /** Why each function service that is down is, by name. */
   down: () => Record<string, string>;
+  /** Why each function service refused is, by name. */
+  refused: () => Record<string, string>;
   /** Why the gateway cannot work, besides stopping and its probes (Condition.faults). */
   faults: () => string[];
   /** Why the gateway is not ready yet (Condition.notReady). */
@@ -201,15 +212,25 @@ export class HealthEndpoint implements Part {
       return reply(response, 404, { error: `no route for ${path}` });
     }
     if (request.method !== 'GET') return reply(response, 405, { error: 'the health endpoint answers GET' });
-    const { down, faults, notReady, stopping } = this.#options;
+    const { down, refused, faults, notReady, stopping } = this.#options;
     if (path === READINESS_PATH) {
-      const readiness = readinessOf({ stopping: stopping.aborted, down: down(), notReady: notReady() });
+      const readiness = readinessOf({
+        stopping: stopping.aborted,
+        down: down(),
+        refused: refused(),
+        notReady: notReady(),
+      });
       return reply(response, readiness.status, readiness.body);
     }
     try {
       // The rest is asked now; only the probes' results are kept for a while.
       const rounds = stopping.aborted ? [] : await this.#probes.get();
-      const health = healthOf(rounds, { stopping: stopping.aborted, down: down(), faults: faults() });
+      const health = healthOf(rounds, {
+        stopping: stopping.aborted,
+        down: down(),
+        refused: refused(),
+        faults: faults(),
+      });
       reply(response, health.status, health.body);
     } catch (error) {
       reply(response, 500, { error: `the probes could not be run: ${(error as Error).message}` });

@@ -137,6 +137,12 @@ export const CATALOGUE = [
     labels: ['service'],
   },
   {
+    name: 'causeway_function_service_refused',
+    type: 'gauge',
+    help: '1 while a function service is refused (its manifest malformed or beyond its pin, or its webhooks refused by the apiserver): the others are served, and it is taken up once fixed; 0 once it is served again.',
+    labels: ['service'],
+  },
+  {
     name: 'causeway_handler_calls_total',
     type: 'counter',
     help: 'Handler calls by service, handler, cause and outcome: success, temporary (retried), permanent, skipped (filtered out by the service), denied (admission), or failed (the call itself failed: the service could not be asked or answered badly). The handler ids of a service beyond the first 200 seen are counted as handler `other`.',

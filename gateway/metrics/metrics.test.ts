@@ -125,6 +125,15 @@ describe('GatewayMetrics', () => {
     assert.match(body, /^causeway_function_breaker_open\{service="up"\} 0$/m);
   });
 
+  it('reads 1 for a function service while it is refused, 0 once served again', async () => {
+    const metrics = new GatewayMetrics();
+    let readings: [string, boolean][] = [['greedy', true]];
+    metrics.watchRefusals(() => readings);
+    assert.match((await metrics.text()).body, /^causeway_function_service_refused\{service="greedy"\} 1$/m);
+    readings = [['greedy', false]];
+    assert.match((await metrics.text()).body, /^causeway_function_service_refused\{service="greedy"\} 0$/m);
+  });
+
   it("labels a service's handlers by id up to a bound, and counts those beyond it as other", async () => {
     const metrics = new GatewayMetrics();
     for (let index = 0; index < MAX_HANDLER_LABELS + 5; index++) {

@@ -70,6 +70,7 @@ export class GatewayMetrics implements Exposition {
   /** By service: the handler ids its metrics are labelled with, MAX_HANDLER_LABELS at most. */
   readonly #handlerLabels = new Map<string, Set<string>>();
   #breakers: () => Iterable<[service: string, open: boolean]> = () => [];
+  #refusals: () => Iterable<[service: string, refused: boolean]> = () => [];
   #leading: { name: string; leads: () => boolean } | undefined;
   /** Feeds the event loop's delay histograms while it runs: the gateway starts it with its endpoint. */
   readonly eventLoop: EventLoopSampler;
@@ -89,6 +90,10 @@ export class GatewayMetrics implements Exposition {
       causeway_function_breaker_open: (gauge) => {
         gauge.reset();
         for (const [service, open] of this.#breakers()) gauge.set({ service }, open ? 1 : 0);
+      },
+      causeway_function_service_refused: (gauge) => {
+        gauge.reset();
+        for (const [service, refused] of this.#refusals()) gauge.set({ service }, refused ? 1 : 0);
       },
       causeway_objects: (gauge) => {
         for (const [resource, objects] of this.#objects) gauge.set({ resource }, objects.seen());
@@ -216,6 +221,11 @@ export class GatewayMetrics implements Exposition {
   /** Where the breakers' gauge reads whether each service's circuit is open. */
   watchBreakers(source: () => Iterable<[service: string, open: boolean]>): void {
     this.#breakers = source;
+  }
+
+  /** Where the refusals' gauge reads whether each service refused once is refused now. */
+  watchRefusals(source: () => Iterable<[service: string, refused: boolean]>): void {
+    this.#refusals = source;
   }
 
   /** An admission review answered with `status` on `webhook` (a path the gateway serves, or `other`). */

@@ -5,6 +5,7 @@
  * kubeconfig, or from a service's login handler once it has started.
  */
 import { ScopeCheck } from '../binding/scope-check.ts';
+import { Refusals } from '../dispatch/refusals.ts';
 import { FunctionServices } from '../dispatch/services.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { DiscoveryCache } from '../kube/discovery.ts';
@@ -22,6 +23,8 @@ export interface Services {
   indexes: Indexes;
   client: KubeClient;
   discovery: DiscoveryCache;
+  /** The services refused (their manifest, their webhooks), and why: the others are served. */
+  refusals: Refusals;
 }
 
 export async function functionServices(
@@ -39,7 +42,10 @@ export async function functionServices(
     stopping: stopping.signal,
     logger,
   });
+  const refusals = new Refusals();
+  metrics?.watchRefusals(() => refusals.readings());
   const services = new FunctionServices({
+    refusals,
     signer: credentials.signer,
     settings: settings.calls,
     indexes,
@@ -80,5 +86,5 @@ export async function functionServices(
       stop: () => activities.cleanup(settings.activities.cleanupTimeoutMs),
     }),
   );
-  return { services, activities, indexes, client, discovery };
+  return { services, activities, indexes, client, discovery, refusals };
 }

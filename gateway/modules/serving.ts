@@ -22,7 +22,7 @@ export interface Serving {
 export async function serving(
   ground: Ground,
   { metrics }: Observability,
-  { services, activities, indexes, client, discovery }: Services,
+  { services, activities, indexes, client, discovery, refusals }: Services,
 ): Promise<Serving> {
   const { options, identity, settings, logger, manager, stopping } = ground;
   const selection = options.namespaces ? selectNamespaces(options.namespaces) : undefined;
@@ -48,6 +48,7 @@ export async function serving(
       namespaces: selection?.names,
       serves: (namespace) => namespace === undefined || !selection || selection.matches(namespace),
       logger,
+      refusals,
       ...(metrics ? { observeReview: metrics.webhookAnswered } : {}),
     },
     manager,
@@ -80,6 +81,7 @@ export async function serving(
     part('resource discovery and manifest refresh', 'every replica', {
       start: () => {
         binder.start();
+        services.start(); // those refused at the start: read again until taken up
         refreshing = setInterval(() => void services.refresh(), settings.calls.manifestRefreshMs);
       },
       stop: async () => {
@@ -97,6 +99,7 @@ export async function serving(
           Object.fromEntries(
             services.current.flatMap(({ name, down }) => (down ? [[name, down] as const] : [])),
           ),
+        refused: () => refusals.all(),
         faults: () => admission.faults(),
         notReady: () => [...pipelines.notReady(), ...admission.faults()],
         stopping: stopping.signal,

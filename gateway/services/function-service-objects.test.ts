@@ -15,6 +15,8 @@ import {
   functionServiceDefinition,
   functionServiceEndpoint,
   functionServicesPath,
+  type Known,
+  statusOf,
   tlsSecretProblem,
 } from './function-service-objects.ts';
 
@@ -178,5 +180,45 @@ describe('generated FunctionService objects (property-based)', () => {
       }),
       { numRuns: 1000 },
     );
+  });
+});
+
+describe('the status of a FunctionService', () => {
+  const known = (fields: Partial<Known>): Known => ({
+    object: { ...withSpec({}), metadata: { name: 'billing', uid: 'u', generation: 2 } },
+    serviceName: 'billing',
+    endpoint: '{}',
+    failures: 0,
+    ...fields,
+  });
+  const served = { protocol: 'causeway/v1', handlers: ['create_fn'] };
+  const state = { down: undefined, away: undefined, refused: undefined };
+
+  it('is Refused, with why, for a manifest the gateway refuses, and Unreachable for an outage', () => {
+    const beyond = 'handler "steal" of "billing" names secrets, outside the scope pinned for it';
+    assert.deepEqual(statusOf(known({ error: beyond, refused: true }), undefined), {
+      phase: 'Refused',
+      protocol: null,
+      handlers: null,
+      lastError: beyond,
+      observedGeneration: 2,
+      devSession: null,
+    });
+    const outage = statusOf(known({ error: 'connect ECONNREFUSED', refused: false }), undefined);
+    assert.equal(outage.phase, 'Unreachable');
+    assert.equal(outage.lastError, 'connect ECONNREFUSED');
+  });
+
+  it('is Refused while the apiserver refuses its webhooks, its handlers served, and Ready once they are taken', () => {
+    const webhooks = 'the apiserver refuses its validating webhooks: 422 Invalid';
+    assert.deepEqual(statusOf(known({ served }), { ...state, refused: webhooks }), {
+      phase: 'Refused',
+      protocol: 'causeway/v1',
+      handlers: ['create_fn'],
+      lastError: webhooks,
+      observedGeneration: 2,
+      devSession: null,
+    });
+    assert.equal(statusOf(known({ served }), state).phase, 'Ready');
   });
 });

@@ -14,6 +14,7 @@
 import { encodeSecret, type KubernetesObject } from '../../protocol/index.ts';
 import { isObject } from '../../protocol/json.ts';
 import { ServiceError } from '../dispatch/function-service.ts';
+import { isRefusal } from '../dispatch/refusals.ts';
 import { parseScope } from '../dispatch/scope.ts';
 import type { FunctionEndpoint, FunctionServices, ServiceState } from '../dispatch/services.ts';
 import type { KubeClient } from '../kube/client.ts';
@@ -301,7 +302,7 @@ export interface FunctionServiceObjectsOptions {
   given: ReadonlySet<string>;
 }
 
-interface Known {
+export interface Known {
   /** The newest the gateway saw or wrote: its status is what a write is compared with. */
   object: KubernetesObject;
   serviceName: string;
@@ -311,6 +312,8 @@ interface Known {
   served?: { protocol: string; handlers: string[] };
   /** Why the newest spec is not served. */
   error?: string;
+  /** The error refuses the service as deployed (its manifest malformed or beyond its pin), not an outage; tried again all the same. */
+  refused?: boolean;
   /** Why the gateway will not serve it as it is (its URL, a serviceName another object has): not retried. */
   refusal?: string;
   /** The next attempt, while the service could not be served. */
@@ -485,11 +488,13 @@ export class FunctionServiceObjects implements Part {
         handlers: service.manifest.handlers.map((handler) => handler.id),
       };
       known.error = undefined;
+      known.refused = undefined;
       known.failures = 0;
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       // The status in the gateway's words; what the service said, in its log only.
       known.error = error instanceof ServiceError ? error.reason : message;
+      known.refused = isRefusal(error);
       const delayS = backoffDelay({ delays: settings.calls.serviceRetryDelaysS }, known.failures++);
       logger.warning(
         `FunctionService ${namespace}/${name} is not served yet: ${message}; trying again in ${delayS}s`,
@@ -596,14 +601,19 @@ function holderOf(namespace: string, name: string): string {
   return `FunctionService ${namespace}/${name}`;
 }
 
-/** What a FunctionService's status says: served or not and why, whether its calls are made now, and where. */
-function statusOf(known: Known, state: ServiceState | undefined): Record<string, unknown> {
-  const down = known.refusal ?? known.error ?? (known.served ? state?.down : undefined);
+/**
+ * What a FunctionService's status says: served or not and why (Refused: for its spec, its manifest, or
+ * its webhooks, which the apiserver refused), whether its calls are made now, and where.
+ */
+export function statusOf(known: Known, state: ServiceState | undefined): Record<string, unknown> {
+  const refused =
+    known.refusal ?? (known.refused ? known.error : undefined) ?? (known.served ? state?.refused : undefined);
+  const down = refused ?? known.error ?? (known.served ? state?.down : undefined);
   const devSession = isObject(known.object.spec) ? known.object.spec.devSession : undefined;
   const holder = isObject(devSession) && devSession.url === state?.away ? devSession.holder : undefined;
   const found = known.served && !known.error && !known.refusal;
   return {
-    phase: known.refusal ? 'Refused' : known.served && !down ? 'Ready' : 'Unreachable',
+    phase: refused ? 'Refused' : known.served && !down ? 'Ready' : 'Unreachable',
     protocol: found ? known.served?.protocol : null,
     handlers: found ? known.served?.handlers : null,
     lastError: down ?? null,

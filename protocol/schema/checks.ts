@@ -11,14 +11,42 @@ export interface Check {
   expected: string;
 }
 
-const PATTERN0 = /^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$/;
-const PATTERN1 = /^[^.]+(\.[^.]+)*$/;
-const PATTERN2 = /^https?:\/\/[^/]/;
-const PATTERN3 = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+const PATTERN0 =
+  /^((?=[^/]{1,253}\/)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const PATTERN1 = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
+const PATTERN2 =
+  /^((?=[^/]{1,253}\/)[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const PATTERN3 = /^\S+$/;
+const PATTERN4 = /^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$/;
+const PATTERN5 = /^[^.]+(\.[^.]+)*$/;
+const PATTERN6 = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const PATTERN7 = /^https?:\/\/[^/]/;
+const PATTERN8 = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
 export const META_MATCH: Check = {
   test: (value: unknown): boolean => typeof value === 'string' || test0(value) || test1(value),
   expected: 'a value, {"present": true} or {"absent": true}',
+};
+export const LABEL_KEY: Check = {
+  test: (value: unknown): boolean => typeof value === 'string' && PATTERN0.test(value),
+  expected:
+    "a label's key ([prefix/]name: a DNS subdomain, then 63 letters, digits, '-', '_' or '.' at most)",
+};
+export const LABEL_MATCH: Check = {
+  test: (value: unknown): boolean =>
+    (typeof value === 'string' && PATTERN1.test(value)) || test0(value) || test1(value),
+  expected:
+    "a label's value (63 letters, digits, '-', '_' or '.' at most, a letter or digit at each end), {\"present\": true} or {\"absent\": true}",
+};
+export const ANNOTATION_KEY: Check = {
+  test: (value: unknown): boolean => typeof value === 'string' && PATTERN2.test(value),
+  expected:
+    "an annotation's key ([prefix/]name: a DNS subdomain, then 63 letters, digits, '-', '_' or '.' at most)",
+};
+export const HANDLER_ID: Check = {
+  test: (value: unknown): boolean =>
+    typeof value === 'string' && value.length >= 1 && value.length <= 253 && PATTERN3.test(value),
+  expected: 'a word of 1 to 253 characters, without whitespace',
 };
 export const LOG_LINE: Check = { test: (value: unknown): boolean => test2(value), expected: 'an object' };
 export const EVENT_HEAD: Check = { test: (value: unknown): boolean => test3(value), expected: 'an object' };
@@ -72,7 +100,7 @@ export const OPTIONS = {
     expected: 'a list of CREATE, UPDATE, DELETE and CONNECT',
   },
   subresource: {
-    test: (value: unknown): boolean => typeof value === 'string' && value.length >= 1 && PATTERN0.test(value),
+    test: (value: unknown): boolean => typeof value === 'string' && value.length >= 1 && PATTERN4.test(value),
     expected: "a subresource's name (status, scale), or * for all",
   },
   persistent: { test: (value: unknown): boolean => typeof value === 'boolean', expected: 'true or false' },
@@ -85,7 +113,7 @@ export const OPTIONS = {
 } satisfies Record<string, Check>;
 export const FILTERS = {
   field: {
-    test: (value: unknown): boolean => typeof value === 'string' && PATTERN1.test(value),
+    test: (value: unknown): boolean => typeof value === 'string' && PATTERN5.test(value),
     expected: 'a dotted path (spec.a.b)',
   },
   value: {
@@ -118,6 +146,11 @@ export const RESOURCE_SELECTOR = {
   version: { test: (value: unknown): boolean => typeof value === 'string', expected: 'a string' },
 } satisfies Record<string, Check>;
 export const MANIFEST = {
+  name: {
+    test: (value: unknown): boolean => typeof value === 'string' && PATTERN6.test(value),
+    expected:
+      'a DNS-1123 label: up to 63 lowercase letters, digits and "-", starting and ending with a letter or digit',
+  },
   sessions: { test: (value: unknown): boolean => typeof value === 'boolean', expected: 'a boolean' },
   indexVersions: { test: (value: unknown): boolean => typeof value === 'boolean', expected: 'a boolean' },
   batches: { test: (value: unknown): boolean => typeof value === 'boolean', expected: 'a boolean' },
@@ -151,7 +184,7 @@ export const DENIED = {
 } satisfies Record<string, Check>;
 export const CREDENTIALS = {
   server: {
-    test: (value: unknown): boolean => typeof value === 'string' && PATTERN2.test(value),
+    test: (value: unknown): boolean => typeof value === 'string' && PATTERN7.test(value),
     expected: "the API server's URL, e.g. https://10.0.0.1:6443",
   },
   token: {
@@ -184,7 +217,7 @@ export const INVOCATION_REQUEST = {
   indexes: { test: (value: unknown): boolean => test10(value), expected: 'an object' },
   indexVersions: { test: (value: unknown): boolean => test13(value), expected: 'an object' },
   traceparent: {
-    test: (value: unknown): boolean => typeof value === 'string' && PATTERN3.test(value),
+    test: (value: unknown): boolean => typeof value === 'string' && PATTERN8.test(value),
     expected: 'a string',
   },
   event: {

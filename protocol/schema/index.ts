@@ -4,7 +4,11 @@
  */
 import {
   ADMISSION_TIMEOUT,
+  ANNOTATION_KEY,
   FILTERS,
+  HANDLER_ID,
+  LABEL_KEY,
+  LABEL_MATCH,
   MANIFEST,
   MANIFEST_SCHEMA,
   META_MATCH,
@@ -45,12 +49,23 @@ function pick<Fields extends Record<string, Shape>>(
  * set under the name of its shape.
  */
 export const CHECKED: { shapes: Record<string, Shape>; fields: Record<string, Record<string, Shape>> } = {
-  shapes: { META_MATCH, LOG_LINE, EVENT_HEAD, OBJECT_REFERENCE, OBJECT_TO_APPLY, ADMISSION_TIMEOUT },
+  shapes: {
+    META_MATCH,
+    LABEL_KEY,
+    LABEL_MATCH,
+    ANNOTATION_KEY,
+    HANDLER_ID,
+    LOG_LINE,
+    EVENT_HEAD,
+    OBJECT_REFERENCE,
+    OBJECT_TO_APPLY,
+    ADMISSION_TIMEOUT,
+  },
   fields: {
     OPTIONS: OPTIONS.properties,
     FILTERS: pick(FILTERS, 'field', 'value', 'old', 'new', 'when'),
     RESOURCE_SELECTOR: pick(RESOURCE_SELECTOR, 'name', 'category', 'group', 'version'),
-    MANIFEST: pick(MANIFEST, 'sessions', 'indexVersions', 'batches'),
+    MANIFEST: pick(MANIFEST, 'name', 'sessions', 'indexVersions', 'batches'),
     INVOCATION_RESPONSE: pick(INVOCATION_RESPONSE, 'memo'),
     EFFECTS: pick(EFFECTS, 'patch', 'requeueAfter', 'roundEnded', 'warnings'),
     TEMPORARY: pick(STATUSES.temporary, 'message', 'delay'),

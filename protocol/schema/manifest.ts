@@ -38,8 +38,55 @@ const PRESENT = object({ present: constant(true) }, { required: ['present'] });
 const ABSENT = object({ absent: constant(true) }, { required: ['absent'] });
 
 export const META_MATCH = oneOf([string(), PRESENT, ABSENT], {
-  description: 'A label or annotation: this exact value, or only presence or absence.',
+  description: 'An annotation: this exact value, or only presence or absence.',
   expected: 'a value, {"present": true} or {"absent": true}',
+});
+
+/** The name part of a qualified name, as Kubernetes takes it in a label's or annotation's key. */
+const QUALIFIED_NAME = '[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?';
+
+/**
+ * A label's key as Kubernetes takes it (a qualified name: an optional DNS-subdomain prefix and `/`,
+ * then a name of 63 characters at most). Label filters become the objectSelector of a webhook
+ * configuration and the selector of a watch: a key the apiserver refuses there would refuse them.
+ */
+export const LABEL_KEY = string({
+  pattern: `^((?=[^/]{1,253}/)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?${QUALIFIED_NAME}$`,
+  description: "A label's key: [prefix/]name, the prefix a DNS subdomain, the name 63 characters at most.",
+  expected:
+    "a label's key ([prefix/]name: a DNS subdomain, then 63 letters, digits, '-', '_' or '.' at most)",
+});
+
+/** A label's value as Kubernetes takes it: empty, or 63 characters at most, alphanumeric at both ends. */
+const LABEL_VALUE = string({
+  pattern: `^(${QUALIFIED_NAME})?$`,
+  expected: "a label's value (63 letters, digits, '-', '_' or '.' at most, a letter or digit at each end)",
+});
+
+/** A label filter: a value a label can have, or only presence or absence. */
+export const LABEL_MATCH = oneOf([LABEL_VALUE, PRESENT, ABSENT], {
+  description: 'A label: this exact value, or only presence or absence.',
+  expected: `${LABEL_VALUE.expected}, {"present": true} or {"absent": true}`,
+});
+
+/** An annotation's key as Kubernetes takes it: a label's, but its prefix in either case. */
+export const ANNOTATION_KEY = string({
+  pattern: `^((?=[^/]{1,253}/)[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*/)?${QUALIFIED_NAME}$`,
+  description:
+    "An annotation's key: [prefix/]name, the prefix a DNS subdomain, the name 63 characters at most.",
+  expected:
+    "an annotation's key ([prefix/]name: a DNS subdomain, then 63 letters, digits, '-', '_' or '.' at most)",
+});
+
+/**
+ * A handler's or an activity's id: a key of the object's status and the gateway's progress, a label of
+ * its metrics and part of its webhook's path, so a word without whitespace, of a bounded length.
+ */
+export const HANDLER_ID = string({
+  minLength: 1,
+  maxLength: 253,
+  pattern: '^\\S+$',
+  expected: 'a word of 1 to 253 characters, without whitespace',
 });
 
 const VALUE_MATCH = oneOf(
@@ -65,8 +112,14 @@ const VALUE_MATCH = oneOf(
 /** The filters a service declares (not `namespaces`: the gateway's, from the service's scope). */
 export const FILTERS = object(
   {
-    labels: record(ref('metaMatch', () => META_MATCH)),
-    annotations: record(ref('metaMatch', () => META_MATCH)),
+    labels: record(
+      ref('labelMatch', () => LABEL_MATCH),
+      { keys: ref('labelKey', () => LABEL_KEY) },
+    ),
+    annotations: record(
+      ref('metaMatch', () => META_MATCH),
+      { keys: ref('annotationKey', () => ANNOTATION_KEY) },
+    ),
     field: string({
       pattern: '^[^.]+(\\.[^.]+)*$',
       description:
@@ -256,7 +309,7 @@ export const RESOURCE_SELECTOR = (() => {
 
 const HANDLER = object(
   {
-    id: string({ minLength: 1, description: 'Unique in the service; results go to status.<id>.' }),
+    id: describe(HANDLER_ID, 'Unique in the service; results go to status.<id>.'),
     kind: string({
       description:
         'The cause the handler is for: create, update, delete, resume, field (the field changed: created or updated), event (every watch event), reconcile (the current state, after any change), timer (every interval while the object exists), daemon (one long call while the object exists), validate or mutate (admission reviews), index (an in-memory index of the objects). A gateway skips kinds it does not know, with a warning.',
@@ -272,7 +325,7 @@ const HANDLER = object(
 
 const ACTIVITY = object(
   {
-    id: string({ minLength: 1, description: "Unique among the service's activities." }),
+    id: describe(HANDLER_ID, "Unique among the service's activities."),
     kind: string({
       description:
         'When the gateway calls it: startup (before it watches anything; a failure fails the start), cleanup (as it stops), probe (for its liveness endpoint; the result is reported there), login (for its credentials to the Kubernetes API, where it is told to log in through this service). A gateway skips kinds it does not know, with a warning.',
@@ -323,6 +376,8 @@ export const MANIFEST = object(
     name: string({
       pattern: '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$',
       description: "The service's name; every signed request to it carries it as the audience.",
+      expected:
+        'a DNS-1123 label: up to 63 lowercase letters, digits and "-", starting and ending with a letter or digit',
     }),
     handlers: list(ref('handler', () => HANDLER)),
     activities: list(
@@ -368,6 +423,9 @@ export const MANIFEST_SCHEMA = schemaDocument(
     objectPart: OBJECT_PART,
     resourceSelector: RESOURCE_SELECTOR,
     filters: FILTERS,
+    labelKey: LABEL_KEY,
+    labelMatch: LABEL_MATCH,
+    annotationKey: ANNOTATION_KEY,
     metaMatch: META_MATCH,
     valueMatch: VALUE_MATCH,
     options: OPTIONS,

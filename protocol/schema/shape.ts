@@ -79,14 +79,16 @@ export function anything(options: Described = {}): Shape {
 export function string(
   options: Described & {
     minLength?: number;
+    maxLength?: number;
     pattern?: string;
     format?: 'date-time';
     examples?: string[];
   } = {},
 ): Shape {
-  const { minLength = 0, pattern, format, examples } = options;
+  const { minLength = 0, maxLength, pattern, format, examples } = options;
   const schema: Record<string, unknown> = { type: 'string' };
   if (minLength > 0) schema.minLength = minLength;
+  if (maxLength !== undefined) schema.maxLength = maxLength;
   if (pattern !== undefined) schema.pattern = pattern;
   if (format) schema.format = format;
   if (examples) schema.examples = examples;
@@ -96,6 +98,7 @@ export function string(
       [
         `typeof ${value} === 'string'`,
         ...(minLength > 0 ? [`${value}.length >= ${minLength}`] : []),
+        ...(maxLength === undefined ? [] : [`${value}.length <= ${maxLength}`]),
         ...(pattern === undefined ? [] : [`${out.hoist(regexLiteral(pattern))}.test(${value})`]),
         // A time the receiver can read: formats are not checked by every schema validator.
         ...(format ? [`!Number.isNaN(Date.parse(${value}))`] : []),
@@ -215,22 +218,25 @@ export function tuple(items: readonly Shape[], options: Described = {}): Shape {
   return made;
 }
 
-/** An object of any keys, each value of the shape given (any value without one). */
-export function record(value?: Shape, options: Described = {}): Shape {
+/** An object of any keys (of the shape `keys`, when given), each value of the shape given (any value without one). */
+export function record(value?: Shape, options: Described & { keys?: Shape } = {}): Shape {
+  const { keys } = options;
+  const schema: Record<string, unknown> = { type: 'object' };
+  if (keys) schema.propertyNames = keys.schema;
+  if (value) schema.additionalProperties = value.schema;
   const made: Shape = shape(
-    withDescription(
-      value ? { type: 'object', additionalProperties: value.schema } : { type: 'object' },
-      options,
-    ),
+    withDescription(schema, options),
     (given, out) => {
-      if (!value) return `isObject(${given})`;
+      if (!value && !keys) return `isObject(${given})`;
       const test = out.define(made, (object) =>
         [
           `if (!isObject(${object})) return false;`,
           `for (const key in ${object}) {`,
           `if (!Object.hasOwn(${object}, key)) continue;`,
-          `const item = ${object}[key];`,
-          `if (!(${value.code('item', out)})) return false;`,
+          ...(keys ? [`if (!(${keys.code('key', out)})) return false;`] : []),
+          ...(value
+            ? [`const item = ${object}[key];`, `if (!(${value.code('item', out)})) return false;`]
+            : []),
           '}',
           'return true;',
         ].join('\n'),

@@ -199,19 +199,30 @@ describe('a hostile function service within its pinned scope', () => {
     );
   });
 
-  it('does not serve a service whose manifest reaches beyond its pin, saying which handler and resource', async (t) => {
+  it('does not serve a service whose manifest reaches beyond its pin, saying which handler and resource, and starts all the same', async (t) => {
     const namespace = await testNamespace(t);
     const greedy = (declare?: ServiceScope) => {
       const op = operator({ name: 'greedy', secret: TEST_SECRET, ...(declare ? { scope: declare } : {}) });
       op.on.create('kopfexamples', function create_fn() {});
       return op;
     };
+    // The gateway starts (it would serve the others), and says which service it refuses and why.
     const refusedWith = async (service: ReturnType<typeof greedy>, reason: RegExp) => {
       const logger = memoryLogger();
-      await assert.rejects(
-        runOperator(service, { namespaces: [namespace], logger, scopes: { greedy: PIN } }),
-        reason,
-      );
+      const running = await runOperator(service, {
+        namespaces: [namespace],
+        logger,
+        scopes: { greedy: PIN },
+      });
+      try {
+        assert.match(
+          logger.lines.join(''),
+          new RegExp(`function service "greedy" is refused: ${reason.source}`),
+        );
+        assert.equal(running.gateway.handling, true);
+      } finally {
+        await running.stop();
+      }
     };
 
     // Whole objects of Secrets sent to a service that only asked for them.
@@ -312,7 +323,7 @@ describe('a hostile function service within its pinned scope', () => {
       const status = (await client.get<KubernetesObject>(`${collection}/greedy`)).status;
       return typeof status?.lastError === 'string' ? status : undefined;
     });
-    assert.notEqual(refused.phase, 'Ready');
+    assert.equal(refused.phase, 'Refused');
     assert.match(
       String(refused.lastError),
       /handler "steal" of "greedy" names secrets, outside the scope pinned for it \(resources: kopfexamples\.kopf\.dev\)/,

@@ -10,6 +10,7 @@ import { Serial } from '../serial.ts';
 import type { Settings } from '../settings.ts';
 import { type Backoff, backoffDelay, sleep } from '../timing.ts';
 import { CircuitBreaker } from './breaker.ts';
+import type { Budgets, ServiceBudgets } from './budget.ts';
 import { type CallObserver, FunctionService, type IndexSource, readHealth } from './function-service.ts';
 import { ScopeError, type ScopeGuard } from './scope.ts';
 import { hmacSigner, type Signer } from './signer.ts';
@@ -58,6 +59,8 @@ export interface FunctionServicesOptions {
   scope?: ScopeGuard;
   /** Told of the services' requests and calls (the metrics'). */
   observer?: CallObserver;
+  /** Each service's budgets, which the calls of a service over HTTP are held to (dispatch/budget.ts). */
+  budgets?: Budgets;
 }
 
 /** What services/function-certificates.ts does for the services given a certificate Secret. */
@@ -85,10 +88,14 @@ export interface ServiceState {
   away: string | undefined;
 }
 
-/** The way to a service over HTTP: its connection pool, and the breaker that stops calls while it is down. */
+/**
+ * The way to a service over HTTP: its connection pool, the breaker that stops calls while it is down,
+ * and the service's budgets, the same whichever way its calls go.
+ */
 interface Way {
   transport: Transport;
   breaker: CircuitBreaker;
+  budgets?: ServiceBudgets;
 }
 
 interface Slot {
@@ -401,12 +408,9 @@ export class FunctionServices {
     const { url, name } = endpoint;
     const { ca, concurrencyPerService, breakerThreshold, serviceRetryDelaysS, maxReplyBytes } =
       this.#options.settings;
-    const transport = httpTransport(
-      url,
-      endpoint.ca ?? ca,
-      endpoint.concurrency ?? concurrencyPerService,
-      maxReplyBytes,
-    );
+    const concurrency = endpoint.concurrency ?? concurrencyPerService;
+    const budgets = this.#options.budgets?.of(name, concurrency);
+    const transport = httpTransport(url, endpoint.ca ?? ca, concurrency, maxReplyBytes, budgets);
     const breaker = new CircuitBreaker({
       threshold: breakerThreshold,
       probeDelaysS: serviceRetryDelaysS,
@@ -414,7 +418,7 @@ export class FunctionServices {
       logger: this.#options.logger.child({ service: name, url }),
       onChange: () => this.#tell(name),
     });
-    return { transport, breaker };
+    return { transport, breaker, ...(budgets ? { budgets } : {}) };
   }
 
   /** Its certificate issued and its CA pinned, for a service given a certificate Secret. */

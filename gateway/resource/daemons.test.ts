@@ -23,6 +23,65 @@ const example = (name: string): KubernetesObject => ({
   metadata: { name, namespace: 'default', uid: `uid-${name}`, resourceVersion: '1' },
 });
 
+const quiet = createLogger({ level: 'error', sink: { write: () => {} } });
+
+/** Daemons of `op`'s service, its budget of connections `connections`, rounds of 100 ms. */
+async function daemonsOf(op: ReturnType<typeof operator>, connections: number) {
+  const budgets = new Budgets({
+    maxReplyBytes: 1024,
+    replyBytesPerService: 1024,
+    concurrencyPerService: 8,
+    daemonsPerService: connections,
+    indexBytesPerService: 1024,
+  }).of(op.name);
+  const service = await FunctionService.connect({
+    transport: inProcessTransport(op),
+    name: undefined,
+    sign: hmacSigner(new TextEncoder().encode('a secret of at least thirty-two bytes, for the test')),
+    budgets,
+  });
+  const served: ServedResource = {
+    resource: KOPF_EXAMPLES as unknown as DiscoveredResource,
+    storage: undefined as unknown as StateStorage,
+    bindings: [{ service, handlers: [...service.manifest.handlers] }],
+  };
+  const daemons = new Daemons({
+    served,
+    api: {} as ReactorApi,
+    memory: new ObjectMemory(),
+    roundMs: 100,
+    retryDelaysS: [1],
+    annotationPrefix: 'causeway.dev',
+    logger: quiet,
+  });
+  return { daemons, budgets };
+}
+
+describe('a daemon stopped', () => {
+  it('is given its whole cancellationTimeout, one longer than a timer holds (some 24.8 days) included', async (t) => {
+    let started = false;
+    let finished = false;
+    const op = operator({ name: 'patient' });
+    op.on.daemon(
+      'kopfexamples',
+      { id: 'patient', cancellationTimeout: 30 * 24 * 3600 },
+      async ({ stopped }) => {
+        started = true;
+        if (!stopped.aborted)
+          await new Promise((ended) => stopped.addEventListener('abort', ended, { once: true }));
+        await new Promise((resolve) => setTimeout(resolve, 100)); // cleans up a while after being told
+        finished = true;
+      },
+    );
+    const { daemons } = await daemonsOf(op, 4);
+    t.after(() => daemons.stop());
+    daemons.observe('ADDED', example('a'));
+    await eventually('the daemon called', async () => started || undefined);
+    await daemons.stop();
+    assert.equal(finished, true, 'its call was not cut off before it returned');
+  });
+});
+
 describe('daemons over their budget', () => {
   it("wait their turn, a round each, never more of the service's connections open than its budget", async (t) => {
     let open = 0;
@@ -37,33 +96,7 @@ describe('daemons over their budget', () => {
         await new Promise((ended) => stopped.addEventListener('abort', ended, { once: true }));
       open--;
     });
-    const budgets = new Budgets({
-      maxReplyBytes: 1024,
-      replyBytesPerService: 1024,
-      concurrencyPerService: 8,
-      daemonsPerService: 2,
-      indexBytesPerService: 1024,
-    }).of('beats');
-    const service = await FunctionService.connect({
-      transport: inProcessTransport(op),
-      name: undefined,
-      sign: hmacSigner(new TextEncoder().encode('a secret of at least thirty-two bytes, for the test')),
-      budgets,
-    });
-    const served: ServedResource = {
-      resource: KOPF_EXAMPLES as unknown as DiscoveredResource,
-      storage: undefined as unknown as StateStorage,
-      bindings: [{ service, handlers: [...service.manifest.handlers] }],
-    };
-    const daemons = new Daemons({
-      served,
-      api: {} as ReactorApi,
-      memory: new ObjectMemory(),
-      roundMs: 100,
-      retryDelaysS: [1],
-      annotationPrefix: 'causeway.dev',
-      logger: createLogger({ level: 'error', sink: { write: () => {} } }),
-    });
+    const { daemons, budgets } = await daemonsOf(op, 2);
     t.after(() => daemons.stop());
     const names = ['a', 'b', 'c', 'd', 'e'];
     for (const name of names) daemons.observe('ADDED', example(name));

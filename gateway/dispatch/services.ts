@@ -4,6 +4,7 @@
  * told whenever the service that answers for a name changes: another manifest after a redeploy (found
  * by reading the manifests again), or another endpoint.
  */
+import type { LookupFunction } from 'node:net';
 import { isLoopback, type ServiceScope } from '../../protocol/index.ts';
 import type { Logger } from '../logging.ts';
 import { Serial } from '../serial.ts';
@@ -39,6 +40,11 @@ export interface FunctionEndpoint {
   timeoutMs?: number;
   /** Calls to it at once (`settings.calls.concurrencyPerService` otherwise). */
   concurrency?: number;
+  /**
+   * How its host's name is resolved at each connection, a dev session's URL's too: a FunctionService's
+   * refuses local addresses there, not only when its URL is read (a name may resolve elsewhere later).
+   */
+  lookup?: LookupFunction;
   /**
    * Let dev sessions (services/dev-sessions.ts) send its calls to URLs matching one of `urls` (globs),
    * each lasting `maxSeconds` (default 3600) at most unrenewed; without it, its sessions are ignored.
@@ -410,7 +416,10 @@ export class FunctionServices {
       this.#options.settings;
     const concurrency = endpoint.concurrency ?? concurrencyPerService;
     const budgets = this.#options.budgets?.of(name, concurrency);
-    const transport = httpTransport(url, endpoint.ca ?? ca, concurrency, maxReplyBytes, budgets);
+    const transport = httpTransport(url, endpoint.ca ?? ca, concurrency, maxReplyBytes, {
+      ...(budgets ? { budgets } : {}),
+      ...(endpoint.lookup ? { lookup: endpoint.lookup } : {}),
+    });
     const breaker = new CircuitBreaker({
       threshold: breakerThreshold,
       probeDelaysS: serviceRetryDelaysS,

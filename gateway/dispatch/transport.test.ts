@@ -402,7 +402,7 @@ describe("a service's budgets, over HTTP", () => {
     url: string,
     budgets: ReturnType<typeof budgetsOf>,
   ) => {
-    const transport = httpTransport(url, undefined, budgets.calls.limit, 1024 * KiB, budgets);
+    const transport = httpTransport(url, undefined, budgets.calls.limit, 1024 * KiB, { budgets });
     t.after(() => transport.close());
     return transport;
   };

@@ -4,6 +4,7 @@
  * operator of causeway/functions offers in-process: no HTTP, JSON or signatures, which guard a
  * network such a call never crosses.
  */
+import type { LookupFunction } from 'node:net';
 import { Agent, request } from 'undici';
 import { IN_PROCESS, type InProcessCalls } from '../../protocol/index.ts';
 import { DEFAULT_SETTINGS } from '../settings.ts';
@@ -135,20 +136,22 @@ async function readCapped(
  * `ca`: PEM of what to trust for an https URL, instead of the system's roots. `connections`: at most
  * this many requests at once to the service, one per connection; the rest wait their turn.
  * `maxReplyBytes`: the longest reply it reads. `budgets`: the service's, which its calls (those not
- * `long`) and the bytes of its replies are held to; `connections` is then its calls' limit.
+ * `long`) and the bytes of its replies are held to; `connections` is then its calls' limit. `lookup`:
+ * how its host's name is resolved, at each connection (refusing addresses a URL may not reach).
  */
 export function httpTransport(
   url: string,
   ca?: string,
   connections = 128,
   maxReplyBytes = DEFAULT_SETTINGS.calls.maxReplyBytes,
-  budgets?: TransportBudgets,
+  { budgets, lookup }: { budgets?: TransportBudgets; lookup?: LookupFunction } = {},
 ): Transport {
   const base = url.replace(/\/+$/, '');
+  const connect = { ...(ca ? { ca } : {}), ...(lookup ? { lookup } : {}) };
   const dispatcher = new Agent({
     keepAliveTimeout: 30_000,
     connections: budgets?.calls.limit ?? connections,
-    ...(ca ? { connect: { ca } } : {}),
+    connect,
   });
   // Made on the first long call: most services have none.
   let longCalls: Agent | undefined;
@@ -156,7 +159,7 @@ export function httpTransport(
     url: base,
     send: ({ method, path, headers, body, timeoutMs, cut, long }) =>
       withDeadline(timeoutMs, cut, async (signal) => {
-        if (long) longCalls ??= new Agent({ keepAliveTimeout: 30_000, ...(ca ? { connect: { ca } } : {}) });
+        if (long) longCalls ??= new Agent({ keepAliveTimeout: 30_000, connect });
         const via = long && longCalls ? longCalls : dispatcher;
         // A long call (a daemon's) is held to the daemons' budget by whoever makes it.
         const calls = long ? undefined : budgets?.calls;

@@ -33,7 +33,7 @@ import {
   type DevSessionRoutes,
   type DevSessionsAllowed,
 } from './dev-sessions.ts';
-import { functionServiceUrlProblem } from './function-service-urls.ts';
+import { functionServiceUrlProblem, refusingLocal } from './function-service-urls.ts';
 
 export const FUNCTION_SERVICE = { group: 'causeway.dev', version: 'v1alpha1', plural: 'functionservices' };
 
@@ -465,8 +465,9 @@ export class FunctionServiceObjects implements Part {
       return;
     }
     try {
+      const endpoint = await functionServiceEndpoint(this.#options.client, known.object);
       const service = await this.#options.services.put(
-        await functionServiceEndpoint(this.#options.client, known.object),
+        settings.calls.allowLoopback ? endpoint : { ...endpoint, lookup: refusingLocal() },
       );
       known.served = {
         protocol: service.manifest.protocol,

@@ -166,7 +166,17 @@ export class Activities {
         for (const spec of specs) {
           const outcome = answer.outcomes[spec.id] as Outcome;
           if (outcome.status === 'success') round.results[spec.id] = outcome.result ?? null;
-          else round.failures.push(`probe "${spec.id}" of "${service.name}" failed: ${messageOf(outcome)}`);
+          else {
+            // The liveness endpoint says what the gateway knows; what the service said, in its log only.
+            round.failures.push(
+              `probe "${spec.id}" of "${service.name}" failed (${outcome.status}; why, in the gateway's log)`,
+            );
+            this.#options.logger.warning('probe failed', {
+              service: service.name,
+              handler: spec.id,
+              err: messageOf(outcome),
+            });
+          }
         }
         return round;
       }),

@@ -53,6 +53,8 @@ describe('healthOf', () => {
       said: 'ok',
       nested: 'ok',
     });
+    const own = { ...round('a', { said: 'fine' }), inProcess: true as const };
+    assert.deepEqual(healthOf([own], fine).body, { said: 'fine' }, "an operator in the gateway's process");
   });
 
   it('answers 500 with every reason: stopping, a fault, a probe failed', () => {

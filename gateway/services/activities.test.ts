@@ -87,8 +87,8 @@ describe('Activities', () => {
       lines.some((line) => line.includes('startup handler "retried" of function service "hooks" succeeded')),
     );
     assert.deepEqual(await activities.probe(), [
-      { service: 'hooks', results: { tasks: 3 }, failures: [] },
-      { service: 'other', results: { tasks: 'theirs' }, failures: [] },
+      { service: 'hooks', results: { tasks: 3 }, failures: [], inProcess: true },
+      { service: 'other', results: { tasks: 'theirs' }, failures: [], inProcess: true },
     ]);
   });
 
@@ -158,6 +158,7 @@ describe('Activities', () => {
         service: 'hooks',
         results: { ok: 'fine' },
         failures: [`probe "flaky" of "hooks" failed (temporary; why, in the gateway's log)`],
+        inProcess: true,
       },
     ]);
   });

@@ -75,6 +75,8 @@ export interface ProbeRound {
   service: string;
   results: Record<string, unknown>;
   failures: string[];
+  /** An operator in the gateway's process: one trust domain with it, its results shown as they are. */
+  inProcess?: true;
 }
 
 export interface ActivitiesOptions {
@@ -161,7 +163,12 @@ export class Activities {
           this.#options.logger,
         );
         this.#remember(service, answer.memo);
-        const round: ProbeRound = { service: service.name, results: {}, failures: [] };
+        const round: ProbeRound = {
+          service: service.name,
+          results: {},
+          failures: [],
+          ...(service.inProcess ? { inProcess: true } : {}),
+        };
         if (answer.down) return round; // the liveness endpoint says so, from the service's breaker
         for (const spec of specs) {
           const outcome = answer.outcomes[spec.id] as Outcome;

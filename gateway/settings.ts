@@ -46,8 +46,27 @@ export interface Settings {
      * gateway rebind (and list again) many times a second.
      */
     manifestRereadSpacingMs: number;
-    /** Calls at once to one function service over HTTP, each on a connection of its own; the others wait their turn. */
+    /**
+     * Calls at once to one function service over HTTP (a batch is one), each on a connection of its
+     * own: its budget of calls in flight; the others wait their turn, in order, within their deadline.
+     */
     concurrencyPerService: number;
+    /**
+     * Bytes of one function service's replies the gateway holds at once, read and not yet parsed: its
+     * budget of reply bytes (at least maxReplyBytes). A reply's bytes are taken as they arrive (all of
+     * its declared length at once); while its replies hold the whole budget, the next ones are not
+     * read, and wait. Other services' replies have budgets of their own.
+     */
+    replyBytesPerService: number;
+    /** Daemons of one function service whose calls are open at once: the others wait their turn, a round each. */
+    daemonsPerService: number;
+    /**
+     * Bytes (as JSON) of the values one function service's indexes hold, over all of them: a value
+     * that would go beyond is not kept, and its object's update of the index fails with the reason.
+     */
+    indexBytesPerService: number;
+    /** Bytes (as JSON) of the values one object puts in one index, at most: more fails that update. */
+    indexBytesPerObject: number;
     /** Calls in a row that find a service unreachable before it is taken as down: its calls then wait for its health check to answer. */
     breakerThreshold: number;
     /**
@@ -188,6 +207,10 @@ export const DEFAULT_SETTINGS: Settings = {
     manifestRefreshMs: 30_000,
     manifestRereadSpacingMs: 5_000,
     concurrencyPerService: 128,
+    replyBytesPerService: 64 * 1024 * 1024,
+    daemonsPerService: 1024,
+    indexBytesPerService: 64 * 1024 * 1024,
+    indexBytesPerObject: 1024 * 1024,
     breakerThreshold: 5,
     maxReplyBytes: 16 * 1024 * 1024,
     plainHttp: false,

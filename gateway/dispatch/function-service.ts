@@ -23,6 +23,7 @@ import { equal, isObject, jsonCopy } from '../../protocol/json.ts';
 import { ERROR_RESPONSE } from '../../protocol/schema/checks.ts';
 import { type BatchLimits, CallBatches, type EncodedCall } from './batches.ts';
 import type { CircuitBreaker } from './breaker.ts';
+import { BudgetStalled, type ServiceBudgets } from './budget.ts';
 import { type AnswerGuard, beyondPin, confineOutcomes, narrowedToScope, ScopeError } from './scope.ts';
 import type { Signer } from './signer.ts';
 import {
@@ -74,6 +75,8 @@ export interface FunctionServiceOptions {
   observer?: CallObserver;
   /** Told when it answered that it lacks handlers a call named: redeployed, its manifest is to be read again. */
   redeployed?: () => void;
+  /** Its budgets (dispatch/budget.ts), shared by every instance of it; its transport holds it to them too. */
+  budgets?: ServiceBudgets;
 }
 
 /** Told of the requests to function services and of the calls of their handlers (the metrics'). */
@@ -207,6 +210,11 @@ export class FunctionService {
   /** An operator in this process, asked directly rather than over HTTP. */
   get inProcess(): boolean {
     return this.#transport.direct !== undefined;
+  }
+
+  /** Its budgets, when it is held to some: daemons take a connection of `daemons` for each call. */
+  get budgets(): ServiceBudgets | undefined {
+    return this.#options.budgets;
   }
 
   /** While its circuit is open, why: its calls are not made. */
@@ -514,6 +522,13 @@ async function send(
   } catch (error) {
     // Cut off by the gateway itself (a daemon that did not stop in time): no sign of the service's health.
     if (call.cut?.aborted) throw new ServiceError(`${where}: cut off (${call.cut.reason})`);
+    // Its own replies in flight held its whole budget, each waiting for more: this one gave way.
+    if (error instanceof BudgetStalled) {
+      throw new ServiceError(
+        `${where}: the replies of ${signer ? `service "${signer.audience}"` : transport.url} in flight held ` +
+          'its whole budget of reply bytes (calls.replyBytesPerService), each waiting for more; this one gave way',
+      );
+    }
     // It answered: no sign of its health either.
     if (error instanceof ReplyTooLarge) {
       const service = signer ? `service "${signer.audience}"` : transport.url;
@@ -526,6 +541,15 @@ async function send(
       unreachable: true,
     });
   }
+  try {
+    return answered(answer, where);
+  } finally {
+    answer.release();
+  }
+}
+
+/** The parsed 200 answer, or why there is none. */
+function answered(answer: Reply, where: string): unknown {
   // A proxy's or load balancer's word that nothing is there, whatever its body.
   const unreachable = answer.status === 502 || answer.status === 503 || answer.status === 504;
   // The body is never quoted but as the protocol's own error message: the URL may reach anything.

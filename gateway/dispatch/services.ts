@@ -4,12 +4,14 @@
  * told whenever the service that answers for a name changes: another manifest after a redeploy (found
  * by reading the manifests again), or another endpoint.
  */
+import type { LookupFunction } from 'node:net';
 import { isLoopback, type ServiceScope } from '../../protocol/index.ts';
 import type { Logger } from '../logging.ts';
 import { Serial } from '../serial.ts';
 import type { Settings } from '../settings.ts';
 import { type Backoff, backoffDelay, sleep } from '../timing.ts';
 import { CircuitBreaker } from './breaker.ts';
+import type { Budgets, ServiceBudgets } from './budget.ts';
 import { type CallObserver, FunctionService, type IndexSource, readHealth } from './function-service.ts';
 import { isRefusal, type Refusals } from './refusals.ts';
 import { ScopeError, type ScopeGuard } from './scope.ts';
@@ -40,6 +42,11 @@ export interface FunctionEndpoint {
   /** Calls to it at once (`settings.calls.concurrencyPerService` otherwise). */
   concurrency?: number;
   /**
+   * How its host's name is resolved at each connection, a dev session's URL's too: a FunctionService's
+   * refuses local addresses there, not only when its URL is read (a name may resolve elsewhere later).
+   */
+  lookup?: LookupFunction;
+  /**
    * Let dev sessions (services/dev-sessions.ts) send its calls to URLs matching one of `urls` (globs),
    * each lasting `maxSeconds` (default 3600) at most unrenewed; without it, its sessions are ignored.
    */
@@ -61,6 +68,8 @@ export interface FunctionServicesOptions {
   observer?: CallObserver;
   /** Where the services refused for their manifest are said to be, and no longer once taken up. */
   refusals?: Refusals;
+  /** Each service's budgets, which the calls of a service over HTTP are held to (dispatch/budget.ts). */
+  budgets?: Budgets;
 }
 
 /** What services/function-certificates.ts does for the services given a certificate Secret. */
@@ -90,10 +99,14 @@ export interface ServiceState {
   refused: string | undefined;
 }
 
-/** The way to a service over HTTP: its connection pool, and the breaker that stops calls while it is down. */
+/**
+ * The way to a service over HTTP: its connection pool, the breaker that stops calls while it is down,
+ * and the service's budgets, the same whichever way its calls go.
+ */
 interface Way {
   transport: Transport;
   breaker: CircuitBreaker;
+  budgets?: ServiceBudgets;
 }
 
 interface Slot {
@@ -506,12 +519,12 @@ export class FunctionServices {
     const { url, name } = endpoint;
     const { ca, concurrencyPerService, breakerThreshold, serviceRetryDelaysS, maxReplyBytes } =
       this.#options.settings;
-    const transport = httpTransport(
-      url,
-      endpoint.ca ?? ca,
-      endpoint.concurrency ?? concurrencyPerService,
-      maxReplyBytes,
-    );
+    const concurrency = endpoint.concurrency ?? concurrencyPerService;
+    const budgets = this.#options.budgets?.of(name, concurrency);
+    const transport = httpTransport(url, endpoint.ca ?? ca, concurrency, maxReplyBytes, {
+      ...(budgets ? { budgets } : {}),
+      ...(endpoint.lookup ? { lookup: endpoint.lookup } : {}),
+    });
     const breaker = new CircuitBreaker({
       threshold: breakerThreshold,
       probeDelaysS: serviceRetryDelaysS,
@@ -519,7 +532,7 @@ export class FunctionServices {
       logger: this.#options.logger.child({ service: name, url }),
       onChange: () => this.#tell(name),
     });
-    return { transport, breaker };
+    return { transport, breaker, ...(budgets ? { budgets } : {}) };
   }
 
   /** Its certificate issued and its CA pinned, for a service given a certificate Secret. */

@@ -5,8 +5,10 @@ import { describe, it } from 'node:test';
 import { operator } from '../../functions/index.ts';
 import { invocation, KOPF_EXAMPLES, SECRET } from '../../functions/test-helpers.ts';
 import { MAX_DELAY_SECONDS, PATHS, PROTOCOL } from '../../protocol/index.ts';
+import { eventually } from '../../test/support/operator.ts';
 import { createLogger } from '../logging.ts';
 import { CircuitBreaker } from './breaker.ts';
+import { Budget } from './budget.ts';
 import { callServices } from './calls.ts';
 import { FunctionService, retryAfterMs, ServiceError } from './function-service.ts';
 import { hmacSigner } from './signer.ts';
@@ -345,5 +347,159 @@ describe('Retry-After', () => {
       24,
       'its end is a date',
     );
+  });
+});
+
+describe("a service's budgets, over HTTP", () => {
+  const KiB = 1024;
+  const budgetsOf = (replyBytes: number, calls = 8) => ({
+    replyBytes: new Budget(replyBytes),
+    calls: new Budget(calls),
+  });
+
+  /**
+   * A server: `/declared/<n>` answers n KiB with a Content-Length, `/streamed/<n>` n KiB without one, in
+   * pieces, `/partial` half an answer and then nothing; `sent` counts the bytes it wrote.
+   */
+  async function budgetServer(t: { after(fn: () => unknown): void }) {
+    const sent = { bytes: 0 };
+    const server = createServer((request, response) => {
+      const [, route, size] = (request.url ?? '').split('/');
+      const body = new Uint8Array(Number(size ?? 0) * KiB).fill(0x20);
+      if (route === 'declared') {
+        response.writeHead(200, { 'content-length': String(body.byteLength) });
+        sent.bytes += body.byteLength;
+        return void response.end(body);
+      }
+      if (route === 'partial') {
+        response.writeHead(200, { 'content-length': String(64 * KiB) });
+        return void response.write(new Uint8Array(32 * KiB));
+      }
+      let offset = 0;
+      const more = () => {
+        while (offset < body.byteLength) {
+          const piece = body.subarray(offset, offset + 16 * KiB);
+          offset += piece.byteLength;
+          sent.bytes += piece.byteLength;
+          if (!response.write(piece)) return;
+        }
+        response.end();
+      };
+      response.on('drain', more);
+      more();
+    });
+    await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    t.after(async () => {
+      server.closeAllConnections();
+      await new Promise((done) => server.close(done));
+    });
+    return { url, sent };
+  }
+
+  const withTransport = (
+    t: { after(fn: () => unknown): void },
+    url: string,
+    budgets: ReturnType<typeof budgetsOf>,
+  ) => {
+    const transport = httpTransport(url, undefined, budgets.calls.limit, 1024 * KiB, { budgets });
+    t.after(() => transport.close());
+    return transport;
+  };
+
+  it("holds a reply's declared length until it is released; the next waits for it, then is read", async (t) => {
+    const { url } = await budgetServer(t);
+    const budgets = budgetsOf(1024 * KiB);
+    const transport = withTransport(t, url, budgets);
+    const first = await transport.send({ ...exchange(30_000), path: '/declared/600' });
+    assert.equal(budgets.replyBytes.used, 600 * KiB);
+    const second = transport.send({ ...exchange(30_000), path: '/declared/600' });
+    await eventually(
+      'the second reply waiting for the budget',
+      async () => budgets.replyBytes.waits === 1 || undefined,
+    );
+    assert.equal(budgets.replyBytes.used, 600 * KiB, 'not read while the first holds the budget');
+    first.release();
+    first.release(); // once only
+    const read = await second;
+    assert.deepEqual([read.text.length, budgets.replyBytes.used], [600 * KiB, 600 * KiB]);
+    read.release();
+    assert.equal(budgets.replyBytes.used, 0);
+  });
+
+  it('takes the bytes of a reply without a declared length as they arrive, and stops reading while the budget is short', async (t) => {
+    const { url, sent } = await budgetServer(t);
+    const budgets = budgetsOf(1024 * KiB);
+    const transport = withTransport(t, url, budgets);
+    await budgets.replyBytes.acquire(512 * KiB); // another reply of the service, being parsed
+    const streamed = transport.send({ ...exchange(30_000), path: '/streamed/900' });
+    await eventually(
+      'the streamed reply waiting for the budget',
+      async () => budgets.replyBytes.waits === 1 || undefined,
+    );
+    assert.ok(budgets.replyBytes.used <= 1024 * KiB, `${budgets.replyBytes.used} bytes held`);
+    budgets.replyBytes.release(512 * KiB);
+    const read = await streamed;
+    assert.deepEqual(
+      [read.text.length, sent.bytes, budgets.replyBytes.used],
+      [900 * KiB, 900 * KiB, 900 * KiB],
+    );
+    read.release();
+    assert.equal(budgets.replyBytes.used, 0);
+  });
+
+  it('gives back what a reply held when it fails: timed out mid-reply, cut off, over the cap', async (t) => {
+    const { url } = await budgetServer(t);
+    const budgets = budgetsOf(2048 * KiB);
+    const transport = withTransport(t, url, budgets);
+    await assert.rejects(transport.send({ ...exchange(200), path: '/partial' }), { name: 'TimeoutError' });
+    assert.equal(budgets.replyBytes.used, 0, 'after a timeout');
+    const cut = new AbortController();
+    const cutOff = transport.send({ ...exchange(30_000), path: '/partial', cut: cut.signal });
+    await eventually('the partial reply held', async () => budgets.replyBytes.used > 0 || undefined);
+    cut.abort(new Error('cut off'));
+    await assert.rejects(cutOff, /cut off/);
+    assert.equal(budgets.replyBytes.used, 0, 'after a cut');
+    await assert.rejects(transport.send({ ...exchange(30_000), path: '/streamed/1100' }), ReplyTooLarge);
+    assert.equal(budgets.replyBytes.used, 0, 'after a reply over the cap');
+    assert.equal(budgets.calls.used, 0, 'and every call gave back its place');
+  });
+
+  it('holds its calls in flight to the budget of calls: the next waits its turn within its deadline', async (t) => {
+    const { url } = await budgetServer(t);
+    const budgets = budgetsOf(1024 * KiB, 1);
+    const transport = withTransport(t, url, budgets);
+    const hanging = transport.send({ ...exchange(300), path: '/partial' });
+    const next = transport.send({ ...exchange(30_000), path: '/declared/1' });
+    await eventually(
+      'the next call waiting for its turn',
+      async () => budgets.calls.waits === 1 || undefined,
+    );
+    await assert.rejects(hanging, { name: 'TimeoutError' });
+    const answered = await next;
+    answered.release();
+    assert.deepEqual([answered.text.length, budgets.calls.used, budgets.replyBytes.used], [KiB, 0, 0]);
+  });
+
+  it('gives back the reply bytes once a FunctionService has read the answer, good or bad', async (t) => {
+    const budgets = budgetsOf(1024 * KiB);
+    const server = createServer((request, response) => {
+      if (request.url === PATHS.health) {
+        return void response.end(JSON.stringify({ status: 'ok', protocol: PROTOCOL, name: 'held' }));
+      }
+      response.end(request.url === PATHS.manifest ? '{"not":"a manifest"}' : 'not json');
+    });
+    await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+    t.after(() => new Promise((done) => server.close(done)));
+    const transport = withTransport(t, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, budgets);
+    await assert.rejects(
+      FunctionService.connect({
+        transport,
+        name: 'held',
+        sign: hmacSigner(new TextEncoder().encode(SECRET)),
+        budgets: { ...budgets, daemons: new Budget(1), indexBytes: new Budget(1) },
+      }),
+    );
+    assert.equal(budgets.replyBytes.used, 0);
   });
 });

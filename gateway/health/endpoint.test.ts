@@ -38,6 +38,25 @@ describe('healthOf', () => {
     assert.deepEqual(healthOf([], fine), { status: 200, body: {} });
   });
 
+  it("shows a number, a boolean or null as it is, and any other result, which may hold the service's text, as ok", () => {
+    const results = {
+      count: 3,
+      up: true,
+      none: null,
+      said: 'the gateway is compromised',
+      nested: { text: 'x' },
+    };
+    assert.deepEqual(healthOf([round('a', results)], fine).body, {
+      count: 3,
+      up: true,
+      none: null,
+      said: 'ok',
+      nested: 'ok',
+    });
+    const own = { ...round('a', { said: 'fine' }), inProcess: true as const };
+    assert.deepEqual(healthOf([own], fine).body, { said: 'fine' }, "an operator in the gateway's process");
+  });
+
   it('answers 500 with every reason: stopping, a fault, a probe failed', () => {
     assert.deepEqual(
       healthOf([round('a', { now: 1 }, ['probe "x" of "a" failed: busy'])], {
@@ -170,11 +189,11 @@ describe('HealthEndpoint', () => {
     let failures: string[] = [];
     let faults: string[] = [];
     const { health, get, stopping } = await endpoint(t, {
-      rounds: () => [round('a', { now: 'x' }, failures)],
+      rounds: () => [round('a', { now: 1 }, failures)],
       faults: () => faults,
     });
     assert.match(health.url, /^http:\/\/127\.0\.0\.1:\d+\/healthz$/);
-    assert.deepEqual(await get(), { status: 200, body: { now: 'x' } });
+    assert.deepEqual(await get(), { status: 200, body: { now: 1 } });
     failures = ['probe "now" of "a" failed: busy'];
     assert.deepEqual(await get(), { status: 500, body: { error: 'probe "now" of "a" failed: busy' } });
     failures = [];
@@ -213,8 +232,8 @@ describe('HealthEndpoint', () => {
 
   it('stays live and ready with a function service down, and names it at both paths', async (t) => {
     const down = { b: 'connect ECONNREFUSED 127.0.0.1:8080' };
-    const { get } = await endpoint(t, { rounds: () => [round('a', { now: 'x' })], down: () => down });
-    assert.deepEqual(await get(), { status: 200, body: { now: 'x', functionServicesDown: down } });
+    const { get } = await endpoint(t, { rounds: () => [round('a', { now: 1 })], down: () => down });
+    assert.deepEqual(await get(), { status: 200, body: { now: 1, functionServicesDown: down } });
     assert.deepEqual(await get('/readyz'), {
       status: 200,
       body: { ready: true, functionServicesDown: down },

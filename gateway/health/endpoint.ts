@@ -67,8 +67,8 @@ export interface Condition {
 }
 
 /**
- * The liveness answer: the probes' results by id (a probe id that two services share, by
- * `<service>/<id>`), or 500 with every reason the gateway cannot work. A function service down is
+ * The liveness answer: the probes' results by id, as shownResult shows them but an operator's in this
+ * process (a probe id that two services share, by `<service>/<id>`), or 500 with every reason the gateway cannot work. A function service down is
  * reported, never a reason: restarting the gateway does not bring a service back. Pure.
  */
 export function healthOf(rounds: readonly ProbeRound[], condition: Omit<Condition, 'notReady'>): Health {
@@ -84,12 +84,22 @@ export function healthOf(rounds: readonly ProbeRound[], condition: Omit<Conditio
     counts.set(id, (counts.get(id) ?? 0) + 1);
   }
   const body: Record<string, unknown> = {};
-  for (const { service, results } of rounds) {
+  for (const { service, results, inProcess } of rounds) {
     for (const [id, result] of Object.entries(results)) {
-      body[(counts.get(id) ?? 0) > 1 ? `${service}/${id}` : id] = result;
+      body[(counts.get(id) ?? 0) > 1 ? `${service}/${id}` : id] = inProcess ? result : shownResult(result);
     }
   }
   return { status: 200, body: { ...body, ...down } };
+}
+
+/**
+ * A probe's result as the endpoint shows it: a number, a boolean or null as it is; any other (text, or
+ * what holds some), which the service chose and whoever reads the endpoint might take for the
+ * gateway's, as `"ok"`: it succeeded.
+ */
+export function shownResult(result: unknown): unknown {
+  const plain = result === null || typeof result === 'boolean' || Number.isFinite(result);
+  return plain ? result : 'ok';
 }
 
 /**

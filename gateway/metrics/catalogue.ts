@@ -143,6 +143,24 @@ export const CATALOGUE = [
     labels: ['service'],
   },
   {
+    name: 'causeway_function_budget_used',
+    type: 'gauge',
+    help: "What a function service holds now of each of its budgets: reply_bytes (bytes of its replies read and not yet parsed), calls (its requests in flight), daemons (its daemons' calls open), index_bytes (bytes of its indexes' values).",
+    labels: ['service', 'budget'],
+  },
+  {
+    name: 'causeway_function_budget_limit',
+    type: 'gauge',
+    help: 'Each budget of a function service, whole (settings.calls: replyBytesPerService, concurrencyPerService, daemonsPerService, indexBytesPerService).',
+    labels: ['service', 'budget'],
+  },
+  {
+    name: 'causeway_function_budget_waits_total',
+    type: 'counter',
+    help: "Asks that found a function service's budget short: calls, replies and daemons that waited their turn, and, for index_bytes, updates of an index refused. Other services' work does not wait on it.",
+    labels: ['service', 'budget'],
+  },
+  {
     name: 'causeway_handler_calls_total',
     type: 'counter',
     help: 'Handler calls by service, handler, cause and outcome: success, temporary (retried), permanent, skipped (filtered out by the service), denied (admission), or failed (the call itself failed: the service could not be asked or answered badly). The handler ids of a service beyond the first 200 seen are counted as handler `other`.',

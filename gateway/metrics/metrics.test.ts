@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import { Budgets } from '../dispatch/budget.ts';
 import { CATALOGUE, SERVICE_CATALOGUE } from './catalogue.ts';
 import { dashboard } from './dashboard.ts';
 import { metricsAddress } from './endpoint.ts';
@@ -80,6 +81,30 @@ describe('GatewayMetrics', () => {
     const { body } = await new GatewayMetrics(null).text();
     assert.match(body, /^# TYPE causeway_eventloop_delay_seconds histogram$/m);
     assert.doesNotMatch(body, /causeway_eventloop_own_delay_seconds/);
+  });
+
+  it("reads each service's budgets when scraped, and counts their waits by service and budget", async () => {
+    const metrics = new GatewayMetrics();
+    const budgets = new Budgets(
+      {
+        maxReplyBytes: 100,
+        replyBytesPerService: 100,
+        concurrencyPerService: 2,
+        daemonsPerService: 3,
+        indexBytesPerService: 50,
+      },
+      metrics.budgetWaited,
+    );
+    metrics.watchBudgets(() => budgets.readings(['hungry']));
+    const { replyBytes } = budgets.of('hungry');
+    await replyBytes.acquire(80);
+    const waiting = replyBytes.acquire(30);
+    const { body } = await metrics.text();
+    assert.match(body, /^causeway_function_budget_used\{service="hungry",budget="reply_bytes"\} 80$/m);
+    assert.match(body, /^causeway_function_budget_limit\{service="hungry",budget="daemons"\} 3$/m);
+    assert.match(body, /^causeway_function_budget_waits_total\{service="hungry",budget="reply_bytes"\} 1$/m);
+    replyBytes.release(80);
+    await waiting;
   });
 
   it('counts API writes that succeeded by verb and subresource, and every request by its status', async () => {

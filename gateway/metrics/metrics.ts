@@ -7,6 +7,7 @@
 import { createHistogram } from 'node:perf_hooks';
 import { getHeapStatistics } from 'node:v8';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { BudgetName, BudgetReading } from '../dispatch/budget.ts';
 import type { CallObserver } from '../dispatch/function-service.ts';
 import type { QueueObserver, QueueReadings } from '../reactor/queue.ts';
 import type { ObjectReadings, PipelineObserver } from '../resource/pipeline.ts';
@@ -71,6 +72,7 @@ export class GatewayMetrics implements Exposition {
   readonly #handlerLabels = new Map<string, Set<string>>();
   #breakers: () => Iterable<[service: string, open: boolean]> = () => [];
   #refusals: () => Iterable<[service: string, refused: boolean]> = () => [];
+  #budgets: () => Iterable<BudgetReading> = () => [];
   #leading: { name: string; leads: () => boolean } | undefined;
   /** Feeds the event loop's delay histograms while it runs: the gateway starts it with its endpoint. */
   readonly eventLoop: EventLoopSampler;
@@ -94,6 +96,14 @@ export class GatewayMetrics implements Exposition {
       causeway_function_service_refused: (gauge) => {
         gauge.reset();
         for (const [service, refused] of this.#refusals()) gauge.set({ service }, refused ? 1 : 0);
+      },
+      causeway_function_budget_used: (gauge) => {
+        gauge.reset();
+        for (const { service, budget, used } of this.#budgets()) gauge.set({ service, budget }, used);
+      },
+      causeway_function_budget_limit: (gauge) => {
+        gauge.reset();
+        for (const { service, budget, limit } of this.#budgets()) gauge.set({ service, budget }, limit);
       },
       causeway_objects: (gauge) => {
         for (const [resource, objects] of this.#objects) gauge.set({ resource }, objects.seen());
@@ -227,6 +237,16 @@ export class GatewayMetrics implements Exposition {
   watchRefusals(source: () => Iterable<[service: string, refused: boolean]>): void {
     this.#refusals = source;
   }
+
+  /** Where the budgets' gauges read each service's budgets. */
+  watchBudgets(source: () => Iterable<BudgetReading>): void {
+    this.#budgets = source;
+  }
+
+  /** An ask that found a service's budget short. */
+  readonly budgetWaited = (service: string, budget: BudgetName): void => {
+    this.#counter('causeway_function_budget_waits_total').inc({ service, budget });
+  };
 
   /** An admission review answered with `status` on `webhook` (a path the gateway serves, or `other`). */
   readonly webhookAnswered = (webhook: string, status: number, tookMs: number): void => {

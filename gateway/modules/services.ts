@@ -5,6 +5,7 @@
  * kubeconfig, or from a service's login handler once it has started.
  */
 import { ScopeCheck } from '../binding/scope-check.ts';
+import { Budgets } from '../dispatch/budget.ts';
 import { Refusals } from '../dispatch/refusals.ts';
 import { FunctionServices } from '../dispatch/services.ts';
 import type { KubeClient } from '../kube/client.ts';
@@ -35,10 +36,13 @@ export async function functionServices(
   const { options, identity, settings, logger, manager, stopping } = ground;
   const earlyDiscovery = credentials.client ? new DiscoveryCache(credentials.client) : undefined;
   const scope = new ScopeCheck(identity, earlyDiscovery);
+  const budgets = new Budgets(settings.calls, metrics?.budgetWaited);
   const indexes = new Indexes({
     batchSize: settings.calls.indexBatchSize,
     batchBytes: settings.calls.indexBatchBytes,
     retryDelaysS: settings.calls.serviceRetryDelaysS,
+    bytesPerObject: settings.calls.indexBytesPerObject,
+    budgets,
     stopping: stopping.signal,
     logger,
   });
@@ -53,8 +57,10 @@ export async function functionServices(
     logger,
     scope,
     ...(metrics ? { observer: metrics.calls } : {}),
+    budgets,
   });
   metrics?.watchBreakers(() => services.current.map(({ name, down }) => [name, down !== undefined]));
+  metrics?.watchBudgets(() => budgets.readings(services.current.map(({ name }) => name)));
   await services.connect(options.functions, stopping.signal);
   await manager.add('services', part('function services', 'every replica', { stop: () => services.close() }));
   const { rbacCheck } = options;

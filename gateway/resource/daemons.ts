@@ -174,6 +174,14 @@ export class Daemons {
     await sleep((spec.options?.initialDelay ?? 0) * 1000, stopping.signal);
     while (!stopping.signal.aborted && stillBound(served, daemon)) {
       const uid = object.latest.metadata.uid;
+      // A connection of its service's budget for the round: over it, the daemon waits its turn (the
+      // daemons running give theirs back at their round's end, and queue again behind it).
+      const connections = service.budgets?.daemons;
+      try {
+        await connections?.acquire(1, stopping.signal);
+      } catch {
+        break; // stopped while waiting: it had no call open to be told of it
+      }
       daemon.call = new AbortController();
       const [answer] = await callServices(
         [{ service, handlers: [dueOf(daemon)] }],
@@ -187,7 +195,7 @@ export class Daemons {
         },
         this.#options.retryDelaysS,
         log,
-      );
+      ).finally(() => connections?.release(1));
       daemon.call = undefined;
       const outcome = await this.#settle(daemon, answer, log);
       if (!outcome) {
@@ -234,6 +242,8 @@ export class Daemons {
   async #lastCall(daemon: Daemon, log: Logger): Promise<void> {
     const { served, memory, roundMs } = this.#options;
     const timeout = daemon.spec.options?.cancellationTimeout;
+    const connections = daemon.service.budgets?.daemons;
+    await connections?.acquire(1);
     daemon.call = new AbortController();
     const [answer] = await callServices(
       [{ service: daemon.service, handlers: [dueOf(daemon)] }],
@@ -248,7 +258,7 @@ export class Daemons {
       },
       NO_RETRIES,
       log,
-    );
+    ).finally(() => connections?.release(1));
     daemon.call = undefined;
     await this.#settle(daemon, answer, log);
   }
@@ -311,11 +321,12 @@ export class Daemons {
       const timeout = daemon.spec.options?.cancellationTimeout;
       if (timeout !== undefined) {
         const call = daemon.call;
-        const cutting = setTimeout(
-          () => call?.abort(`no return within ${timeout}s of being stopped`),
-          timeout * 1000,
-        );
-        void daemon.ended.finally(() => clearTimeout(cutting));
+        // Through sleep: a timeout longer than a timer holds (some 24.8 days) would fire at once.
+        const ended = new AbortController();
+        void daemon.ended.finally(() => ended.abort());
+        void sleep(timeout * 1000, ended.signal).then(() => {
+          if (!ended.signal.aborted) call?.abort(`no return within ${timeout}s of being stopped`);
+        });
       }
     }
     return daemon.ended;

@@ -4,6 +4,7 @@ import { describe, it } from 'node:test';
 import { type Operator, operator, TemporaryError } from '../../functions/index.ts';
 import { IN_PROCESS, type InvocationBatch, type KubernetesObject } from '../../protocol/index.ts';
 import { equal } from '../../protocol/json.ts';
+import { Budget } from '../dispatch/budget.ts';
 import { FunctionService } from '../dispatch/function-service.ts';
 import { hmacSigner } from '../dispatch/signer.ts';
 import { type FetchHandler, inProcessTransport } from '../dispatch/transport.ts';
@@ -71,6 +72,39 @@ describe('IndexStore', () => {
     store.set('a', [['x', { node: 'node-2' }]]);
     assert.notEqual(store.contents(), contents);
     assert.deepEqual(store.contents(), [['x', [{ node: 'node-2' }]]]);
+  });
+});
+
+describe('IndexStore, held to its limits', () => {
+  it("refuses an object's values over the bytes one object may put in, and leaves the object out", () => {
+    const store = new IndexStore({ bytesPerObject: 20, budget: new Budget(1000) });
+    assert.equal(store.set('a', [['x', 'small']]), undefined);
+    assert.equal(
+      store.set('a', [['x', 'a value far longer than twenty bytes']]),
+      'its values are 46 bytes, over the 20 one object may put in an index (calls.indexBytesPerObject)',
+    );
+    assert.deepEqual(store.contents(), [], 'nor are the values it had kept');
+  });
+
+  it("refuses what would take the service's indexes over their budget, shared by its indexes, and gives back what goes", () => {
+    const budget = new Budget(40);
+    const [first, second] = [
+      new IndexStore({ bytesPerObject: 40, budget }),
+      new IndexStore({ bytesPerObject: 40, budget }),
+    ];
+    assert.equal(first.set('a', [['x', 'aaaaaaaaaa']]), undefined); // 20 bytes as JSON
+    assert.equal(budget.used, 20);
+    assert.match(
+      second.set('b', [['x', 'bbbbbbbbbbbbbbbbbbbbbbb']]) ?? '',
+      /its values \(33 bytes\) would take the service's indexes over their budget of 40 bytes \(calls\.indexBytesPerService\)/,
+    );
+    assert.deepEqual([budget.used, budget.waits], [20, 1]);
+    first.set('a', [['x', 'a']]); // smaller: gives back the difference
+    assert.equal(budget.used, 11);
+    first.remove('a');
+    assert.equal(budget.used, 0);
+    assert.equal(second.set('b', [['x', 'bbbbbbbbbbbbbbbbbbbbbbb']]), undefined);
+    assert.deepEqual(second.contents(), [['x', ['bbbbbbbbbbbbbbbbbbbbbbb']]]);
   });
 });
 

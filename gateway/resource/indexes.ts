@@ -23,6 +23,7 @@ import type {
   Outcome,
 } from '../../protocol/index.ts';
 import { deepFreeze, equal, jsonCopy, valueAt } from '../../protocol/json.ts';
+import type { Budget, Budgets } from '../dispatch/budget.ts';
 import { idempotencyKey, type RetryDelays } from '../dispatch/calls.ts';
 import { type FunctionService, type IndexSource, ServiceDown } from '../dispatch/function-service.ts';
 import { invocationRequest } from '../dispatch/invocation.ts';
@@ -35,28 +36,67 @@ import { exhaustion } from '../reactor/plan.ts';
 import { backoffDelay, sleep } from '../timing.ts';
 import { Scheduler } from './scheduler.ts';
 
+/** What an index may hold: of one object's values, and of all its service's indexes (a budget). */
+export interface IndexLimits {
+  bytesPerObject: number;
+  budget: Budget;
+}
+
 /**
  * One index: the values each object put in, and the contents handlers get, made again after a change.
  * Frozen, values and contents: every call that reads the index shares them until the next change.
+ * Held to `limits` when given: a service chooses its values, and every call that reads the index
+ * carries them.
  */
 export class IndexStore {
-  readonly #byObject = new Map<string, IndexEntries>();
+  readonly #byObject = new Map<string, { entries: IndexEntries; bytes: number }>();
+  readonly #limits: IndexLimits | undefined;
   #contents: IndexContents | undefined;
 
-  /** The object's values (copied), replacing those it had; none removes it. */
-  set(uid: string, entries: IndexEntries): void {
-    if (entries.length === 0) this.remove(uid);
-    else if (!equal(this.#byObject.get(uid), entries)) {
-      // A copy: a declarative index's values are parts of the watched object.
-      const copy = jsonCopy(entries);
-      deepFreeze(copy);
-      this.#byObject.set(uid, copy);
-      this.#contents = undefined;
+  constructor(limits?: IndexLimits) {
+    this.#limits = limits;
+  }
+
+  /**
+   * The object's values (copied), replacing those it had; none removes it. Values beyond the limits
+   * are not kept (nor those the object had): says why, undefined when they are kept.
+   */
+  set(uid: string, entries: IndexEntries): string | undefined {
+    if (entries.length === 0) {
+      this.remove(uid);
+      return undefined;
     }
+    const had = this.#byObject.get(uid);
+    if (equal(had?.entries, entries)) return undefined;
+    const bytes = Buffer.byteLength(JSON.stringify(entries));
+    const limits = this.#limits;
+    if (limits) {
+      const refused =
+        bytes > limits.bytesPerObject
+          ? `its values are ${bytes} bytes, over the ${limits.bytesPerObject} one object may put in an index (calls.indexBytesPerObject)`
+          : bytes > (had?.bytes ?? 0) && !limits.budget.take(bytes - (had?.bytes ?? 0))
+            ? `its values (${bytes} bytes) would take the service's indexes over their budget of ${limits.budget.limit} bytes (calls.indexBytesPerService)`
+            : undefined;
+      if (refused) {
+        this.remove(uid);
+        return refused;
+      }
+      if (had && had.bytes > bytes) limits.budget.release(had.bytes - bytes);
+    }
+    // A copy: a declarative index's values are parts of the watched object.
+    const copy = jsonCopy(entries);
+    deepFreeze(copy);
+    this.#byObject.set(uid, { entries: copy, bytes });
+    this.#contents = undefined;
+    return undefined;
   }
 
   remove(uid: string): void {
-    if (this.#byObject.delete(uid)) this.#contents = undefined;
+    const had = this.#byObject.get(uid);
+    if (!had) return;
+    this.#byObject.delete(uid);
+    this.#limits?.budget.release(had.bytes);
+    this.#contents = undefined;
   }
 
   /** Objects with values in the index. */
@@ -68,7 +108,7 @@ export class IndexStore {
   contents(): IndexContents {
     if (this.#contents) return this.#contents;
     const byKey = new Map<string | null, unknown[]>();
-    for (const entries of this.#byObject.values()) {
+    for (const { entries } of this.#byObject.values()) {
       for (const [key, value] of entries) {
         const values = byKey.get(key);
         if (values) values.push(value);
@@ -115,6 +155,10 @@ export interface IndexesOptions {
   batchBytes: number;
   /** Seconds before asking again a service that could not be reached or answered badly, by retry. */
   retryDelaysS: RetryDelays;
+  /** Bytes of the values one object puts in one index, at most. */
+  bytesPerObject?: number;
+  /** Each service's budgets: its indexes' values are held to its budget of index bytes. */
+  budgets?: Budgets;
   /** Aborted when the gateway stops: handlers then wait for no index any more. */
   stopping: AbortSignal;
   logger: Logger;
@@ -152,7 +196,8 @@ export class Indexes implements IndexSource {
     const key = `${service}\0${id}`;
     let store = this.#stores.get(key);
     if (!store) {
-      store = new IndexStore();
+      const { budgets, bytesPerObject = Number.POSITIVE_INFINITY } = this.#options;
+      store = new IndexStore(budgets && { bytesPerObject, budget: budgets.of(service).indexBytes });
       this.#stores.set(key, store);
     }
     return store;
@@ -261,7 +306,8 @@ export class IndexFeed {
           store.remove(uid);
           this.#forget(uid, service.name, spec.id);
         } else if (spec.index) {
-          store.set(uid, declaredEntries(spec.index, object));
+          const refused = store.set(uid, declaredEntries(spec.index, object));
+          if (refused) this.#refused(object, service.name, spec.id, refused);
         } else {
           const indexing = this.#indexingOf(uid, service.name, spec);
           if (indexing.spec === spec && indexing.answered === object.metadata.resourceVersion) continue;
@@ -466,7 +512,11 @@ export class IndexFeed {
       indexing.failing = undefined;
       if (outcome.status === 'skipped') store.remove(uid);
       else if (outcome.status === 'success' && outcome.result !== undefined) {
-        store.set(uid, outcome.result as IndexEntries);
+        const refused = store.set(uid, outcome.result as IndexEntries);
+        if (refused) {
+          this.#retries.cancel(indexing);
+          this.#refused(object, service.name, due.id, refused);
+        }
       }
       return;
     }
@@ -485,6 +535,17 @@ export class IndexFeed {
       this.#retries.cancel(indexing);
       indexing.failing = undefined;
     }
+  }
+
+  /** An object's values not kept, beyond the limits: until it changes, it is not in the index. */
+  #refused(object: KubernetesObject, service: string, id: string, why: string): void {
+    this.#options.logger
+      .child({ object: objectName(object) })
+      .error('index not updated; the object is left out of it until it changes', {
+        service,
+        handler: id,
+        err: why,
+      });
   }
 
   /**

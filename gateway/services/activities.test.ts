@@ -87,8 +87,8 @@ describe('Activities', () => {
       lines.some((line) => line.includes('startup handler "retried" of function service "hooks" succeeded')),
     );
     assert.deepEqual(await activities.probe(), [
-      { service: 'hooks', results: { tasks: 3 }, failures: [] },
-      { service: 'other', results: { tasks: 'theirs' }, failures: [] },
+      { service: 'hooks', results: { tasks: 3 }, failures: [], inProcess: true },
+      { service: 'other', results: { tasks: 'theirs' }, failures: [], inProcess: true },
     ]);
   });
 
@@ -154,7 +154,12 @@ describe('Activities', () => {
     });
     const { activities } = activitiesOf([await serviceOf(op)]);
     assert.deepEqual(await activities.probe(), [
-      { service: 'hooks', results: { ok: 'fine' }, failures: ['probe "flaky" of "hooks" failed: busy'] },
+      {
+        service: 'hooks',
+        results: { ok: 'fine' },
+        failures: [`probe "flaky" of "hooks" failed (temporary; why, in the gateway's log)`],
+        inProcess: true,
+      },
     ]);
   });
 

@@ -75,6 +75,8 @@ export interface ProbeRound {
   service: string;
   results: Record<string, unknown>;
   failures: string[];
+  /** An operator in the gateway's process: one trust domain with it, its results shown as they are. */
+  inProcess?: true;
 }
 
 export interface ActivitiesOptions {
@@ -161,12 +163,27 @@ export class Activities {
           this.#options.logger,
         );
         this.#remember(service, answer.memo);
-        const round: ProbeRound = { service: service.name, results: {}, failures: [] };
+        const round: ProbeRound = {
+          service: service.name,
+          results: {},
+          failures: [],
+          ...(service.inProcess ? { inProcess: true } : {}),
+        };
         if (answer.down) return round; // the liveness endpoint says so, from the service's breaker
         for (const spec of specs) {
           const outcome = answer.outcomes[spec.id] as Outcome;
           if (outcome.status === 'success') round.results[spec.id] = outcome.result ?? null;
-          else round.failures.push(`probe "${spec.id}" of "${service.name}" failed: ${messageOf(outcome)}`);
+          else {
+            // The liveness endpoint says what the gateway knows; what the service said, in its log only.
+            round.failures.push(
+              `probe "${spec.id}" of "${service.name}" failed (${outcome.status}; why, in the gateway's log)`,
+            );
+            this.#options.logger.warning('probe failed', {
+              service: service.name,
+              handler: spec.id,
+              err: messageOf(outcome),
+            });
+          }
         }
         return round;
       }),

@@ -7,7 +7,9 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { objectName, oddString } from '../../test/support/arbitraries.ts';
+import { ServiceError } from '../dispatch/function-service.ts';
 import { ScopeError } from '../dispatch/scope.ts';
+import { ProtocolError } from '../dispatch/validation.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { DEFAULT_SETTINGS } from '../settings.ts';
 import {
@@ -16,6 +18,7 @@ import {
   functionServiceEndpoint,
   functionServicesPath,
   type Known,
+  statusError,
   statusOf,
   tlsSecretProblem,
 } from './function-service-objects.ts';
@@ -75,6 +78,27 @@ describe('FunctionService objects', () => {
       functionServicesPath('a/../b'),
       '/apis/causeway.dev/v1alpha1/namespaces/a%2F..%2Fb/functionservices',
     );
+  });
+});
+
+describe("a FunctionService's status.lastError", () => {
+  it("is the gateway's reason for a failed call, never what the service answered", () => {
+    const error = new ServiceError('GET https://x/healthz: 403 the secret page', {
+      reason: "GET https://x/healthz: answered 403 (15 bytes, its error message in the gateway's log)",
+    });
+    assert.equal(statusError(error), error.reason);
+  });
+
+  it("escapes control characters and bounds a reason that quotes the service's words", () => {
+    const said = `forged\nline${'x'.repeat(5000)}`;
+    const shown = statusError(
+      new ProtocolError(`https://x speaks protocol "${said}", expected "causeway.dev/v1"`),
+    );
+    assert.ok(!shown.includes('\n'), shown.slice(0, 80));
+    assert.ok(shown.startsWith('https://x speaks protocol "forged\\nline'), shown.slice(0, 80));
+    assert.ok(shown.length < 1100, `${shown.length} characters`);
+    assert.ok(shown.endsWith("… (cut: the whole reason is in the gateway's log)"));
+    assert.equal(statusError(new Error('short')), 'short');
   });
 });
 

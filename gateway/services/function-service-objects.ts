@@ -22,7 +22,7 @@ import { ignoreNotFound } from '../kube/errors.ts';
 import { postEvents } from '../kube/events.ts';
 import { ownSecrets, secretPath } from '../kube/secrets.ts';
 import { Watcher } from '../kube/watcher.ts';
-import type { Logger } from '../logging.ts';
+import { escapeControls, type Logger } from '../logging.ts';
 import type { Part } from '../manager/manager.ts';
 import { ALONE, type Role } from '../manager/role.ts';
 import { Serial } from '../serial.ts';
@@ -34,7 +34,7 @@ import {
   type DevSessionRoutes,
   type DevSessionsAllowed,
 } from './dev-sessions.ts';
-import { functionServiceUrlProblem } from './function-service-urls.ts';
+import { functionServiceUrlProblem, refusingLocal } from './function-service-urls.ts';
 
 export const FUNCTION_SERVICE = { group: 'causeway.dev', version: 'v1alpha1', plural: 'functionservices' };
 
@@ -480,8 +480,9 @@ export class FunctionServiceObjects implements Part {
       return;
     }
     try {
+      const endpoint = await functionServiceEndpoint(this.#options.client, known.object);
       const service = await this.#options.services.put(
-        await functionServiceEndpoint(this.#options.client, known.object),
+        settings.calls.allowLoopback ? endpoint : { ...endpoint, lookup: refusingLocal() },
       );
       known.served = {
         protocol: service.manifest.protocol,
@@ -492,8 +493,8 @@ export class FunctionServiceObjects implements Part {
       known.failures = 0;
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      // The status in the gateway's words; what the service said, in its log only.
-      known.error = error instanceof ServiceError ? error.reason : message;
+      // The status in the gateway's words (what the service said is in its log only), bounded.
+      known.error = statusError(error);
       known.refused = isRefusal(error);
       const delayS = backoffDelay({ delays: settings.calls.serviceRetryDelaysS }, known.failures++);
       logger.warning(
@@ -594,6 +595,21 @@ export function tlsSecretProblem(
     `spec.tls.secretName names ${own.namespace}/${own.name}, a Secret the gateway keeps its own keys in, ` +
       "which the service's certificate would overwrite"
   );
+}
+
+/** Characters of a status.lastError at most: the rest is in the gateway's log. */
+const STATUS_ERROR_CHARS = 1024;
+
+/**
+ * Why a service is not served, as its status says it: in the gateway's words, never what the service
+ * answered (that is in the gateway's log only). A message that may quote a value the service sent (a
+ * manifest's field, a scope's id) has its control characters escaped and is cut to STATUS_ERROR_CHARS.
+ */
+export function statusError(error: unknown): string {
+  if (error instanceof ServiceError) return error.reason;
+  const message = escapeControls(error instanceof Error ? error.message : String(error));
+  if (message.length <= STATUS_ERROR_CHARS) return message;
+  return `${message.slice(0, STATUS_ERROR_CHARS)}… (cut: the whole reason is in the gateway's log)`;
 }
 
 /** Who holds a dev session in the object's field, for the routes. */

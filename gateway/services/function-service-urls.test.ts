@@ -4,11 +4,16 @@
  * match, which never reach past a host, a path segment or into a port.
  */
 import assert from 'node:assert/strict';
+import type { LookupAddress } from 'node:dns';
+import { createServer } from 'node:http';
+import type { AddressInfo, LookupFunction } from 'node:net';
 import { describe, it } from 'node:test';
+import { httpTransport } from '../dispatch/transport.ts';
 import {
   functionServiceUrlProblem,
   localHostProblem,
   matchesUrlGlob,
+  refusingLocal,
   urlProblem,
 } from './function-service-urls.ts';
 
@@ -89,6 +94,38 @@ describe('function service URLs', () => {
     assert.equal(
       await functionServiceUrlProblem('http://mallory:hunter2@billing/x', true, nowhere),
       'url http://…@billing/x is refused: it holds a user name or password (userinfo)',
+    );
+  });
+});
+
+describe('refusingLocal: the address each connection uses', () => {
+  it('refuses a name that resolves to a local address when connecting, though it resolved elsewhere when read (DNS rebinding)', async (t) => {
+    const server = createServer((_request, response) => response.end('{}'));
+    await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+    t.after(() => new Promise((closed) => server.close(closed)));
+    const { port } = server.address() as AddressInfo;
+    // The name resolved to a public address when its URL was checked; now, to the gateway's own host.
+    const rebound: LookupFunction = (_hostname, options, callback) =>
+      options.all
+        ? (callback as (error: null, addresses: LookupAddress[]) => void)(null, [
+            { address: '127.0.0.1', family: 4 },
+          ])
+        : callback(null, '127.0.0.1', 4);
+    const url = `http://billing.team-a:${port}`;
+    assert.equal(await functionServiceUrlProblem(url, false, async () => ['203.0.113.7']), undefined);
+    const guarded = httpTransport(url, undefined, 1, 1024, { lookup: refusingLocal(rebound) });
+    t.after(() => guarded.close());
+    await assert.rejects(
+      guarded.send({ method: 'GET', path: '/healthz', headers: {}, body: undefined, timeoutMs: 5000 }),
+      /billing\.team-a resolves to 127\.0\.0\.1, a loopback, link-local, unspecified or cloud metadata address: refused/,
+    );
+    // The same name resolving to an address a URL may reach is connected to (here, allowed by a resolver that says so).
+    const plain = httpTransport(url, undefined, 1, 1024, { lookup: rebound });
+    t.after(() => plain.close());
+    assert.equal(
+      (await plain.send({ method: 'GET', path: '/healthz', headers: {}, body: undefined, timeoutMs: 5000 }))
+        .status,
+      200,
     );
   });
 });

@@ -5,8 +5,9 @@
  * what its writer could not: the gateway's own host (loopback), the node's cloud metadata service
  * (link-local), or a path chosen through `?`, `#` or credentials smuggled into the URL.
  */
+import { lookup as lookupCallback } from 'node:dns';
 import { lookup } from 'node:dns/promises';
-import { BlockList, isIP } from 'node:net';
+import { BlockList, isIP, type LookupFunction } from 'node:net';
 
 /**
  * Loopback, link-local (the cloud metadata address among them), "this host" addresses, and the
@@ -84,6 +85,27 @@ export async function functionServiceUrlProblem(
       : undefined);
   if (!local) return undefined;
   return `url ${url} is refused: ${local}; a gateway allows such hosts only when told to (--allow-loopback-functions, settings.calls.allowLoopback)`;
+}
+
+/**
+ * How a FunctionService's host is resolved at each connection: as the system resolves it, refusing a
+ * local address (localHostProblem), so that a name checked once cannot be made to resolve to one
+ * later (DNS rebinding). A URL naming an address is not resolved, and was checked as it was read.
+ */
+export function refusingLocal(resolve: LookupFunction = lookupCallback as LookupFunction): LookupFunction {
+  return (hostname, options, callback) => {
+    resolve(hostname, options, (error, address, family) => {
+      if (error) return callback(error, address, family);
+      const found = typeof address === 'string' ? [address] : address.map((each) => each.address);
+      const local = found.find((each) => localHostProblem(each));
+      if (local === undefined) return callback(null, address, family);
+      const refused = new Error(
+        `${hostname} resolves to ${local}, a loopback, link-local, unspecified or cloud metadata address: ` +
+          'refused (a FunctionService may name such hosts only with --allow-loopback-functions)',
+      );
+      callback(refused, address, family);
+    });
+  };
 }
 
 async function resolveAll(hostname: string): Promise<string[]> {

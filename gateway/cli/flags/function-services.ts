@@ -6,10 +6,12 @@ import { parse as parseYaml } from 'yaml';
 import type { ServiceScope } from '../../../protocol/index.ts';
 import { parseScope } from '../../dispatch/scope.ts';
 import type { FunctionEndpoint } from '../../dispatch/services.ts';
-import { DEFAULT_SETTINGS } from '../../settings.ts';
+import { DEFAULT_SETTINGS, type Settings } from '../../settings.ts';
 import { flag, group, UsageError } from '../command-line.ts';
 import type { ReadText } from '../process.ts';
-import { namespacedName } from '../values.ts';
+import { integer, namespacedName } from '../values.ts';
+
+const MiB = 1024 * 1024;
 
 export const FUNCTION_SCOPE = flag({
   name: 'function-scope',
@@ -72,7 +74,28 @@ export const FUNCTION_SERVICES = group(
     name: 'function-concurrency',
     value: '<n>',
     default: String(DEFAULT_SETTINGS.calls.concurrencyPerService),
-    description: 'Calls at once to one function service; the others wait their turn.',
+    description:
+      'Calls at once to one function service (its budget of calls in flight); the others wait their turn.',
+  }),
+  flag({
+    name: 'function-reply-mib',
+    value: '<MiB>',
+    default: String(DEFAULT_SETTINGS.calls.replyBytesPerService / MiB),
+    description: `Bytes of one function service's replies the gateway holds at once, in MiB (${DEFAULT_SETTINGS.calls.maxReplyBytes / MiB} at least, the longest reply): its next replies wait while they are held; other services' do not.`,
+  }),
+  flag({
+    name: 'function-daemons',
+    value: '<n>',
+    default: String(DEFAULT_SETTINGS.calls.daemonsPerService),
+    description:
+      'Daemons of one function service whose calls are open at once; the others wait their turn, a round each.',
+  }),
+  flag({
+    name: 'function-index-mib',
+    value: '<MiB>',
+    default: String(DEFAULT_SETTINGS.calls.indexBytesPerService / MiB),
+    description:
+      "Bytes of one function service's index values the gateway keeps, in MiB: an object's values beyond it are left out, with an error naming it.",
   }),
   flag({
     name: 'functions-ca',
@@ -91,6 +114,32 @@ export const FUNCTION_SERVICES = group(
 );
 
 export const ENDPOINT = '<name>=<url>';
+
+/** The budgets of each function service the flags set (--function-reply-mib, --function-daemons, --function-index-mib). */
+export function budgetSettings(values: {
+  'function-reply-mib'?: string;
+  'function-daemons'?: string;
+  'function-index-mib'?: string;
+}): Partial<Settings['calls']> {
+  const least = (flag: string, value: string | undefined, minimum: number) => {
+    if (value === undefined) return undefined;
+    const read = integer(value, flag);
+    if (read < minimum) throw new UsageError(`${flag} expects at least ${minimum}, got ${read}`);
+    return read;
+  };
+  const replyMib = least(
+    '--function-reply-mib',
+    values['function-reply-mib'],
+    DEFAULT_SETTINGS.calls.maxReplyBytes / MiB,
+  );
+  const daemons = least('--function-daemons', values['function-daemons'], 1);
+  const indexMib = least('--function-index-mib', values['function-index-mib'], 1);
+  return {
+    ...(replyMib === undefined ? {} : { replyBytesPerService: replyMib * MiB }),
+    ...(daemons === undefined ? {} : { daemonsPerService: daemons }),
+    ...(indexMib === undefined ? {} : { indexBytesPerService: indexMib * MiB }),
+  };
+}
 
 /**
  * The --functions services and what the per-service flags give each, by name: the gateway's own

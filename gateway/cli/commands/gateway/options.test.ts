@@ -126,6 +126,21 @@ describe('gatewayOnlyOptions: what causeway gateway starts', () => {
     );
   });
 
+  it('refuses budgets that could not hold the work: a reply budget below the longest reply, no daemon', () => {
+    refuses(
+      () => gatewayOnly({ functions: [BILLING], 'function-reply-mib': '8' }),
+      '--function-reply-mib expects at least 16, got 8',
+    );
+    refuses(
+      () => gatewayOnly({ functions: [BILLING], 'function-daemons': '0' }),
+      '--function-daemons expects at least 1, got 0',
+    );
+    refuses(
+      () => gatewayOnly({ functions: [BILLING], 'function-index-mib': 'lots' }),
+      '--function-index-mib expects a whole number, got "lots"',
+    );
+  });
+
   it("adds the calls' settings of the gateway to those every gateway takes", () => {
     assert.deepEqual(
       gatewayOnly({
@@ -133,6 +148,9 @@ describe('gatewayOnlyOptions: what causeway gateway starts', () => {
         'function-timeout': '10',
         'functions-ca': '/ca.pem',
         'function-concurrency': '4',
+        'function-reply-mib': '32',
+        'function-daemons': '10',
+        'function-index-mib': '8',
         'allow-plain-http': true,
         unscoped: true,
         'allow-loopback-functions': true,
@@ -141,6 +159,9 @@ describe('gatewayOnlyOptions: what causeway gateway starts', () => {
         timeoutMs: 10_000,
         ca: 'THE CA',
         concurrencyPerService: 4,
+        replyBytesPerService: 32 * 1024 * 1024,
+        daemonsPerService: 10,
+        indexBytesPerService: 8 * 1024 * 1024,
         plainHttp: true,
         unscoped: true,
         allowLoopback: true,

@@ -2,6 +2,7 @@
 import type { GatewayOptions } from '../../../gateway.ts';
 import { type GroupValues, UsageError } from '../../command-line.ts';
 import {
+  budgetSettings,
   ENDPOINT,
   type FUNCTION_SERVICES,
   functionServiceFlags,
@@ -70,6 +71,7 @@ export function gatewayOnlyOptions(
         ...(values['function-concurrency']
           ? { concurrencyPerService: integer(values['function-concurrency'], '--function-concurrency') }
           : {}),
+        ...budgetSettings(values),
         ...(values['allow-plain-http'] ? { plainHttp: true } : {}),
         ...(values.unscoped ? { unscoped: true } : {}),
         ...(values['allow-loopback-functions'] ? { allowLoopback: true } : {}),

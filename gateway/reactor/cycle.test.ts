@@ -189,8 +189,10 @@ describe('a reactor cycle', () => {
     const { reactor: cycle } = reactor(api, LIFECYCLE, call);
     const outcome = await cycle.run(api.object);
     assert.equal(outcome.retryAfterMs, 5000);
-    const state = api.object.status?.causeway as { progress?: Record<string, { retries: number }> };
-    assert.equal(state.progress?.create_fn?.retries, 1);
+    const state = api.object.status?.causeway as {
+      progress?: Record<string, Record<string, { retries: number }>>;
+    };
+    assert.equal(state.progress?.functions?.create_fn?.retries, 1, 'kept by service, then by handler');
     assert.deepEqual(api.writes.at(-1), 'events HandlerRetrying');
 
     await cycle.run(api.object); // its delay is not over: no call

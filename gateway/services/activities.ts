@@ -15,7 +15,7 @@ import { callActivity, type RetryDelays } from '../dispatch/calls.ts';
 import type { FunctionService } from '../dispatch/function-service.ts';
 import { aborted } from '../dispatch/transport.ts';
 import type { Logger } from '../logging.ts';
-import { updatedMemo } from '../reactor/memory.ts';
+import { updatedMemo } from '../dispatch/memo.ts';
 import { exhaustion } from '../reactor/plan.ts';
 import { sleep } from '../timing.ts';
 

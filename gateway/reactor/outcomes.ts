@@ -47,7 +47,7 @@ export function nameGenerated(objects: readonly ObjectToApply[], seed: string): 
  * Turns one handler's outcome into its new progress record, collecting its result (at `resultPath`,
  * none where undefined) and effects.
  */
-export function recordOutcome<S>(
+export function recordOutcome<S extends Named>(
   owner: string,
   due: DueCall<S>,
   outcome: Outcome,
@@ -103,9 +103,12 @@ export function recordOutcome<S>(
   return record;
 }
 
-/** How a handler's lines name it, its retry and, once called, the call's keys. */
-function handlerFields(due: DueCall<unknown>): LogFields {
-  return { handler: due.spec.id, retry: due.progress.retries, ...due.called };
+/**
+ * How a handler's lines name it (and its service: two may have a handler of one id), its retry and,
+ * once called, the call's keys.
+ */
+function handlerFields(due: DueCall<Named>): LogFields {
+  return { handler: due.spec.id, service: nameOf(due.service), retry: due.progress.retries, ...due.called };
 }
 
 /**

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from '../../protocol/index.ts';
-import { jsonCopy } from '../../protocol/json.ts';
+import { jsonCopy, mergePatched } from '../../protocol/json.ts';
 import { DEFAULT_IDENTITY } from '../identity.ts';
 import { detectCause } from '../reactor/causes.ts';
 import { essenceOf, serializeEssence } from './essence.ts';
@@ -131,6 +131,20 @@ describe('state storage', () => {
       },
       'a record no handler claims is kept as it was',
     );
+  });
+
+  it('rewrites a record kept by id alone whose id is the name of a service: the merge leaves none of it', () => {
+    const storage = new StateStorage('status', DEFAULT_IDENTITY);
+    const old = { billing: { started: 'T', retries: 2, message: 'not yet' } };
+    const handlers = [{ service: 'billing', id: 'billing' }];
+    const before = object({ status: { causeway: { progress: old } } });
+    const read = storage.read(before, handlers);
+    const next = { 'billing/billing': { started: 'T', retries: 3 } };
+    const after = mergePatched(before, storage.write({ progress: next }, read)) as KubernetesObject;
+    assert.deepEqual(jsonCopy(after.status?.causeway), {
+      progress: { billing: { billing: next['billing/billing'] } },
+    });
+    assert.deepEqual(jsonCopy(storage.read(after, handlers).progress), next);
   });
 
   it("reads a record kept by id alone as each service's when two have that id, as it was before", () => {

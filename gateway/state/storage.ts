@@ -147,7 +147,7 @@ export class StateStorage {
       if (update.essence !== undefined) state.essence = update.essence;
       if (update.progress === null) state.progress = null;
       else if (progress) {
-        state.progress = { ...Object.fromEntries(legacy.claimed.map((key) => [key, null])), ...progress };
+        state.progress = replacingClaimed(progress, legacy.claimed);
       }
       return { status: { [this.#identity.statusKey]: state } };
     }
@@ -203,6 +203,27 @@ function claimed(
   }
   const hasLegacy = legacy.claimed.length > 0 || Object.keys(legacy.unclaimed).length > 0;
   return { ...(Object.keys(progress).length > 0 ? { progress } : {}), ...(hasLegacy ? { legacy } : {}) };
+}
+
+/** The fields of a progress record (Progress). */
+const RECORD_FIELDS = ['started', 'retries', 'delayedUntil', 'success', 'failure', 'message'] as const;
+
+/**
+ * Progress by service as a merge patch of the stored map that removes the records it claimed. A
+ * service named as one of their ids (a handler `billing` of the service `billing`) merges into that
+ * record: its fields are removed, lest they make the service's map read as a record still.
+ */
+function replacingClaimed(
+  progress: Record<string, ProgressMap>,
+  claimed: readonly string[],
+): Record<string, unknown> {
+  const patch: Record<string, unknown> = Object.fromEntries(claimed.map((key) => [key, null]));
+  for (const [service, records] of Object.entries(progress)) {
+    patch[service] = Object.hasOwn(patch, service)
+      ? { ...Object.fromEntries(RECORD_FIELDS.map((field) => [field, null])), ...records }
+      : records;
+  }
+  return patch;
 }
 
 /** A ProgressMap as it is stored: `{<service>: {<key>: record}}`. */

@@ -145,6 +145,11 @@ describe('state storage', () => {
       progress: { billing: { billing: next['billing/billing'] } },
     });
     assert.deepEqual(jsonCopy(storage.read(after, handlers).progress), next);
+    // A record no handler claims, named as the service: the service's map replaces it.
+    const others = [{ service: 'billing', id: 'create_fn' }];
+    const own = { 'billing/create_fn': { started: 'T', retries: 1 } };
+    const merged = mergePatched(before, storage.write({ progress: own }, storage.read(before, others)));
+    assert.deepEqual(jsonCopy(storage.read(merged as KubernetesObject, others).progress), own);
   });
 
   it("reads a record kept by id alone as each service's when two have that id, as it was before", () => {

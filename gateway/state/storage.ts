@@ -147,7 +147,7 @@ export class StateStorage {
       if (update.essence !== undefined) state.essence = update.essence;
       if (update.progress === null) state.progress = null;
       else if (progress) {
-        state.progress = replacingClaimed(progress, legacy.claimed);
+        state.progress = replacingClaimed(progress, legacy);
       }
       return { status: { [this.#identity.statusKey]: state } };
     }
@@ -210,16 +210,17 @@ const RECORD_FIELDS = ['started', 'retries', 'delayedUntil', 'success', 'failure
 
 /**
  * Progress by service as a merge patch of the stored map that removes the records it claimed. A
- * service named as one of their ids (a handler `billing` of the service `billing`) merges into that
- * record: its fields are removed, lest they make the service's map read as a record still.
+ * service named as the id of a record kept by id alone (a handler `billing` of the service `billing`)
+ * merges into that record: its fields are removed, lest they make the service's map read as a record.
  */
 function replacingClaimed(
   progress: Record<string, ProgressMap>,
-  claimed: readonly string[],
+  legacy: NonNullable<StoredState['legacy']>,
 ): Record<string, unknown> {
-  const patch: Record<string, unknown> = Object.fromEntries(claimed.map((key) => [key, null]));
+  const patch: Record<string, unknown> = Object.fromEntries(legacy.claimed.map((key) => [key, null]));
   for (const [service, records] of Object.entries(progress)) {
-    patch[service] = Object.hasOwn(patch, service)
+    const overRecord = legacy.claimed.includes(service) || Object.hasOwn(legacy.unclaimed, service);
+    patch[service] = overRecord
       ? { ...Object.fromEntries(RECORD_FIELDS.map((field) => [field, null])), ...records }
       : records;
   }

@@ -17,3 +17,9 @@ export function delayRange({ positive = false } = {}): string {
     ? `a number of seconds above 0, at most ${MAX_DELAY_SECONDS} (a year)`
     : `a number of seconds from 0 to ${MAX_DELAY_SECONDS} (a year)`;
 }
+
+/**
+ * The most a service's memo of one object may hold, in bytes of JSON: the gateway keeps memos in its
+ * memory, one per object and service, and fails the call whose answer would make one larger.
+ */
+export const MAX_MEMO_BYTES = 64 * 1024;

@@ -176,6 +176,7 @@ const PURE_REACTOR = [
   'finalizers',
   'reconcile',
   'memory',
+  'places',
 ];
 
 /** The folder of gateway/ a file is in (`.` for the root's files), or undefined outside gateway/. */

@@ -26,6 +26,7 @@ import { backoffDelay } from '../timing.ts';
 import { inSpan, serverAttributes, traceparentOf } from '../tracing/spans.ts';
 import { type FunctionService, ServiceDown, ServiceError } from './function-service.ts';
 import { activityRequest, invocationRequest, newTraceparent } from './invocation.ts';
+import { checkMemoBound } from './memo.ts';
 
 export interface ServiceCall {
   service: FunctionService;
@@ -37,7 +38,10 @@ export interface CallSubject {
   reason: Reason;
   resource: ResolvedResource;
   object: KubernetesObject;
-  memo?: Record<string, unknown>;
+  /** Each service's own memo of the object: one service never sees nor changes another's. */
+  memoOf?: (service: string) => Record<string, unknown> | undefined;
+  /** The keys of `status` other services' results are at: a service's patch may not set them. */
+  othersResults?: (service: FunctionService) => ReadonlySet<string>;
   event?: InvocationRequest['event'];
   admission?: InvocationRequest['admission'];
   /** How long to wait for the answers; each service's own call timeout unless given. */
@@ -83,6 +87,7 @@ export async function callServices(
       const traced = { reason: subject.reason, handlers, about };
       // Known once the call's span is: a failed call's log lines carry it too.
       let traceId: string | undefined;
+      const memo = subject.memoOf?.(service.name);
       try {
         const { response } = await inCallSpan(service, traced, async (traceparent) => {
           traceId = traceIdOf(traceparent);
@@ -97,17 +102,21 @@ export async function callServices(
           return service.invoke(
             {
               ...request,
-              ...(subject.memo ? { memo: subject.memo } : {}),
+              ...(memo ? { memo } : {}),
               ...(subject.event ? { event: subject.event } : {}),
               ...(subject.admission ? { admission: subject.admission } : {}),
               ...(subject.stop ? { stop: subject.stop } : {}),
               ...(subject.stopped ? { stopped: subject.stopped } : {}),
             },
             timeoutMs + (subject.long?.graceMs ?? 0),
-            subject.long ? { cut: subject.long.cut, long: true } : {},
+            {
+              ...(subject.long ? { cut: subject.long.cut, long: true } : {}),
+              ...(subject.othersResults ? { othersResults: subject.othersResults(service) } : {}),
+            },
           );
         });
         forwardLogs(response.logs, traceId, log);
+        if (response.memo) checkMemoBound(memo, response.memo, service.name);
         return {
           service,
           outcomes: response.outcomes,

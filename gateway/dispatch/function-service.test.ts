@@ -5,6 +5,7 @@ import { AdmissionError, type Index, operator } from '../../functions/index.ts';
 import { KOPF_EXAMPLES } from '../../functions/test-helpers.ts';
 import type { IndexContents } from '../../protocol/index.ts';
 import { deepFreeze } from '../../protocol/json.ts';
+import { DEFAULT_IDENTITY } from '../identity.ts';
 import { createLogger } from '../logging.ts';
 import { callServices } from './calls.ts';
 import { FunctionService, ServiceError } from './function-service.ts';
@@ -126,6 +127,66 @@ describe('a service redeployed without handlers it is called for', () => {
       assert.equal(answer?.outcomes.create_fn?.status, 'temporary');
     });
   }
+});
+
+describe("what a call's answer may not do to another service's state", () => {
+  /** A service whose create_fn keeps `size` bytes in the memo and patches `status.<patched>`. */
+  async function answering(size: number, patched: string) {
+    const op = operator({ name: 'neighbour', secret: SECRET });
+    op.on.create('kopfexamples', function create_fn({ memo, patch }) {
+      memo.kept = 'x'.repeat(size);
+      patch.status = { [patched]: 'set' };
+      return 'done';
+    });
+    return FunctionService.connect({
+      transport: inProcessTransport(op),
+      name: undefined,
+      sign: hmacSigner(SECRET),
+      guard: {
+        identity: DEFAULT_IDENTITY,
+        resourceOf: async () => assert.fail('the answer applies nothing'),
+        current: async () => assert.fail('the answer applies nothing'),
+      },
+    });
+  }
+  const subject = (memo: Record<string, unknown>) => ({
+    reason: 'create' as const,
+    resource,
+    object,
+    memoOf: (name: string) => (name === 'neighbour' ? memo : assert.fail(`asked for the memo of ${name}`)),
+    othersResults: () => new Set(['theirs_fn']),
+  });
+  const quiet = createLogger({ level: 'error' });
+
+  it('fails the call whose memo updates would pass 64 KiB for the object: retried, nothing of it kept', async () => {
+    const service = await answering(64 * 1024, 'mine');
+    const [answer] = await callServices([{ service, handlers: [due('create_fn')] }], subject({}), [1], quiet);
+    assert.equal(answer?.outcomes.create_fn?.status, 'temporary');
+    assert.match(
+      String((answer?.outcomes.create_fn as { message?: string } | undefined)?.message),
+      /the memo of "neighbour" for the object would be \d+ bytes, over the 65536 a service may keep per object/,
+    );
+    assert.equal(answer?.memo, undefined);
+    const small = await answering(10, 'mine');
+    const [kept] = await callServices(
+      [{ service: small, handlers: [due('create_fn')] }],
+      subject({}),
+      [1],
+      quiet,
+    );
+    assert.deepEqual([kept?.outcomes.create_fn?.status, kept?.memo], ['success', { kept: 'x'.repeat(10) }]);
+  });
+
+  it("fails the call whose patch sets another service's result, with the reason", async () => {
+    const service = await answering(10, 'theirs_fn');
+    const [answer] = await callServices([{ service, handlers: [due('create_fn')] }], subject({}), [1], quiet);
+    assert.equal(answer?.outcomes.create_fn?.status, 'temporary');
+    assert.match(
+      String((answer?.outcomes.create_fn as { message?: string } | undefined)?.message),
+      /handler "create_fn": its patch may not change status\.theirs_fn \(another service's result\)/,
+    );
+    assert.equal(answer?.memo, undefined, 'nothing of the answer is kept');
+  });
 });
 
 describe("the signatures on a service's calls", () => {

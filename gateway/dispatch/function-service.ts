@@ -79,6 +79,16 @@ export interface FunctionServiceOptions {
   budgets?: ServiceBudgets;
 }
 
+/**
+ * How one call is made: `cut` aborts it; a `long` call (a daemon's) takes a connection beside the
+ * service's capped ones; its patches may not set `othersResults` (keys of other services' results).
+ */
+export interface CallOptions {
+  cut?: AbortSignal;
+  long?: boolean;
+  othersResults?: ReadonlySet<string>;
+}
+
 /** Told of the requests to function services and of the calls of their handlers (the metrics'). */
 export interface CallObserver {
   /** One HTTP request to a service (a batch of calls is one): its status, undefined when no answer came. */
@@ -268,7 +278,7 @@ export class FunctionService {
   async invoke(
     given: InvocationRequest | ActivityInvocation,
     timeoutMs = this.timeoutMs,
-    call: { cut?: AbortSignal; long?: boolean } = {},
+    call: CallOptions = {},
   ): Promise<InvocationResponse> {
     const { invocation, indexes } = await this.#withIndexes(given, timeoutMs);
     const ids = invocation.handlers.map((handler) => handler.id);
@@ -298,7 +308,7 @@ export class FunctionService {
     indexes: Record<string, IndexContents> | undefined,
     ids: string[],
     timeoutMs: number,
-    call: { cut?: AbortSignal; long?: boolean },
+    call: CallOptions,
   ): Promise<InvocationResponse> {
     const admission = invocation.reason === 'admission';
     const exchange = (request: typeof invocation) =>
@@ -329,7 +339,13 @@ export class FunctionService {
     return guard
       ? {
           ...response,
-          outcomes: await confineOutcomes(response.outcomes, this.scope, guard, invocation.body),
+          outcomes: await confineOutcomes(
+            response.outcomes,
+            this.scope,
+            guard,
+            invocation.body,
+            call.othersResults,
+          ),
         }
       : response;
   }

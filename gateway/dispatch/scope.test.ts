@@ -340,6 +340,44 @@ describe('confineOutcomes', () => {
     assert.deepEqual((await confine({ status: 'success', patch: fine })).handler?.patch, fine);
   });
 
+  it("refuses a patch that sets another service's result, or replaces metadata, its annotations or the status", async () => {
+    // `theirs_fn` is an id another service binds on the resource: its result is at status.theirs_fn.
+    const others = new Set(['theirs_fn']);
+    const confineBeside = (patch: Record<string, unknown>) =>
+      confineOutcomes({ handler: { status: 'success', patch } }, scope, guard, handled, others);
+    const refused = [
+      [{ status: { theirs_fn: { message: 'forged' } } }, /status\.theirs_fn \(another service's result\)/],
+      [{ status: { theirs_fn: null } }, /status\.theirs_fn/],
+      [{ status: null }, /status as a whole \(it would wipe the gateway's record/],
+      [{ metadata: null }, /metadata as a whole/],
+      [{ metadata: { annotations: null } }, /metadata\.annotations as a whole/],
+      [{ metadata: { annotations: 'none' } }, /metadata\.annotations as a whole/],
+    ] as const;
+    for (const [patch, reason] of refused) await assert.rejects(confineBeside(patch), reason);
+    await assert.rejects(
+      confineOutcomes(
+        {
+          handler: { status: 'success', subhandlers: { inner: { status: 'success', patch: refused[0][0] } } },
+        },
+        undefined,
+        guard,
+        handled,
+        others,
+      ),
+      /handler "handler", sub-handler "inner": its patch may not change status\.theirs_fn/,
+      'unscoped too, and from a sub-handler',
+    );
+    const own = {
+      status: { mine_fn: { done: true }, phase: 'Ready' },
+      metadata: { annotations: { a: null } },
+    };
+    assert.deepEqual(
+      (await confineBeside(own)).handler?.patch,
+      own,
+      'its own keys, and removing one annotation',
+    );
+  });
+
   it('lets events be about the handled object or a child kind in its namespace, and nothing else', async () => {
     const event = (about: Record<string, string>) => ({
       type: 'Normal' as const,

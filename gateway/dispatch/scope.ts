@@ -146,25 +146,31 @@ export interface ScopeGuard extends AnswerGuard {
   vet(service: Pick<FunctionService, 'name' | 'scope' | 'manifest'>): Promise<void>;
 }
 
-/** A call's guard (an object whose methods may be its class's) and the object the call was about. */
+/**
+ * A call's guard (an object whose methods may be its class's), the object the call was about, and
+ * the keys of its status other services' results are at.
+ */
 interface CallTarget {
   guard: AnswerGuard;
   object: KubernetesObject;
+  othersResults: ReadonlySet<string>;
 }
 
 /**
  * Checks what an answer asks against the service's scope and the gateway's identity, and makes the
  * objects it applies children of the handled object; throws a ScopeError naming the first thing out of
  * bounds, so that nothing of the answer is applied. Without a pin (`--unscoped`), only the patch is
- * held: no service may touch the finalizers, owners or the gateway's own state.
+ * held: no service may touch the finalizers, owners, the gateway's own state or, at `othersResults`
+ * (the ids other services bind on the resource), their results.
  */
 export async function confineOutcomes(
   outcomes: Record<string, Outcome>,
   scope: ServiceScope | undefined,
   guard: AnswerGuard,
   object: KubernetesObject,
+  othersResults: ReadonlySet<string> = new Set(),
 ): Promise<Record<string, Outcome>> {
-  const target = { guard, object };
+  const target = { guard, object, othersResults };
   const confined: Record<string, Outcome> = {};
   for (const [id, outcome] of Object.entries(outcomes)) {
     confined[id] = await confineOutcome(outcome, `handler "${id}"`, scope, target);
@@ -178,7 +184,7 @@ async function confineOutcome(
   scope: ServiceScope | undefined,
   target: CallTarget,
 ): Promise<Outcome> {
-  if (outcome.patch) checkPatch(outcome.patch, who, target.guard.identity);
+  if (outcome.patch) checkPatch(outcome.patch, who, target.guard.identity, target.othersResults);
   let confined = outcome;
   if (scope && outcome.apply) {
     const apply: ObjectToApply[] = [];
@@ -207,11 +213,29 @@ async function confineOutcome(
 /** Metadata that says who holds or owns the object, and the gateway's own record: never a handler's to patch. */
 const GUARDED_METADATA = ['finalizers', 'ownerReferences', 'managedFields'] as const;
 
-function checkPatch(patch: Record<string, unknown>, who: string, identity: Identity): void {
+/**
+ * Throws why a patch may not be applied: it changes who holds or owns the object, the gateway's own
+ * record (in the status or in annotations), or another service's result; or it replaces the whole of
+ * `metadata`, its annotations or `status`, which would wipe a record kept there.
+ */
+function checkPatch(
+  patch: Record<string, unknown>,
+  who: string,
+  identity: Identity,
+  othersResults: ReadonlySet<string>,
+): void {
   const refuse = (path: string, why: string) => {
     throw new ScopeError(`${who}: its patch may not change ${path} (${why})`);
   };
   const { metadata, status } = patch;
+  const wipes = "it would wipe the gateway's record and the other services' state kept there";
+  for (const [path, value] of [
+    ['metadata', metadata],
+    ['metadata.annotations', isObject(metadata) ? metadata.annotations : undefined],
+    ['status', status],
+  ] as const) {
+    if (value !== undefined && !isObject(value)) refuse(`${path} as a whole`, wipes);
+  }
   if (isObject(metadata)) {
     for (const field of GUARDED_METADATA) {
       if (Object.hasOwn(metadata, field)) refuse(`metadata.${field}`, 'who holds and owns the object');
@@ -223,6 +247,9 @@ function checkPatch(patch: Record<string, unknown>, who: string, identity: Ident
   }
   if (isObject(status) && Object.hasOwn(status, identity.statusKey)) {
     refuse(`status.${identity.statusKey}`, "the gateway's own record");
+  }
+  for (const key of isObject(status) ? Object.keys(status) : []) {
+    if (othersResults.has(key)) refuse(`status.${key}`, "another service's result");
   }
 }
 

@@ -563,7 +563,7 @@ function plannedPatch(patches: readonly Record<string, unknown>[]): Record<strin
   const effects = emptyEffects();
   for (const [index, patch] of patches.entries())
     collectEffects(effects, { status: 'success', patch }, `h${index}`);
-  const { changes } = planWrites(cause, { progress: {}, effects, state: 'untouched' }, false, storage);
+  const { changes } = planWrites(cause, { progress: {}, effects, state: 'untouched' }, {}, storage);
   return Object.keys(changes.status).length > 0
     ? { ...changes.object, status: changes.status }
     : changes.object;

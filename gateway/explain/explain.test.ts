@@ -119,6 +119,33 @@ describe('causeway explain, from an object, its stored state and its handlers', 
     );
   });
 
+  it("tells two services' handlers of one id apart: each one's progress, and its result's own place", () => {
+    const of = (service: string): Candidate<string> => ({ ...handler('create_fn', 'create'), service });
+    const started = NOW.toISOString();
+    // A new object: billing's create_fn failed once, audit's succeeded and its result is in its place.
+    const pending = object(
+      {},
+      {
+        [statusKey]: {
+          results: { audit: { create_fn: { ok: true } } },
+          progress: {
+            billing: { create_fn: { started, retries: 1, message: 'not yet' } },
+            audit: { create_fn: { started, retries: 0, success: true } },
+          },
+        },
+      },
+    );
+    const [billing, audit] = explained({ object: pending, handlers: [of('billing'), of('audit')] }).handlers;
+    assert.deepEqual(
+      [billing?.status, billing?.progress?.retries, billing?.resultKey, billing?.hasResult],
+      ['due', 1, 'status.causeway.results.billing.create_fn', false],
+    );
+    assert.deepEqual(
+      [audit?.service, audit?.status, audit?.resultKey, audit?.hasResult],
+      ['audit', 'succeeded', 'status.causeway.results.audit.create_fn', true],
+    );
+  });
+
   it('says a handler failed: permanently by its progress, out of retries by its options, or by the last event once its progress is purged', () => {
     const changed = (progress: ProgressMap) => ({
       ...recorded(object(), progress),

@@ -16,6 +16,8 @@ import { detectCause } from '../reactor/causes.ts';
 import { type FilterMiss, filterMiss } from '../reactor/filters.ts';
 import { hasFinalizer, needsFinalizer } from '../reactor/finalizers.ts';
 import type { Candidate } from '../reactor/model.ts';
+import { progressOf } from '../reactor/outcomes.ts';
+import { describePath, resultAt, resultPath } from '../reactor/places.ts';
 import { planCause } from '../reactor/plan.ts';
 import { type StateLocation, StateStorage } from '../state/storage.ts';
 import {
@@ -68,7 +70,7 @@ export function explain(input: ExplainInput): Explanation {
   const storage = new StateStorage(input.stateIn, identity, input.adoptKopf);
   const stored = storage.read(
     object,
-    handlers.map(({ spec }) => spec.id),
+    handlers.map(({ service, spec }) => ({ service, id: spec.id })),
   );
   // Offline, the object is one the running gateway has seen already: no resumption is due for it.
   const cause = detectCause(object, stored, {
@@ -81,12 +83,13 @@ export function explain(input: ExplainInput): Explanation {
   const explained = handlers.map((candidate): ExplainedHandler => {
     const { spec, service } = candidate;
     const miss = filterMiss(object, spec.filters, before);
-    const record = stored.progress?.[spec.id];
+    const record = stored.progress?.[progressOf(candidate)];
     const concerned = plan.concerned.includes(candidate);
     const due = plan.due.some((call) => call.spec === spec);
     const givenUp = plan.givenUp.some((call) => call.spec === spec);
     const lastEvent = latestEventOf(spec.id, input.events);
-    const resultKey = KINDS_WITH_RESULTS.has(spec.kind) ? `status.${spec.id}` : undefined;
+    const path = resultPath(handlers, service, spec.id, identity.statusKey);
+    const resultKey = KINDS_WITH_RESULTS.has(spec.kind) ? describePath(path) : undefined;
     return {
       id: spec.id,
       kind: spec.kind,
@@ -107,7 +110,7 @@ export function explain(input: ExplainInput): Explanation {
         : {}),
       ...(lastEvent ? { lastEvent } : {}),
       ...(resultKey ? { resultKey } : {}),
-      hasResult: object.status?.[spec.id] !== undefined && resultKey !== undefined,
+      hasResult: resultAt(object.status, path) !== undefined && resultKey !== undefined,
       holdsFinalizer: needsFinalizer(object, [candidate]),
     };
   });

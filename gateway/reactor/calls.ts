@@ -8,14 +8,14 @@ import { type CallSubject, callServices, idempotencyKey, type RetryDelays } from
 import type { FunctionService } from '../dispatch/function-service.ts';
 import type { Logger } from '../logging.ts';
 import type { StoredState } from '../state/storage.ts';
-import type { DueCall } from './model.ts';
-import { subhandlerKey } from './outcomes.ts';
+import type { DueCall, Named } from './model.ts';
+import { progressOf, subhandlerKey } from './outcomes.ts';
 
 export interface CallResults<S> {
   /** One per due call, but those of services that are down. */
   outcomes: Array<[DueCall<S>, Outcome]>;
-  /** What the services changed in the memo, in the order they answered (`null` removes a key). */
-  memoUpdates: Record<string, unknown>[];
+  /** What each service changed in its memo, in the order they answered (`null` removes a key). */
+  memoUpdates: Array<{ service: string; updates: Record<string, unknown> }>;
   /** Some service is down and was not called: resolves when the first such is back. */
   down?: Promise<void>;
 }
@@ -23,7 +23,12 @@ export interface CallResults<S> {
 /** How the reactor calls handlers: the function services in the gateway, anything else in a test. */
 export type CallHandlers<S> = (
   due: readonly DueCall<S>[],
-  subject: Omit<CallSubject, 'reason'> & { reason: Reason; stored: StoredState },
+  subject: Omit<CallSubject, 'reason' | 'othersResults'> & {
+    reason: Reason;
+    stored: StoredState;
+    /** The keys of `status` other services' results are at, by service: a patch may not set them. */
+    othersResults: (service: string) => ReadonlySet<string>;
+  },
   log: Logger,
 ) => Promise<CallResults<S>>;
 
@@ -45,7 +50,7 @@ export const functionServiceCaller =
           return handler;
         }),
       })),
-      subject,
+      { ...subject, othersResults: (service) => subject.othersResults(service.name) },
       retryDelaysS,
       log,
     );
@@ -63,7 +68,9 @@ export const functionServiceCaller =
     const down = answers.flatMap((answer) => answer.down ?? []);
     return {
       outcomes,
-      memoUpdates: answers.flatMap((answer) => (answer.memo ? [answer.memo] : [])),
+      memoUpdates: answers.flatMap(({ service, memo }) =>
+        memo ? [{ service: service.name, updates: memo }] : [],
+      ),
       ...(down.length > 0 ? { down: Promise.race(down) } : {}),
     };
   };
@@ -72,8 +79,13 @@ export const functionServiceCaller =
  * The idempotency key depends on the object, the handler, the cause and the state the change started
  * from, which stay the same until the change is handled: across retries, restarts and crashes alike.
  */
-function dueHandler<S>(call: DueCall<S>, uid: string, reason: Reason, stored: StoredState): DueHandler {
-  const prefix = subhandlerKey(call.spec.id, '');
+function dueHandler<S extends Named>(
+  call: DueCall<S>,
+  uid: string,
+  reason: Reason,
+  stored: StoredState,
+): DueHandler {
+  const prefix = progressOf(call, subhandlerKey(call.spec.id, ''));
   const subhandlers = Object.fromEntries(
     Object.entries(stored.progress ?? {})
       .filter(([key]) => key.startsWith(prefix))

@@ -13,7 +13,7 @@ import { DEFAULT_IDENTITY } from '../identity.ts';
 import { ApiError, StaleWrite } from '../kube/errors.ts';
 import { createLogger } from '../logging.ts';
 import type { JsonPatch, ObjectChanges } from '../state/changes.ts';
-import { StateStorage } from '../state/storage.ts';
+import { type Progress, StateStorage } from '../state/storage.ts';
 import type { ReactorApi } from './api.ts';
 import type { CallHandlers } from './calls.ts';
 import { ResourceReactor } from './cycle.ts';
@@ -197,8 +197,10 @@ describe('a reactor cycle', () => {
     const { reactor: cycle } = reactor(api, LIFECYCLE, call);
     const outcome = await cycle.run(api.object);
     assert.equal(outcome.retryAfterMs, 5000);
-    const state = api.object.status?.causeway as { progress?: Record<string, { retries: number }> };
-    assert.equal(state.progress?.create_fn?.retries, 1);
+    const state = api.object.status?.causeway as {
+      progress?: Record<string, Record<string, { retries: number }>>;
+    };
+    assert.equal(state.progress?.functions?.create_fn?.retries, 1, 'kept by service, then by handler');
     assert.deepEqual(api.writes.at(-1), 'events HandlerRetrying');
 
     await cycle.run(api.object); // its delay is not over: no call
@@ -287,6 +289,139 @@ describe('a reactor cycle', () => {
     await cycle.run(api.object);
     assert.deepEqual(calls, ['create:create_fn', 'create:create_fn']);
     assert.equal(api.writes[0], 'apply ConfigMap/child');
+  });
+});
+
+/**
+ * Two services on one resource, `a` and `b`, each answering from a table by `service:id`; each call
+ * records what the service was given of the memo and which status keys its patches may not set.
+ */
+function twoServices(answers: Record<string, Outcome[]>, memo: Record<string, Record<string, unknown>> = {}) {
+  const calls: string[] = [];
+  const seen: Array<{ service: string; memo: unknown; others: string[] }> = [];
+  const call: CallHandlers<string> = async (due, subject) => {
+    const services = [...new Set(due.map((d) => d.service))];
+    for (const service of services) {
+      seen.push({
+        service,
+        memo: jsonCopy(subject.memoOf?.(service)),
+        others: [...subject.othersResults(service)],
+      });
+    }
+    return {
+      outcomes: due.map((d) => {
+        calls.push(`${d.service}:${d.spec.id}`);
+        return [d, answers[`${d.service}:${d.spec.id}`]?.shift() ?? { status: 'success' }];
+      }),
+      memoUpdates: services.flatMap((service) =>
+        memo[service] ? [{ service, updates: memo[service] }] : [],
+      ),
+    };
+  };
+  return { calls, seen, call };
+}
+
+function sharedReactor(api: FakeApi, call: CallHandlers<string>, bOwns = ['create_fn']) {
+  const spec = (id: string): HandlerSpec => ({ id, kind: 'create', resource: { name: 'kex' } });
+  const served: ServedResource<string> = {
+    resource,
+    storage: new StateStorage('status', DEFAULT_IDENTITY),
+    bindings: [
+      { service: 'a', handlers: [spec('create_fn'), spec('own_fn')] },
+      { service: 'b', handlers: bOwns.map(spec) },
+    ],
+  };
+  return new ResourceReactor({
+    served,
+    api,
+    call,
+    identity: DEFAULT_IDENTITY,
+    logger: quiet,
+    conflictRetryMs: 100,
+  });
+}
+
+describe("each service's state its own", () => {
+  for (const [failing, done] of [
+    ['a', 'b'],
+    ['b', 'a'],
+  ] as const) {
+    it(`keeps the progress and results of two services' create_fn apart: ${failing} failing does not mark ${done}'s done, nor ${done}'s success ${failing}'s`, async () => {
+      const api = new FakeApi(kex({ finalizers: [FINALIZER] }));
+      const { calls, call } = twoServices({
+        [`${failing}:create_fn`]: [
+          { status: 'temporary', message: 'not yet', delay: 0 },
+          { status: 'success', result: { by: failing } },
+        ],
+        [`${done}:create_fn`]: [{ status: 'success', result: { by: done } }],
+      });
+      const cycle = sharedReactor(api, call);
+      await cycle.run(api.object);
+      assert.deepEqual(calls.sort(), ['a:create_fn', 'a:own_fn', 'b:create_fn']);
+      const state = () => jsonCopy(api.object.status?.causeway) as Record<string, Record<string, unknown>>;
+      assert.deepEqual(state().results, { [done]: { create_fn: { by: done } } }, "in the gateway's record");
+      const progress = state().progress as Record<string, Record<string, Progress>>;
+      assert.equal(progress[done]?.create_fn?.success, true);
+      assert.deepEqual(
+        [progress[failing]?.create_fn?.retries, progress[failing]?.create_fn?.success],
+        [1, undefined],
+      );
+      assert.equal(api.object.status?.create_fn, undefined, "status.create_fn is neither one's");
+
+      await cycle.run(api.object);
+      assert.deepEqual(calls.slice(3), [`${failing}:create_fn`], 'only the one that failed is called again');
+      assert.deepEqual(state().results, { a: { create_fn: { by: 'a' } }, b: { create_fn: { by: 'b' } } });
+      assert.equal(state().progress, undefined, 'handled: the progress purged');
+      assert.equal(typeof state().essence, 'string');
+    });
+  }
+
+  it("keeps a result at status.<id> when the id is its service's alone on the resource", async () => {
+    const api = new FakeApi(kex({ finalizers: [FINALIZER] }));
+    const { call } = twoServices({ 'a:own_fn': [{ status: 'success', result: { mine: true } }] });
+    await sharedReactor(api, call, ['other_fn']).run(api.object);
+    assert.deepEqual(jsonCopy(api.object.status?.own_fn), { mine: true });
+  });
+
+  it("tells each service the status keys of the others' results, and gives it its own memo only", async () => {
+    const api = new FakeApi(kex({ finalizers: [FINALIZER] }));
+    const again: Outcome[] = [{ status: 'temporary', message: 'again', delay: 0 }];
+    const { seen, call } = twoServices(
+      { 'a:create_fn': [...again], 'b:create_fn': [...again] },
+      { a: { step: 'a1' }, b: { step: 'b1', secret: 'of b' } },
+    );
+    const cycle = sharedReactor(api, call, ['create_fn', 'b_fn']);
+    await cycle.run(api.object);
+    await cycle.run(api.object);
+    const last = (service: string) => seen.filter((one) => one.service === service).at(-1);
+    assert.deepEqual(last('a'), { service: 'a', memo: { step: 'a1' }, others: ['create_fn', 'b_fn'] });
+    assert.deepEqual(last('b'), {
+      service: 'b',
+      memo: { step: 'b1', secret: 'of b' },
+      others: ['create_fn', 'own_fn'],
+    });
+  });
+
+  it('goes on after an upgrade with progress kept by id alone: no handler runs again, and the next write has it by service', async () => {
+    const done = { started: '2026-11-23T00:00:00.000Z', retries: 0, success: true };
+    const retrying = { started: '2026-11-23T00:00:00.000Z', retries: 1 };
+    const api = new FakeApi({
+      ...kex({ finalizers: [FINALIZER] }),
+      status: { causeway: { progress: { create_fn: done, own_fn: retrying } } },
+    });
+    const { calls, call } = twoServices({
+      'a:own_fn': [{ status: 'temporary', message: 'not yet', delay: 60 }],
+    });
+    await sharedReactor(api, call, ['other_fn']).run(api.object);
+    assert.deepEqual(calls.sort(), ['a:own_fn', 'b:other_fn'], "a's create_fn, done, is not called again");
+    assert.match(api.writes.at(-2) as string, /"progress":\{"create_fn":null,"own_fn":null,"a":\{/);
+    const { progress } = jsonCopy(api.object.status?.causeway) as {
+      progress: Record<string, Record<string, Progress>>;
+    };
+    assert.deepEqual(Object.keys(progress), ['a', 'b'], 'by service only: the records by id alone are gone');
+    assert.deepEqual(progress.a?.create_fn, done);
+    assert.deepEqual([progress.a?.own_fn?.retries, progress.a?.own_fn?.message], [2, 'not yet']);
+    assert.equal(progress.b?.other_fn?.success, true);
   });
 });
 

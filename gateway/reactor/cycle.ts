@@ -17,22 +17,25 @@ import { applyObjects, type ReactorApi } from './api.ts';
 import type { CallHandlers } from './calls.ts';
 import { detectCause } from './causes.ts';
 import { finalizerToAdd, finalizerToRelease, hasFinalizer, removeFinalizer } from './finalizers.ts';
-import { ObjectMemory, type Remembered, updatedMemo } from './memory.ts';
+import { memoIn, ObjectMemory, type Remembered, rememberMemo } from './memory.ts';
 import {
   type Candidate,
   type Cause,
   type CycleOutcome,
   candidatesOf,
   type DueCall,
+  type Named,
+  nameOf,
   objectName,
   type ServedResource,
 } from './model.ts';
 import { foldOutcomes } from './outcomes.ts';
+import { describePath, othersResultKeys, type ResultPath, resultAt, resultPath } from './places.ts';
 import { type Plan, planCause } from './plan.ts';
 import { dueReconciles, reconciled, reconcileWakeInMs } from './reconcile.ts';
 import { planWrites, type WritePlan } from './write-plan.ts';
 
-export interface ReactorOptions<S> {
+export interface ReactorOptions<S extends Named> {
   served: ServedResource<S>;
   api: ReactorApi;
   call: CallHandlers<S>;
@@ -56,7 +59,7 @@ interface Selection<S> {
 }
 
 /** Runs the cycles of one served resource's objects, and remembers what they need between cycles. */
-export class ResourceReactor<S> {
+export class ResourceReactor<S extends Named> {
   readonly #options: ReactorOptions<S>;
   readonly #memory: ObjectMemory;
   /** Handlers whose results the resource's status drops: said once, not on every object. */
@@ -94,8 +97,8 @@ export class ResourceReactor<S> {
     const { remembered, firstSight } = this.#memory.recall(object.metadata.uid);
     if (firstSight && this.#listedAtStart.delete(object.metadata.uid)) remembered.existedAtStart = true;
     const candidates = candidatesOf(served);
-    const handlerIds = candidates.map(({ spec }) => spec.id);
-    const stored = served.storage.read(object, handlerIds);
+    const handlers = candidates.map(({ service, spec }) => ({ service: nameOf(service), id: spec.id }));
+    const stored = served.storage.read(object, handlers);
     const cause = detectCause(object, stored, {
       annotationPrefix: identity.annotationPrefix,
       firstSight,
@@ -146,8 +149,7 @@ export class ResourceReactor<S> {
       if (cause.reason === 'delete' && folded.state === 'finished')
         remembered.finishedDeletion = folded.progress;
       if (folded.state !== 'in progress') remembered.existedAtStart = undefined;
-      const hasStoredProgress = Object.keys(stored.progress ?? {}).length > 0;
-      const writes = planWrites(cause, folded, hasStoredProgress, served.storage);
+      const writes = planWrites(cause, folded, stored, served.storage);
       const written = await this.#writeBack(current, writes, log);
       return {
         ...((written ?? held) ? { written: (written ?? held)?.metadata.resourceVersion } : {}),
@@ -210,19 +212,21 @@ export class ResourceReactor<S> {
     log: Logger,
   ) {
     const { served, call } = this.#options;
+    const candidates = candidatesOf(served);
     const subject = (reason: Reason) => ({
       reason,
       resource: served.resource,
       object,
       stored,
-      memo: remembered.memo ?? {},
+      memoOf: (service: string) => memoIn(remembered, service) ?? {},
+      othersResults: (service: string) => othersResultKeys(candidates, service),
     });
     const [forCause, forReconcile] = await Promise.all([
       call(plan.due, subject(cause.reason as Reason), log),
       call(reconcile, subject('reconcile'), log),
     ]);
-    for (const updates of [...forCause.memoUpdates, ...forReconcile.memoUpdates])
-      remembered.memo = updatedMemo(remembered.memo, updates);
+    for (const { service, updates } of [...forCause.memoUpdates, ...forReconcile.memoUpdates])
+      rememberMemo(remembered, service, updates);
     const down = forCause.down ?? forReconcile.down;
     const called = forCause.outcomes.length + forReconcile.outcomes.length > 0;
     const folded = foldOutcomes(
@@ -232,6 +236,9 @@ export class ResourceReactor<S> {
         known,
         causeOutcomes: forCause.outcomes,
         storeResults: cause.reason !== 'delete',
+        // Placed by the handlers bound now: a service that came during the call shares the id already.
+        resultPath: ({ service, spec }) =>
+          resultPath(candidatesOf(served), service, spec.id, this.#options.identity.statusKey),
         reconcile,
         reconcileOutcomes: forReconcile.outcomes,
         reconcileDeferred,
@@ -280,16 +287,15 @@ export class ResourceReactor<S> {
     return this.#options.api.applyChanges(object, changes);
   }
 
-  #warnDroppedResults(written: KubernetesObject | undefined, results: string[], log: Logger): void {
+  #warnDroppedResults(written: KubernetesObject | undefined, results: ResultPath[], log: Logger): void {
     if (!written) return;
-    for (const id of results) {
-      if (written.status?.[id] !== undefined || this.#droppedResults.has(id)) continue;
-      this.#droppedResults.add(id);
+    for (const path of results) {
+      const place = describePath(path);
+      if (resultAt(written.status, path) !== undefined || this.#droppedResults.has(place)) continue;
+      this.#droppedResults.add(place);
       log.warning(
         "the status's schema does not keep the handler's result: dropped (store it elsewhere with patch)",
-        {
-          handler: id,
-        },
+        { handler: path[path.length - 1], at: place },
       );
     }
   }

@@ -3,13 +3,14 @@
  * object, dropped with one `forget` when the object is gone.
  */
 import { bareRecord } from '../../protocol/json.ts';
+import { updatedMemo } from '../dispatch/memo.ts';
 import type { ProgressMap } from '../state/storage.ts';
 import type { Reconciled } from './reconcile.ts';
 
 /** One per object: fields are cleared with undefined, not deleted (V8 would keep it as a hash table). */
 export interface Remembered {
-  /** What the handlers kept for the object (the memo of the protocol). */
-  memo?: Record<string, unknown>;
+  /** What each service's handlers kept for the object (the memo of the protocol), by service name. */
+  memos?: Record<string, Record<string, unknown>>;
   reconciled?: Reconciled;
   /**
    * Progress of a deletion whose handlers all ran, until the object is gone: kept here, not on the
@@ -38,31 +39,37 @@ export class ObjectMemory {
     this.#objects.delete(uid);
   }
 
-  /** The memo of an object a cycle has seen; engines beside the reactor (timers) read it without recalling. */
-  memoOf(uid: string): Record<string, unknown> | undefined {
-    return this.#objects.get(uid)?.memo;
+  /**
+   * A service's memo of an object a cycle has seen; engines beside the reactor (timers) read it
+   * without recalling.
+   */
+  memoOf(uid: string, service: string): Record<string, unknown> | undefined {
+    return memoIn(this.#objects.get(uid), service);
   }
 
-  /** Changes the memo of an object a cycle has seen (one not seen yet keeps no memory for it). */
-  updateMemo(
-    uid: string,
-    update: (memo: Record<string, unknown> | undefined) => Record<string, unknown>,
-  ): void {
+  /** Applies a service's memo updates to an object a cycle has seen (one not seen yet keeps no memory for it). */
+  updateMemo(uid: string, service: string, updates: Record<string, unknown>): void {
     const remembered = this.#objects.get(uid);
-    if (remembered) remembered.memo = update(remembered.memo);
+    if (remembered) rememberMemo(remembered, service, updates);
   }
 }
 
-/** Applies a service's memo updates: `null` removes a key. A bare record: its keys reach no prototype. */
-export function updatedMemo(
-  memo: Record<string, unknown> | undefined,
+/** A service's memo in what is remembered of an object: none of another's. */
+export function memoIn(
+  remembered: Remembered | undefined,
+  service: string,
+): Record<string, unknown> | undefined {
+  const memos = remembered?.memos;
+  return memos && Object.hasOwn(memos, service) ? memos[service] : undefined;
+}
+
+/** Applies a service's memo updates to its own memo of the object (`null` removes a key). */
+export function rememberMemo(
+  remembered: Remembered,
+  service: string,
   updates: Record<string, unknown>,
-): Record<string, unknown> {
-  const updated = bareRecord(memo);
-  for (const key of Object.keys(updates)) {
-    const value = updates[key];
-    if (value === null) delete updated[key];
-    else updated[key] = value;
-  }
-  return updated;
+): void {
+  // Bare: a service's name is only ever a key here.
+  remembered.memos ??= bareRecord() as Record<string, Record<string, unknown>>;
+  remembered.memos[service] = updatedMemo(memoIn(remembered, service), updates);
 }

@@ -23,6 +23,16 @@ export interface Cause {
   existedAtStart: boolean;
 }
 
+/**
+ * A service as the reactor knows it: a function service, or its name alone (explain, tests). Its
+ * name is what its state on objects is kept by: a service redeployed keeps its state.
+ */
+export type Named = string | { readonly name: string };
+
+export function nameOf(service: Named): string {
+  return typeof service === 'string' ? service : service.name;
+}
+
 /** A handler of some service (`S`: the function service, or anything a test puts there). */
 export interface Candidate<S> {
   service: S;

@@ -6,14 +6,15 @@ import { createHash } from 'node:crypto';
 import type { KubernetesEvent, ObjectToApply, Outcome } from '../../protocol/index.ts';
 import type { LogFields, Logger } from '../logging.ts';
 import { addObjectPatch, emptyChanges, type ObjectChanges } from '../state/changes.ts';
-import type { Progress, ProgressMap } from '../state/storage.ts';
-import type { CauseState, DueCall } from './model.ts';
+import { type Progress, type ProgressMap, progressKey } from '../state/storage.ts';
+import { type Candidate, type CauseState, type DueCall, type Named, nameOf } from './model.ts';
+import { placeResult, type ResultPath } from './places.ts';
 import type { Plan } from './plan.ts';
 
 export interface CycleEffects {
   changes: ObjectChanges;
-  /** Handlers whose results are in `changes.status`. */
-  results: string[];
+  /** Where the results in `changes.status` are (places.ts). */
+  results: ResultPath[];
   events: KubernetesEvent[];
   apply: NamedObject[];
 }
@@ -42,12 +43,15 @@ export function nameGenerated(objects: readonly ObjectToApply[], seed: string): 
   });
 }
 
-/** Turns one handler's outcome into its new progress record, collecting its result and effects. */
-export function recordOutcome<S>(
+/**
+ * Turns one handler's outcome into its new progress record, collecting its result (at `resultPath`,
+ * none where undefined) and effects.
+ */
+export function recordOutcome<S extends Named>(
   owner: string,
   due: DueCall<S>,
   outcome: Outcome,
-  storeResult: boolean,
+  resultPath: ResultPath | undefined,
   effects: CycleEffects,
   now: Date,
   log: Logger,
@@ -59,9 +63,9 @@ export function recordOutcome<S>(
     case 'success':
       record.success = true;
       delete record.delayedUntil;
-      if (storeResult && outcome.result !== undefined && outcome.result !== null) {
-        effects.changes.status[id] = outcome.result;
-        effects.results.push(id);
+      if (resultPath && outcome.result !== undefined && outcome.result !== null) {
+        placeResult(effects.changes.status, resultPath, outcome.result);
+        effects.results.push(resultPath);
       }
       log.info('handler succeeded', handlerFields(due));
       break;
@@ -99,9 +103,12 @@ export function recordOutcome<S>(
   return record;
 }
 
-/** How a handler's lines name it, its retry and, once called, the call's keys. */
-function handlerFields(due: DueCall<unknown>): LogFields {
-  return { handler: due.spec.id, retry: due.progress.retries, ...due.called };
+/**
+ * How a handler's lines name it (and its service: two may have a handler of one id), its retry and,
+ * once called, the call's keys.
+ */
+function handlerFields(due: DueCall<Named>): LogFields {
+  return { handler: due.spec.id, service: nameOf(due.service), retry: due.progress.retries, ...due.called };
 }
 
 /**
@@ -117,6 +124,11 @@ export function collectEffects(effects: CycleEffects, outcome: Outcome, origin: 
 /** Sub-handlers keep their progress next to their parent's, under `<parent>#<sub>`. */
 export function subhandlerKey(parent: string, sub: string): string {
   return `${parent}#${sub}`;
+}
+
+/** Where a handler keeps its progress in the cycle's ProgressMap: by its service, then its id. */
+export function progressOf(candidate: Candidate<Named>, key = candidate.spec.id): string {
+  return progressKey(nameOf(candidate.service), key);
 }
 
 /** A sub-handler's new progress record (Kopf's `execute`), kept next to its parent's. */
@@ -156,6 +168,8 @@ export interface FoldInput<S> {
   causeOutcomes: ReadonlyArray<[DueCall<S>, Outcome]>;
   /** Results are stored for every cause but a deletion (the object is going). */
   storeResults: boolean;
+  /** Where each handler's result lands (places.ts resultPath). */
+  resultPath: (candidate: Candidate<S>) => ResultPath;
   reconcile: readonly DueCall<S>[];
   reconcileOutcomes: ReadonlyArray<[DueCall<S>, Outcome]>;
   /** Reconciling was due but waits for the next cycle (this one had calls for the cause). */
@@ -174,12 +188,12 @@ export interface Folded {
 }
 
 /** Folds a cycle's outcomes into progress, effects, the cause's state and when to look again: pure. */
-export function foldOutcomes<S>(input: FoldInput<S>, log: Logger): Folded {
+export function foldOutcomes<S extends Named>(input: FoldInput<S>, log: Logger): Folded {
   const { plan, now } = input;
   const progress: ProgressMap = { ...input.known };
   const effects = emptyEffects();
   for (const given of plan.givenUp) {
-    progress[given.spec.id] = { ...given.progress, failure: true, message: given.message };
+    progress[progressOf(given)] = { ...given.progress, failure: true, message: given.message };
     log.error('handler given up', { ...handlerFields(given), err: given.message });
     effects.events.push({
       type: 'Warning',
@@ -193,10 +207,11 @@ export function foldOutcomes<S>(input: FoldInput<S>, log: Logger): Folded {
     retryAfterMs = Math.min(retryAfterMs ?? Number.POSITIVE_INFINITY, ms);
   };
   for (const [due, outcome] of input.causeOutcomes) {
-    const record = recordOutcome(input.owner, due, outcome, input.storeResults, effects, now, log);
-    progress[due.spec.id] = record;
+    const resultPath = input.storeResults ? input.resultPath(due) : undefined;
+    const record = recordOutcome(input.owner, due, outcome, resultPath, effects, now, log);
+    progress[progressOf(due)] = record;
     for (const [sub, subOutcome] of Object.entries(outcome.subhandlers ?? {})) {
-      const key = subhandlerKey(due.spec.id, sub);
+      const key = progressOf(due, subhandlerKey(due.spec.id, sub));
       const previous = progress[key] ?? { started: now.toISOString(), retries: 0 };
       progress[key] = subhandlerRecord(previous, subOutcome, now);
     }
@@ -208,7 +223,7 @@ export function foldOutcomes<S>(input: FoldInput<S>, log: Logger): Folded {
     let requeueInMs: number | undefined;
     let failed = false;
     for (const [due, outcome] of input.reconcileOutcomes) {
-      const record = recordOutcome(input.owner, due, outcome, true, effects, now, log);
+      const record = recordOutcome(input.owner, due, outcome, input.resultPath(due), effects, now, log);
       if (outcome.requeueAfter !== undefined)
         requeueInMs = Math.min(requeueInMs ?? Number.POSITIVE_INFINITY, outcome.requeueAfter * 1000);
       if (record.delayedUntil) {
@@ -238,10 +253,9 @@ export function foldOutcomes<S>(input: FoldInput<S>, log: Logger): Folded {
  * (no record), so it is handled as new if it matches later, as Kopf's filters behave; unless a handler
  * of its later changes awaits them.
  */
-function causeState<S>(plan: Plan<S>, progress: ProgressMap): CauseState {
-  const allSkipped = plan.concerned.every(({ spec }) => progress[spec.id]?.message === 'skipped');
+function causeState<S extends Named>(plan: Plan<S>, progress: ProgressMap): CauseState {
+  const records = plan.concerned.map((candidate) => progress[progressOf(candidate)]);
+  const allSkipped = records.every((record) => record?.message === 'skipped');
   if (plan.concerned.length === 0 || allSkipped) return plan.awaitsChanges ? 'finished' : 'untouched';
-  return plan.concerned.every(({ spec }) => progress[spec.id]?.success || progress[spec.id]?.failure)
-    ? 'finished'
-    : 'in progress';
+  return records.every((record) => record?.success || record?.failure) ? 'finished' : 'in progress';
 }

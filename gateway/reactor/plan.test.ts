@@ -156,7 +156,7 @@ describe('planning a cause', () => {
     const created = object({});
     const cause = detectCause(created, {}, context);
     const progress = {
-      on_create: { started: '2026-11-22T11:59:00Z', retries: 1, delayedUntil: '2026-11-22T12:00:30Z' },
+      'svc/on_create': { started: '2026-11-22T11:59:00Z', retries: 1, delayedUntil: '2026-11-22T12:00:30Z' },
     };
     const delayed = planCause(created, cause, [handlers[0] as (typeof handlers)[0]], progress, now);
     assert.deepEqual(ids(delayed.due), []);
@@ -174,7 +174,7 @@ describe('planning a cause', () => {
       created,
       cause,
       [handlers[0] as (typeof handlers)[0]],
-      { on_create: { started: 'x', retries: 0, success: true } },
+      { 'svc/on_create': { started: 'x', retries: 0, success: true } },
       now,
     );
     assert.deepEqual([ids(done.due), ids(done.concerned)], [[], ['on_create']]);
@@ -188,8 +188,8 @@ describe('planning a cause', () => {
       handler('brief', 'create', { options: { timeout: 60 } }),
     ];
     const progress = {
-      few: { started: '2026-11-22T11:59:59Z', retries: 2 },
-      brief: { started: '2026-11-22T11:58:00Z', retries: 1 },
+      'svc/few': { started: '2026-11-22T11:59:59Z', retries: 2 },
+      'svc/brief': { started: '2026-11-22T11:58:00Z', retries: 1 },
     };
     const plan = planCause(created, cause, limited, progress, now);
     assert.deepEqual(ids(plan.due), []);

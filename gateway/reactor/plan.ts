@@ -13,9 +13,9 @@ import {
 } from '../../protocol/index.ts';
 import { valueAt } from '../../protocol/json.ts';
 import { diff } from '../state/diff.ts';
-import type { Progress, ProgressMap } from '../state/storage.ts';
+import { type Progress, type ProgressMap, progressKey } from '../state/storage.ts';
 import { changeMatches, objectMatches } from './filters.ts';
-import type { Candidate, Cause, DueCall } from './model.ts';
+import { type Candidate, type Cause, type DueCall, type Named, nameOf } from './model.ts';
 
 export interface Plan<S> {
   /** Every handler this cause concerns: when all are done, the cause is handled. */
@@ -33,7 +33,7 @@ export interface Plan<S> {
   awaitsChanges?: boolean;
 }
 
-export function planCause<S>(
+export function planCause<S extends Named>(
   object: KubernetesObject,
   cause: Cause,
   candidates: readonly Candidate<S>[],
@@ -57,7 +57,10 @@ export function planCause<S>(
     const scoped = scope(cause, spec);
     if (!scoped) continue;
     plan.concerned.push(candidate);
-    const record = progress?.[spec.id] ?? { started: now.toISOString(), retries: 0 };
+    const record = progress?.[progressKey(nameOf(candidate.service), spec.id)] ?? {
+      started: now.toISOString(),
+      retries: 0,
+    };
     if (record.success || record.failure) continue;
     const exhausted = exhaustion(spec, record, now);
     if (exhausted) {

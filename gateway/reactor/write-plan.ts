@@ -5,9 +5,10 @@
  */
 import type { KubernetesEvent } from '../../protocol/index.ts';
 import { addObjectPatch, copiedChanges, type ObjectChanges } from '../state/changes.ts';
-import type { StateStorage, StateUpdate } from '../state/storage.ts';
+import type { StateStorage, StateUpdate, StoredState } from '../state/storage.ts';
 import type { Cause } from './model.ts';
 import type { Folded, NamedObject } from './outcomes.ts';
+import type { ResultPath } from './places.ts';
 
 export interface WritePlan {
   /**
@@ -17,8 +18,8 @@ export interface WritePlan {
   apply: NamedObject[];
   /** Merge patches of the object and of its status: one write each at most, status first. */
   changes: ObjectChanges;
-  /** Handlers whose results are in the status patch (under their ids). */
-  results: string[];
+  /** Where the results in the status patch are (places.ts). */
+  results: ResultPath[];
   /** The essence the handled-record now says: the write is checked for it (a pruning status drops it). */
   recorded?: string;
   /** A deletion fully handled: our finalizer comes off after the changes. */
@@ -33,10 +34,11 @@ export interface WritePlan {
 export function planWrites(
   cause: Cause,
   folded: Folded,
-  /** Whether progress is stored on the object now (to be purged when the change is handled). */
-  storedProgress: boolean,
+  /** The state as the cycle read it: progress stored on the object is purged when the change is handled. */
+  stored: StoredState,
   storage: StateStorage,
 ): WritePlan {
+  const storedProgress = Object.keys(stored.progress ?? {}).length > 0 || stored.legacy !== undefined;
   const deleting = cause.reason === 'delete';
   const finished = folded.state === 'finished';
   let update: StateUpdate = {};
@@ -45,7 +47,7 @@ export function planWrites(
     update = { essence: cause.essence, ...(storedProgress ? { progress: null } : {}) };
   }
   const changes = copiedChanges(folded.effects.changes);
-  const state = storage.write(update);
+  const state = storage.write(update, stored);
   if (state.status) addObjectPatch(changes, { status: state.status });
   if (state.object) addObjectPatch(changes, state.object);
   return {

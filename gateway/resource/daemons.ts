@@ -18,9 +18,10 @@ import { callServices, idempotencyKey, type RetryDelays, type ServiceAnswer } fr
 import type { WatchEventType } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
 import type { ReactorApi } from '../reactor/api.ts';
-import { type ObjectMemory, updatedMemo } from '../reactor/memory.ts';
-import { objectName, type ServedResource } from '../reactor/model.ts';
+import type { ObjectMemory } from '../reactor/memory.ts';
+import { candidatesOf, objectName, type ServedResource } from '../reactor/model.ts';
 import { collectEffects, emptyEffects } from '../reactor/outcomes.ts';
+import { othersResultKeys } from '../reactor/places.ts';
 import { exhaustion } from '../reactor/plan.ts';
 import { essenceOf, serializeEssence } from '../state/essence.ts';
 import { sleep } from '../timing.ts';
@@ -189,7 +190,8 @@ export class Daemons {
           reason: 'daemon',
           resource: served.resource,
           object: object.latest,
-          memo: memory.memoOf(uid),
+          memoOf: (name) => memory.memoOf(uid, name),
+          othersResults: (one) => othersResultKeys(candidatesOf(served), one),
           timeoutMs: roundMs,
           long: { cut: daemon.call.signal, graceMs: service.timeoutMs },
         },
@@ -225,7 +227,7 @@ export class Daemons {
     log: Logger,
   ): Promise<Outcome | undefined> {
     const uid = daemon.object.latest.metadata.uid;
-    if (answer?.memo) this.#options.memory.updateMemo(uid, (memo) => updatedMemo(memo, answer.memo ?? {}));
+    if (answer?.memo) this.#options.memory.updateMemo(uid, daemon.service.name, answer.memo);
     const outcome = answer?.outcomes[daemon.spec.id];
     if (!outcome) return undefined;
     const effects = emptyEffects();
@@ -251,7 +253,8 @@ export class Daemons {
         reason: 'daemon',
         resource: served.resource,
         object: daemon.object.latest,
-        memo: memory.memoOf(daemon.object.latest.metadata.uid),
+        memoOf: (name) => memory.memoOf(daemon.object.latest.metadata.uid, name),
+        othersResults: (one) => othersResultKeys(candidatesOf(served), one),
         stopped: daemon.stopping.signal.reason as DaemonStopReason,
         timeoutMs: timeout === undefined ? roundMs : timeout * 1000,
         long: { cut: daemon.call.signal, graceMs: timeout === undefined ? daemon.service.timeoutMs : 0 },

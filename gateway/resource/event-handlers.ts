@@ -10,8 +10,9 @@ import type { WatchEventType } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
 import { applyObjects, type ReactorApi } from '../reactor/api.ts';
 import { objectMatches } from '../reactor/filters.ts';
-import { type Binding, objectName, type ServedResource } from '../reactor/model.ts';
+import { type Binding, candidatesOf, objectName, type ServedResource } from '../reactor/model.ts';
 import { collectEffects, emptyEffects } from '../reactor/outcomes.ts';
+import { othersResultKeys } from '../reactor/places.ts';
 import { Serial } from '../serial.ts';
 
 export class EventHandlers {
@@ -70,7 +71,13 @@ export class EventHandlers {
     }));
     const answers = await callServices(
       calls,
-      { reason: 'event', resource: this.#served.resource, object, event: type },
+      {
+        reason: 'event',
+        resource: this.#served.resource,
+        object,
+        event: type,
+        othersResults: (service) => othersResultKeys(candidatesOf(this.#served), service),
+      },
       EventHandlers.#NO_RETRIES,
       log,
     );

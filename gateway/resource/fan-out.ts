@@ -7,6 +7,7 @@
 import type { WatchEvent } from '../kube/watcher.ts';
 import type { Role } from '../manager/role.ts';
 import type { ResourceReactor } from '../reactor/cycle.ts';
+import type { Named } from '../reactor/model.ts';
 import type { ObjectQueue } from '../reactor/queue.ts';
 import type { Daemons } from './daemons.ts';
 import type { EventHandlers } from './event-handlers.ts';
@@ -15,7 +16,7 @@ import type { Timers } from './timers.ts';
 
 export interface FanOutTargets {
   indexFeed: IndexFeed;
-  reactor: Pick<ResourceReactor<unknown>, 'listedAtStart' | 'forget'>;
+  reactor: Pick<ResourceReactor<Named>, 'listedAtStart' | 'forget'>;
   eventHandlers: EventHandlers;
   timers: Timers;
   daemons: Daemons;

@@ -175,6 +175,7 @@ export class ResourcePipeline implements Part {
       retryDelaysS: settings.calls.serviceRetryDelaysS,
       concurrency: settings.processing.concurrency,
       annotationPrefix: identity.annotationPrefix,
+      statusKey: identity.statusKey,
       logger,
     });
     pipelineObserver?.background({ timers: () => timers.count, daemons: () => daemons.running });

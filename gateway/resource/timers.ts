@@ -16,9 +16,10 @@ import type { FunctionService } from '../dispatch/function-service.ts';
 import type { WatchEventType } from '../kube/watcher.ts';
 import type { Logger } from '../logging.ts';
 import type { ReactorApi } from '../reactor/api.ts';
-import { type ObjectMemory, updatedMemo } from '../reactor/memory.ts';
-import { objectName, type ServedResource } from '../reactor/model.ts';
+import type { ObjectMemory } from '../reactor/memory.ts';
+import { candidatesOf, objectName, type ServedResource } from '../reactor/model.ts';
 import { type CycleEffects, collectEffects, emptyEffects } from '../reactor/outcomes.ts';
+import { othersResultKeys, placeResult, resultPath } from '../reactor/places.ts';
 import { exhaustion } from '../reactor/plan.ts';
 import { essenceOf, serializeEssence } from '../state/essence.ts';
 import { handlerKey, matchingHandlers, stillBound, writeEffects } from './background.ts';
@@ -35,6 +36,8 @@ export interface TimersOptions {
   concurrency: number;
   /** Our annotations, which are not a change of the object (see essence.ts). */
   annotationPrefix: string;
+  /** The gateway's key in the status: results of an id several services bind land in it (places.ts). */
+  statusKey: string;
   logger: Logger;
 }
 
@@ -206,11 +209,17 @@ export class Timers {
     });
     const [answer] = await callServices(
       [{ service, handlers }],
-      { reason: 'timer', resource: served.resource, object: object.latest, memo: memory.memoOf(uid) },
+      {
+        reason: 'timer',
+        resource: served.resource,
+        object: object.latest,
+        memoOf: (name) => memory.memoOf(uid, name),
+        othersResults: (one) => othersResultKeys(candidatesOf(served), one),
+      },
       this.#options.retryDelaysS,
       log,
     );
-    if (answer?.memo) memory.updateMemo(uid, (memo) => updatedMemo(memo, answer.memo ?? {}));
+    if (answer?.memo) memory.updateMemo(uid, service.name, answer.memo);
     const effects = emptyEffects();
     const finishedAt = Date.now();
     for (const timer of timers) {
@@ -244,8 +253,10 @@ export class Timers {
       case 'success':
         timer.failing = undefined;
         if (outcome.result !== undefined && outcome.result !== null) {
-          effects.changes.status[spec.id] = outcome.result;
-          effects.results.push(spec.id);
+          const { served, statusKey } = this.#options;
+          const path = resultPath(candidatesOf(served), timer.service, spec.id, statusKey);
+          placeResult(effects.changes.status, path, outcome.result);
+          effects.results.push(path);
         }
         return 'interval';
       case 'skipped':

@@ -13,9 +13,9 @@ import {
 } from '../../protocol/index.ts';
 import { callActivity, type RetryDelays } from '../dispatch/calls.ts';
 import type { FunctionService } from '../dispatch/function-service.ts';
+import { updatedMemo } from '../dispatch/memo.ts';
 import { aborted } from '../dispatch/transport.ts';
 import type { Logger } from '../logging.ts';
-import { updatedMemo } from '../reactor/memory.ts';
 import { exhaustion } from '../reactor/plan.ts';
 import { sleep } from '../timing.ts';
 

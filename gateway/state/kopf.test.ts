@@ -46,7 +46,9 @@ const context = (prefix = KOPF_PREFIX, handlerIds: string[] = []) => ({ prefix, 
 const adopting = new StateStorage('status', DEFAULT_IDENTITY, KOPF_PREFIX);
 const causeContext = { annotationPrefix: OWN, firstSight: false, adoptedPrefix: KOPF_PREFIX };
 const causeOf = (object: KubernetesObject, storage = adopting, ids: string[] = []) =>
-  detectCause(object, storage.read(object, ids), causeContext);
+  detectCause(object, storage.read(object, owned(ids)), causeContext);
+/** The handlers of these ids, of the one service on the resource. */
+const owned = (ids: readonly string[]) => ids.map((id) => ({ service: 'svc', id }));
 
 describe("Kopf's diff-base as our essence", () => {
   it('makes an object unchanged since Kopf handled it compare equal: nothing to do, a resumption at first sight', () => {
@@ -223,7 +225,7 @@ describe("Kopf's progress as ours", () => {
       service: 'svc',
       spec: { id, kind: 'update', resource: { name: 'kopfexamples' } } as HandlerSpec,
     }));
-    const stored = adopting.read(object, ids);
+    const stored = adopting.read(object, owned(ids));
     const plan = planCause(object, cause, updates, stored.progress, new Date('2026-11-23T18:03:40Z'));
     assert.deepEqual(
       plan.due.map(({ spec, progress }) => [spec.id, progress.retries]),
@@ -238,13 +240,13 @@ describe("Kopf's progress as ours", () => {
     const object = byKopf();
     object.metadata.annotations = { ...object.metadata.annotations, ...progressAnnotations(KOPF_PREFIX) };
     const ours = { update_fn: { started, retries: 5 } };
-    object.status = { causeway: { progress: ours } };
-    assert.deepEqual(adopting.read(object, ids), {
+    object.status = { causeway: { progress: { svc: ours } } };
+    assert.deepEqual(adopting.read(object, owned(ids)), {
       essence: kopfEssence(object, context()),
-      progress: ours,
+      progress: { 'svc/update_fn': ours.update_fn },
     });
     object.status = { causeway: { essence: '{"spec":{}}' } };
-    assert.deepEqual(adopting.read(object, ids), { essence: '{"spec":{}}' });
+    assert.deepEqual(adopting.read(object, owned(ids)), { essence: '{"spec":{}}' });
     assert.equal(
       adopting.kept(byKopf(), kopfEssence(byKopf(), context()) as string),
       false,

@@ -9,7 +9,7 @@ import type { KubeClient } from '../../gateway/kube/client.ts';
 import { ApiError } from '../../gateway/kube/errors.ts';
 import { testCluster, testNamespace } from '../support/cluster.ts';
 import { kubectl } from '../support/kubectl.ts';
-import { applyFile, eventually, kubeClient } from '../support/operator.ts';
+import { applyFile, eventually, kubeClient, progressOf } from '../support/operator.ts';
 
 const example = (name: string, file: string) => new URL(`../../examples/${name}/${file}`, import.meta.url);
 const CRD = example('01-minimal', 'crd.yaml');
@@ -87,17 +87,9 @@ async function readOrGone(client: KubeClient, path: string): Promise<KubernetesO
   }
 }
 
-interface Progress {
-  started: string;
-  retries: number;
-  delayedUntil?: string;
-  success?: true;
-  failure?: true;
-  message?: string;
-}
-
-function causewayStatus(object: KubernetesObject): { essence?: string; progress?: Record<string, Progress> } {
-  return (object.status?.causeway ?? {}) as { essence?: string; progress?: Record<string, Progress> };
+/** The gateway's record on the object: the essence it handled, and its services' progress (progressOf). */
+function causewayStatus(object: KubernetesObject): { essence?: string; progress?: Record<string, unknown> } {
+  return (object.status?.causeway ?? {}) as { essence?: string; progress?: Record<string, unknown> };
 }
 
 /** What the gateway keeps on an object, wherever it keeps it. */
@@ -232,7 +224,7 @@ describe('examples/03-exceptions', async () => {
 
     // The first attempts' outcomes go out in one write: every handler's progress at once.
     const progress = await eventually('the progress after the first attempts', async () => {
-      const current = causewayStatus(await client.get<KubernetesObject>(path)).progress;
+      const current = progressOf(await client.get<KubernetesObject>(path), 'exceptions');
       return (current?.flaky_fn?.retries ?? 0) >= 1 ? current : undefined;
     });
     assert.equal(progress.doomed_fn?.failure, true, JSON.stringify(progress));

@@ -25,6 +25,7 @@ import {
   createKopfExample,
   eventually,
   kubeClient,
+  progressOf,
   type RunningOperator,
   runOperator,
   TEST_SECRET,
@@ -79,9 +80,7 @@ describe('causeway explain', () => {
   const path = (name: string) => `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/${name}`;
   const read = (name: string) => client.get<KubernetesObject>(path(name));
   const state = (object: KubernetesObject) =>
-    object.status?.[statusKey] as
-      | { essence?: string; progress?: Record<string, { retries: number }> }
-      | undefined;
+    object.status?.[statusKey] as { essence?: string; progress?: Record<string, unknown> } | undefined;
   const handler = (explanation: Explanation, id: string) => {
     const found = explanation.handlers.find((each) => each.id === id);
     assert.ok(found, `handler ${id} is explained`);
@@ -152,7 +151,10 @@ describe('causeway explain', () => {
   });
 
   it('explains a handler retrying: its retries, next attempt and message, in JSON and in text', async () => {
-    await eventually('retrying retried', async () => state(await read('retrying'))?.progress?.create_fn);
+    await eventually(
+      'retrying retried',
+      async () => progressOf(await read('retrying'), 'explained', statusKey)?.create_fn,
+    );
     const explanation = await explainJson('retrying');
     assert.equal(explanation.cause, 'create');
     assert.deepEqual(explanation.state, { in: 'status', handled: false });
@@ -224,7 +226,7 @@ describe('causeway explain', () => {
     await client.request(path('deleting'), { method: 'DELETE' });
     await eventually(
       'the delete handler retrying',
-      async () => state(await read('deleting'))?.progress?.delete_fn,
+      async () => progressOf(await read('deleting'), 'explained', statusKey)?.delete_fn,
     );
     const explanation = await explainJson('deleting');
     assert.equal(explanation.cause, 'delete');

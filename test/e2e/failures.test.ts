@@ -9,6 +9,7 @@ import {
   eventually,
   kubeClient,
   memoryLogger,
+  progressOf,
   runOperator,
   TEST_SECRET,
 } from '../support/operator.ts';
@@ -118,8 +119,7 @@ describe('failures on a real apiserver', () => {
     await eventually('a malformed answer', async () => (malformedAnswers > 0 ? true : undefined));
     const recorded = await eventually('the failure in the progress', async () => {
       const current = await read(namespace, 'patient');
-      return (current.status?.causeway as { progress?: Record<string, { message?: string }> } | undefined)
-        ?.progress;
+      return progressOf(current, 'garbled');
     });
     assert.match(
       recorded.create_fn?.message ?? '',

@@ -104,6 +104,7 @@ describe('the log, as JSON', () => {
       object: `${namespace}/guarded`,
       cause: 'create',
       handler: 'create_fn',
+      service: 'keeper',
       retry: 0,
       msg: 'handler succeeded',
     });

@@ -1,7 +1,7 @@
 /** Where the handled-record goes, on real CRDs: the status when it keeps it, annotations otherwise. */
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import { operator } from '../../functions/index.ts';
+import { operator, TemporaryError } from '../../functions/index.ts';
 import { applyManifests } from '../../gateway/kube/apply.ts';
 import type { KubeClient } from '../../gateway/kube/client.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
@@ -12,6 +12,7 @@ import {
   eventually,
   kubeClient,
   memoryLogger,
+  progressOf,
   runOperator,
   TEST_SECRET,
 } from '../support/operator.ts';
@@ -34,6 +35,10 @@ function strictCrd(): KubernetesObject {
     },
   });
 }
+
+/** The gateway's record on an object, in its status. */
+const recordOf = (object: KubernetesObject) =>
+  (object.status?.causeway ?? {}) as { essence?: string; progress?: Record<string, unknown> };
 
 function greeter(name: string) {
   const op = operator({ name, secret: TEST_SECRET });
@@ -109,5 +114,63 @@ describe('where the handled-record is kept', () => {
     t.after(() => second.stop());
     await createAndWait(namespace, 'told-later', KOPF_EXAMPLES);
     assert.deepEqual(calls, ['told', 'told-later']);
+  });
+
+  it('goes on with a change an older gateway left half done, its progress kept by id alone: no handler runs again, and the progress is rewritten by service', async (t) => {
+    await applyFile(new URL('../../examples/01-minimal/crd.yaml', import.meta.url));
+    const namespace = await testNamespace(t);
+    const path = `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/upgraded`;
+    await client.request(`/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`, {
+      method: 'POST',
+      body: { apiVersion: 'kopf.dev/v1', kind: 'KopfExample', metadata: { name: 'upgraded' }, spec: {} },
+    });
+    // As a gateway before progress was kept by service left it: create_fn done, step_fn failed once.
+    const started = new Date().toISOString();
+    await client.patch(`${path}/status`, 'merge', {
+      status: {
+        causeway: {
+          progress: {
+            create_fn: { started, retries: 0, success: true },
+            step_fn: { started, retries: 1, message: 'not yet' },
+          },
+        },
+      },
+    });
+    const calls: string[] = [];
+    const op = operator({ name: 'upgraded', secret: TEST_SECRET });
+    op.on.create('kopfexamples', async function create_fn() {
+      calls.push('create_fn');
+      return { again: true };
+    });
+    op.on.create('kopfexamples', async function step_fn({ retry }) {
+      calls.push(`step_fn:${retry}`);
+      if (retry === 1) throw new TemporaryError('still not', { delay: 1 });
+      return { step: retry };
+    });
+    const running = await runOperator(op, { namespaces: [namespace] });
+    t.after(() => running.stop());
+
+    const midway = await eventually('the progress rewritten by service', async () => {
+      const object = await client.get<KubernetesObject>(path);
+      return progressOf(object, 'upgraded')?.step_fn?.retries === 2 ? object : undefined;
+    });
+    assert.deepEqual(
+      Object.keys(recordOf(midway).progress ?? {}),
+      ['upgraded'],
+      'the records by id alone are gone',
+    );
+    assert.equal(progressOf(midway, 'upgraded')?.create_fn?.success, true);
+    const handled = await eventually('the change handled', async () => {
+      const object = await client.get<KubernetesObject>(path);
+      return object.status?.step_fn === undefined ? undefined : object;
+    });
+    assert.deepEqual(handled.status?.step_fn, { step: 2 });
+    assert.equal(
+      handled.status?.create_fn,
+      undefined,
+      'create_fn, done before the upgrade, is not called again',
+    );
+    assert.deepEqual(calls, ['step_fn:1', 'step_fn:2']);
+    assert.equal(recordOf(handled).progress, undefined, 'handled: the progress purged');
   });
 });

@@ -197,6 +197,28 @@ export async function statusOnceThere(path: string, key: string, timeoutMs = 30_
   );
 }
 
+/** A handler's progress record, as the gateway keeps it: `status.<statusKey>.progress.<service>.<id>`. */
+export interface ProgressRecord {
+  started: string;
+  retries: number;
+  delayedUntil?: string;
+  success?: true;
+  failure?: true;
+  message?: string;
+}
+
+/** The progress records of a service's handlers on an object, by handler id; undefined when none is kept. */
+export function progressOf(
+  object: KubernetesObject,
+  service: string,
+  statusKey = 'causeway',
+): Record<string, ProgressRecord> | undefined {
+  const state = object.status?.[statusKey] as
+    | { progress?: Record<string, Record<string, ProgressRecord>> }
+    | undefined;
+  return state?.progress?.[service];
+}
+
 /** Polls until `read` returns something other than undefined, or fails with `what` at the deadline. */
 export async function eventually<T>(
   what: string,

@@ -16,6 +16,7 @@ import {
   eventually,
   kubeClient,
   memoryLogger,
+  progressOf,
   runOperator,
   statusOnceThere,
   TEST_SECRET,
@@ -71,12 +72,10 @@ describe('hostile replies', () => {
   const read = (path: string) => client.get<KubernetesObject>(path);
   /** The handler's progress message in the object's status, once a failed call left one. */
   const failureOf = (path: string, id: string) =>
-    eventually(`the failure of ${id} on ${path}`, async () => {
-      const causeway = (await read(path)).status?.causeway as
-        | { progress?: Record<string, { message?: string }> }
-        | undefined;
-      return causeway?.progress?.[id]?.message;
-    });
+    eventually(
+      `the failure of ${id} on ${path}`,
+      async () => progressOf(await read(path), 'hostile')?.[id]?.message,
+    );
 
   /** A gateway serving a hostile service (the objects labelled `side: hostile`) and an honest one. */
   async function serve(
@@ -202,10 +201,7 @@ describe('hostile replies', () => {
     const shared = await createKopfExample(namespace, 'shared', {}, { labels: { side: 'shared' } });
     assert.deepEqual(await statusOnceThere(shared, 'honest_fn'), { hello: 'shared' });
     const delayedUntil = await eventually("the busy handler's next attempt", async () => {
-      const causeway = (await read(shared)).status?.causeway as
-        | { progress?: Record<string, { delayedUntil?: string }> }
-        | undefined;
-      return causeway?.progress?.create_fn?.delayedUntil;
+      return progressOf(await read(shared), 'busy')?.create_fn?.delayedUntil;
     });
     const days = (Date.parse(delayedUntil) - Date.now()) / (24 * 3600 * 1000);
     assert.ok(days > 364 && days <= 365, `the next attempt in a year, not ${days} days`);

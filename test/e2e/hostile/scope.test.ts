@@ -27,6 +27,7 @@ import {
   kubeClient,
   kubeConfig,
   memoryLogger,
+  progressOf,
   runOperator,
   statusOnceThere,
   TEST_SECRET,
@@ -142,8 +143,7 @@ describe('a hostile function service within its pinned scope', () => {
         const object = await client.get<KubernetesObject>(
           `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/${name}`,
         );
-        const record = (object.status?.causeway as { progress?: Record<string, { message?: string }> })
-          ?.progress;
+        const record = progressOf(object, 'hostile');
         return record?.create_fn?.message ? { object, message: record.create_fn.message } : undefined;
       });
       assert.match(progress.message, reason, name);

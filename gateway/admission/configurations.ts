@@ -3,7 +3,7 @@
  * written at once, by server-side apply as the gateway's field manager, or removed when empty. At a
  * graceful stop all but the persistent webhooks go, unless other replicas run, whose webhooks they are too.
  */
-import { type Webhook, webhookConfiguration } from '../../webhooks/configurations.ts';
+import { type Webhook, webhookConfiguration, withoutNamespace } from '../../webhooks/configurations.ts';
 import type { Way } from '../../webhooks/reach.ts';
 import { isNotFound } from '../kube/errors.ts';
 import type { Role } from '../manager/role.ts';
@@ -11,7 +11,10 @@ import type { AdmissionOptions } from './admission.ts';
 
 const KINDS = ['validating', 'mutating'] as const;
 
-type ConfigurationOptions = Pick<AdmissionOptions, 'client' | 'identity' | 'namespaces' | 'logger'>;
+type ConfigurationOptions = Pick<
+  AdmissionOptions,
+  'client' | 'identity' | 'namespaces' | 'ownNamespace' | 'logger'
+>;
 
 export class Configurations {
   readonly #options: ConfigurationOptions;
@@ -25,9 +28,9 @@ export class Configurations {
    * trust, when the way carries it.
    */
   async write(webhooks: readonly Webhook[], way: Way, bundle: string): Promise<void> {
-    const { client, identity, namespaces } = this.#options;
+    const { client, identity, namespaces, ownNamespace } = this.#options;
     for (const type of KINDS) {
-      const configuration = webhookConfiguration(
+      const built = webhookConfiguration(
         type,
         identity.annotationPrefix,
         webhooks,
@@ -35,6 +38,7 @@ export class Configurations {
         way.bundle ? bundle : undefined,
         namespaces,
       );
+      const configuration = ownNamespace ? withoutNamespace(built, ownNamespace) : built;
       const path = `/apis/admissionregistration.k8s.io/v1/${type}webhookconfigurations/${identity.annotationPrefix}`;
       if ((configuration.webhooks as unknown[]).length === 0) {
         try {

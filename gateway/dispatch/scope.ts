@@ -99,6 +99,8 @@ export function beyondPin(declared: ServiceScope, pin: ServiceScope): string[] {
 /** What the gateway holds answers to: its own identity, and how to learn which resource a kind is. */
 export interface AnswerGuard {
   identity: Identity;
+  /** The namespace the gateway runs in, where no answer's child or event may go (undefined: none). */
+  readonly ownNamespace?: string | undefined;
   /** The resource of an apiVersion and kind (discovery), for the objects an answer applies or names. */
   resourceOf(apiVersion: string, kind: string): Promise<DiscoveredResource>;
 }
@@ -142,6 +144,7 @@ async function confineOutcome(
   target: CallTarget,
 ): Promise<Outcome> {
   if (outcome.patch) checkPatch(outcome.patch, who, target.guard.identity);
+  checkOwnNamespace(outcome, who, target);
   let confined = outcome;
   if (scope && outcome.apply) {
     const apply: ObjectToApply[] = [];
@@ -186,6 +189,26 @@ function checkPatch(patch: Record<string, unknown>, who: string, identity: Ident
   }
   if (isObject(status) && Object.hasOwn(status, identity.statusKey)) {
     refuse(`status.${identity.statusKey}`, "the gateway's own record");
+  }
+}
+
+/**
+ * Nothing an answer asks goes to the gateway's own namespace, scoped or not: a child there could run
+ * as the gateway's account or mount its keys, an event there could pass for the gateway's own.
+ */
+function checkOwnNamespace(outcome: Outcome, who: string, { guard, object }: CallTarget): void {
+  const own = guard.ownNamespace;
+  if (own === undefined) return;
+  const refuse = (what: string) => {
+    throw new ScopeError(
+      `${who}: ${what} would be in namespace ${own}, the gateway's own, which it serves to no function service`,
+    );
+  };
+  for (const [index, child] of (outcome.apply ?? []).entries()) {
+    if ((child.metadata.namespace ?? object.metadata.namespace) === own) refuse(`apply[${index}]`);
+  }
+  for (const [index, event] of (outcome.events ?? []).entries()) {
+    if ((event.about?.namespace ?? object.metadata.namespace) === own) refuse(`events[${index}]`);
   }
 }
 
@@ -285,14 +308,19 @@ async function confineAbout(
 /**
  * The handlers with the namespaces they may see set from the scope: the pin's narrowing, or none. A
  * service does not choose its own (the gateway's filters check them, with no call to correct them).
+ * The gateway's own namespace, when it has one, is left out of every handler's, scoped or not: no
+ * watch, timer, daemon or admission review of its objects reaches a service.
  */
 export function narrowedToScope(
   handlers: readonly HandlerSpec[],
   scope: ServiceScope | undefined,
+  ownNamespace?: string,
 ): HandlerSpec[] {
+  const pinned = scope?.namespaces ?? (ownNamespace === undefined ? undefined : []);
+  const namespaces = ownNamespace === undefined ? pinned : [...(pinned ?? []), `!${ownNamespace}`];
   return handlers.map((handler) => {
     const { namespaces: _declared, ...filters } = handler.filters ?? {};
-    const narrowed = scope?.namespaces ? { ...filters, namespaces: scope.namespaces } : filters;
+    const narrowed = namespaces ? { ...filters, namespaces } : filters;
     return Object.keys(narrowed).length > 0 || handler.filters ? { ...handler, filters: narrowed } : handler;
   });
 }

@@ -46,6 +46,8 @@ export interface ExplainInput {
   adoptKopf?: string;
   /** The gateway's events about the object. */
   events: readonly ObjectEvent[];
+  /** The namespace the gateway runs in, which it serves to no function service (its --serve-own-namespace not given). */
+  ownNamespace?: string;
   owner?: Explanation['owner'];
   now: Date;
 }
@@ -64,7 +66,8 @@ const KINDS_WITH_RESULTS: ReadonlySet<HandlerKind> = new Set([
 ]);
 
 export function explain(input: ExplainInput): Explanation {
-  const { object, handlers, identity, now } = input;
+  const { object, identity, now } = input;
+  const handlers = withoutOwnNamespace(input.handlers, input.ownNamespace);
   const storage = new StateStorage(input.stateIn, identity, input.adoptKopf);
   const stored = storage.read(
     object,
@@ -91,7 +94,7 @@ export function explain(input: ExplainInput): Explanation {
       id: spec.id,
       kind: spec.kind,
       service,
-      ...matchOf(object, spec, miss),
+      ...matchOf(object, spec, miss, input.ownNamespace),
       status: statusOf({ filtered: miss !== undefined, record, concerned, due, givenUp }),
       concerned,
       due,
@@ -136,6 +139,19 @@ export function explain(input: ExplainInput): Explanation {
   };
 }
 
+/** The handlers as the gateway narrows them: none sees the namespace it runs in (dispatch/scope.ts's narrowedToScope). */
+function withoutOwnNamespace(
+  handlers: readonly Candidate<string>[],
+  own: string | undefined,
+): readonly Candidate<string>[] {
+  if (own === undefined) return handlers;
+  return handlers.map((candidate) => {
+    const filters = candidate.spec.filters ?? {};
+    const namespaces = [...(filters.namespaces ?? []), `!${own}`];
+    return { ...candidate, spec: { ...candidate.spec, filters: { ...filters, namespaces } } };
+  });
+}
+
 function statusOf(handler: {
   filtered: boolean;
   record: { success?: true; failure?: true; message?: string } | undefined;
@@ -155,7 +171,12 @@ function matchOf(
   object: KubernetesObject,
   spec: HandlerSpec,
   miss: FilterMiss | undefined,
+  ownNamespace: string | undefined,
 ): Pick<ExplainedHandler, 'match' | 'filter' | 'reason'> {
+  if (miss?.filter === 'namespaces' && object.metadata.namespace === ownNamespace) {
+    const reason = `namespace ${ownNamespace} is the gateway's own, which it serves to no function service (unless run with --serve-own-namespace)`;
+    return { match: 'filtered', filter: 'namespaces', reason };
+  }
   if (miss) return { match: 'filtered', filter: miss.filter, reason: missReason(object, spec, miss) };
   if (spec.filters?.when)
     return {

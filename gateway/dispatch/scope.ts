@@ -316,11 +316,18 @@ export function narrowedToScope(
   scope: ServiceScope | undefined,
   ownNamespace?: string,
 ): HandlerSpec[] {
-  const pinned = scope?.namespaces ?? (ownNamespace === undefined ? undefined : []);
-  const namespaces = ownNamespace === undefined ? pinned : [...(pinned ?? []), `!${ownNamespace}`];
+  const namespaces = withoutOwnNamespace(scope?.namespaces, ownNamespace);
   return handlers.map((handler) => {
     const { namespaces: _declared, ...filters } = handler.filters ?? {};
     const narrowed = namespaces ? { ...filters, namespaces } : filters;
     return Object.keys(narrowed).length > 0 || handler.filters ? { ...handler, filters: narrowed } : handler;
   });
+}
+
+/** Namespace patterns (a handler's filter) with the gateway's own namespace left out; as given when it has none. */
+export function withoutOwnNamespace(
+  namespaces: string[] | undefined,
+  own: string | undefined,
+): string[] | undefined {
+  return own === undefined ? namespaces : [...(namespaces ?? []), `!${own}`];
 }

@@ -11,6 +11,7 @@ import type {
   ValueMatch,
 } from '../../protocol/index.ts';
 import { valueAt } from '../../protocol/json.ts';
+import { withoutOwnNamespace } from '../dispatch/scope.ts';
 import type { Identity } from '../identity.ts';
 import { detectCause } from '../reactor/causes.ts';
 import { type FilterMiss, filterMiss } from '../reactor/filters.ts';
@@ -67,7 +68,7 @@ const KINDS_WITH_RESULTS: ReadonlySet<HandlerKind> = new Set([
 
 export function explain(input: ExplainInput): Explanation {
   const { object, identity, now } = input;
-  const handlers = withoutOwnNamespace(input.handlers, input.ownNamespace);
+  const handlers = narrowedByGateway(input.handlers, input.ownNamespace);
   const storage = new StateStorage(input.stateIn, identity, input.adoptKopf);
   const stored = storage.read(
     object,
@@ -140,14 +141,14 @@ export function explain(input: ExplainInput): Explanation {
 }
 
 /** The handlers as the gateway narrows them: none sees the namespace it runs in (dispatch/scope.ts's narrowedToScope). */
-function withoutOwnNamespace(
+function narrowedByGateway(
   handlers: readonly Candidate<string>[],
   own: string | undefined,
 ): readonly Candidate<string>[] {
   if (own === undefined) return handlers;
   return handlers.map((candidate) => {
     const filters = candidate.spec.filters ?? {};
-    const namespaces = [...(filters.namespaces ?? []), `!${own}`];
+    const namespaces = withoutOwnNamespace(filters.namespaces, own);
     return { ...candidate, spec: { ...candidate.spec, filters: { ...filters, namespaces } } };
   });
 }

@@ -76,8 +76,8 @@ const DEFAULT_BODY_LIMIT = 4 * 1024 * 1024;
 const DEFAULT_BODY_BUDGET = 8 * DEFAULT_BODY_LIMIT;
 /** Far more than the apiserver's replicas keep open, far fewer than the file descriptors a pod has. */
 const DEFAULT_MAX_CONNECTIONS = 256;
-/** The apiserver's headers are a few hundred bytes; Node's default is 16 KiB, said here so it stays. */
-const MAX_HEADER_BYTES = 16 * 1024;
+/** The apiserver's headers are a few hundred bytes: half of Node's default (16 KiB) is room to spare. */
+const MAX_HEADER_BYTES = 8 * 1024;
 /** The apiserver sends a review at once; Node's default (300 s) lets a slow client hold sockets for long. */
 const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 /** A TLS handshake not done by then is dropped (Node's default is 120 s). */

@@ -284,6 +284,13 @@ describe("the gateway's own namespace", () => {
     assert.equal(filterMiss(inNamespace('team-a'), open?.filters), undefined);
     assert.equal(filterMiss(inNamespace('team-a'), narrowed?.filters), undefined);
     assert.equal(filterMiss(inNamespace('other'), narrowed?.filters)?.filter, 'namespaces');
+    // A pin naming it (a FunctionService's editor's, say) does not bring it back.
+    const [named] = narrowedToScope(
+      [handler],
+      { resources: ['*'], namespaces: ['causeway-system'] },
+      'causeway-system',
+    );
+    assert.equal(filterMiss(inNamespace('causeway-system'), named?.filters)?.filter, 'namespaces');
   });
 
   it('is no namespace at all where the gateway has none (outside a pod, or --serve-own-namespace)', () => {

@@ -24,6 +24,13 @@ export interface GatewayOptions {
   secret?: Uint8Array;
   /** Namespaces to serve: names, globs (`team-*`), negations (`!kube-*`); undefined serves all of them. */
   namespaces?: readonly string[];
+  /**
+   * The namespace the gateway runs in (its pod's), which it serves to no function service: no handler
+   * sees its objects, no child or event of an answer goes there, and its webhook configurations leave
+   * it out. Its Secrets, keys and account are the gateway's own. Undefined: every namespace served is
+   * served to the services (outside a pod, or with --serve-own-namespace).
+   */
+  ownNamespace?: string;
   /** Defaults to the usual kubeconfig lookup: $KUBECONFIG, ~/.kube/config, in-cluster. */
   kubeconfig?: KubeConfig;
   identity?: Partial<Identity>;

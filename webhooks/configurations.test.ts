@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { HandlerSpec } from '../protocol/index.ts';
-import { webhookConfiguration, webhookOf } from './configurations.ts';
+import { webhookConfiguration, webhookOf, withoutNamespace } from './configurations.ts';
 
 const resource = { group: 'kopf.dev', version: 'v1', plural: 'kopfexamples', namespaced: true };
 const handler = (spec: Partial<HandlerSpec>): HandlerSpec => ({
@@ -153,5 +153,30 @@ describe('webhook configurations', () => {
       ['Fail', 10, 'Never'],
     );
     assert.equal(only.namespaceSelector, undefined);
+  });
+});
+
+describe("the gateway's own namespace in its webhook configurations", () => {
+  const cluster = { group: 'kopf.dev', version: 'v1', plural: 'kopfclusters', namespaced: false };
+  const own = { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['causeway-system'] };
+  const selectors = (namespaces: readonly string[] | undefined, resources = [resource]) => {
+    const webhook = webhookOf('svc', handler({}), resources, 'causeway.dev');
+    const built = webhookConfiguration('validating', 'x', [webhook], { url: 'https://h' }, 'PEM', namespaces);
+    const configuration = withoutNamespace(built, 'causeway-system');
+    return (configuration.webhooks as Array<Record<string, unknown>>).map((one) => one.namespaceSelector);
+  };
+
+  it('is left out of every webhook reviewing namespaced objects, beside the namespaces served', () => {
+    assert.deepEqual(selectors(undefined), [{ matchExpressions: [own] }]);
+    assert.deepEqual(selectors(['team-a']), [
+      {
+        matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: ['team-a'] }, own],
+      },
+    ]);
+    assert.deepEqual(selectors(undefined, [resource, cluster]), [{ matchExpressions: [own] }]);
+  });
+
+  it('changes nothing for a webhook of cluster-scoped objects only, which no namespace selects', () => {
+    assert.deepEqual(selectors(undefined, [cluster]), [undefined]);
   });
 });

@@ -148,3 +148,31 @@ function dnsLabel(text: string): string {
   if (label === text) return label;
   return `${label || 'x'}-${createHash('sha256').update(text).digest('hex').slice(0, 8)}`;
 }
+
+/**
+ * The configuration with `namespace` left out of every webhook that reviews namespaced objects (the
+ * gateway's own, which it serves to no function service): the apiserver never sends a review of an
+ * object there. Kept beside its namespaceSelector (named namespaces), by the name the apiserver labels
+ * every namespace with.
+ */
+export function withoutNamespace(
+  configuration: Record<string, unknown>,
+  namespace: string,
+): Record<string, unknown> {
+  const webhooks = configuration.webhooks as ReadonlyArray<Record<string, unknown>>;
+  return {
+    ...configuration,
+    webhooks: webhooks.map((webhook) => {
+      const rules = webhook.rules as ReadonlyArray<{ scope?: string }>;
+      if (!rules.some((rule) => rule.scope === 'Namespaced')) return webhook;
+      const selector = webhook.namespaceSelector as LabelSelector | undefined;
+      const expressions = selector?.matchExpressions ?? [];
+      const excluded = {
+        key: 'kubernetes.io/metadata.name',
+        operator: 'NotIn' as const,
+        values: [namespace],
+      };
+      return { ...webhook, namespaceSelector: { matchExpressions: [...expressions, excluded] } };
+    }),
+  };
+}

@@ -60,6 +60,19 @@ const closing = (socket: TLSSocket) => new Promise<void>((resolve) => socket.onc
 const receivedBy = new WeakMap<TLSSocket, Buffer[]>();
 const received = (socket: TLSSocket) => Buffer.concat(receivedBy.get(socket) ?? []).toString();
 
+/**
+ * The answer of `request` once its status is `status`: the bytes a raw connection wrote reach the
+ * server a little after the write returns.
+ */
+async function eventuallyStatus(request: () => Promise<Response>, status: number): Promise<Response> {
+  for (let attempt = 0; ; attempt++) {
+    const answer = await request();
+    if (answer.status === status || attempt === 50) return answer;
+    await answer.arrayBuffer();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 /** `what` done, or a failure that says what did not happen in `ms`. */
 async function within<T>(ms: number, what: Promise<T>, description: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -221,6 +234,72 @@ describe('the webhook server', () => {
       assert.deepEqual(decided, ['review-1'], 'only the review within the limit was decided');
     });
   }
+
+  it('holds the bytes of all the bodies within its budget: a review past it is answered 503, the others are decided, and the budget is free again after', async (t) => {
+    const warnings: string[] = [];
+    const { server, post } = await serve(t, async () => ({ allowed: true }), {
+      bodyLimitBytes: 1024,
+      bodyBudgetBytes: 2048,
+      logger: { warning: (message) => warnings.push(message), error: () => {} },
+    });
+    // Two clients each say a body of 1000 bytes and send only its first bytes: 2000 of 2048 held.
+    const body = review('CREATE', { spec: { pad: '' } });
+    const padded = review('CREATE', { spec: { pad: 'x'.repeat(1000 - body.length) } });
+    assert.equal(padded.length, 1000);
+    const holders = [];
+    for (let i = 0; i < 2; i++) {
+      const socket = await rawConnection(t, server.port);
+      socket.write(
+        `POST /v HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${padded.length}\r\n\r\n${padded.slice(0, 10)}`,
+      );
+      holders.push(socket);
+    }
+    // A third, of a few hundred bytes, finds no room; the server says so and closes its connection.
+    const refused = await eventuallyStatus(() => post('/v', review()), 503);
+    assert.equal(refused.headers.get('connection'), 'close');
+    assert.deepEqual(await refused.json(), {
+      error: 'the webhook server holds too many reviews at once: try again',
+    });
+    assert.match(
+      warnings.join('\n'),
+      /refused a review: the server holds 2048 bytes of reviews at most, and is full/,
+    );
+    // The two held come whole and are decided; their bytes are given back: the next review is decided.
+    for (const socket of holders) {
+      const answered = new Promise<void>((resolve) => socket.once('data', () => resolve()));
+      socket.write(padded.slice(10));
+      await within(5000, answered, 'the held review to be answered');
+      assert.match(received(socket), /^HTTP\/1\.1 200 /);
+    }
+    assert.equal((await post('/v', review())).status, 200);
+  });
+
+  it('closes the connections past its cap as they come, and serves again once one goes', async (t) => {
+    const warnings: string[] = [];
+    const { server, post } = await serve(t, async () => ({ allowed: true }), {
+      maxConnections: 2,
+      logger: { warning: (message) => warnings.push(message), error: () => {} },
+    });
+    const kept = [await rawConnection(t, server.port), await rawConnection(t, server.port)];
+    const third = netConnect({ host: '127.0.0.1', port: server.port });
+    third.on('error', () => {});
+    const thirdClosed = new Promise<void>((resolve) => third.once('close', () => resolve()));
+    await within(5000, thirdClosed, 'the connection past the cap to be closed');
+    assert.deepEqual(warnings, ['webhook server: closed a connection past its 2 open at once']);
+    const gone = closing(kept[0] as TLSSocket);
+    kept[0]?.destroy();
+    await gone;
+    assert.equal((await post('/v', review())).status, 200, 'a connection within the cap is served');
+  });
+
+  it('refuses headers over 8 KiB with 431 (Node alone would take 16)', async (t) => {
+    const { server } = await serve(t, async () => ({ allowed: true }));
+    const socket = await rawConnection(t, server.port);
+    const closed = closing(socket);
+    socket.write(`POST /v HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${'a'.repeat(9 * 1024)}\r\n\r\n`);
+    await within(5000, closed, 'the connection to be closed');
+    assert.match(received(socket), /^HTTP\/1\.1 431 /);
+  });
 
   it('cuts off a client that sends its request too slowly (a slow loris), headers or body, or never shakes hands', async (t) => {
     const warnings: string[] = [];

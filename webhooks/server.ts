@@ -2,8 +2,9 @@
  * The admission webhook server: HTTPS only (Node's https with Hono), one path per webhook. It parses
  * the AdmissionReview, asks a decision callback for the verdict and answers the review; it knows
  * nothing of handlers or gateways, so it runs alone in its tests. A body limit (the connection is
- * closed past it), 30 s to send a request, a deadline below the webhook's own timeout, and a 400 with the
- * reason for a malformed review: never a crash.
+ * closed past it), a budget of the bytes of all the bodies it holds at once, a cap on connections and
+ * on headers, 30 s to send a request, a deadline below the webhook's own timeout, and a 400 with the
+ * reason for a malformed review: never a crash, nor a gateway run out of memory by many clients.
  */
 
 import type { IncomingMessage } from 'node:http';
@@ -41,6 +42,14 @@ export interface WebhookServerOptions {
   clientCa?: string;
   /** How long a client may take to send a whole request, headers and body (a slow client holds a socket). */
   requestTimeoutMs?: number;
+  /**
+   * The bytes of request bodies held at once, all connections together: a review that would take more
+   * is answered 503 and its connection closed, so many large bodies on many connections cannot run
+   * the gateway out of memory. At least bodyLimitBytes.
+   */
+  bodyBudgetBytes?: number;
+  /** Connections open at once; those past it are closed as they come (the apiserver keeps a few). */
+  maxConnections?: number;
   /** Told of every POST answered: its path, its status, and how long it took (the metrics'). */
   observe?: (path: string, status: number, tookMs: number) => void;
 }
@@ -63,15 +72,46 @@ export interface WebhookServer {
 }
 
 const DEFAULT_BODY_LIMIT = 4 * 1024 * 1024;
+/** Eight reviews of the largest size at once; thousands of the usual few kilobytes. */
+const DEFAULT_BODY_BUDGET = 8 * DEFAULT_BODY_LIMIT;
+/** Far more than the apiserver's replicas keep open, far fewer than the file descriptors a pod has. */
+const DEFAULT_MAX_CONNECTIONS = 256;
+/** The apiserver's headers are a few hundred bytes: half of Node's default (16 KiB) is room to spare. */
+const MAX_HEADER_BYTES = 8 * 1024;
 /** The apiserver sends a review at once; Node's default (300 s) lets a slow client hold sockets for long. */
 const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 /** A TLS handshake not done by then is dropped (Node's default is 120 s). */
 const HANDSHAKE_TIMEOUT_MS = 10_000;
 
+/** The bytes of request bodies held now, against the most that may be, shared by every connection. */
+class BodyBudget {
+  readonly limit: number;
+  #held = 0;
+
+  constructor(limit: number) {
+    this.limit = limit;
+  }
+
+  /** Takes `bytes` from the budget; false, taking none, when that would go over it. */
+  take(bytes: number): boolean {
+    if (this.#held + bytes > this.limit) return false;
+    this.#held += bytes;
+    return true;
+  }
+
+  give(bytes: number): void {
+    this.#held -= bytes;
+  }
+}
+
 function webhookApp(
-  options: Pick<WebhookServerOptions, 'decide' | 'deadlineMs' | 'logger' | 'bodyLimitBytes' | 'observe'>,
+  options: Pick<
+    WebhookServerOptions,
+    'decide' | 'deadlineMs' | 'logger' | 'bodyLimitBytes' | 'bodyBudgetBytes' | 'observe'
+  >,
 ) {
   const limit = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT;
+  const budget = new BodyBudget(Math.max(options.bodyBudgetBytes ?? DEFAULT_BODY_BUDGET, limit));
   // Served by Node's https server only (startWebhookServer), which gives every request its `incoming`.
   const app = new Hono<{ Bindings: HttpBindings }>();
   const { observe } = options;
@@ -83,12 +123,32 @@ function webhookApp(
     });
   }
   app.post('*', async (c) => {
-    const body = await readBody(c.env.incoming, limit);
-    if (body === undefined) {
-      // Closed once answered: Node would otherwise read whatever the client keeps sending, to reuse the connection.
-      return c.json({ error: `the review is larger than ${limit} bytes` }, 413, { connection: 'close' });
+    const read = await readBody(c.env.incoming, limit, budget);
+    try {
+      return await answer(c.req.url, read);
+    } finally {
+      budget.give(read.held); // the body, its JSON and the review are done with
     }
-    const webhook = new URL(c.req.url).pathname;
+  });
+  const answer = async (url: string, read: Body): Promise<Response> => {
+    if (read.text === undefined) {
+      // Closed once answered: Node would otherwise read whatever the client keeps sending, to reuse the connection.
+      if (read.overBudget) {
+        options.logger.warning(
+          `webhook ${new URL(url).pathname}: refused a review: the server holds ${budget.limit} bytes of reviews at most, and is full`,
+        );
+        return Response.json(
+          { error: 'the webhook server holds too many reviews at once: try again' },
+          { status: 503, headers: { connection: 'close', 'retry-after': '1' } },
+        );
+      }
+      return Response.json(
+        { error: `the review is larger than ${limit} bytes` },
+        { status: 413, headers: { connection: 'close' } },
+      );
+    }
+    const body = read.text;
+    const webhook = new URL(url).pathname;
     let review: ReviewRequest;
     try {
       review = parseReview(JSON.parse(body));
@@ -98,7 +158,7 @@ function webhookApp(
           ? error.message
           : `the body is not JSON: ${(error as Error).message}`;
       options.logger.warning(`webhook ${webhook}: refused a malformed review: ${reason}`);
-      return c.json({ error: reason }, 400);
+      return Response.json({ error: reason }, { status: 400 });
     }
     const expiry = new AbortController();
     let timer: NodeJS.Timeout | undefined;
@@ -110,16 +170,16 @@ function webhookApp(
     });
     try {
       const verdict = await Promise.race([options.decide(review, webhook, expiry.signal), deadline]);
-      return c.json(reviewResponse(review.uid, verdict));
+      return Response.json(reviewResponse(review.uid, verdict));
     } catch (error) {
       // The apiserver then applies the webhook's failure policy.
       const message = error instanceof Error ? error.message : String(error);
       options.logger.error(`webhook ${webhook}: review ${review.uid} failed: ${message}`);
-      return c.json({ error: message }, 500);
+      return Response.json({ error: message }, { status: 500 });
     } finally {
       clearTimeout(timer); // a decided review keeps no timer
     }
-  });
+  };
   app.all('*', (c) => c.json({ error: 'admission reviews are POSTed' }, 405));
   // What no route answers (a client gone before its review came whole): said in the log, not printed
   // to stderr as Hono's default does.
@@ -147,6 +207,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       cert: options.cert,
       requestTimeout,
       headersTimeout: requestTimeout,
+      maxHeaderSize: MAX_HEADER_BYTES,
       // Node looks for requests over their time this often (30 s by default, which would double it).
       connectionsCheckingInterval: Math.min(1000, requestTimeout / 4),
       handshakeTimeout: Math.min(HANDSHAKE_TIMEOUT_MS, requestTimeout),
@@ -169,6 +230,16 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     const from = socket.remoteAddress ? ` from ${socket.remoteAddress}` : '';
     options.logger.warning(
       `webhook server: refused a TLS connection${from}: ${error.reason ?? error.message}`,
+    );
+  });
+  server.maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+  // A connection past the cap is closed before its handshake: said once a minute at most.
+  let lastDropWarning = 0;
+  server.on('drop', () => {
+    if (Date.now() - lastDropWarning < 60_000) return;
+    lastDropWarning = Date.now();
+    options.logger.warning(
+      `webhook server: closed a connection past its ${server.maxConnections} open at once`,
     );
   });
   server.on('connection', (socket: Socket) => {
@@ -213,27 +284,56 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
 }
 
 /**
- * The body as text, or undefined when it is over `limit` bytes (read no further). From Node's request
- * itself: the web stream of a Request costs more than a review's decision.
+ * A request's body as read: its text, or none when over the limit or the budget; `held`, the bytes it
+ * took from the budget, given back once the review is answered.
  */
-function readBody(incoming: IncomingMessage, limit: number): Promise<string | undefined> {
-  if (Number(incoming.headers['content-length'] ?? 0) > limit) return Promise.resolve(undefined);
+interface Body {
+  text?: string;
+  overBudget?: true;
+  held: number;
+}
+
+/**
+ * The body as text, or none when it is over `limit` bytes or the budget has no room for it (read no
+ * further). Its bytes are taken from the budget as they come, the length said up front at once. From
+ * Node's request itself: the web stream of a Request costs more than a review's decision.
+ */
+function readBody(incoming: IncomingMessage, limit: number, budget: BodyBudget): Promise<Body> {
+  const said = Number(incoming.headers['content-length'] ?? 0);
+  if (said > limit) return Promise.resolve({ held: 0 });
+  if (!budget.take(said)) return Promise.resolve({ overBudget: true, held: 0 });
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const onData = (chunk: Buffer) => {
-      size += chunk.byteLength;
-      if (size <= limit) return void chunks.push(chunk);
+    let held = said;
+    let settled = false;
+    const settle = (body: Body) => {
+      settled = true;
+      resolve(body);
+    };
+    const stop = (body: Body) => {
       // Answered at once, and the connection closed: the rest is not read.
       incoming.off('data', onData);
-      resolve(undefined);
+      settle(body);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.byteLength;
+      if (size > limit) return stop({ held });
+      if (size > held) {
+        if (!budget.take(size - held)) return stop({ overBudget: true, held });
+        held = size;
+      }
+      chunks.push(chunk);
     };
     incoming.on('data', onData);
-    incoming.once('end', () =>
-      resolve(size > limit ? undefined : Buffer.concat(chunks, size).toString('utf8')),
-    );
-    incoming.once('error', (error) =>
-      reject(new Error(`the client went away before its review came whole (${error.message})`)),
-    );
+    incoming.once('end', () => {
+      if (!settled) settle({ text: Buffer.concat(chunks, size).toString('utf8'), held });
+    });
+    incoming.once('error', (error) => {
+      if (settled) return; // what it held is given back once its answer is made
+      settled = true;
+      budget.give(held);
+      reject(new Error(`the client went away before its review came whole (${error.message})`));
+    });
   });
 }

@@ -28,6 +28,8 @@ export interface AdmissionOptions {
   settings: Settings['admission'];
   /** The namespaces served, when the gateway serves named ones only. */
   namespaces: readonly string[] | undefined;
+  /** The gateway's own namespace, which its webhook configurations leave out (GatewayOptions.ownNamespace). */
+  ownNamespace?: string | undefined;
   /** Whether the gateway serves a namespace (it may serve patterns, which no selector can say). */
   serves(namespace: string | undefined): boolean;
   logger: Logger;

@@ -15,7 +15,7 @@
  * of any name, rights over every admission webhook of the cluster, where its RBAC names its own two
  * (`resourceNames`). The shared ones cost a look only when a write is refused.
  */
-import { type Webhook, webhookConfiguration } from '../../webhooks/configurations.ts';
+import { type Webhook, webhookConfiguration, withoutNamespace } from '../../webhooks/configurations.ts';
 import type { Way } from '../../webhooks/reach.ts';
 import { ApiError, isNotFound } from '../kube/errors.ts';
 import type { Role } from '../manager/role.ts';
@@ -31,7 +31,10 @@ const KINDS = ['validating', 'mutating'] as const;
  */
 export const MAX_CONFIGURATION_BYTES = 1024 * 1024;
 
-type ConfigurationOptions = Pick<AdmissionOptions, 'client' | 'identity' | 'namespaces' | 'logger'>;
+type ConfigurationOptions = Pick<
+  AdmissionOptions,
+  'client' | 'identity' | 'namespaces' | 'ownNamespace' | 'logger'
+>;
 
 /**
  * What the apiserver said of a configuration it found invalid (400, 413, 422), as opposed to an outage
@@ -131,8 +134,8 @@ export class Configurations {
     way: Way,
     bundle: string,
   ): Record<string, unknown> {
-    const { identity, namespaces } = this.#options;
-    return webhookConfiguration(
+    const { identity, namespaces, ownNamespace } = this.#options;
+    const built = webhookConfiguration(
       type,
       identity.annotationPrefix,
       webhooks,
@@ -140,6 +143,7 @@ export class Configurations {
       way.bundle ? bundle : undefined,
       namespaces,
     );
+    return ownNamespace ? withoutNamespace(built, ownNamespace) : built;
   }
 
   /** Writes the configuration of `type` as the webhooks of that type among `webhooks`; `dryRun`: only checked. */

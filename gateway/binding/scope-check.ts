@@ -21,13 +21,15 @@ import { firstOutsideScope } from './binding.ts';
 
 export class ScopeCheck implements AnswerGuard {
   readonly identity: Identity;
+  readonly ownNamespace: string | undefined;
   /** Discovery at the start, where there is a cluster client then: manifests are checked with it. */
   readonly #atStart: DiscoveryCache | undefined;
   #discovery: DiscoveryCache | undefined;
   #client: KubeClient | undefined;
 
-  constructor(identity: Identity, discovery: DiscoveryCache | undefined) {
+  constructor(identity: Identity, discovery: DiscoveryCache | undefined, ownNamespace?: string) {
     this.identity = identity;
+    this.ownNamespace = ownNamespace;
     this.#atStart = discovery;
     this.#discovery = discovery;
   }

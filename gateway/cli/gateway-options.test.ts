@@ -19,6 +19,23 @@ describe('gatewayOptions: what run, gateway and dev give their gateway', () => {
     );
   });
 
+  it("leaves out the pod's namespace, the gateway's own, unless --serve-own-namespace", () => {
+    const inPod = { podNamespace: 'causeway-system' };
+    assert.equal(gatewayOptions({ namespace: ['team-a'] }, noFiles, inPod).ownNamespace, 'causeway-system');
+    assert.equal(gatewayOptions({}, noFiles, inPod).ownNamespace, 'causeway-system');
+    assert.equal(gatewayOptions({ 'serve-own-namespace': true }, noFiles, inPod).ownNamespace, undefined);
+    assert.equal(gatewayOptions({}, noFiles, { contextNamespace: 'team-a' }).ownNamespace, undefined);
+    refuses(
+      () => gatewayOptions({ namespace: ['team-a', 'causeway-system'] }, noFiles, inPod),
+      '--namespace names causeway-system, the namespace the gateway runs in, which it serves to no function service: run it in a namespace of its own, or give --serve-own-namespace',
+    );
+    assert.deepEqual(
+      gatewayOptions({ namespace: ['causeway-system'], 'serve-own-namespace': true }, noFiles, inPod)
+        .namespaces,
+      ['causeway-system'],
+    );
+  });
+
   it('warns of serving every namespace only when neither --namespace nor --all-namespaces says so', () => {
     assert.equal(
       namespacesWarning({}),

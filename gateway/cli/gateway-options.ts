@@ -27,6 +27,12 @@ export function gatewayOptions(
   if (values.namespace?.length && values['all-namespaces']) {
     throw new UsageError('--namespace and --all-namespaces exclude each other');
   }
+  const ownNamespace = values['serve-own-namespace'] ? undefined : whereabouts.podNamespace;
+  if (ownNamespace !== undefined && values.namespace?.includes(ownNamespace)) {
+    throw new UsageError(
+      `--namespace names ${ownNamespace}, the namespace the gateway runs in, which it serves to no function service: run it in a namespace of its own, or give --serve-own-namespace`,
+    );
+  }
   const { stateIn, adoptKopf } = stateOptions(values);
   const timeout = values['function-timeout'];
   const peering = peeringOptions(values, whereabouts);
@@ -34,6 +40,7 @@ export function gatewayOptions(
     identity: identityOf(values),
     ...(peering ? { peering } : {}),
     ...(values.namespace?.length ? { namespaces: values.namespace } : {}),
+    ...(ownNamespace ? { ownNamespace } : {}),
     ...(values.liveness ? { liveness: livenessUrl(values.liveness) } : {}),
     ...(values.metrics ? { metrics: metricsListen(values.metrics) } : {}),
     ...(values['login-from'] ? { loginFrom: values['login-from'] } : {}),

@@ -7,8 +7,8 @@ import type { Logger } from '../logging.ts';
 export type ReadText = (path: string) => string;
 
 /**
- * Where the gateway runs, for the peering namespace's default: the pod's namespace ($POD_NAMESPACE),
- * else the kubeconfig context's.
+ * Where the gateway runs: the pod's namespace ($POD_NAMESPACE), which it serves to no function service
+ * and is the peering namespace's default, else the kubeconfig context's.
  */
 export interface Whereabouts {
   podNamespace?: string | undefined;

@@ -201,7 +201,8 @@ export class FunctionService {
     this.#options = options;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.scope = options.scope === 'declared' ? parsed.manifest.scope : options.scope;
-    this.manifest = { ...parsed.manifest, handlers: narrowedToScope(parsed.manifest.handlers, this.scope) };
+    const handlers = narrowedToScope(parsed.manifest.handlers, this.scope, options.guard?.ownNamespace);
+    this.manifest = { ...parsed.manifest, handlers };
     this.unknownKinds = parsed.unknownKinds;
     const limits = options.batches;
     if (parsed.manifest.batches && !transport.direct && limits && limits.calls > 1) {

@@ -9,6 +9,7 @@ import type {
 } from '../../protocol/index.ts';
 import { DEFAULT_IDENTITY } from '../identity.ts';
 import type { DiscoveredResource } from '../kube/discovery.ts';
+import { filterMiss } from '../reactor/filters.ts';
 import {
   type AnswerGuard,
   beyondPin,
@@ -442,5 +443,95 @@ describe('narrowedToScope', () => {
       handler(),
     ]);
     assert.deepEqual(narrowedToScope([handler({ namespaces: ['x'] })], undefined), [handler({})]);
+  });
+});
+
+describe("the gateway's own namespace", () => {
+  const handler: HandlerSpec = { id: 'h', kind: 'create', resource: { name: 'kopfexamples' } };
+  const inNamespace = (namespace: string): KubernetesObject => ({
+    ...handled,
+    metadata: { ...handled.metadata, namespace },
+  });
+
+  it('is seen by no handler, pinned, narrowed or unscoped', () => {
+    const [open] = narrowedToScope([handler], { resources: ['*'] }, 'causeway-system');
+    const [narrowed] = narrowedToScope(
+      [handler],
+      { resources: ['*'], namespaces: ['team-*'] },
+      'causeway-system',
+    );
+    const [unscoped] = narrowedToScope([handler], undefined, 'causeway-system');
+    assert.deepEqual(open?.filters, { namespaces: ['!causeway-system'] });
+    assert.deepEqual(narrowed?.filters, { namespaces: ['team-*', '!causeway-system'] });
+    assert.deepEqual(unscoped?.filters, { namespaces: ['!causeway-system'] });
+    assert.equal(filterMiss(inNamespace('causeway-system'), open?.filters)?.filter, 'namespaces');
+    assert.equal(filterMiss(inNamespace('team-a'), open?.filters), undefined);
+    assert.equal(filterMiss(inNamespace('team-a'), narrowed?.filters), undefined);
+    assert.equal(filterMiss(inNamespace('other'), narrowed?.filters)?.filter, 'namespaces');
+    // A pin naming it (a FunctionService's editor's, say) does not bring it back.
+    const [named] = narrowedToScope(
+      [handler],
+      { resources: ['*'], namespaces: ['causeway-system'] },
+      'causeway-system',
+    );
+    assert.equal(filterMiss(inNamespace('causeway-system'), named?.filters)?.filter, 'namespaces');
+  });
+
+  it('is no namespace at all where the gateway has none (outside a pod, or --serve-own-namespace)', () => {
+    assert.deepEqual(narrowedToScope([handler], { resources: ['*'] }), [handler]);
+  });
+
+  const ownGuard: AnswerGuard = {
+    identity: DEFAULT_IDENTITY,
+    ownNamespace: 'causeway-system',
+    resourceOf: (apiVersion, kind) => guard.resourceOf(apiVersion, kind),
+    current: (resource, namespace, name) => guard.current(resource, namespace, name),
+  };
+  const clusterScoped: KubernetesObject = {
+    apiVersion: 'kopf.dev/v1',
+    kind: 'KopfExample',
+    metadata: { name: 'example', uid: 'uid-1' },
+  };
+  const refusal =
+    /handler "handler": (apply|events)\[0\] would be in namespace causeway-system, the gateway's own, which it serves to no function service/;
+
+  it('takes no child of an answer, scoped or not', async () => {
+    const child = configMap({ namespace: 'causeway-system' });
+    for (const pin of [scope, undefined]) {
+      await assert.rejects(
+        confineOutcomes({ handler: { status: 'success', apply: [child] } }, pin, ownGuard, handled),
+        refusal,
+      );
+      await assert.rejects(
+        confineOutcomes({ handler: { status: 'success', apply: [child] } }, pin, ownGuard, clusterScoped),
+        refusal,
+      );
+    }
+  });
+
+  it('takes no event about an object there, scoped or not', async () => {
+    const event = {
+      type: 'Normal' as const,
+      reason: 'Made',
+      message: 'm',
+      about: { apiVersion: 'v1', kind: 'ConfigMap', name: 'settings', namespace: 'causeway-system' },
+    };
+    for (const pin of [scope, undefined]) {
+      await assert.rejects(
+        confineOutcomes({ handler: { status: 'success', events: [event] } }, pin, ownGuard, handled),
+        refusal,
+      );
+    }
+  });
+
+  it('leaves children and events in the handled object’s namespace as they were', async () => {
+    const outcome: Outcome = {
+      status: 'success',
+      apply: [configMap()],
+      events: [{ type: 'Normal' as const, reason: 'Made', message: 'm' }],
+    };
+    const { handler: confined } = await confineOutcomes({ handler: outcome }, scope, ownGuard, handled);
+    assert.equal(confined?.apply?.length, 1);
+    assert.equal(confined?.events?.length, 1);
   });
 });

@@ -130,6 +130,8 @@ export function beyondPin(declared: ServiceScope, pin: ServiceScope): string[] {
 /** What the gateway holds answers to: its own identity, and how to learn which resource a kind is. */
 export interface AnswerGuard {
   identity: Identity;
+  /** The namespace the gateway runs in, where no answer's child or event may go (undefined: none). */
+  readonly ownNamespace?: string | undefined;
   /** The resource of an apiVersion and kind (discovery), for the objects an answer applies or names. */
   resourceOf(apiVersion: string, kind: string): Promise<DiscoveredResource>;
   /** The object as the API has it now, read with the gateway's own client; undefined when there is none. */
@@ -185,6 +187,7 @@ async function confineOutcome(
   target: CallTarget,
 ): Promise<Outcome> {
   if (outcome.patch) checkPatch(outcome.patch, who, target.guard.identity, target.othersResults);
+  checkOwnNamespace(outcome, who, target);
   let confined = outcome;
   if (scope && outcome.apply) {
     const apply: ObjectToApply[] = [];
@@ -250,6 +253,26 @@ function checkPatch(
   }
   for (const key of isObject(status) ? Object.keys(status) : []) {
     if (othersResults.has(key)) refuse(`status.${key}`, "another service's result");
+  }
+}
+
+/**
+ * Nothing an answer asks goes to the gateway's own namespace, scoped or not: a child there could run
+ * as the gateway's account or mount its keys, an event there could pass for the gateway's own.
+ */
+function checkOwnNamespace(outcome: Outcome, who: string, { guard, object }: CallTarget): void {
+  const own = guard.ownNamespace;
+  if (own === undefined) return;
+  const refuse = (what: string) => {
+    throw new ScopeError(
+      `${who}: ${what} would be in namespace ${own}, the gateway's own, which it serves to no function service`,
+    );
+  };
+  for (const [index, child] of (outcome.apply ?? []).entries()) {
+    if ((child.metadata.namespace ?? object.metadata.namespace) === own) refuse(`apply[${index}]`);
+  }
+  for (const [index, event] of (outcome.events ?? []).entries()) {
+    if ((event.about?.namespace ?? object.metadata.namespace) === own) refuse(`events[${index}]`);
   }
 }
 
@@ -400,14 +423,26 @@ async function confineAbout(
 /**
  * The handlers with the namespaces they may see set from the scope: the pin's narrowing, or none. A
  * service does not choose its own (the gateway's filters check them, with no call to correct them).
+ * The gateway's own namespace, when it has one, is left out of every handler's, scoped or not: no
+ * watch, timer, daemon or admission review of its objects reaches a service.
  */
 export function narrowedToScope(
   handlers: readonly HandlerSpec[],
   scope: ServiceScope | undefined,
+  ownNamespace?: string,
 ): HandlerSpec[] {
+  const namespaces = withoutOwnNamespace(scope?.namespaces, ownNamespace);
   return handlers.map((handler) => {
     const { namespaces: _declared, ...filters } = handler.filters ?? {};
-    const narrowed = scope?.namespaces ? { ...filters, namespaces: scope.namespaces } : filters;
+    const narrowed = namespaces ? { ...filters, namespaces } : filters;
     return Object.keys(narrowed).length > 0 || handler.filters ? { ...handler, filters: narrowed } : handler;
   });
+}
+
+/** Namespace patterns (a handler's filter) with the gateway's own namespace left out; as given when it has none. */
+export function withoutOwnNamespace(
+  namespaces: string[] | undefined,
+  own: string | undefined,
+): string[] | undefined {
+  return own === undefined ? namespaces : [...(namespaces ?? []), `!${own}`];
 }

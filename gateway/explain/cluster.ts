@@ -33,6 +33,8 @@ export interface ExplainRequest extends HandlerReading {
   adoptKopf?: string;
   /** Where the gateways of this identity peer (their Leases); no owner is said when there are none. */
   peeringNamespace: string;
+  /** The namespace the gateway runs in, which it serves to no function service; undefined: none. */
+  ownNamespace?: string;
 }
 
 /** The object explained; throws, saying what, when it is not there or a service cannot be read. */
@@ -60,6 +62,7 @@ export async function explainObject(
       stateIn,
       ...(request.adoptKopf ? { adoptKopf: request.adoptKopf } : {}),
       events: await gatewayEvents(client, object),
+      ...(request.ownNamespace ? { ownNamespace: request.ownNamespace } : {}),
       ...(owner ? { owner } : {}),
       now: new Date(),
     });

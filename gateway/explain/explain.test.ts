@@ -174,6 +174,51 @@ describe('causeway explain, from an object, its stored state and its handlers', 
     assert.equal(purged?.status, 'idle');
   });
 
+  it("says an object in the gateway's own namespace is handled by no function service, and why", () => {
+    const handlers = [
+      handler('create_fn', 'create'),
+      handler('by_scope', 'create', { filters: { namespaces: ['*'] } }),
+    ];
+    const own = explained({
+      object: object({ namespace: 'causeway-system' }),
+      handlers,
+      ownNamespace: 'causeway-system',
+    });
+    const reason =
+      "namespace causeway-system is the gateway's own, which it serves to no function service (unless run with --serve-own-namespace)";
+    assert.deepEqual(
+      own.handlers.map(({ id, match, filter, reason, status, due }) => ({
+        id,
+        match,
+        filter,
+        reason,
+        status,
+        due,
+      })),
+      handlers.map(({ spec }) => ({
+        id: spec.id,
+        match: 'filtered',
+        filter: 'namespaces',
+        reason,
+        status: 'filtered',
+        due: false,
+      })),
+    );
+    assert.equal(own.finalizer.needed, false);
+    const elsewhere = explained({
+      object: object({ namespace: 'team-a' }),
+      handlers,
+      ownNamespace: 'causeway-system',
+    });
+    assert.deepEqual(
+      elsewhere.handlers.map(({ match, status }) => ({ match, status })),
+      [
+        { match: 'matched', status: 'due' },
+        { match: 'matched', status: 'due' },
+      ],
+    );
+  });
+
   it('says which filter leaves a handler out, and that a when callback cannot be judged offline', () => {
     const labelled = object({ labels: { app: 'db' } });
     const handlers = [

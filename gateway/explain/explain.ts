@@ -11,6 +11,7 @@ import type {
   ValueMatch,
 } from '../../protocol/index.ts';
 import { valueAt } from '../../protocol/json.ts';
+import { withoutOwnNamespace } from '../dispatch/scope.ts';
 import type { Identity } from '../identity.ts';
 import { detectCause } from '../reactor/causes.ts';
 import { type FilterMiss, filterMiss } from '../reactor/filters.ts';
@@ -48,6 +49,8 @@ export interface ExplainInput {
   adoptKopf?: string;
   /** The gateway's events about the object. */
   events: readonly ObjectEvent[];
+  /** The namespace the gateway runs in, which it serves to no function service (its --serve-own-namespace not given). */
+  ownNamespace?: string;
   owner?: Explanation['owner'];
   now: Date;
 }
@@ -66,7 +69,8 @@ const KINDS_WITH_RESULTS: ReadonlySet<HandlerKind> = new Set([
 ]);
 
 export function explain(input: ExplainInput): Explanation {
-  const { object, handlers, identity, now } = input;
+  const { object, identity, now } = input;
+  const handlers = narrowedByGateway(input.handlers, input.ownNamespace);
   const storage = new StateStorage(input.stateIn, identity, input.adoptKopf);
   const stored = storage.read(
     object,
@@ -94,7 +98,7 @@ export function explain(input: ExplainInput): Explanation {
       id: spec.id,
       kind: spec.kind,
       service,
-      ...matchOf(object, spec, miss),
+      ...matchOf(object, spec, miss, input.ownNamespace),
       status: statusOf({ filtered: miss !== undefined, record, concerned, due, givenUp }),
       concerned,
       due,
@@ -139,6 +143,19 @@ export function explain(input: ExplainInput): Explanation {
   };
 }
 
+/** The handlers as the gateway narrows them: none sees the namespace it runs in (dispatch/scope.ts's narrowedToScope). */
+function narrowedByGateway(
+  handlers: readonly Candidate<string>[],
+  own: string | undefined,
+): readonly Candidate<string>[] {
+  if (own === undefined) return handlers;
+  return handlers.map((candidate) => {
+    const filters = candidate.spec.filters ?? {};
+    const namespaces = withoutOwnNamespace(filters.namespaces, own);
+    return { ...candidate, spec: { ...candidate.spec, filters: { ...filters, namespaces } } };
+  });
+}
+
 function statusOf(handler: {
   filtered: boolean;
   record: { success?: true; failure?: true; message?: string } | undefined;
@@ -158,7 +175,12 @@ function matchOf(
   object: KubernetesObject,
   spec: HandlerSpec,
   miss: FilterMiss | undefined,
+  ownNamespace: string | undefined,
 ): Pick<ExplainedHandler, 'match' | 'filter' | 'reason'> {
+  if (miss?.filter === 'namespaces' && object.metadata.namespace === ownNamespace) {
+    const reason = `namespace ${ownNamespace} is the gateway's own, which it serves to no function service (unless run with --serve-own-namespace)`;
+    return { match: 'filtered', filter: 'namespaces', reason };
+  }
   if (miss) return { match: 'filtered', filter: miss.filter, reason: missReason(object, spec, miss) };
   if (spec.filters?.when)
     return {

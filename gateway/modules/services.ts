@@ -35,7 +35,7 @@ export async function functionServices(
 ): Promise<Services> {
   const { options, identity, settings, logger, manager, stopping } = ground;
   const earlyDiscovery = credentials.client ? new DiscoveryCache(credentials.client) : undefined;
-  const scope = new ScopeCheck(identity, earlyDiscovery);
+  const scope = new ScopeCheck(identity, earlyDiscovery, options.ownNamespace);
   const budgets = new Budgets(settings.calls, metrics?.budgetWaited);
   const indexes = new Indexes({
     batchSize: settings.calls.indexBatchSize,

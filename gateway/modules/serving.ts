@@ -46,6 +46,7 @@ export async function serving(
       identity,
       settings: settings.admission,
       namespaces: selection?.names,
+      ownNamespace: options.ownNamespace,
       serves: (namespace) => namespace === undefined || !selection || selection.matches(namespace),
       logger,
       refusals,

@@ -32,7 +32,7 @@ function rulesOf(objects: RbacObject[], kind: 'Role' | 'ClusterRole', namespace?
 }
 
 describe('rbacFor', () => {
-  it("gives examples/01-minimal's gateway the rules of deploy/examples/01-minimal/rbac.yaml", () => {
+  it("gives examples/01-minimal's gateway the rules of deploy/examples/01-minimal/ (gateway/ and objects/rbac.yaml), in one namespace", () => {
     const objects = rbacFor(MINIMAL);
     assert.deepEqual(
       objects.map((object) => [object.kind, object.metadata.name, object.metadata.namespace]),

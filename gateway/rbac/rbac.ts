@@ -5,7 +5,7 @@
  * function: cli/commands/rbac/command.ts reads the services and discovery, this says what the gateway
  * does with them.
  *
- * Each rule follows a call the gateway makes (deploy/examples/01-minimal/rbac.yaml says which):
+ * Each rule follows a call the gateway makes (deploy/examples/01-minimal/gateway/rbac.yaml and objects/rbac.yaml say which):
  * Roles where the calls stay in a namespace, a ClusterRole only for what is cluster-scoped or served
  * in every namespace.
  */

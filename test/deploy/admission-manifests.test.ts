@@ -15,13 +15,13 @@ import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { bundleCli } from '../../deploy/build.ts';
 import { ApiError } from '../../gateway/kube/errors.ts';
-import { testNamespace } from '../support/cluster.ts';
 import {
   type Deployment,
   find,
   flagValue,
   inNamespace,
   keptKeys,
+  LAYOUT,
   mountedFile,
   onlyContainer,
   problems,
@@ -30,6 +30,7 @@ import {
   type Service,
   servedOnLoopback,
   startGatewayThenFunctions,
+  testPlacement,
   uniqueClusterNames,
   withFlag,
   withFreeLiveness,
@@ -38,6 +39,7 @@ import {
 } from '../support/deploy.ts';
 import {
   applyRbac,
+  CLUSTER_SCOPED,
   dryRunObjects,
   grantedBeyondBaseline,
   kubectl,
@@ -115,6 +117,17 @@ describe('deploy/examples/17-admission', () => {
     const container = onlyContainer(gateway);
     const args = container.args ?? [];
     assert.equal(flagValue(args, '--webhook-service'), `$(POD_NAMESPACE)/${WEBHOOKS}:443`);
+    // It reviews the example's objects, not its own namespace's, which it serves to no function service.
+    assert.equal(flagValue(args, '--namespace'), LAYOUT.objects);
+    assert.equal(args.includes('--serve-own-namespace'), false);
+    for (const object of objects) {
+      const expected = CLUSTER_SCOPED.has(object.kind) ? undefined : LAYOUT.gateway;
+      assert.equal(
+        object.metadata.namespace,
+        expected,
+        `namespace of ${object.kind} ${object.metadata.name}`,
+      );
+    }
     assert.equal(flagValue(args, '--webhook-certificates'), `$(POD_NAMESPACE)/${CERTIFICATES}`);
     const service = find<Service>(objects, 'Service', WEBHOOKS);
     const [port] = service.spec.ports;
@@ -153,9 +166,10 @@ describe('deploy/examples/17-admission', () => {
   });
 
   it('passes kubectl apply --dry-run=server under the restricted pod security standard', async (t) => {
-    const namespace = await testNamespace(t);
+    const placement = await testPlacement(t);
+    const namespace = placement.gateway;
     await kubectlOk(['label', 'namespace', namespace, 'pod-security.kubernetes.io/enforce=restricted']);
-    const objects = uniqueClusterNames(await render(OVERLAY, namespace), namespace);
+    const objects = uniqueClusterNames(await render(OVERLAY, placement), namespace);
     const result = await kubectl(['apply', '--dry-run=server', '-f', '-'], toYaml(objects));
     assert.equal(result.code, 0, result.stderr);
     assert.equal(dryRunObjects(result.stdout).length, objects.length);
@@ -163,9 +177,10 @@ describe('deploy/examples/17-admission', () => {
   });
 
   it("runs the containers' commands with only the gateway's service account token: the rights it has are the ones it uses, the function service has none", async (t) => {
-    const namespace = await testNamespace(t);
+    const placement = await testPlacement(t);
+    const { gateway: namespace, objects: served } = placement;
     const prefix = `${namespace}.causeway.dev`;
-    const objects = withPrefix(uniqueClusterNames(await render(OVERLAY, namespace), namespace), prefix);
+    const objects = withPrefix(uniqueClusterNames(await render(OVERLAY, placement), namespace), prefix);
     await applyRbac(t, objects);
     const account = serviceAccount(namespace, GATEWAY);
     const functionsAccount = serviceAccount(namespace, FUNCTIONS);
@@ -189,6 +204,13 @@ describe('deploy/examples/17-admission', () => {
       'update coordination.k8s.io/leases',
     ]);
     assert.deepEqual(await grantedBeyondBaseline(functionsAccount, namespace), []);
+    // It watches nothing: no right at all in the namespace whose objects it reviews.
+    assert.deepEqual(
+      (await grantedBeyondBaseline(account, served)).filter(
+        (rule) => !rule.includes('webhookconfigurations'),
+      ),
+      [],
+    );
     assert.deepEqual(
       await wrongPermissions([
         [account, namespace, ['get', `secrets/${KEYS}`], true],
@@ -254,7 +276,8 @@ describe('deploy/examples/17-admission', () => {
     // it issued the service as the files of --tls-cert and --tls-key.
     const { gateway, functions, published } = await startGatewayThenFunctions(t, {
       cli,
-      gateway: { args, env: { KUBECONFIG: kubeconfig } },
+      // POD_NAMESPACE as the downward API gives it: its webhook configurations leave that namespace out.
+      gateway: { args, env: { KUBECONFIG: kubeconfig, POD_NAMESPACE: namespace } },
       functions: { args: mounted.args },
       dir,
       beforeFunctions: mounted.mount,
@@ -278,7 +301,7 @@ describe('deploy/examples/17-admission', () => {
     // The example's handler refuses spec.field "not-allowed", with its own code.
     const refused = await eventually('the validating webhook in effect', async () => {
       const attempt = await kubectl(
-        ['create', '--dry-run=server', '-n', namespace, '-f', '-'],
+        ['create', '--dry-run=server', '-n', served, '-f', '-'],
         JSON.stringify({
           apiVersion: 'kopf.dev/v1',
           kind: 'KopfExample',
@@ -290,6 +313,29 @@ describe('deploy/examples/17-admission', () => {
       return attempt.code === 0 ? undefined : attempt.stderr;
     }).catch((error) => assert.fail(`${error.message}\n${gateway.output()}`));
     assert.match(refused, /I'm too lazy anyway\. Go away!/);
+    // In the gateway's own namespace, nothing is sent to the function service: the same object passes.
+    const own = await kubectl(
+      ['create', '--dry-run=server', '-n', namespace, '-f', '-'],
+      JSON.stringify({
+        apiVersion: 'kopf.dev/v1',
+        kind: 'KopfExample',
+        metadata: { name: 'not-reviewed' },
+        spec: { field: 'not-allowed' },
+      }),
+    );
+    assert.equal(own.code, 0, own.stderr);
+    const client = await kubeClient();
+    const configuration = await client.get<{ webhooks: Array<{ namespaceSelector?: unknown }> }>(
+      `/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/${prefix}`,
+    );
+    for (const webhook of configuration.webhooks) {
+      assert.deepEqual(webhook.namespaceSelector, {
+        matchExpressions: [
+          { key: 'kubernetes.io/metadata.name', operator: 'In', values: [served] },
+          { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: [namespace] },
+        ],
+      });
+    }
     // Ready once its lists are in, its webhook server serving: what puts it in the webhooks' Service.
     const readiness = await eventually('the gateway ready', async () => {
       const answer = await fetch(new URL('/readyz', liveness));
@@ -297,7 +343,6 @@ describe('deploy/examples/17-admission', () => {
     });
     assert.deepEqual(readiness, { ready: true });
 
-    const client = await kubeClient();
     const kept = await client.get<{ data: Record<string, string> }>(
       `/api/v1/namespaces/${namespace}/secrets/${CERTIFICATES}`,
     );

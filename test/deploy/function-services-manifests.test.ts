@@ -18,7 +18,6 @@ import {
   functionServiceDefinition,
 } from '../../gateway/services/function-service-objects.ts';
 import type { KubernetesObject } from '../../protocol/index.ts';
-import { testNamespace } from '../support/cluster.ts';
 import {
   assertPlacedAndBound,
   type BundledCli,
@@ -27,6 +26,7 @@ import {
   flagValue,
   inNamespace,
   installRbac,
+  LAYOUT,
   onlyContainer,
   problems,
   REPO,
@@ -34,6 +34,7 @@ import {
   type Service,
   servedOnLoopback,
   startGatewayThenFunctions,
+  testPlacement,
   withFreeLiveness,
   withMountedCertificate,
 } from '../support/deploy.ts';
@@ -57,8 +58,6 @@ const OVERLAY = join(REPO, DIRECTORY);
 const FUNCTION_SERVICE_CRD = new URL(`../../${DIRECTORY}/functionservice-crd.yaml`, import.meta.url);
 const KOPFEXAMPLE_CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
 const OBJECT = new URL('../../examples/01-minimal/object.yaml', import.meta.url);
-/** The overlay's own namespace. */
-const EXAMPLE_NAMESPACE = 'kopfexample-function-services';
 const GATEWAY = 'causeway-gateway';
 const FUNCTIONS = 'kopfexample-functions';
 const CLUSTER_RBAC = 'causeway-gateway-function-services';
@@ -100,13 +99,15 @@ describe(DIRECTORY, () => {
         `PodDisruptionBudget/${GATEWAY}`,
         `FunctionService/${SERVICE}`,
         `Role/${GATEWAY}`,
+        `Role/${GATEWAY}`,
+        `RoleBinding/${GATEWAY}`,
         `RoleBinding/${GATEWAY}`,
         `Service/${FUNCTIONS}`,
         `ServiceAccount/${FUNCTIONS}`,
         `ServiceAccount/${GATEWAY}`,
       ].sort(),
     );
-    assertPlacedAndBound(objects, EXAMPLE_NAMESPACE, GATEWAY);
+    assertPlacedAndBound(objects, LAYOUT, GATEWAY);
 
     // The base's --functions gives way to --function-services, its --function-scope to the
     // FunctionService's spec.scope and its --function-tls to spec.tls; the rest of its arguments stay.
@@ -117,15 +118,15 @@ describe(DIRECTORY, () => {
       '$(POD_NAMESPACE)',
       '--function-certificates',
       `$(POD_NAMESPACE)/${FUNCTION_CA}`,
-      '--namespace',
-      '$(POD_NAMESPACE)',
+      '--namespace', // the example's objects, not the gateway's own namespace
+      LAYOUT.objects,
       '--signing-keys',
       `$(POD_NAMESPACE)/${KEYS}`,
       '--liveness',
       'http://0.0.0.0:8080/healthz',
     ]);
 
-    // The FunctionService's URL names the Service by its DNS name in the overlay's namespace, over
+    // The FunctionService's URL names the Service by its DNS name in the gateway's namespace, over
     // HTTPS with the certificate the gateway issues into the Secret the service mounts, on a port of
     // it that leads to the functions' serving port; no secretRef: the calls are signed with the
     // gateway's keys. Its scope is pinned there: the KopfExamples the example's handler watches.
@@ -137,7 +138,7 @@ describe(DIRECTORY, () => {
     assert.deepEqual(spec.tls, { secretName: FUNCTION_TLS });
     const url = new URL(String(spec.url));
     assert.equal(url.protocol, 'https:');
-    assert.equal(url.hostname, `${FUNCTIONS}.${EXAMPLE_NAMESPACE}.svc`);
+    assert.equal(url.hostname, `${FUNCTIONS}.${LAYOUT.gateway}.svc`);
     const service = find<Service>(objects, 'Service', FUNCTIONS);
     const servicePort = service.spec.ports.find((port) => port.port === Number(url.port));
     assert.ok(servicePort, `Service ${url.hostname} has no port ${url.port}`);
@@ -146,18 +147,18 @@ describe(DIRECTORY, () => {
     assert.equal(flagValue(functions.args ?? [], '--port'), String(containerPort?.containerPort));
   });
 
-  it('passes kubectl apply --dry-run=server in a namespace that enforces the restricted pod security standard', async (t) => {
-    const namespace = await testNamespace(t);
+  it('passes kubectl apply --dry-run=server, its pods in a namespace that enforces the restricted pod security standard', async (t) => {
+    const placement = await testPlacement(t);
     await kubectlOk([
       'label',
       'namespace',
-      namespace,
+      placement.gateway,
       'pod-security.kubernetes.io/enforce=restricted',
       'pod-security.kubernetes.io/warn=restricted',
     ]);
     const result = await kubectl(
       ['apply', '--dry-run=server', '-f', '-'],
-      toYaml(await render(OVERLAY, namespace)),
+      toYaml(await render(OVERLAY, placement)),
     );
     assert.equal(result.code, 0, result.stderr);
     assert.deepEqual(
@@ -166,6 +167,8 @@ describe(DIRECTORY, () => {
         `serviceaccount/${GATEWAY}`,
         `serviceaccount/${FUNCTIONS}`,
         `role.rbac.authorization.k8s.io/${GATEWAY}`,
+        `role.rbac.authorization.k8s.io/${GATEWAY}`,
+        `rolebinding.rbac.authorization.k8s.io/${GATEWAY}`,
         `rolebinding.rbac.authorization.k8s.io/${GATEWAY}`,
         `clusterrole.rbac.authorization.k8s.io/${CLUSTER_RBAC}`,
         `clusterrolebinding.rbac.authorization.k8s.io/${CLUSTER_RBAC}`,
@@ -181,9 +184,10 @@ describe(DIRECTORY, () => {
   });
 
   it('grants the gateway what it uses of FunctionServices and nothing more: no write of their spec, no other Secret', async (t) => {
-    const namespace = await testNamespace(t);
-    const elsewhere = await testNamespace(t);
-    await installRbac(t, OVERLAY, namespace);
+    const placement = await testPlacement(t);
+    const { gateway: namespace, objects: served } = placement;
+    const elsewhere = (await testPlacement(t)).objects;
+    await installRbac(t, OVERLAY, placement);
     const gateway = serviceAccount(namespace, GATEWAY);
     const functions = serviceAccount(namespace, FUNCTIONS);
     const fns = `${FUNCTION_SERVICE.plural}.${FUNCTION_SERVICE.group}`;
@@ -210,44 +214,54 @@ describe(DIRECTORY, () => {
       [gateway, namespace, ['get', 'secrets/kopfexample-secret'], false],
       [gateway, namespace, ['get', 'secrets'], false],
       [gateway, namespace, ['list', 'secrets'], false],
+      // No FunctionService in the namespace it serves to them: their pins are its operator's.
+      [gateway, served, ['list', fns], false],
+      [gateway, served, ['patch', fns, '--subresource=status'], false],
+      [gateway, served, ['get', `secrets/${KEYS}`], false],
       // The function service has no permissions at all.
       [functions, namespace, ['get', fns], false],
       [functions, namespace, ['list', kex], false],
     ];
     assert.deepEqual(await wrongPermissions(expectations), []);
 
-    // The complete list, beyond what any authenticated account may do: 01-minimal's and the FunctionServices'.
+    // The complete lists, beyond what any authenticated account may do: 01-minimal's and the
+    // FunctionServices', in its own namespace; the example's objects in the one it serves.
+    const crd = `get apiextensions.k8s.io/customresourcedefinitions/${kex}`;
     assert.deepEqual(await grantedBeyondBaseline(gateway, namespace), [
       'create /configmaps',
-      'create /events',
       'create /secrets',
       'create coordination.k8s.io/leases',
       'delete coordination.k8s.io/leases',
       `get /configmaps/${KEYS}`,
       `get /secrets/${KEYS},${FUNCTION_CA},${FUNCTION_TLS}`,
-      `get apiextensions.k8s.io/customresourcedefinitions/${kex}`,
+      crd,
       'get causeway.dev/functionservices',
       'get coordination.k8s.io/leases',
-      'get kopf.dev/kopfexamples',
       'list causeway.dev/functionservices',
       'list coordination.k8s.io/leases',
-      'list kopf.dev/kopfexamples',
       'patch causeway.dev/functionservices/status',
-      'patch kopf.dev/kopfexamples',
-      'patch kopf.dev/kopfexamples/status',
       `update /configmaps/${KEYS}`,
       `update /secrets/${KEYS},${FUNCTION_CA},${FUNCTION_TLS}`,
       'update coordination.k8s.io/leases',
       'watch causeway.dev/functionservices',
+    ]);
+    assert.deepEqual(await grantedBeyondBaseline(gateway, served), [
+      'create /events',
+      crd,
+      'get kopf.dev/kopfexamples',
+      'list kopf.dev/kopfexamples',
+      'patch kopf.dev/kopfexamples',
+      'patch kopf.dev/kopfexamples/status',
       'watch kopf.dev/kopfexamples',
     ]);
     assert.deepEqual(await grantedBeyondBaseline(functions, namespace), []);
   });
 
   it("runs the containers' commands: a gateway holding only its service account's token serves the FunctionService, writes what it found in its status, and a KopfExample is handled", async (t) => {
-    const namespace = await testNamespace(t);
-    await installRbac(t, OVERLAY, namespace);
-    const objects = await render(OVERLAY, namespace);
+    const placement = await testPlacement(t);
+    const { gateway: namespace, objects: served } = placement;
+    await installRbac(t, OVERLAY, placement);
+    const objects = await render(OVERLAY, placement);
     const dir = await mkdtemp(join(tmpdir(), 'causeway-deploy-'));
     t.after(() => rm(dir, { recursive: true, force: true }));
     const cli = await bundleCli(join(dir, 'cli'));
@@ -299,7 +313,7 @@ describe(DIRECTORY, () => {
     let unreachable: Record<string, unknown> | undefined;
     const { gateway, functions } = await startGatewayThenFunctions(t, {
       cli,
-      gateway: { args: gatewayArgs, env: { KUBECONFIG: kubeconfig } },
+      gateway: { args: gatewayArgs, env: { KUBECONFIG: kubeconfig, POD_NAMESPACE: namespace } },
       functions: { args: mounted.args },
       dir,
       beforeFunctions: async (started) => {
@@ -317,11 +331,11 @@ describe(DIRECTORY, () => {
       observedGeneration: 1,
     });
 
-    const [example] = await applyFile(OBJECT, namespace);
+    const [example] = await applyFile(OBJECT, served);
     assert.ok(example);
     assert.deepEqual(
       await statusOnceThere(
-        `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/${example.metadata.name}`,
+        `/apis/kopf.dev/v1/namespaces/${served}/kopfexamples/${example.metadata.name}`,
         'create_fn',
       ),
       { message: `hello ${example.metadata.name}` },
@@ -329,7 +343,7 @@ describe(DIRECTORY, () => {
     assert.match(
       gateway.output(),
       // As in a container: no terminal, so JSON.
-      new RegExp(`"path":"/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples","msg":"watching"`),
+      new RegExp(`"path":"/apis/kopf.dev/v1/namespaces/${served}/kopfexamples","msg":"watching"`),
     );
 
     // A change of the object reaches the gateway through its watch: the status follows it.

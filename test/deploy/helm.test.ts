@@ -18,7 +18,7 @@ import { parse } from 'yaml';
 import { bundleCli } from '../../deploy/build.ts';
 import { newKey } from '../../gateway/dispatch/keys.ts';
 import { PRIVATE_KEYS_FILE } from '../../gateway/services/signing-keys.ts';
-import { testCluster, testNamespace } from '../support/cluster.ts';
+import { testCluster } from '../support/cluster.ts';
 import {
   type Container,
   type Deployment,
@@ -27,13 +27,16 @@ import {
   handledByDeployed,
   inNamespace,
   keptKeys,
+  LAYOUT,
   onlyContainer,
+  type Placement,
   problems,
   REPO,
   render,
   type Service,
   servedOnLoopback,
   startGatewayThenFunctions,
+  testPlacement,
   type Volume,
   withFlag,
   withFreeLiveness,
@@ -76,6 +79,7 @@ interface NetworkPolicy extends Manifest {
     podSelector: { matchLabels: Record<string, string> };
     policyTypes: string[];
     ingress: Array<{ ports: Array<{ port: string | number; protocol: string }>; from?: object[] }>;
+    egress?: Array<{ ports: Array<{ port: string | number; protocol: string }>; to?: object[] }>;
   };
 }
 
@@ -96,9 +100,20 @@ async function valuesFile(t: TestContext, values: object): Promise<string> {
   return path;
 }
 
-async function template(t: TestContext, namespace: string, values: object = {}): Promise<Manifest[]> {
-  return helmTemplate(RELEASE, CHART, namespace, [await valuesFile(t, values)]);
+/** `helm template` of the chart released in the gateway's namespace, serving the objects' namespace. */
+async function template(t: TestContext, placement: Placement, values: object = {}): Promise<Manifest[]> {
+  const served = { namespaces: [placement.objects], ...values };
+  return helmTemplate(RELEASE, CHART, placement.gateway, [await valuesFile(t, served)]);
 }
+
+/** What the Roles among `objects` in `namespace` grant. */
+const grantsIn = (objects: Manifest[], namespace: string) =>
+  grants(
+    rulesOf(
+      objects.filter((object) => object.metadata.namespace === namespace),
+      'Role',
+    ),
+  );
 
 /**
  * `causeway rbac` for a gateway of examples/01-minimal (or `module`) as the chart runs it in
@@ -107,7 +122,7 @@ async function template(t: TestContext, namespace: string, values: object = {}):
  * keys of --signing-keys, not made before the gateway runs.
  */
 async function causewayRbac(
-  namespace: string,
+  { gateway: namespace, objects: served }: Placement,
   {
     module = 'examples/01-minimal/operator.ts',
     signingKeys = 'causeway-signing-keys',
@@ -116,7 +131,7 @@ async function causewayRbac(
 ): Promise<string> {
   const { kubeconfigPath } = await testCluster();
   const args = [
-    ...['rbac', '--module', module, '--namespace', namespace],
+    ...['rbac', '--module', module, '--namespace', served],
     ...['--signing-keys', `${namespace}/${signingKeys}`],
     ...['--function-certificates', `${namespace}/causeway-function-ca`],
     // In the pod, the gateway peers in its own namespace; outside one, this says so.
@@ -183,10 +198,10 @@ const ADMISSION = {
   admission: { enabled: true },
 };
 
-/** Admission behind a NetworkPolicy, with the overlay's placeholders for the apiserver's addresses. */
+/** Admission behind the NetworkPolicy, with the overlay's placeholders for the apiserver's addresses. */
 const ADMISSION_NETWORK_POLICY = {
   ...ADMISSION,
-  admission: { enabled: true, networkPolicy: { enabled: true, apiserverCIDRs: ['0.0.0.0/0', '::/0'] } },
+  networkPolicy: { apiserverCIDRs: ['0.0.0.0/0', '::/0'] },
 };
 
 /** The signing keys of a Secret made beforehand. */
@@ -232,13 +247,16 @@ const SERVICE_MONITOR_CRD = {
   },
 };
 
-/** What `kubectl apply` names for the default values. */
+/** What `kubectl apply` names for the default values: a Role and its binding in each namespace. */
 const DEFAULT_OBJECTS = (namespace: string) =>
   [
     `serviceaccount/${GATEWAY}`,
     `serviceaccount/${FUNCTIONS}`,
     `role.rbac.authorization.k8s.io/${GATEWAY}`,
+    `role.rbac.authorization.k8s.io/${GATEWAY}`,
     `rolebinding.rbac.authorization.k8s.io/${GATEWAY}`,
+    `rolebinding.rbac.authorization.k8s.io/${GATEWAY}`,
+    `networkpolicy.networking.k8s.io/${GATEWAY}`,
     `clusterrole.rbac.authorization.k8s.io/${GATEWAY}-${namespace}`,
     `clusterrolebinding.rbac.authorization.k8s.io/${GATEWAY}-${namespace}`,
     `deployment.apps/${GATEWAY}`,
@@ -247,6 +265,14 @@ const DEFAULT_OBJECTS = (namespace: string) =>
     `service/${FUNCTIONS}`,
     'configmap/causeway-function-scopes',
   ].sort();
+
+/** Admission only: no Role in the namespace served, where the gateway watches nothing. */
+const ADMISSION_OBJECTS = (namespace: string) => {
+  const objects = DEFAULT_OBJECTS(namespace);
+  for (const kind of ['role', 'rolebinding'])
+    objects.splice(objects.indexOf(`${kind}.rbac.authorization.k8s.io/${GATEWAY}`), 1);
+  return [...objects, `service/${WEBHOOKS}`].sort();
+};
 
 /** An object as `kubectl apply` names it: `kind.group/name`. */
 const kubectlName = (object: Manifest) => {
@@ -306,16 +332,17 @@ const scopesIn = (configMap: Manifest | undefined) =>
     parseYaml(text),
   ]);
 
-async function restrictedNamespace(t: TestContext): Promise<string> {
-  const namespace = await testNamespace(t);
+/** A test's two namespaces, the gateway's enforcing the restricted pod security standard on its pods. */
+async function restrictedPlacement(t: TestContext): Promise<Placement> {
+  const placement = await testPlacement(t);
   await kubectlOk([
     'label',
     'namespace',
-    namespace,
+    placement.gateway,
     'pod-security.kubernetes.io/enforce=restricted',
     'pod-security.kubernetes.io/warn=restricted',
   ]);
-  return namespace;
+  return placement;
 }
 
 /** `kubectl apply --dry-run=server` of `objects`: what it would apply, and no pod security warning. */
@@ -336,8 +363,12 @@ function assertSameObjects(
   overlayClusterRole: string,
   namespace: string,
 ) {
+  // Not the NetworkPolicies: the chart ships its own (networkPolicy), the overlays one of admission or none.
   const names = (objects: Manifest[]) =>
-    objects.map((object) => `${object.kind}/${withoutContentHash(object.metadata.name)}`).sort();
+    objects
+      .filter((object) => object.kind !== 'NetworkPolicy')
+      .map((object) => `${object.kind}/${withoutContentHash(object.metadata.name)}`)
+      .sort();
   const renamed = (name: string) =>
     name.startsWith('ClusterRole') && name.endsWith(`/${overlayClusterRole}`)
       ? name.replace(`/${overlayClusterRole}`, `/${GATEWAY}-${namespace}`)
@@ -393,25 +424,37 @@ describe('deploy/helm/causeway', () => {
     assert.notEqual(badName.code, 0);
     assert.match(badName.stderr, /signingKeys\/existingSecret/);
 
-    const noAddresses = await valuesFile(t, {
-      admission: { enabled: true, networkPolicy: { enabled: true } },
+    const twoCAs = await valuesFile(t, {
+      admission: { enabled: true, clientCA: { pem: 'PEM', existingSecret: 'apiserver-ca' } },
     });
-    const open = await helm(['template', RELEASE, CHART, '--values', noAddresses]);
-    assert.notEqual(open.code, 0);
-    assert.match(open.stderr, /admission\.networkPolicy\.apiserverCIDRs: name the apiserver's addresses/);
-    const policyOnly = await valuesFile(t, {
-      admission: { networkPolicy: { enabled: true, apiserverCIDRs: ['10.0.0.1/32'] } },
-    });
-    const alone = await helm(['template', RELEASE, CHART, '--values', policyOnly]);
-    assert.notEqual(alone.code, 0);
-    assert.match(alone.stderr, /admission\.networkPolicy\.enabled needs admission\.enabled/);
+    const both = await helm(['template', RELEASE, CHART, '--values', twoCAs]);
+    assert.notEqual(both.code, 0);
+    assert.match(both.stderr, /admission\.clientCA: give one of pem, existingConfigMap and existingSecret/);
+
+    // The gateway's own namespace, the release's, is never one it serves.
+    const own = await helm(['template', RELEASE, CHART, '--namespace', 'kopfexample']);
+    assert.notEqual(own.code, 0);
+    assert.match(
+      own.stderr,
+      /namespaces names kopfexample, the release's namespace, where the gateway runs: it serves its own namespace \(its account, signing keys and CAs\) to no function service/,
+    );
+    const none = await valuesFile(t, { namespaces: [] });
+    const nowhere = await helm(['template', RELEASE, CHART, '--values', none]);
+    assert.notEqual(nowhere.code, 0);
+    assert.match(nowhere.stderr, /namespaces/);
   });
 
-  it('renders by default what the kustomize overlay 01-minimal does: the same objects, arguments, probes and rules', async (t) => {
-    const namespace = 'kopfexample';
-    const chart = await template(t, namespace);
+  it('renders by default what the kustomize overlay 01-minimal does: the same objects, arguments, probes and rules, in the same namespaces', async (t) => {
+    const chart = await template(t, LAYOUT);
     const overlay = await render(OVERLAY);
-    assertSameObjects(chart, overlay, 'causeway-gateway-kopfexample', namespace);
+    assertSameObjects(chart, overlay, 'causeway-gateway-kopfexample', LAYOUT.gateway);
+    for (const namespace of [LAYOUT.gateway, LAYOUT.objects]) {
+      assert.deepEqual(
+        grantsIn(chart, namespace),
+        grantsIn(overlay, namespace),
+        `Role rules in ${namespace}`,
+      );
+    }
     for (const name of [GATEWAY, FUNCTIONS]) assertSamePodSpec(chart, overlay, name);
     assert.deepEqual(
       scopesIn(find(chart, 'ConfigMap', 'causeway-function-scopes')),
@@ -423,10 +466,9 @@ describe('deploy/helm/causeway', () => {
   });
 
   it('renders with admission.enabled what the kustomize overlay 17-admission does: the webhook Service, the flags and port serving it, the NetworkPolicy, and the rules', async (t) => {
-    const namespace = 'kopfexample-admission';
-    const chart = await template(t, namespace, ADMISSION_NETWORK_POLICY);
+    const chart = await template(t, LAYOUT, ADMISSION_NETWORK_POLICY);
     const overlay = await render(ADMISSION_OVERLAY);
-    assertSameObjects(chart, overlay, 'causeway-gateway-admission', namespace);
+    assertSameObjects(chart, overlay, 'causeway-gateway-admission', LAYOUT.gateway);
     // The overlay calls its function service "admission"; the chart names it after its Service.
     assertSamePodSpec(chart, overlay, GATEWAY, (arg) =>
       arg.replace(/^admission=/, 'kopfexample=').replace(/\/admission\.yaml$/, '/kopfexample.yaml'),
@@ -446,10 +488,12 @@ describe('deploy/helm/causeway', () => {
     for (const [label, value] of Object.entries(service.spec.selector)) {
       assert.equal(podLabels[label], value, `the webhook Service selects the gateway's label ${label}`);
     }
-    const policy = find<NetworkPolicy>(chart, 'NetworkPolicy', WEBHOOKS);
+    // The chart's policy lets in what the overlay's does (the apiserver's addresses, to the webhook
+    // port), and restricts egress too.
+    const policy = find<NetworkPolicy>(chart, 'NetworkPolicy', GATEWAY);
     const overlayPolicy = find<NetworkPolicy>(overlay, 'NetworkPolicy', WEBHOOKS);
     assert.deepEqual(policy.spec.ingress, overlayPolicy.spec.ingress);
-    assert.deepEqual(policy.spec.policyTypes, overlayPolicy.spec.policyTypes);
+    assert.deepEqual(policy.spec.policyTypes, ['Ingress', 'Egress']);
     for (const [label, value] of Object.entries(policy.spec.podSelector.matchLabels)) {
       assert.equal(podLabels[label], value, `the NetworkPolicy selects the gateway's label ${label}`);
     }
@@ -459,10 +503,10 @@ describe('deploy/helm/causeway', () => {
   });
 
   it('grants by default what `causeway rbac` prints for the gateway it runs, and takes that output as rbac.manifest', async (t) => {
-    const namespace = await testNamespace(t);
-    const printed = await causewayRbac(namespace);
+    const placement = await testPlacement(t);
+    const printed = await causewayRbac(placement);
     const expected = parseYaml(printed);
-    const defaults = await template(t, namespace);
+    const defaults = await template(t, placement);
     // What the chart's --function-tls adds, which `causeway rbac --module` cannot be told.
     const functionTls = grants([
       { apiGroups: [''], resources: ['secrets'], resourceNames: [FUNCTION_TLS], verbs: ['get', 'update'] },
@@ -471,9 +515,10 @@ describe('deploy/helm/causeway', () => {
       grants(rulesOf(defaults, 'Role')),
       [...grants(rulesOf(expected, 'Role')), ...functionTls].sort(),
     );
+    assert.deepEqual(grantsIn(defaults, placement.objects), grantsIn(expected, placement.objects));
     assert.deepEqual(grants(rulesOf(defaults, 'ClusterRole')), grants(rulesOf(expected, 'ClusterRole')));
     // Given as a value, its objects replace the chart's rules; its ServiceAccount is the chart's own.
-    const given = await template(t, namespace, { rbac: { manifest: printed } });
+    const given = await template(t, placement, { rbac: { manifest: printed } });
     // Helm orders what it renders by kind.
     const rbacKinds = (objects: Manifest[]) =>
       objects
@@ -492,14 +537,14 @@ describe('deploy/helm/causeway', () => {
   const rbacOfCombinations: Array<{
     name: string;
     values: object;
-    rbac: (namespace: string) => Parameters<typeof causewayRbac>[1];
+    rbac: (placement: Placement) => Parameters<typeof causewayRbac>[1];
   }> = [
     {
       name: 'serving admission webhooks (examples/17-admission)',
       values: ADMISSION,
-      rbac: (namespace) => ({
+      rbac: ({ gateway }) => ({
         module: 'examples/17-admission/operator.ts',
-        flags: ['--webhook-certificates', `${namespace}/${WEBHOOK_CERTIFICATES}`],
+        flags: ['--webhook-certificates', `${gateway}/${WEBHOOK_CERTIFICATES}`],
       }),
     },
     {
@@ -511,14 +556,14 @@ describe('deploy/helm/causeway', () => {
       name: 'serving FunctionService objects',
       values: FUNCTION_SERVICE_OBJECTS,
       // None in the namespace yet: the Secrets the objects will name are the chart's, added below.
-      rbac: (namespace) => ({ flags: ['--function-services', namespace] }),
+      rbac: ({ gateway }) => ({ flags: ['--function-services', gateway] }),
     },
   ];
   for (const { name, values, rbac } of rbacOfCombinations) {
     it(`grants what \`causeway rbac\` prints for the gateway it runs ${name}`, async (t) => {
-      const namespace = await testNamespace(t);
-      const expected = parseYaml(await causewayRbac(namespace, rbac(namespace)));
-      const rendered = await template(t, namespace, values);
+      const placement = await testPlacement(t);
+      const expected = parseYaml(await causewayRbac(placement, rbac(placement)));
+      const rendered = await template(t, placement, values);
       // As by default: the function service's certificate Secret, which `causeway rbac --module` cannot name.
       const functionTls = grants([
         { apiGroups: [''], resources: ['secrets'], resourceNames: [FUNCTION_TLS], verbs: ['get', 'update'] },
@@ -533,7 +578,7 @@ describe('deploy/helm/causeway', () => {
 
   const combinations: Array<{
     name: string;
-    values: (namespace: string) => Promise<object> | object;
+    values: (placement: Placement) => Promise<object> | object;
     expected: (namespace: string) => string[];
   }> = [
     { name: 'the default values', values: () => ({}), expected: DEFAULT_OBJECTS },
@@ -567,17 +612,18 @@ describe('deploy/helm/causeway', () => {
     {
       name: 'admission webhooks',
       values: () => ADMISSION,
-      expected: (namespace) => [...DEFAULT_OBJECTS(namespace), `service/${WEBHOOKS}`].sort(),
+      expected: ADMISSION_OBJECTS,
     },
     {
-      name: 'admission webhooks behind a NetworkPolicy',
+      name: "admission webhooks, the NetworkPolicy naming the apiserver's addresses",
       values: () => ADMISSION_NETWORK_POLICY,
+      expected: ADMISSION_OBJECTS,
+    },
+    {
+      name: "admission webhooks answering only the apiserver's client certificate",
+      values: () => ({ ...ADMISSION, admission: { enabled: true, clientCA: { pem: 'PEM' } } }),
       expected: (namespace) =>
-        [
-          ...DEFAULT_OBJECTS(namespace),
-          `service/${WEBHOOKS}`,
-          `networkpolicy.networking.k8s.io/${WEBHOOKS}`,
-        ].sort(),
+        [...ADMISSION_OBJECTS(namespace), 'configmap/causeway-gateway-webhook-client-ca'].sort(),
     },
     {
       name: 'a signing-keys Secret made beforehand',
@@ -598,34 +644,33 @@ describe('deploy/helm/causeway', () => {
       values: () => EVERYTHING,
       expected: (namespace) =>
         [
-          ...DEFAULT_OBJECTS(namespace).filter(
+          ...ADMISSION_OBJECTS(namespace).filter(
             (name) =>
               !['configmap/causeway-function-scopes', `poddisruptionbudget.policy/${GATEWAY}`].includes(name),
           ),
           'functionservice.causeway.dev/kopfexample',
-          `service/${WEBHOOKS}`,
-          `networkpolicy.networking.k8s.io/${WEBHOOKS}`,
           'service/causeway-gateway-metrics',
           'servicemonitor.monitoring.coreos.com/causeway-gateway',
         ].sort(),
     },
     {
       name: 'the RBAC of `causeway rbac` as rbac.manifest',
-      values: async (namespace) => ({ rbac: { manifest: await causewayRbac(namespace) } }),
+      values: async (placement) => ({ rbac: { manifest: await causewayRbac(placement) } }),
       expected: DEFAULT_OBJECTS,
     },
   ];
   for (const { name, values, expected } of combinations) {
     it(`passes kubectl apply --dry-run=server under the restricted pod security standard with ${name}`, async (t) => {
-      const namespace = await restrictedNamespace(t);
-      const objects = await template(t, namespace, await values(namespace));
-      assert.deepEqual(await dryRun(objects), expected(namespace));
+      const placement = await restrictedPlacement(t);
+      const objects = await template(t, placement, await values(placement));
+      assert.deepEqual(await dryRun(objects), expected(placement.gateway));
     });
   }
 
   it('renders each setting where it belongs', async (t) => {
     const namespace = 'operators';
-    const two = await template(t, namespace, TWO_FUNCTION_SERVICES);
+    const placement = { gateway: namespace, objects: 'team-a' };
+    const two = await template(t, placement, TWO_FUNCTION_SERVICES);
     const gatewayArgs = onlyContainer(find<Deployment>(two, 'Deployment', GATEWAY)).args ?? [];
     assert.deepEqual(
       gatewayArgs.filter((_, index) =>
@@ -664,7 +709,7 @@ describe('deploy/helm/causeway', () => {
       ),
     );
 
-    const withMetrics = await template(t, namespace, METRICS);
+    const withMetrics = await template(t, placement, METRICS);
     const metricsGateway = onlyContainer(find<Deployment>(withMetrics, 'Deployment', GATEWAY));
     assert.deepEqual(
       (metricsGateway.args ?? []).slice((metricsGateway.args ?? []).indexOf('--metrics'))?.slice(0, 2),
@@ -689,14 +734,14 @@ describe('deploy/helm/causeway', () => {
       ['metrics'],
     );
 
-    const settings = await template(t, namespace, GATEWAY_SETTINGS);
+    const settings = await template(t, placement, GATEWAY_SETTINGS);
     const gateway = find<Deployment>(settings, 'Deployment', GATEWAY);
     assert.equal(gateway.spec.replicas, 3);
     assert.deepEqual((onlyContainer(gateway).args ?? []).slice(-2), ['--priority', '10']);
     assert.deepEqual(onlyContainer(gateway).env?.at(-1), { name: 'MALLOC_ARENA_MAX', value: '4' });
 
     // The Secret made beforehand: the gateway keeps its keys there, the services mount its ConfigMap.
-    const existing = await template(t, namespace, EXISTING_SIGNING_KEYS);
+    const existing = await template(t, placement, EXISTING_SIGNING_KEYS);
     const existingArgs = onlyContainer(find<Deployment>(existing, 'Deployment', GATEWAY)).args ?? [];
     assert.equal(flagValue(existingArgs, '--signing-keys'), `$(POD_NAMESPACE)/${EXISTING_KEYS}`);
     const functionsKeys = find<Deployment>(
@@ -711,19 +756,115 @@ describe('deploy/helm/causeway', () => {
       'the chart makes no Secret of keys',
     );
 
-    // With metrics, the NetworkPolicy of admission leaves their port open to whatever scrapes them.
-    const everything = await template(t, namespace, EVERYTHING);
-    const policy = find<NetworkPolicy>(everything, 'NetworkPolicy', WEBHOOKS);
+    // The gateway serves the namespaces given, never its own: a Role there for what it watches.
     assert.deepEqual(
-      policy.spec.ingress.map((rule) => [rule.ports.map((port) => port.port), rule.from?.length]),
+      gatewayArgs.filter((_, index) => gatewayArgs[index - 1] === '--namespace'),
+      ['team-a'],
+    );
+    assert.ok(grantsIn(two, 'team-a').some((grant) => grant.includes('kopfexamples')));
+    assert.ok(!grantsIn(two, namespace).some((grant) => grant.includes('kopfexamples')));
+    const served = await template(t, placement, { namespaces: ['team-a', 'team-b'] });
+    const servedArgs = onlyContainer(find<Deployment>(served, 'Deployment', GATEWAY)).args ?? [];
+    assert.deepEqual(
+      servedArgs.filter((_, index) => servedArgs[index - 1] === '--namespace'),
+      ['team-a', 'team-b'],
+    );
+    assert.deepEqual(grantsIn(served, 'team-b'), grantsIn(served, 'team-a'));
+
+    // By default, the NetworkPolicy lets no pod in and the gateway out to DNS, its function services'
+    // pods and the apiserver's ports only.
+    const defaults = find<NetworkPolicy>(await template(t, placement), 'NetworkPolicy', GATEWAY);
+    assert.deepEqual(defaults.spec.policyTypes, ['Ingress', 'Egress']);
+    assert.deepEqual(defaults.spec.ingress, []);
+    assert.deepEqual(
+      (defaults.spec.egress ?? []).map((rule) => [rule.ports.map((port) => port.port), rule.to]),
       [
-        [['webhooks'], 2],
-        [['metrics'], undefined],
+        [[53, 53], undefined],
+        [
+          [8080],
+          [
+            {
+              podSelector: {
+                matchLabels: {
+                  'app.kubernetes.io/component': 'functions',
+                  'app.kubernetes.io/instance': RELEASE,
+                },
+              },
+            },
+          ],
+        ],
+        [[443, 6443], undefined],
       ],
     );
+    // With admission and metrics: the webhook port from the apiserver's addresses, the metrics from
+    // the monitoring namespace only; extra egress as given.
+    const everything = await template(t, placement, {
+      ...EVERYTHING,
+      networkPolicy: {
+        apiserverCIDRs: ['10.0.0.1/32'],
+        extraEgress: [{ ports: [{ port: 4317, protocol: 'TCP' }] }],
+      },
+    });
+    const policy = find<NetworkPolicy>(everything, 'NetworkPolicy', GATEWAY);
+    assert.deepEqual(
+      policy.spec.ingress.map((rule) => [rule.ports.map((port) => port.port), rule.from]),
+      [
+        [['webhooks'], [{ ipBlock: { cidr: '10.0.0.1/32' } }]],
+        [
+          ['metrics'],
+          [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }],
+        ],
+      ],
+    );
+    const egress = (policy.spec as { egress: Array<{ ports: Array<{ port: number }>; to?: object[] }> })
+      .egress;
+    assert.deepEqual(egress.at(-2)?.to, [{ ipBlock: { cidr: '10.0.0.1/32' } }]);
+    assert.deepEqual(egress.at(-1), { ports: [{ port: 4317, protocol: 'TCP' }] });
+    const open = await template(t, placement, { networkPolicy: { enabled: false } });
+    assert.equal(open.filter((object) => object.kind === 'NetworkPolicy').length, 0);
+
+    // A client CA: the gateway answers only the clients whose certificate it signed, from the PEM
+    // given, or from a ConfigMap or a Secret made beforehand.
+    const clientCa = (values: object) =>
+      template(t, placement, { ...ADMISSION, admission: { enabled: true, clientCA: values } });
+    for (const [values, volume] of [
+      [
+        { pem: 'PEM' },
+        {
+          configMap: {
+            name: 'causeway-gateway-webhook-client-ca',
+            items: [{ key: 'ca.crt', path: 'ca.crt' }],
+          },
+        },
+      ],
+      [
+        { existingConfigMap: 'apiserver-ca', key: 'ca.pem' },
+        { configMap: { name: 'apiserver-ca', items: [{ key: 'ca.pem', path: 'ca.crt' }] } },
+      ],
+      [
+        { existingSecret: 'apiserver-ca' },
+        { secret: { secretName: 'apiserver-ca', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+      ],
+    ] as const) {
+      const rendered = await clientCa(values);
+      const deployment = find<Deployment>(rendered, 'Deployment', GATEWAY);
+      const caArgs = onlyContainer(deployment).args ?? [];
+      const file = flagValue(caArgs, '--webhook-client-ca') ?? '';
+      assert.equal(file, '/etc/causeway/webhook-client-ca/ca.crt');
+      assert.deepEqual(
+        deployment.spec.template.spec.volumes?.find((each) => each.name === 'webhook-client-ca'),
+        { name: 'webhook-client-ca', ...volume },
+      );
+    }
+    const pem = await clientCa({ pem: 'PEM' });
+    assert.deepEqual(find(pem, 'ConfigMap', 'causeway-gateway-webhook-client-ca').data, { 'ca.crt': 'PEM' });
+    const noCa = onlyContainer(
+      find<Deployment>(await template(t, placement, ADMISSION), 'Deployment', GATEWAY),
+    );
+    assert.equal((noCa.args ?? []).includes('--webhook-client-ca'), false);
 
     // FunctionService objects instead of --functions: no scopes to mount, each in its object.
-    const asObjects = await template(t, namespace, FUNCTION_SERVICE_OBJECTS);
+    const asObjects = await template(t, placement, FUNCTION_SERVICE_OBJECTS);
     const objectsGateway = find<Deployment>(asObjects, 'Deployment', GATEWAY);
     const objectsArgs = onlyContainer(objectsGateway).args ?? [];
     assert.equal(flagValue(objectsArgs, '--function-services'), '$(POD_NAMESPACE)');
@@ -744,14 +885,14 @@ describe('deploy/helm/causeway', () => {
    */
   async function installed(
     t: TestContext,
-    namespace: string,
+    { gateway: namespace, objects: served }: Placement,
     values: object,
   ): Promise<{ notes: string; objects: Manifest[] }> {
     t.after(async () => {
       // The ClusterRole and its binding outlive the namespace otherwise.
       await helm(['uninstall', RELEASE, '--namespace', namespace]);
     });
-    const file = await valuesFile(t, values);
+    const file = await valuesFile(t, { namespaces: [served], ...values });
     const notes = await helmOk(['install', RELEASE, CHART, '--namespace', namespace, '--values', file]);
     assert.match(notes, /STATUS: deployed/);
     const objects = parseYaml(await helmOk(['get', 'manifest', RELEASE, '--namespace', namespace])).filter(
@@ -779,8 +920,10 @@ describe('deploy/helm/causeway', () => {
   }
 
   it("installs for real with helm install, and its gateway, run as the chart's ServiceAccount, handles a KopfExample", async (t) => {
-    const namespace = await restrictedNamespace(t);
-    const { notes, objects } = await installed(t, namespace, { metrics: { enabled: true } });
+    const placement = await restrictedPlacement(t);
+    const { gateway: namespace, objects: served } = placement;
+    const { notes, objects } = await installed(t, placement, { metrics: { enabled: true } });
+    assert.match(notes, new RegExp(`serving the\\s+objects of ${served} only`));
     assert.match(notes, new RegExp(`kopfexample: https://kopfexample-functions\\.${namespace}\\.svc:8080`));
     assert.deepEqual(
       objects.map(kubectlName).sort(),
@@ -810,15 +953,15 @@ describe('deploy/helm/causeway', () => {
     );
     const { gateway, functions } = await startGatewayThenFunctions(t, {
       cli,
-      gateway: { args: gatewayArgs, env: { KUBECONFIG: kubeconfig } },
+      gateway: { args: gatewayArgs, env: { KUBECONFIG: kubeconfig, POD_NAMESPACE: namespace } },
       functions: { args: functionsArgs },
       dir,
       beforeFunctions: mount,
     });
 
-    const [example] = await applyFile(OBJECT, namespace);
+    const [example] = await applyFile(OBJECT, served);
     assert.ok(example);
-    const path = `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/${example.metadata.name}`;
+    const path = `/apis/kopf.dev/v1/namespaces/${served}/kopfexamples/${example.metadata.name}`;
     const handled = await handledByDeployed(gateway, functions, path);
     assert.deepEqual(handled.status?.create_fn, { message: `hello ${example.metadata.name}` });
     // The metrics the Service causeway-gateway-metrics fronts, at the container port it targets.
@@ -830,9 +973,10 @@ describe('deploy/helm/causeway', () => {
   });
 
   it('installs for real with a signing-keys Secret made beforehand and FunctionService objects: the gateway signs with those keys, serves the objects, and helm uninstall leaves the Secret', async (t) => {
-    const namespace = await restrictedNamespace(t);
+    const placement = await restrictedPlacement(t);
+    const { gateway: namespace, objects: served } = placement;
     const values = { ...EXISTING_SIGNING_KEYS, ...FUNCTION_SERVICE_OBJECTS };
-    const file = await valuesFile(t, values);
+    const file = await valuesFile(t, { namespaces: [served], ...values });
     const install = ['install', RELEASE, CHART, '--namespace', namespace, '--values', file];
     // Refused, with nothing made, while the Secret is missing or is not a gateway's keys.
     const missing = await helm(install);
@@ -869,7 +1013,7 @@ describe('deploy/helm/causeway', () => {
       ]),
     );
 
-    const { notes, objects } = await installed(t, namespace, values);
+    const { notes, objects } = await installed(t, placement, values);
     assert.match(notes, new RegExp(`signs with the keys of the Secret ${EXISTING_KEYS}`));
     assert.deepEqual(
       objects.map(kubectlName).sort(),
@@ -898,7 +1042,7 @@ describe('deploy/helm/causeway', () => {
     );
     const { gateway, functions, published } = await startGatewayThenFunctions(t, {
       cli,
-      gateway: { args: gatewayArgs, env: { KUBECONFIG: kubeconfig } },
+      gateway: { args: gatewayArgs, env: { KUBECONFIG: kubeconfig, POD_NAMESPACE: namespace } },
       functions: { args: functionsArgs },
       dir,
       beforeFunctions: mount,
@@ -910,9 +1054,9 @@ describe('deploy/helm/causeway', () => {
     );
     assert.deepEqual(await keptKeys(namespace, EXISTING_KEYS), [key.kid]);
 
-    const [example] = await applyFile(OBJECT, namespace);
+    const [example] = await applyFile(OBJECT, served);
     assert.ok(example);
-    const path = `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/${example.metadata.name}`;
+    const path = `/apis/kopf.dev/v1/namespaces/${served}/kopfexamples/${example.metadata.name}`;
     const handled = await handledByDeployed(gateway, functions, path);
     assert.deepEqual(handled.status?.create_fn, { message: `hello ${example.metadata.name}` });
     assert.deepEqual(problems(gateway.output()), [], gateway.output());

@@ -58,8 +58,10 @@ const FUNCTION_CA = 'causeway-function-ca';
 
 interface Project {
   dir: string;
-  /** The project's name, which is also its namespace. */
+  /** The project's name, which is also the namespace of the objects it serves. */
   name: string;
+  /** The gateway's own namespace: `<name>-system`. */
+  system: string;
   group: string;
   /** The CRD's name, and how kubectl names the resource. */
   resource: string;
@@ -68,12 +70,14 @@ interface Project {
 }
 
 /**
- * A project made by `causeway init`, named after a fresh test namespace: deploy/'s `namespace:` is
- * that namespace, and its cluster-scoped names are this test's alone. Its causeway dependency is this
+ * A project made by `causeway init`, named after a fresh test namespace: deploy/ serves that
+ * namespace from `<name>-system`, made here too, and its cluster-scoped names are this test's alone. Its causeway dependency is this
  * repository, as built into dist/ by the global setup's `npm pack`: the package's exports and its CLI.
  */
 async function scaffold(t: TestContext): Promise<Project> {
   const name = await testNamespace(t);
+  // Left in place, as testNamespace leaves its own.
+  await kubectlOk(['create', 'namespace', `${name}-system`]);
   const parent = await mkdtemp(join(tmpdir(), 'causeway-init-'));
   t.after(() => rm(parent, { recursive: true, force: true }));
   const dir = join(parent, name);
@@ -84,6 +88,7 @@ async function scaffold(t: TestContext): Promise<Project> {
   return {
     dir,
     name,
+    system: `${name}-system`,
     group,
     resource: `examples.${group}`,
     gateway: `${name}-gateway`,
@@ -131,12 +136,12 @@ describe('causeway init: crd.yaml and deploy/', () => {
     assert.match(refused.stderr, /spec\.greeting: Required value/);
   });
 
-  it('passes kubectl apply -k deploy as a server-side dry run, in a namespace that enforces the restricted pod security standard', async (t) => {
+  it('passes kubectl apply -k deploy as a server-side dry run, its pods in a namespace that enforces the restricted pod security standard', async (t) => {
     const project = await scaffold(t);
     await kubectlOk([
       'label',
       'namespace',
-      project.name,
+      project.system,
       'pod-security.kubernetes.io/enforce=restricted',
       'pod-security.kubernetes.io/warn=restricted',
     ]);
@@ -153,6 +158,8 @@ describe('causeway init: crd.yaml and deploy/', () => {
         `deployment.apps/${project.gateway}`,
         `poddisruptionbudget.policy/${project.gateway}`,
         `role.rbac.authorization.k8s.io/${project.gateway}`,
+        `role.rbac.authorization.k8s.io/${project.gateway}`,
+        `rolebinding.rbac.authorization.k8s.io/${project.gateway}`,
         `rolebinding.rbac.authorization.k8s.io/${project.gateway}`,
         `service/${project.functions}`,
         `serviceaccount/${project.functions}`,
@@ -178,9 +185,15 @@ describe('causeway init: crd.yaml and deploy/', () => {
         `${name}: env from a Secret`,
       );
     }
+    // Both run in the gateway's namespace, which it does not serve: it serves the project's.
+    for (const object of objects.filter((each) => each.kind !== 'Role' && each.kind !== 'RoleBinding')) {
+      if (object.metadata.namespace !== undefined)
+        assert.equal(object.metadata.namespace, project.system, `${object.kind} ${object.metadata.name}`);
+    }
     // The gateway keeps its keys in its namespace, the function service verifies with their public
     // halves there, mounted read-only as the ConfigMap's jwks.json.
     const gateway = onlyContainer(find<Deployment>(objects, 'Deployment', project.gateway));
+    assert.equal(flagValue(gateway.args ?? [], '--namespace'), project.name);
     assert.equal(flagValue(gateway.args ?? [], '--signing-keys'), `$(POD_NAMESPACE)/${KEYS}`);
     const functions = find<Deployment>(objects, 'Deployment', project.functions);
     assert.deepEqual(
@@ -198,7 +211,7 @@ describe('causeway init: crd.yaml and deploy/', () => {
     await kubectlOk([
       'label',
       'namespace',
-      project.name,
+      project.system,
       'pod-security.kubernetes.io/enforce=restricted',
       'pod-security.kubernetes.io/warn=restricted',
     ]);
@@ -206,7 +219,7 @@ describe('causeway init: crd.yaml and deploy/', () => {
     const chart = await helmTemplate(
       project.name,
       join(project.dir, 'node_modules/causeway/deploy/helm/causeway'),
-      project.name,
+      project.system,
       [join(project.dir, 'deploy/helm/values.yaml')],
     );
     const result = await kubectl(['apply', '--dry-run=server', '-f', '-'], toYaml(chart));
@@ -216,13 +229,16 @@ describe('causeway init: crd.yaml and deploy/', () => {
     assert.deepEqual(
       dryRunObjects(result.stdout),
       [
-        `clusterrole.rbac.authorization.k8s.io/causeway-gateway-${project.name}`,
-        `clusterrolebinding.rbac.authorization.k8s.io/causeway-gateway-${project.name}`,
+        `clusterrole.rbac.authorization.k8s.io/causeway-gateway-${project.system}`,
+        `clusterrolebinding.rbac.authorization.k8s.io/causeway-gateway-${project.system}`,
         'configmap/causeway-function-scopes',
         `deployment.apps/${project.functions}`,
         'deployment.apps/causeway-gateway',
+        'networkpolicy.networking.k8s.io/causeway-gateway',
         'poddisruptionbudget.policy/causeway-gateway',
         'role.rbac.authorization.k8s.io/causeway-gateway',
+        'role.rbac.authorization.k8s.io/causeway-gateway',
+        'rolebinding.rbac.authorization.k8s.io/causeway-gateway',
         'rolebinding.rbac.authorization.k8s.io/causeway-gateway',
         `service/${project.functions}`,
         `serviceaccount/${project.functions}`,
@@ -249,6 +265,16 @@ describe('causeway init: crd.yaml and deploy/', () => {
     for (const kind of ['Role', 'ClusterRole']) {
       assert.deepEqual(grants(rulesOf(chart, kind)), grants(rulesOf(kustomized, kind)), `${kind} rules`);
     }
+    for (const namespace of [project.name, project.system]) {
+      const inNamespace = (objects: Manifest[]) =>
+        grants(
+          rulesOf(
+            objects.filter((object) => object.metadata.namespace === namespace),
+            'Role',
+          ),
+        );
+      assert.deepEqual(inNamespace(chart), inNamespace(kustomized), `Role rules in ${namespace}`);
+    }
   });
 
   it('grants the gateway what it uses and nothing more, and the functions nothing', async (t) => {
@@ -256,17 +282,17 @@ describe('causeway init: crd.yaml and deploy/', () => {
     const elsewhere = await testNamespace(t);
     await installCrd(t, project);
     await applyRbac(t, await render(project));
-    const gateway = serviceAccount(project.name, project.gateway);
-    const functions = serviceAccount(project.name, project.functions);
-    const { name: namespace, resource, group } = project;
+    const gateway = serviceAccount(project.system, project.gateway);
+    const functions = serviceAccount(project.system, project.functions);
+    const { name: served, system: namespace, resource, group } = project;
     const crd = `customresourcedefinitions.apiextensions.k8s.io/${resource}`;
 
     assert.deepEqual(
       await wrongPermissions([
         [gateway, namespace, ['get', '/apis'], true],
-        [gateway, namespace, ['watch', resource], true],
-        [gateway, namespace, ['patch', resource, '--subresource=status'], true],
-        [gateway, namespace, ['create', 'events'], true],
+        [gateway, served, ['watch', resource], true],
+        [gateway, served, ['patch', resource, '--subresource=status'], true],
+        [gateway, served, ['create', 'events'], true],
         [gateway, namespace, ['get', crd], true],
         [gateway, namespace, ['get', `secrets/${KEYS}`], true],
         [gateway, namespace, ['update', `secrets/${KEYS}`], true],
@@ -278,12 +304,18 @@ describe('causeway init: crd.yaml and deploy/', () => {
         [gateway, elsewhere, ['create', 'events'], false],
         [gateway, elsewhere, ['get', `secrets/${KEYS}`], false],
         [gateway, namespace, ['list', resource, '--all-namespaces'], false],
+        // Nothing of the Examples' in its own namespace, nothing of its own in the one it serves.
+        [gateway, namespace, ['list', resource], false],
+        [gateway, namespace, ['create', 'events'], false],
+        [gateway, served, ['get', `secrets/${KEYS}`], false],
+        [gateway, served, ['create', 'secrets'], false],
+        [gateway, served, ['create', 'pods'], false],
         [gateway, namespace, ['get', 'secrets/another-secret'], false],
         [gateway, namespace, ['list', 'secrets'], false],
         [gateway, namespace, ['delete', `secrets/${KEYS}`], false],
         [gateway, namespace, ['get', 'configmaps/kube-root-ca.crt'], false],
-        [functions, namespace, ['list', resource], false],
-        [functions, namespace, ['create', 'events'], false],
+        [functions, served, ['list', resource], false],
+        [functions, served, ['create', 'events'], false],
         [functions, namespace, ['get', `secrets/${KEYS}`], false],
         [functions, namespace, ['get', `configmaps/${KEYS}`], false],
         // The function service's TLS: the CA's Secret and the certificate's, the gateway's to keep.
@@ -295,28 +327,33 @@ describe('causeway init: crd.yaml and deploy/', () => {
       ]),
       [],
     );
-    // The complete list, in its namespace, beyond what any authenticated account may do.
+    // The complete lists, in each namespace, beyond what any authenticated account may do.
+    const crdGrant = `get apiextensions.k8s.io/customresourcedefinitions/${resource}`;
     assert.deepEqual(await grantedBeyondBaseline(gateway, namespace), [
       'create /configmaps',
-      'create /events',
       'create /secrets',
       'create coordination.k8s.io/leases',
       'delete coordination.k8s.io/leases',
       `get /configmaps/${KEYS}`,
       `get /secrets/${KEYS},${FUNCTION_CA},${project.functions}-tls`,
-      `get apiextensions.k8s.io/customresourcedefinitions/${resource}`,
-      `get ${group}/examples`,
+      crdGrant,
       'get coordination.k8s.io/leases',
-      `list ${group}/examples`,
       'list coordination.k8s.io/leases',
-      `patch ${group}/examples`,
-      `patch ${group}/examples/status`,
       `update /configmaps/${KEYS}`,
       `update /secrets/${KEYS},${FUNCTION_CA},${project.functions}-tls`,
       'update coordination.k8s.io/leases',
+    ]);
+    assert.deepEqual(await grantedBeyondBaseline(gateway, served), [
+      'create /events',
+      crdGrant,
+      `get ${group}/examples`,
+      `list ${group}/examples`,
+      `patch ${group}/examples`,
+      `patch ${group}/examples/status`,
       `watch ${group}/examples`,
     ]);
     assert.deepEqual(await grantedBeyondBaseline(functions, namespace), []);
+    assert.deepEqual(await grantedBeyondBaseline(functions, served), []);
   });
 
   it("runs deploy/'s commands with nothing but the gateway's rights: it makes its keys, the function service verifies with them, example.yaml is handled", async (t) => {
@@ -325,7 +362,7 @@ describe('causeway init: crd.yaml and deploy/', () => {
     const objects = await render(project);
     await applyRbac(t, objects);
     const kubeconfig = join(project.dir, 'gateway.kubeconfig');
-    await writeServiceAccountKubeconfig(kubeconfig, project.name, project.gateway);
+    await writeServiceAccountKubeconfig(kubeconfig, project.system, project.gateway);
 
     // The image's entrypoint (the first test holds the Dockerfile to it), in the project as in /app.
     const cli = join(project.dir, 'node_modules/causeway/dist/cli/causeway.mjs');
@@ -350,14 +387,14 @@ describe('causeway init: crd.yaml and deploy/', () => {
     );
     const gatewayArgs = inNamespace(
       withFlag(containerArgs, '--functions', `${project.name}=https://127.0.0.1:${port}`),
-      project.name,
+      project.system,
     );
     const served = onlyContainer(find<Deployment>(objects, 'Deployment', project.functions)).args ?? [];
     // The image serves the build of operator.ts (npm run build): Node runs the source as it is.
     assert.equal(served[1], 'dist/operator.js');
     const mounted = await withMountedCertificate(
       servedOnLoopback(served.with(1, 'operator.ts'), port),
-      { namespace: project.name, name: `${project.functions}-tls` },
+      { namespace: project.system, name: `${project.functions}-tls` },
       project.dir,
     );
     // The gateway first, then the service, once this test has played kubelet's part: mounting the
@@ -366,7 +403,7 @@ describe('causeway init: crd.yaml and deploy/', () => {
     const { gateway, functions, published } = await startGatewayThenFunctions(t, {
       cli,
       cwd: project.dir,
-      gateway: { args: gatewayArgs, env: { KUBECONFIG: kubeconfig } },
+      gateway: { args: gatewayArgs, env: { KUBECONFIG: kubeconfig, POD_NAMESPACE: project.system } },
       functions: { args: mounted.args },
       dir: project.dir,
       beforeFunctions: mounted.mount,
@@ -382,7 +419,7 @@ describe('causeway init: crd.yaml and deploy/', () => {
       200,
       'the readiness endpoint says it is ready',
     );
-    const [kid, ...more] = await keptKeys(project.name, KEYS);
+    const [kid, ...more] = await keptKeys(project.system, KEYS);
     assert.deepEqual(more, []);
     assert.deepEqual(
       published.keys.map((key) => [key.kid, 'd' in key]),

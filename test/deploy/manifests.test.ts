@@ -14,7 +14,6 @@ import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { bundleCli } from '../../deploy/build.ts';
 import { IN_PROCESS } from '../../protocol/index.ts';
-import { testNamespace } from '../support/cluster.ts';
 import {
   assertPlacedAndBound,
   type Binding,
@@ -26,6 +25,7 @@ import {
   inNamespace,
   installRbac,
   keptKeys,
+  LAYOUT,
   mountedFile,
   onlyContainer,
   type PublishedKeys,
@@ -36,6 +36,7 @@ import {
   servedOnLoopback,
   startBundledCli,
   startGatewayThenFunctions,
+  testPlacement,
   withFlag,
   withFreeLiveness,
   withMountedCertificate,
@@ -67,8 +68,6 @@ import { freePort } from '../support/processes.ts';
 const OVERLAY = join(REPO, 'deploy/examples/01-minimal');
 const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
 const OBJECT = new URL('../../examples/01-minimal/object.yaml', import.meta.url);
-/** The overlay's own namespace. */
-const EXAMPLE_NAMESPACE = 'kopfexample';
 const GATEWAY = 'causeway-gateway';
 const FUNCTIONS = 'kopfexample-functions';
 const CLUSTER_RBAC = 'causeway-gateway-kopfexample';
@@ -83,6 +82,8 @@ const EXPECTED = [
   `serviceaccount/${GATEWAY}`,
   `serviceaccount/${FUNCTIONS}`,
   `role.rbac.authorization.k8s.io/${GATEWAY}`,
+  `role.rbac.authorization.k8s.io/${GATEWAY}`,
+  `rolebinding.rbac.authorization.k8s.io/${GATEWAY}`,
   `rolebinding.rbac.authorization.k8s.io/${GATEWAY}`,
   `clusterrole.rbac.authorization.k8s.io/${CLUSTER_RBAC}`,
   `clusterrolebinding.rbac.authorization.k8s.io/${CLUSTER_RBAC}`,
@@ -99,7 +100,7 @@ describe('deploy/examples/01-minimal', () => {
     await applyFile(CRD);
   });
 
-  it('renders with kubectl kustomize: every object, in the overlay namespace, bound to its service account', async () => {
+  it("renders with kubectl kustomize: every object in the gateway's namespace but its rights on the example's, bound to its service account", async () => {
     const objects = await render(OVERLAY);
     assert.deepEqual(
       objects.map((object) => `${object.kind}/${withoutContentHash(object.metadata.name)}`).sort(),
@@ -111,13 +112,18 @@ describe('deploy/examples/01-minimal', () => {
         `Deployment/${GATEWAY}`,
         `PodDisruptionBudget/${GATEWAY}`,
         `Role/${GATEWAY}`,
+        `Role/${GATEWAY}`,
+        `RoleBinding/${GATEWAY}`,
         `RoleBinding/${GATEWAY}`,
         `Service/${FUNCTIONS}`,
         `ServiceAccount/${FUNCTIONS}`,
         `ServiceAccount/${GATEWAY}`,
       ].sort(),
     );
-    assertPlacedAndBound(objects, EXAMPLE_NAMESPACE, GATEWAY);
+    assertPlacedAndBound(objects, LAYOUT, GATEWAY);
+    // The gateway's own namespace holds its keys and account: it serves the example's objects elsewhere.
+    const roles = objects.filter((object) => object.kind === 'Role');
+    assert.deepEqual(roles.map((role) => role.metadata.namespace).sort(), [LAYOUT.gateway, LAYOUT.objects]);
     for (const name of [GATEWAY, FUNCTIONS]) {
       const deployment = find<Deployment>(objects, 'Deployment', name);
       assert.equal(onlyContainer(deployment).image, 'causeway:0.1.0');
@@ -133,16 +139,16 @@ describe('deploy/examples/01-minimal', () => {
     assert.equal(find<Deployment>(objects, 'Deployment', FUNCTIONS).spec.replicas, 1);
   });
 
-  it('passes kubectl apply --dry-run=server in a namespace that enforces the restricted pod security standard', async (t) => {
-    const namespace = await testNamespace(t);
+  it('passes kubectl apply --dry-run=server, its pods in a namespace that enforces the restricted pod security standard', async (t) => {
+    const placement = await testPlacement(t);
     await kubectlOk([
       'label',
       'namespace',
-      namespace,
+      placement.gateway,
       'pod-security.kubernetes.io/enforce=restricted',
       'pod-security.kubernetes.io/warn=restricted',
     ]);
-    const objects = await render(OVERLAY, namespace);
+    const objects = await render(OVERLAY, placement);
 
     const result = await kubectl(['apply', '--dry-run=server', '-f', '-'], toYaml(objects));
     assert.equal(result.code, 0, result.stderr);
@@ -160,24 +166,25 @@ describe('deploy/examples/01-minimal', () => {
   });
 
   it('grants the gateway what it uses and nothing more, and the functions nothing', async (t) => {
-    const namespace = await testNamespace(t);
-    const elsewhere = await testNamespace(t);
-    await installRbac(t, OVERLAY, namespace);
+    const placement = await testPlacement(t);
+    const { gateway: namespace, objects: served } = placement;
+    const elsewhere = (await testPlacement(t)).objects;
+    await installRbac(t, OVERLAY, placement);
     const gateway = serviceAccount(namespace, GATEWAY);
     const functions = serviceAccount(namespace, FUNCTIONS);
     const kex = 'kopfexamples.kopf.dev';
 
     const expectations: Array<[user: string, ns: string, args: string[], allowed: boolean]> = [
       // What gateway/gateway.ts does: discovery, list + watch, merge patches, the CRD's schema.
-      [gateway, namespace, ['get', '/api'], true],
-      [gateway, namespace, ['get', '/apis'], true],
-      [gateway, namespace, ['list', kex], true],
-      [gateway, namespace, ['watch', kex], true],
-      [gateway, namespace, ['get', kex], true],
-      [gateway, namespace, ['patch', kex], true],
-      [gateway, namespace, ['patch', kex, '--subresource=status'], true],
-      [gateway, namespace, ['get', `customresourcedefinitions.apiextensions.k8s.io/${kex}`], true],
-      [gateway, namespace, ['create', 'events'], true],
+      [gateway, served, ['get', '/api'], true],
+      [gateway, served, ['get', '/apis'], true],
+      [gateway, served, ['list', kex], true],
+      [gateway, served, ['watch', kex], true],
+      [gateway, served, ['get', kex], true],
+      [gateway, served, ['patch', kex], true],
+      [gateway, served, ['patch', kex, '--subresource=status'], true],
+      [gateway, served, ['get', `customresourcedefinitions.apiextensions.k8s.io/${kex}`], true],
+      [gateway, served, ['create', 'events'], true],
       // Its signing keys (gateway/services/signing-keys.ts): the Secret and the ConfigMap, by name, made
       // at its first start.
       [gateway, namespace, ['get', `secrets/${KEYS}`], true],
@@ -196,12 +203,21 @@ describe('deploy/examples/01-minimal', () => {
       [gateway, namespace, ['delete', `secrets/${FUNCTION_TLS}`], false],
       [gateway, namespace, ['get', `configmaps/${FUNCTION_CA}`], false],
       [gateway, elsewhere, ['get', `secrets/${FUNCTION_CA}`], false],
-      [gateway, namespace, ['create', kex], false],
-      [gateway, namespace, ['update', kex], false],
-      [gateway, namespace, ['delete', kex], false],
-      [gateway, namespace, ['deletecollection', kex], false],
-      [gateway, namespace, ['update', kex, '--subresource=status'], false],
-      [gateway, namespace, ['get', kex, '--subresource=status'], false],
+      // Nothing of the example's in its own namespace, nothing of its own in the example's.
+      [gateway, namespace, ['list', kex], false],
+      [gateway, namespace, ['patch', kex], false],
+      [gateway, namespace, ['create', 'events'], false],
+      [gateway, served, ['get', `secrets/${KEYS}`], false],
+      [gateway, served, ['create', 'secrets'], false],
+      [gateway, served, ['create', 'configmaps'], false],
+      [gateway, served, ['create', 'pods'], false],
+      [gateway, served, ['get', 'leases.coordination.k8s.io'], false],
+      [gateway, served, ['create', kex], false],
+      [gateway, served, ['update', kex], false],
+      [gateway, served, ['delete', kex], false],
+      [gateway, served, ['deletecollection', kex], false],
+      [gateway, served, ['update', kex, '--subresource=status'], false],
+      [gateway, served, ['get', kex, '--subresource=status'], false],
       [gateway, namespace, ['get', 'secrets'], false],
       [gateway, namespace, ['list', 'secrets'], false],
       [gateway, namespace, ['watch', 'secrets'], false],
@@ -243,28 +259,34 @@ describe('deploy/examples/01-minimal', () => {
     ];
     assert.deepEqual(await wrongPermissions(expectations), []);
 
-    // The complete list, beyond what any authenticated account may do (an account bound to nothing).
+    // The complete lists, beyond what any authenticated account may do (an account bound to nothing):
+    // in its own namespace, what it keeps; in the example's, the objects it serves.
+    const crd = 'get apiextensions.k8s.io/customresourcedefinitions/kopfexamples.kopf.dev';
     assert.deepEqual(await grantedBeyondBaseline(gateway, namespace), [
       'create /configmaps',
-      'create /events',
       'create /secrets',
       'create coordination.k8s.io/leases',
       'delete coordination.k8s.io/leases',
       `get /configmaps/${KEYS}`,
       `get /secrets/${KEYS},${FUNCTION_CA},${FUNCTION_TLS}`,
-      'get apiextensions.k8s.io/customresourcedefinitions/kopfexamples.kopf.dev',
+      crd,
       'get coordination.k8s.io/leases',
-      'get kopf.dev/kopfexamples',
       'list coordination.k8s.io/leases',
-      'list kopf.dev/kopfexamples',
-      'patch kopf.dev/kopfexamples',
-      'patch kopf.dev/kopfexamples/status',
       `update /configmaps/${KEYS}`,
       `update /secrets/${KEYS},${FUNCTION_CA},${FUNCTION_TLS}`,
       'update coordination.k8s.io/leases',
+    ]);
+    assert.deepEqual(await grantedBeyondBaseline(gateway, served), [
+      'create /events',
+      crd,
+      'get kopf.dev/kopfexamples',
+      'list kopf.dev/kopfexamples',
+      'patch kopf.dev/kopfexamples',
+      'patch kopf.dev/kopfexamples/status',
       'watch kopf.dev/kopfexamples',
     ]);
     assert.deepEqual(await grantedBeyondBaseline(functions, namespace), []);
+    assert.deepEqual(await grantedBeyondBaseline(functions, served), []);
   });
 
   it('keeps the hardened defaults in every container, mounts no token into the functions, and needs no secret made by hand', async () => {
@@ -339,13 +361,15 @@ describe('deploy/examples/01-minimal', () => {
     ]);
   });
 
-  it('wires the gateway to the function service, its namespace and its signing keys, and probes the health check', async () => {
+  it("wires the gateway to the function service, the example's namespace and its signing keys, and probes the health check", async () => {
     const objects = await render(OVERLAY);
     const gateway = onlyContainer(find<Deployment>(objects, 'Deployment', GATEWAY));
     const args = gateway.args ?? [];
     assert.equal(args[0], 'gateway');
     assert.equal(args.includes('--all-namespaces'), false);
-    assert.equal(flagValue(args, '--namespace'), '$(POD_NAMESPACE)');
+    // The example's namespace, not its own (POD_NAMESPACE), which it would serve to no function service.
+    assert.equal(flagValue(args, '--namespace'), LAYOUT.objects);
+    assert.equal(args.includes('--serve-own-namespace'), false);
     assert.deepEqual(gateway.env?.find((variable) => variable.name === 'POD_NAMESPACE')?.valueFrom, {
       fieldRef: { fieldPath: 'metadata.namespace' },
     });
@@ -432,9 +456,10 @@ describe('deploy/examples/01-minimal', () => {
   });
 
   it("runs the containers' commands: a gateway holding only its service account's token makes its keys and rotates them, the function service verifies with their public halves", async (t) => {
-    const namespace = await testNamespace(t);
-    await installRbac(t, OVERLAY, namespace);
-    const objects = await render(OVERLAY, namespace);
+    const placement = await testPlacement(t);
+    const { gateway: namespace, objects: served } = placement;
+    await installRbac(t, OVERLAY, placement);
+    const objects = await render(OVERLAY, placement);
     // The image starts the bundled CLI with the container's args, as below: plain, its memory settings its own.
     const image = imageOf(await readFile(join(REPO, 'deploy/Dockerfile'), 'utf8'));
     assert.deepEqual(image.entrypoint, ['node', 'dist/cli/causeway.mjs']);
@@ -469,22 +494,23 @@ describe('deploy/examples/01-minimal', () => {
     // service's certificate into as the files of --tls-cert and --tls-key.
     const { gateway, functions, published } = await startGatewayThenFunctions(t, {
       cli,
-      gateway: { args: gatewayArgs, env: { KUBECONFIG: kubeconfig } },
+      // POD_NAMESPACE as the downward API gives it: the gateway serves its own namespace to no service.
+      gateway: { args: gatewayArgs, env: { KUBECONFIG: kubeconfig, POD_NAMESPACE: namespace } },
       functions: { args: functionsArgs },
       dir,
       beforeFunctions: mount,
     });
 
-    const [example] = await applyFile(OBJECT, namespace);
+    const [example] = await applyFile(OBJECT, served);
     assert.ok(example);
     const client = await kubeClient();
-    const path = `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/${example.metadata.name}`;
+    const path = `/apis/kopf.dev/v1/namespaces/${served}/kopfexamples/${example.metadata.name}`;
     const handled = await handledByDeployed(gateway, functions, path);
     assert.deepEqual(handled.status?.create_fn, { message: `hello ${example.metadata.name}` });
     assert.match(
       gateway.output(),
       // As in a container: no terminal, so JSON.
-      new RegExp(`"path":"/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples","msg":"watching"`),
+      new RegExp(`"path":"/apis/kopf.dev/v1/namespaces/${served}/kopfexamples","msg":"watching"`),
     );
     // What the kubelet's probes get: healthy, and no probe handler to report; ready.
     const probed = await fetch(liveness);
@@ -525,7 +551,10 @@ describe('deploy/examples/01-minimal', () => {
     await client.patch(secretPath, 'merge', {
       data: { 'keys.json': Buffer.from(JSON.stringify(aged)).toString('base64') },
     });
-    const restarted = startBundledCli(t, cli, gatewayArgs, { KUBECONFIG: kubeconfig });
+    const restarted = startBundledCli(t, cli, gatewayArgs, {
+      KUBECONFIG: kubeconfig,
+      POD_NAMESPACE: namespace,
+    });
     const republished = await eventually('a second key published', async () => {
       assert.equal(restarted.exitCode, null, restarted.output());
       const configMap = await client.get<{ data: Record<string, string> }>(
@@ -538,7 +567,7 @@ describe('deploy/examples/01-minimal', () => {
     });
     assert.equal(republished[0], kid);
     assert.deepEqual(await keptKeys(namespace, KEYS), republished);
-    const after = await createKopfExample(namespace, 'after-rotation');
+    const after = await createKopfExample(served, 'after-rotation');
     assert.deepEqual(await statusOnceThere(after, 'create_fn'), { message: 'hello after-rotation' });
     assert.match(restarted.output(), new RegExp(`signing calls to function services with key ${kid}`));
     // Restarted, it keeps the CA and the service's certificate, still valid: the service goes on with it.

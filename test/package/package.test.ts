@@ -440,11 +440,12 @@ describe('the package, installed into a project of its own', () => {
     assert.match(`${tests.stdout}${tests.stderr}`, /^ℹ pass 1$/m);
     await runOk(generated, 'npm', ['run', 'build']);
 
-    // Its values for the Helm chart, with the chart the installed package holds, as its README says.
+    // Its values for the Helm chart, with the chart the installed package holds, as its README says:
+    // released in the gateway's own namespace, serving the project's.
     const rendered = await helmTemplate(
       'greeter',
       join(generated, 'node_modules/causeway/deploy/helm/causeway'),
-      'greeter',
+      'greeter-system',
       [join(generated, 'deploy/helm/values.yaml')],
     );
     assert.deepEqual(

@@ -5,12 +5,12 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { KubernetesObject } from '../../protocol/index.ts';
+import { testNamespace } from './cluster.ts';
 import { applyRbac, CLUSTER_SCOPED, kubectlOk, type Manifest, parseYaml } from './kubectl.ts';
 import { eventually, kubeClient, readPublishedKeys } from './operator.ts';
 import { freePort } from './processes.ts';
@@ -88,35 +88,51 @@ export interface Binding extends Manifest {
   subjects: Array<{ kind: string; name: string; namespace?: string }>;
 }
 
-/** `kubectl kustomize` of an overlay, or of a throwaway overlay on top of it that sets `namespace`. */
-export async function render(overlay: string, namespace?: string): Promise<Manifest[]> {
-  if (namespace === undefined) return parseYaml(await kubectlOk(['kustomize', overlay]));
-  const dir = await mkdtemp(join(tmpdir(), 'causeway-deploy-'));
-  try {
-    // kustomize refuses absolute paths to other kustomizations, not relative ones outside the root.
-    const kustomization = {
-      apiVersion: 'kustomize.config.k8s.io/v1beta1',
-      kind: 'Kustomization',
-      namespace,
-      resources: [relative(dir, overlay)],
-    };
-    await writeFile(join(dir, 'kustomization.yaml'), JSON.stringify(kustomization));
-    return parseYaml(await kubectlOk(['kustomize', dir]));
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+/** Where an overlay puts things: the gateway's own namespace, and the namespace of the objects it serves. */
+export interface Placement {
+  gateway: string;
+  objects: string;
 }
 
-/** Every namespaced object of an overlay is in its namespace, and every binding names its gateway's account there. */
-export function assertPlacedAndBound(objects: Manifest[], namespace: string, serviceAccount: string): void {
+/** The namespaces deploy/examples name: the gateway's own, and the example's objects'. */
+export const LAYOUT: Placement = { gateway: 'causeway-system', objects: 'kopfexample' };
+
+/**
+ * `kubectl kustomize` of an overlay, in the namespaces of `placement` instead of the layout's (a test's
+ * own): each namespace it names, as an object's namespace, a binding's subject's, an argument, or the
+ * gateway's in a URL, is replaced.
+ */
+export async function render(overlay: string, placement: Placement = LAYOUT): Promise<Manifest[]> {
+  const rendered = (await kubectlOk(['kustomize', overlay]))
+    .replaceAll(LAYOUT.gateway, placement.gateway)
+    .replace(new RegExp(`^(\\s*(?:- )?(?:namespace: )?)${LAYOUT.objects}$`, 'gm'), `$1${placement.objects}`);
+  return parseYaml(rendered);
+}
+
+/**
+ * Every namespaced object of an overlay is in the gateway's namespace but the gateway's rights on the
+ * objects it serves (a Role and its binding there), and every binding names the gateway's account.
+ */
+export function assertPlacedAndBound(
+  objects: Manifest[],
+  placement: Placement,
+  serviceAccount: string,
+): void {
   for (const object of objects) {
-    const expected = CLUSTER_SCOPED.has(object.kind) ? undefined : namespace;
-    assert.equal(object.metadata.namespace, expected, `namespace of ${object.kind} ${object.metadata.name}`);
+    const expected = CLUSTER_SCOPED.has(object.kind)
+      ? undefined
+      : object.kind === 'Role' || object.kind === 'RoleBinding'
+        ? [placement.gateway, placement.objects]
+        : [placement.gateway];
+    const where = `namespace of ${object.kind} ${object.metadata.name}`;
+    if (expected === undefined) assert.equal(object.metadata.namespace, undefined, where);
+    else
+      assert.ok(expected.includes(object.metadata.namespace ?? ''), `${where}: ${object.metadata.namespace}`);
   }
   for (const binding of objects.filter((object) => object.kind.endsWith('Binding')) as Binding[]) {
     assert.deepEqual(
       binding.subjects,
-      [{ kind: 'ServiceAccount', name: serviceAccount, namespace }],
+      [{ kind: 'ServiceAccount', name: serviceAccount, namespace: placement.gateway }],
       `subjects of ${binding.kind} ${binding.metadata.name}`,
     );
   }
@@ -182,9 +198,14 @@ export function uniqueClusterNames(objects: Manifest[], suffix: string): Manifes
   });
 }
 
-/** Applies the service accounts and the RBAC of the overlay for real in `namespace`. */
-export async function installRbac(t: TestContext, overlay: string, namespace: string): Promise<void> {
-  await applyRbac(t, uniqueClusterNames(await render(overlay, namespace), namespace));
+/** Applies the service accounts and the RBAC of the overlay for real, in the namespaces of `placement`. */
+export async function installRbac(t: TestContext, overlay: string, placement: Placement): Promise<void> {
+  await applyRbac(t, uniqueClusterNames(await render(overlay, placement), placement.gateway));
+}
+
+/** Two namespaces of a test's own: one for the gateway, one for the objects it serves. */
+export async function testPlacement(t: TestContext): Promise<Placement> {
+  return { gateway: await testNamespace(t), objects: await testNamespace(t) };
 }
 
 /**

@@ -35,11 +35,18 @@ export const ALL_NAMESPACES = flag({
   description: 'Serve every namespace (the default when no --namespace is given).',
 });
 
+export const SERVE_OWN_NAMESPACE = flag({
+  name: 'serve-own-namespace',
+  description:
+    "Serve the namespace the gateway runs in ($POD_NAMESPACE) to the function services too: by default no handler sees its objects, no child or event goes there and no admission review of it is sent (its Secrets, keys and account are the gateway's).",
+});
+
 /** Which objects a gateway serves, and how (run, gateway, dev). */
 export const OBJECTS = group(
   'Objects',
   NAMESPACE,
   ALL_NAMESPACES,
+  SERVE_OWN_NAMESPACE,
   flag({
     name: 'concurrency',
     value: '<n>',

@@ -19,4 +19,15 @@ export const EXPLAINED_OBJECT = group(
 );
 
 /** Where `causeway explain` finds the gateway's state and its replicas, as the gateway was told (explain). */
-export const EXPLAINED_STATE = group("The gateway's state", STATE_IN, ADOPT_KOPF_STATE, PEERING_NAMESPACE);
+export const EXPLAINED_STATE = group(
+  "The gateway's state",
+  STATE_IN,
+  ADOPT_KOPF_STATE,
+  PEERING_NAMESPACE,
+  flag({
+    name: 'gateway-namespace',
+    value: '<ns>',
+    description:
+      'The namespace the gateway runs in, whose objects it serves to no function service (unless it runs with --serve-own-namespace): an object there is explained as not handled, and why.',
+  }),
+);

@@ -52,6 +52,16 @@ describe('explainOptions: what causeway explain reads', () => {
     assert.equal(request.peeringNamespace, 'default');
   });
 
+  it("takes the gateway's namespace, whose objects it serves to no service, and refuses what is no namespace", () => {
+    const given = { module: 'op.ts', 'gateway-namespace': 'causeway-system' };
+    assert.equal(explainOptions('kex/one', given, nowhere).request.ownNamespace, 'causeway-system');
+    assert.equal(explainOptions('kex/one', { module: 'op.ts' }, nowhere).request.ownNamespace, undefined);
+    refuses(
+      () => explainOptions('kex/one', { module: 'op.ts', 'gateway-namespace': 'Causeway System' }, nowhere),
+      '--gateway-namespace expects a namespace, got "Causeway System"',
+    );
+  });
+
   it('refuses an object not named <resource>/<name>, no handlers to explain with, and an unknown output', () => {
     const got = (object: string) => `expects <resource>/<name>, e.g. kopfexamples/my-object, got "${object}"`;
     for (const object of ['kex', '/one', 'kex/', 'kex/one/two'])

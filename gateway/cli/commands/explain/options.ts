@@ -10,7 +10,7 @@ import { stateOptions } from '../../flags/objects.ts';
 import { peeringNamespace } from '../../flags/peering.ts';
 import type { SIGNING_AS_GATEWAY } from '../../flags/signing.ts';
 import type { Whereabouts } from '../../process.ts';
-import { namespacedName, oneOf } from '../../values.ts';
+import { DNS_LABEL, namespacedName, oneOf } from '../../values.ts';
 import type { EXPLAINED_OBJECT, EXPLAINED_STATE } from './flags.ts';
 
 export type ExplainValues = GroupValues<
@@ -45,6 +45,9 @@ export function explainOptions(
       `needs the handlers, from where the gateway gets them: --module <file>, --functions ${ENDPOINT} or --function-services <ns>`,
     );
   const { stateIn, adoptKopf } = stateOptions(values);
+  const gatewayNamespace = values['gateway-namespace'];
+  if (gatewayNamespace !== undefined && !DNS_LABEL.test(gatewayNamespace))
+    throw new UsageError(`--gateway-namespace expects a namespace, got "${gatewayNamespace}"`);
   const keys = values['signing-keys'];
   const functionServices = values['function-services'];
   return {
@@ -56,6 +59,7 @@ export function explainOptions(
       stateIn,
       ...(adoptKopf ? { adoptKopf } : {}),
       peeringNamespace: peeringNamespace(values['peering-namespace'], whereabouts),
+      ...(gatewayNamespace ? { ownNamespace: gatewayNamespace } : {}),
     },
     sources: {
       functions: (values.functions ?? []).map(functionEndpoint),

@@ -33,12 +33,12 @@ const FILES = [
 interface Manifest {
   apiVersion: string;
   kind: string;
-  metadata: { name: string };
+  metadata: { name: string; namespace?: string };
   spec?: { group?: string };
 }
 
 interface Kustomization {
-  namespace: string;
+  namespace?: string;
   images: Array<{ name: string }>;
 }
 
@@ -108,7 +108,9 @@ describe('causeway init', () => {
     assert.equal(example?.apiVersion, 'acme-widgets.example.com/v1');
 
     const [kustomization] = await readYaml<Kustomization>(join(project, 'deploy/kustomization.yaml'));
-    assert.equal(kustomization?.namespace, 'acme-widgets');
+    // Each object names its namespace: the gateway's own, acme-widgets-system, but its rights on the
+    // Examples of acme-widgets, the namespace it serves.
+    assert.equal(kustomization?.namespace, undefined);
     assert.deepEqual(
       kustomization?.images.map((image) => image.name),
       ['acme-widgets'],
@@ -120,18 +122,26 @@ describe('causeway init', () => {
         ),
       )
     ).flat();
-    assert.deepEqual(deployed.map((object) => `${object.kind}/${object.metadata.name}`).sort(), [
+    const placed = (object: Manifest) =>
+      `${object.kind}/${object.metadata.namespace ? `${object.metadata.namespace}/` : ''}${object.metadata.name}`;
+    assert.deepEqual(deployed.map(placed).sort(), [
       'ClusterRole/acme-widgets-gateway',
       'ClusterRoleBinding/acme-widgets-gateway',
-      'Deployment/acme-widgets-functions',
-      'Deployment/acme-widgets-gateway',
-      'PodDisruptionBudget/acme-widgets-gateway',
-      'Role/acme-widgets-gateway',
-      'RoleBinding/acme-widgets-gateway',
-      'Service/acme-widgets-functions',
-      'ServiceAccount/acme-widgets-functions',
-      'ServiceAccount/acme-widgets-gateway',
+      'Deployment/acme-widgets-system/acme-widgets-functions',
+      'Deployment/acme-widgets-system/acme-widgets-gateway',
+      'PodDisruptionBudget/acme-widgets-system/acme-widgets-gateway',
+      'Role/acme-widgets-system/acme-widgets-gateway',
+      'Role/acme-widgets/acme-widgets-gateway',
+      'RoleBinding/acme-widgets-system/acme-widgets-gateway',
+      'RoleBinding/acme-widgets/acme-widgets-gateway',
+      'Service/acme-widgets-system/acme-widgets-functions',
+      'ServiceAccount/acme-widgets-system/acme-widgets-functions',
+      'ServiceAccount/acme-widgets-system/acme-widgets-gateway',
     ]);
+    assert.match(
+      await readFile(join(project, 'deploy/gateway.yaml'), 'utf8'),
+      /- --namespace\n\s+- acme-widgets\n/,
+    );
     assert.match(
       await readFile(join(project, 'deploy/gateway.yaml'), 'utf8'),
       /- acme-widgets=https:\/\/acme-widgets-functions\.\$\(POD_NAMESPACE\)\.svc:8080 /,

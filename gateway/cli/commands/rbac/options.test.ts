@@ -136,7 +136,8 @@ describe("rbacCommandOptions: causeway rbac's module and the gateway's arguments
     );
   });
 
-  // The Deployments' args, as kubectl would run them in `operators`, and the scopes they mount.
+  // The Deployments' args, as kubectl would run them in `operators` (serving the example's namespace,
+  // kopfexample), and the scopes they mount.
   const deployFile = (path: string) =>
     readFileSync(new URL(`../../../../deploy/${path}`, import.meta.url), 'utf8');
   const deployed = (path: string) => {
@@ -155,14 +156,14 @@ describe("rbacCommandOptions: causeway rbac's module and the gateway's arguments
       ...['--functions', 'kopfexample=https://kopfexample-functions.operators.svc:8080'],
       ...['--function-scope', 'kopfexample=/etc/causeway/scopes/kopfexample.yaml'],
       ...['--function-tls', 'kopfexample=operators/kopfexample-functions-tls'],
-      ...['--function-certificates', 'operators/causeway-function-ca', '--namespace', 'operators'],
+      ...['--function-certificates', 'operators/causeway-function-ca', '--namespace', 'kopfexample'],
       ...['--signing-keys', 'operators/causeway-signing-keys'],
     ],
     admission: [
       ...['--functions', 'admission=https://kopfexample-functions.operators.svc:8080'],
       ...['--function-scope', 'admission=/etc/causeway/scopes/admission.yaml'],
       ...['--function-tls', 'admission=operators/kopfexample-functions-tls'],
-      ...['--function-certificates', 'operators/causeway-function-ca', '--namespace', 'operators'],
+      ...['--function-certificates', 'operators/causeway-function-ca', '--namespace', 'kopfexample'],
       ...['--signing-keys', 'operators/causeway-signing-keys'],
       ...['--webhook-certificates', 'operators/causeway-gateway-webhooks-tls'],
     ],

@@ -19,6 +19,7 @@ import {
   eventually,
   kubeClient,
   memoryLogger,
+  progressOf,
   runOperator,
   statusOnceThere,
   TEST_SECRET,
@@ -103,9 +104,8 @@ describe("a function service and the gateway's own namespace", () => {
           const object = await client.get<KubernetesObject>(
             `/apis/kopf.dev/v1/namespaces/${served}/kopfexamples/${name}`,
           );
-          const record = (object.status?.causeway as { progress?: Record<string, { message?: string }> })
-            ?.progress;
-          return record?.create_fn?.message ? { object, message: record.create_fn.message } : undefined;
+          const message = progressOf(object, 'hostile')?.create_fn?.message;
+          return message ? { object, message } : undefined;
         });
         assert.match(progress.message, reason(what), name);
         assert.equal(progress.object.status?.create_fn, undefined, `${name}: no result recorded`);

@@ -5,7 +5,7 @@ import { NO_OBJECT_VERSION } from '../dispatch/scope.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { DiscoveredResource, DiscoveryCache } from '../kube/discovery.ts';
 import { ApiError } from '../kube/errors.ts';
-import { applyObjects, kubeReactorApi, type ReactorApi } from './api.ts';
+import { applyEachHandlers, applyObjects, kubeReactorApi, type ReactorApi } from './api.ts';
 
 const RESOURCE = {
   group: 'kopf.dev',
@@ -79,5 +79,47 @@ describe('applyObjects', () => {
       applied.map(({ metadata }) => `${metadata.name}@${metadata.resourceVersion}`),
       ['a@11', 'b@12', 'a@13', 'a@14'],
     );
+  });
+});
+
+describe('applyEachHandlers', () => {
+  const child = (name: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name } });
+  const refusing = (refused: Record<string, ApiError>) => {
+    const sent: string[] = [];
+    const api = {
+      async applyObject({ metadata }: { metadata: { name: string } }) {
+        sent.push(metadata.name);
+        if (refused[metadata.name]) throw refused[metadata.name];
+        return { ...object('c'), metadata: { ...metadata, uid: metadata.name, resourceVersion: '1' } };
+      },
+    } as unknown as ReactorApi;
+    return { api, sent };
+  };
+
+  it("fails the group of a refused child only: its later children are not tried, the next group's are", async () => {
+    const invalid = new ApiError('PATCH', 'configmaps/b', 422, { kind: 'Status', reason: 'Invalid' });
+    const { api, sent } = refusing({ b: invalid });
+    const results = await applyEachHandlers(
+      api,
+      [[child('a')], [child('b'), child('c')], [], [child('d')]],
+      'ns',
+    );
+    assert.deepEqual(sent, ['a', 'b', 'd']);
+    assert.deepEqual(
+      results.map((result) =>
+        'failed' in result ? result.failed : result.applied.map(({ metadata }) => metadata.name),
+      ),
+      [['a'], invalid, [], ['d']],
+    );
+  });
+
+  it('throws for a stale child: the cycle looks again at the newer one', async () => {
+    const stale = new ApiError('PATCH', 'configmaps/a', 409, {
+      kind: 'Status',
+      reason: 'Conflict',
+      message: 'Operation cannot be fulfilled: the object has been modified',
+    });
+    const { api } = refusing({ a: stale });
+    await assert.rejects(applyEachHandlers(api, [[child('a')], [child('b')]], 'ns'), stale);
   });
 });

@@ -138,6 +138,7 @@ export class ResourcePipeline implements Part {
       call: functionServiceCaller(settings.calls.serviceRetryDelaysS),
       identity,
       logger,
+      retryDelaysS: settings.calls.serviceRetryDelaysS,
       conflictRetryMs: settings.processing.conflictRetryMs,
       memory,
       beforeDeletion: (uid) => daemons.ended(uid),

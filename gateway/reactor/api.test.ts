@@ -97,7 +97,13 @@ describe('applyEachHandlers', () => {
   };
 
   it("fails the group of a refused child only: its later children are not tried, the next group's are", async () => {
-    const invalid = new ApiError('PATCH', 'configmaps/b', 422, { kind: 'Status', reason: 'Invalid' });
+    const invalid = new ApiError(
+      'PATCH',
+      'configmaps/b',
+      429,
+      { kind: 'Status', reason: 'TooManyRequests' },
+      7,
+    );
     const { api, sent } = refusing({ b: invalid });
     const results = await applyEachHandlers(
       api,
@@ -109,7 +115,7 @@ describe('applyEachHandlers', () => {
       results.map((result) =>
         'failed' in result ? result.failed : result.applied.map(({ metadata }) => metadata.name),
       ),
-      [['a'], invalid, [], ['d']],
+      [['a'], { message: invalid.message, retryAfterSeconds: 7 }, [], ['d']],
     );
   });
 

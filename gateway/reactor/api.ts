@@ -6,7 +6,7 @@ import type { KubernetesEvent, KubernetesObject } from '../../protocol/index.ts'
 import { applyObject } from '../kube/apply.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { type DiscoveredResource, type DiscoveryCache, kindSelector, objectPath } from '../kube/discovery.ts';
-import { ignoreNotFound, isStaleWrite } from '../kube/errors.ts';
+import { ApiError, ignoreNotFound, isStaleWrite } from '../kube/errors.ts';
 import { postEvents } from '../kube/events.ts';
 import { applyChanges, applyJsonPatch } from '../kube/patcher.ts';
 import type { Logger } from '../logging.ts';
@@ -78,8 +78,14 @@ export function applyObjects(
   return objectApplier(api, namespace)(objects);
 }
 
+/** Why a handler's children could not be applied, and when the apiserver asked to be asked again. */
+export interface ChildrenRefused {
+  message: string;
+  retryAfterSeconds?: number;
+}
+
 /** How applying one handler's children went: the objects as applied, or what stopped them. */
-export type ChildrenApplied = { applied: KubernetesObject[] } | { failed: Error };
+export type ChildrenApplied = { applied: KubernetesObject[] } | { failed: ChildrenRefused };
 
 /**
  * Applies each handler's children, handler after handler: a child that cannot be applied (refused by
@@ -99,7 +105,13 @@ export async function applyEachHandlers(
       results.push({ applied: await apply(objects) });
     } catch (error) {
       if (isStaleWrite(error)) throw error;
-      results.push({ failed: error instanceof Error ? error : new Error(String(error)) });
+      const said = error instanceof ApiError ? error.retryAfterSeconds : undefined;
+      results.push({
+        failed: {
+          message: error instanceof Error ? error.message : String(error),
+          ...(said === undefined ? {} : { retryAfterSeconds: said }),
+        },
+      });
     }
   }
   return results;

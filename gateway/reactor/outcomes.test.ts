@@ -2,7 +2,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { MAX_DELAY_SECONDS, type ObjectToApply, type Outcome } from '../../protocol/index.ts';
-import { ApiError } from '../kube/errors.ts';
 import { afterChildren, childrenOf, nameGenerated } from './outcomes.ts';
 
 const child = (metadata: ObjectToApply['metadata']): ObjectToApply => ({
@@ -39,8 +38,10 @@ describe("a handler's outcome after its children", () => {
     patch: { metadata: { labels: { a: 'b' } } },
     apply: [child({ generateName: 'kex-' })],
   };
-  const refused = (status: number, retryAfterSeconds?: number) =>
-    new ApiError('PATCH', 'configmaps/x', status, { kind: 'Status', reason: 'Refused' }, retryAfterSeconds);
+  const refused = (status: number, retryAfterSeconds?: number) => ({
+    message: `PATCH configmaps/x failed: ${status} Refused`,
+    ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
+  });
 
   it('names its children as collectEffects does, and keeps all but them once they are made', () => {
     assert.deepEqual(childrenOf('uid', 'create_fn', made), nameGenerated(made.apply ?? [], 'uid/create_fn'));

@@ -10,7 +10,6 @@ import {
   type Outcome,
 } from '../../protocol/index.ts';
 import type { RetryDelays } from '../dispatch/calls.ts';
-import { ApiError } from '../kube/errors.ts';
 import type { LogFields, Logger } from '../logging.ts';
 import { addObjectPatch, emptyChanges, type ObjectChanges } from '../state/changes.ts';
 import { type Progress, type ProgressMap, progressKey } from '../state/storage.ts';
@@ -64,7 +63,8 @@ export function childrenOf(owner: string, id: string, outcome: Outcome): NamedOb
  */
 export function afterChildren(
   outcome: Outcome,
-  failed: Error | undefined,
+  /** Why they could not be applied (reactor/api.ts applyEachHandlers); undefined when they were. */
+  failed: { message: string; retryAfterSeconds?: number } | undefined,
   retries: number,
   retryDelaysS: RetryDelays,
 ): Outcome {
@@ -72,7 +72,7 @@ export function afterChildren(
     const { apply: _made, ...rest } = outcome;
     return rest;
   }
-  const said = failed instanceof ApiError ? (failed.retryAfterSeconds ?? 0) : 0;
+  const said = failed.retryAfterSeconds ?? 0;
   const delay = Math.min(Math.max(backoffDelay({ delays: retryDelaysS }, retries), said), MAX_DELAY_SECONDS);
   return { status: 'temporary', message: `its children could not be applied: ${failed.message}`, delay };
 }

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { NO_OBJECT_VERSION } from '../dispatch/scope.ts';
 import type { KubeClient } from '../kube/client.ts';
-import type { DiscoveredResource, DiscoveryCache } from '../kube/discovery.ts';
+import { type DiscoveredResource, type DiscoveryCache, ResourceNotFound } from '../kube/discovery.ts';
 import { ApiError } from '../kube/errors.ts';
 import { applyEachHandlers, applyObjects, kubeReactorApi, type ReactorApi } from './api.ts';
 
@@ -84,7 +84,7 @@ describe('applyObjects', () => {
 
 describe('applyEachHandlers', () => {
   const child = (name: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name } });
-  const refusing = (refused: Record<string, ApiError>) => {
+  const refusing = (refused: Record<string, Error>) => {
     const sent: string[] = [];
     const api = {
       async applyObject({ metadata }: { metadata: { name: string } }) {
@@ -117,6 +117,17 @@ describe('applyEachHandlers', () => {
       ),
       [['a'], { message: invalid.message, retryAfterSeconds: 7 }, [], ['d']],
     );
+  });
+
+  it('fails the group of a child of a kind the cluster does not serve', async () => {
+    const { api } = refusing({ a: new ResourceNotFound('no resource Widget.example.com/v1') });
+    const [result] = await applyEachHandlers(api, [[child('a')]], 'ns');
+    assert.deepEqual(result, { failed: { message: 'no resource Widget.example.com/v1' } });
+  });
+
+  it('throws for what is not the child doing: a connection that broke, the replica fenced out', async () => {
+    const { api } = refusing({ a: new Error('socket hang up') });
+    await assert.rejects(applyEachHandlers(api, [[child('a')], [child('b')]], 'ns'), /socket hang up/);
   });
 
   it('throws for a stale child: the cycle looks again at the newer one', async () => {

@@ -5,7 +5,13 @@
 import type { KubernetesEvent, KubernetesObject } from '../../protocol/index.ts';
 import { applyObject } from '../kube/apply.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { type DiscoveredResource, type DiscoveryCache, kindSelector, objectPath } from '../kube/discovery.ts';
+import {
+  type DiscoveredResource,
+  type DiscoveryCache,
+  kindSelector,
+  objectPath,
+  ResourceNotFound,
+} from '../kube/discovery.ts';
 import { ApiError, ignoreNotFound, isStaleWrite } from '../kube/errors.ts';
 import { postEvents } from '../kube/events.ts';
 import { applyChanges, applyJsonPatch } from '../kube/patcher.ts';
@@ -88,10 +94,11 @@ export interface ChildrenRefused {
 export type ChildrenApplied = { applied: KubernetesObject[] } | { failed: ChildrenRefused };
 
 /**
- * Applies each handler's children, handler after handler: a child that cannot be applied (refused by
- * RBAC or admission, invalid, another field manager's, the apiserver busy) fails its handler's group
- * only (its later children are not tried), and the next group goes on. A stale child (changed since
- * the scope read it) throws: the cycle looks again at the newer one rather than fail a handler for it.
+ * Applies each handler's children, handler after handler: a child the apiserver refuses (RBAC or
+ * admission, invalid, another field manager's, busy) or whose kind it does not serve fails its
+ * handler's group only (its later children are not tried), and the next group goes on. What is not
+ * the child's doing throws, as any write of the cycle does: a stale child (changed since the scope
+ * read it: the cycle looks again at the newer one), the API out of reach, the replica fenced out.
  */
 export async function applyEachHandlers(
   api: ReactorApi,
@@ -104,11 +111,13 @@ export async function applyEachHandlers(
     try {
       results.push({ applied: await apply(objects) });
     } catch (error) {
-      if (isStaleWrite(error)) throw error;
+      const refused =
+        (error instanceof ApiError && !isStaleWrite(error)) || error instanceof ResourceNotFound;
+      if (!refused) throw error;
       const said = error instanceof ApiError ? error.retryAfterSeconds : undefined;
       results.push({
         failed: {
-          message: error instanceof Error ? error.message : String(error),
+          message: error.message,
           ...(said === undefined ? {} : { retryAfterSeconds: said }),
         },
       });

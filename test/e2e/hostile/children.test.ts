@@ -22,6 +22,7 @@ import {
   eventually,
   kubeClient,
   memoryLogger,
+  progressOf,
   runOperator,
   statusOnceThere,
   TEST_SECRET,
@@ -151,9 +152,7 @@ describe('a hostile function service and the children it applies', () => {
           `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/${name}`,
         );
         assert.equal(object.status?.create_fn, undefined, `${name}: no result recorded`);
-        const record = (object.status?.causeway as { progress?: Record<string, { message?: string }> })
-          ?.progress;
-        return record?.create_fn?.message;
+        return progressOf(object, 'hostile')?.create_fn?.message;
       });
       assert.match(message, reason, name);
       assert.match(logger.lines.join(''), reason, `${name}: the log says why`);

@@ -119,6 +119,28 @@ describe('applyEachHandlers', () => {
     );
   });
 
+  it("fails the group of a child another field manager's conflict refuses, of one RBAC forbids, of one invalid", async () => {
+    const refusals = {
+      owned: new ApiError('PATCH', 'configmaps/owned', 409, {
+        kind: 'Status',
+        reason: 'Conflict',
+        message: 'Apply failed with 1 conflict: conflict with "kubectl" using v1: .data.a',
+      }),
+      forbidden: new ApiError('PATCH', 'configmaps/forbidden', 403, { kind: 'Status', reason: 'Forbidden' }),
+      invalid: new ApiError('PATCH', 'configmaps/invalid', 422, { kind: 'Status', reason: 'Invalid' }),
+    };
+    const { api } = refusing(refusals);
+    const results = await applyEachHandlers(
+      api,
+      Object.keys(refusals).map((name) => [child(name)]),
+      'ns',
+    );
+    assert.deepEqual(
+      results,
+      Object.values(refusals).map(({ message }) => ({ failed: { message } })),
+    );
+  });
+
   it('fails the group of a child of a kind the cluster does not serve', async () => {
     const { api } = refusing({ a: new ResourceNotFound('no resource Widget.example.com/v1') });
     const [result] = await applyEachHandlers(api, [[child('a')]], 'ns');

@@ -161,6 +161,12 @@ export const CATALOGUE = [
     labels: ['service', 'budget'],
   },
   {
+    name: 'causeway_function_share_waits_total',
+    type: 'counter',
+    help: "Cycles whose calls to a function service waited because it held its share of a resource's workers already (ceil(concurrency / services bound to the resource)): the other services' handlers on the object were called.",
+    labels: ['service', 'resource'],
+  },
+  {
     name: 'causeway_handler_calls_total',
     type: 'counter',
     help: 'Handler calls by service, handler, cause and outcome: success, temporary (retried), permanent, skipped (filtered out by the service), denied (admission), or failed (the call itself failed: the service could not be asked or answered badly). The handler ids of a service beyond the first 200 seen are counted as handler `other`.',

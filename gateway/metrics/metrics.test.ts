@@ -188,13 +188,18 @@ describe('GatewayMetrics', () => {
     );
   });
 
-  it("reads a pipeline's timers and daemons when scraped, and counts its watches' restarts", async () => {
+  it("reads a pipeline's timers and daemons when scraped, and counts its watches' restarts and its services' waits for a share", async () => {
     const metrics = new GatewayMetrics();
     const pipeline = metrics.pipeline('kopfexamples.kopf.dev/v1');
     pipeline.background({ timers: () => 4, daemons: () => 2 });
     pipeline.watchRestarted();
     pipeline.watchRestarted();
+    pipeline.shareWaited('slow');
     const { body } = await metrics.text();
+    assert.match(
+      body,
+      /^causeway_function_share_waits_total\{service="slow",resource="kopfexamples.kopf.dev\/v1"\} 1$/m,
+    );
     assert.match(body, /^causeway_timers\{resource="kopfexamples.kopf.dev\/v1"\} 4$/m);
     assert.match(body, /^causeway_daemons\{resource="kopfexamples.kopf.dev\/v1"\} 2$/m);
     assert.match(body, /^causeway_watch_restarts_total\{resource="kopfexamples.kopf.dev\/v1"\} 2$/m);

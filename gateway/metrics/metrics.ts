@@ -169,6 +169,8 @@ export class GatewayMetrics implements Exposition {
       background: (readings) => this.#background.set(name, readings),
       objects: (readings) => this.#objects.set(name, readings),
       watchRestarted: () => this.#counter('causeway_watch_restarts_total').inc({ resource: name }),
+      shareWaited: (service) =>
+        this.#counter('causeway_function_share_waits_total').inc({ service, resource: name }),
     };
   }
 

@@ -3,9 +3,9 @@ import { describe, it } from 'node:test';
 import type { KubernetesObject } from '../../protocol/index.ts';
 import { NO_OBJECT_VERSION } from '../dispatch/scope.ts';
 import type { KubeClient } from '../kube/client.ts';
-import type { DiscoveredResource, DiscoveryCache } from '../kube/discovery.ts';
+import { type DiscoveredResource, type DiscoveryCache, ResourceNotFound } from '../kube/discovery.ts';
 import { ApiError } from '../kube/errors.ts';
-import { applyObjects, kubeReactorApi, type ReactorApi } from './api.ts';
+import { applyEachHandlers, applyObjects, kubeReactorApi, type ReactorApi } from './api.ts';
 
 const RESOURCE = {
   group: 'kopf.dev',
@@ -79,5 +79,86 @@ describe('applyObjects', () => {
       applied.map(({ metadata }) => `${metadata.name}@${metadata.resourceVersion}`),
       ['a@11', 'b@12', 'a@13', 'a@14'],
     );
+  });
+});
+
+describe('applyEachHandlers', () => {
+  const child = (name: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name } });
+  const refusing = (refused: Record<string, Error>) => {
+    const sent: string[] = [];
+    const api = {
+      async applyObject({ metadata }: { metadata: { name: string } }) {
+        sent.push(metadata.name);
+        if (refused[metadata.name]) throw refused[metadata.name];
+        return { ...object('c'), metadata: { ...metadata, uid: metadata.name, resourceVersion: '1' } };
+      },
+    } as unknown as ReactorApi;
+    return { api, sent };
+  };
+
+  it("fails the group of a refused child only: its later children are not tried, the next group's are", async () => {
+    const invalid = new ApiError(
+      'PATCH',
+      'configmaps/b',
+      429,
+      { kind: 'Status', reason: 'TooManyRequests' },
+      7,
+    );
+    const { api, sent } = refusing({ b: invalid });
+    const results = await applyEachHandlers(
+      api,
+      [[child('a')], [child('b'), child('c')], [], [child('d')]],
+      'ns',
+    );
+    assert.deepEqual(sent, ['a', 'b', 'd']);
+    assert.deepEqual(
+      results.map((result) =>
+        'failed' in result ? result.failed : result.applied.map(({ metadata }) => metadata.name),
+      ),
+      [['a'], { message: invalid.message, retryAfterSeconds: 7 }, [], ['d']],
+    );
+  });
+
+  it("fails the group of a child another field manager's conflict refuses, of one RBAC forbids, of one invalid", async () => {
+    const refusals = {
+      owned: new ApiError('PATCH', 'configmaps/owned', 409, {
+        kind: 'Status',
+        reason: 'Conflict',
+        message: 'Apply failed with 1 conflict: conflict with "kubectl" using v1: .data.a',
+      }),
+      forbidden: new ApiError('PATCH', 'configmaps/forbidden', 403, { kind: 'Status', reason: 'Forbidden' }),
+      invalid: new ApiError('PATCH', 'configmaps/invalid', 422, { kind: 'Status', reason: 'Invalid' }),
+    };
+    const { api } = refusing(refusals);
+    const results = await applyEachHandlers(
+      api,
+      Object.keys(refusals).map((name) => [child(name)]),
+      'ns',
+    );
+    assert.deepEqual(
+      results,
+      Object.values(refusals).map(({ message }) => ({ failed: { message } })),
+    );
+  });
+
+  it('fails the group of a child of a kind the cluster does not serve', async () => {
+    const { api } = refusing({ a: new ResourceNotFound('no resource Widget.example.com/v1') });
+    const [result] = await applyEachHandlers(api, [[child('a')]], 'ns');
+    assert.deepEqual(result, { failed: { message: 'no resource Widget.example.com/v1' } });
+  });
+
+  it('throws for what is not the child doing: a connection that broke, the replica fenced out', async () => {
+    const { api } = refusing({ a: new Error('socket hang up') });
+    await assert.rejects(applyEachHandlers(api, [[child('a')], [child('b')]], 'ns'), /socket hang up/);
+  });
+
+  it('throws for a stale child: the cycle looks again at the newer one', async () => {
+    const stale = new ApiError('PATCH', 'configmaps/a', 409, {
+      kind: 'Status',
+      reason: 'Conflict',
+      message: 'Operation cannot be fulfilled: the object has been modified',
+    });
+    const { api } = refusing({ a: stale });
+    await assert.rejects(applyEachHandlers(api, [[child('a')], [child('b')]], 'ns'), stale);
   });
 });

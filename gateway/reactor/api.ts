@@ -5,8 +5,14 @@
 import type { KubernetesEvent, KubernetesObject } from '../../protocol/index.ts';
 import { applyObject } from '../kube/apply.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { type DiscoveredResource, type DiscoveryCache, kindSelector, objectPath } from '../kube/discovery.ts';
-import { ignoreNotFound } from '../kube/errors.ts';
+import {
+  type DiscoveredResource,
+  type DiscoveryCache,
+  kindSelector,
+  objectPath,
+  ResourceNotFound,
+} from '../kube/discovery.ts';
+import { ApiError, ignoreNotFound, isStaleWrite } from '../kube/errors.ts';
 import { postEvents } from '../kube/events.ts';
 import { applyChanges, applyJsonPatch } from '../kube/patcher.ts';
 import type { Logger } from '../logging.ts';
@@ -70,30 +76,79 @@ export function kubeReactorApi(
  * object applied twice (two handlers' child of one name) is applied the second time over the version
  * the first made, not over the one the scope read before either (dispatch/scope.ts ownOrNew).
  */
-export async function applyObjects(
+export function applyObjects(
   api: ReactorApi,
   objects: readonly NamedObject[],
   namespace: string | undefined,
 ): Promise<KubernetesObject[]> {
-  const applied: KubernetesObject[] = [];
-  const versions = new Map<string, string>();
-  for (const object of objects) {
-    const key = JSON.stringify([
-      object.apiVersion,
-      object.kind,
-      object.metadata.namespace ?? namespace,
-      object.metadata.name,
-    ]);
-    const resourceVersion = versions.get(key);
-    const made = await api.applyObject(
-      resourceVersion === undefined
-        ? object
-        : { ...object, metadata: { ...object.metadata, resourceVersion } },
-      namespace,
-    );
-    if (!made) continue;
-    applied.push(made);
-    if (made.metadata.resourceVersion !== undefined) versions.set(key, made.metadata.resourceVersion);
+  return objectApplier(api, namespace)(objects);
+}
+
+/** Why a handler's children could not be applied, and when the apiserver asked to be asked again. */
+export interface ChildrenRefused {
+  message: string;
+  retryAfterSeconds?: number;
+}
+
+/** How applying one handler's children went: the objects as applied, or what stopped them. */
+export type ChildrenApplied = { applied: KubernetesObject[] } | { failed: ChildrenRefused };
+
+/**
+ * Applies each handler's children, handler after handler: a child the apiserver refuses (RBAC or
+ * admission, invalid, another field manager's, busy) or whose kind it does not serve fails its
+ * handler's group only (its later children are not tried), and the next group goes on. What is not
+ * the child's doing throws, as any write of the cycle does: a stale child (changed since the scope
+ * read it: the cycle looks again at the newer one), the API out of reach, the replica fenced out.
+ */
+export async function applyEachHandlers(
+  api: ReactorApi,
+  groups: readonly (readonly NamedObject[])[],
+  namespace: string | undefined,
+): Promise<ChildrenApplied[]> {
+  const apply = objectApplier(api, namespace);
+  const results: ChildrenApplied[] = [];
+  for (const objects of groups) {
+    try {
+      results.push({ applied: await apply(objects) });
+    } catch (error) {
+      const refused =
+        (error instanceof ApiError && !isStaleWrite(error)) || error instanceof ResourceNotFound;
+      if (!refused) throw error;
+      const said = error instanceof ApiError ? error.retryAfterSeconds : undefined;
+      results.push({
+        failed: {
+          message: error.message,
+          ...(said === undefined ? {} : { retryAfterSeconds: said }),
+        },
+      });
+    }
   }
-  return applied;
+  return results;
+}
+
+/** Applies objects in order, each over the version an earlier apply of the same object made. */
+function objectApplier(api: ReactorApi, namespace: string | undefined) {
+  const versions = new Map<string, string>();
+  return async (objects: readonly NamedObject[]): Promise<KubernetesObject[]> => {
+    const applied: KubernetesObject[] = [];
+    for (const object of objects) {
+      const key = JSON.stringify([
+        object.apiVersion,
+        object.kind,
+        object.metadata.namespace ?? namespace,
+        object.metadata.name,
+      ]);
+      const resourceVersion = versions.get(key);
+      const made = await api.applyObject(
+        resourceVersion === undefined
+          ? object
+          : { ...object, metadata: { ...object.metadata, resourceVersion } },
+        namespace,
+      );
+      if (!made) continue;
+      applied.push(made);
+      if (made.metadata.resourceVersion !== undefined) versions.set(key, made.metadata.resourceVersion);
+    }
+    return applied;
+  };
 }

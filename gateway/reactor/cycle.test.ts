@@ -81,8 +81,12 @@ class FakeApi implements ReactorApi {
 
   /** The next apply fails as if the child had changed since the scope read it. */
   raceNextApply = false;
+  /** Children the apiserver refuses, by name: RBAC, admission, another field manager. */
+  readonly refused = new Map<string, ApiError>();
 
   async applyObject(object: { kind: string; metadata: { name: string } }) {
+    const refusal = this.refused.get(object.metadata.name);
+    if (refusal) throw refusal;
     if (this.raceNextApply) {
       this.raceNextApply = false;
       throw new ApiError('PATCH', `configmaps/${object.metadata.name}`, 409, {
@@ -158,6 +162,7 @@ function reactor(
       call,
       identity: DEFAULT_IDENTITY,
       logger: quiet,
+      retryDelaysS: [1, 2],
       conflictRetryMs: 100,
     }),
   };
@@ -337,6 +342,7 @@ function sharedReactor(api: FakeApi, call: CallHandlers<string>, bOwns = ['creat
     call,
     identity: DEFAULT_IDENTITY,
     logger: quiet,
+    retryDelaysS: [0, 2],
     conflictRetryMs: 100,
   });
 }
@@ -422,6 +428,71 @@ describe("each service's state its own", () => {
     assert.deepEqual(progress.a?.create_fn, done);
     assert.deepEqual([progress.a?.own_fn?.retries, progress.a?.own_fn?.message], [2, 'not yet']);
     assert.equal(progress.b?.other_fn?.success, true);
+  });
+});
+
+describe('a child that cannot be applied', () => {
+  const child = (name: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name } });
+  const forbidden = (name: string, retryAfterSeconds?: number) =>
+    new ApiError(
+      'PATCH',
+      `configmaps/${name}`,
+      retryAfterSeconds === undefined ? 403 : 429,
+      { kind: 'Status', reason: 'Forbidden', message: `configmaps "${name}" is forbidden` },
+      retryAfterSeconds,
+    );
+
+  it("fails its handler alone: the other service's result, child and patch land in the same cycle", async () => {
+    const api = new FakeApi(kex({ finalizers: [FINALIZER] }));
+    api.refused.set('bad', forbidden('bad'));
+    const { calls, call } = twoServices({
+      'a:create_fn': [
+        {
+          status: 'success',
+          result: { by: 'a' },
+          apply: [child('bad')],
+          patch: { metadata: { labels: { a: 'x' } } },
+        },
+        { status: 'success', result: { by: 'a' }, apply: [child('bad')] },
+      ],
+      'b:create_fn': [{ status: 'success', result: { by: 'b' }, apply: [child('good')] }],
+    });
+    const cycle = sharedReactor(api, call);
+    const outcome = await cycle.run(api.object);
+    assert.ok(api.writes.includes('apply ConfigMap/good'));
+    assert.ok(!api.writes.includes('apply ConfigMap/bad'));
+    const state = () => jsonCopy(api.object.status?.causeway) as Record<string, Record<string, unknown>>;
+    assert.deepEqual(state().results, { b: { create_fn: { by: 'b' } } });
+    const progress = state().progress as Record<string, Record<string, Progress>>;
+    assert.equal(progress.b?.create_fn?.success, true);
+    assert.equal(progress.a?.own_fn?.success, true, "a's other handler is recorded too");
+    const failed = progress.a?.create_fn;
+    assert.match(
+      failed?.message ?? '',
+      /^its children could not be applied: PATCH configmaps\/bad failed: 403 Forbidden/,
+    );
+    assert.deepEqual([failed?.retries, failed?.success], [1, undefined]);
+    assert.equal(outcome.retryAfterMs, 0, 'retried after the backoff a failed call waits (here none)');
+    assert.equal(api.object.metadata.labels, undefined, "the failed handler's patch is not made");
+
+    api.refused.clear();
+    await cycle.run(api.object);
+    assert.deepEqual(calls.slice(3), ['a:create_fn'], 'only the failed handler is called again');
+    assert.deepEqual(state().results, { a: { create_fn: { by: 'a' } }, b: { create_fn: { by: 'b' } } });
+  });
+
+  it("is retried after a failed call's backoff, or the apiserver's Retry-After when it is later", async () => {
+    const api = new FakeApi(kex({ finalizers: [FINALIZER] }));
+    api.refused.set('bad', forbidden('bad'));
+    api.refused.set('busy', forbidden('busy', 30));
+    const { call } = handlers({
+      create_fn: [{ status: 'success', apply: [child('bad')] }],
+      update_fn: [{ status: 'success', apply: [child('busy')] }],
+    });
+    const { reactor: cycle } = reactor(api, [{ id: 'create_fn', kind: 'create' }], call);
+    assert.equal((await cycle.run(api.object)).retryAfterMs, 1000);
+    const { reactor: busy } = reactor(api, [{ id: 'update_fn', kind: 'create' }], call);
+    assert.equal((await busy.run(api.object)).retryAfterMs, 30_000);
   });
 });
 

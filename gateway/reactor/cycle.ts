@@ -5,15 +5,16 @@
  * only sequences them, so every write the cycle makes goes through the small ReactorApi.
  */
 import type { Span } from '@opentelemetry/api';
-import type { KubernetesObject, Reason } from '../../protocol/index.ts';
+import type { KubernetesObject, Outcome, Reason } from '../../protocol/index.ts';
 import { subjectAttributes } from '../../protocol/span-attributes.ts';
+import type { RetryDelays } from '../dispatch/calls.ts';
 import type { Identity } from '../identity.ts';
 import { isNotFound, isStaleWrite } from '../kube/errors.ts';
 import type { Logger } from '../logging.ts';
 import { addObjectPatch, emptyChanges } from '../state/changes.ts';
 import type { StoredState } from '../state/storage.ts';
 import { inSpan } from '../tracing/spans.ts';
-import { applyObjects, type ReactorApi } from './api.ts';
+import { applyEachHandlers, type ReactorApi } from './api.ts';
 import type { CallHandlers } from './calls.ts';
 import { detectCause } from './causes.ts';
 import { finalizerToAdd, finalizerToRelease, hasFinalizer, removeFinalizer } from './finalizers.ts';
@@ -29,7 +30,7 @@ import {
   objectName,
   type ServedResource,
 } from './model.ts';
-import { foldOutcomes } from './outcomes.ts';
+import { afterChildren, childrenOf, foldOutcomes } from './outcomes.ts';
 import { describePath, othersResultKeys, type ResultPath, resultAt, resultPath } from './places.ts';
 import { type Plan, planCause } from './plan.ts';
 import { dueReconciles, reconciled, reconcileWakeInMs } from './reconcile.ts';
@@ -41,6 +42,8 @@ export interface ReactorOptions<S extends Named> {
   call: CallHandlers<S>;
   identity: Identity;
   logger: Logger;
+  /** Seconds before calling a handler again whose children could not be applied, by retry (as a failed call). */
+  retryDelaysS: RetryDelays;
   /** After a write lost a race (a guarded patch on a changed object), look again this soon. */
   conflictRetryMs: number;
   /** What is remembered of objects between cycles; shared with the engines beside the reactor. */
@@ -128,7 +131,7 @@ export class ResourceReactor<S extends Named> {
         };
       }
 
-      const { folded, down, called } = await this.#call(
+      const { folded, down, called, applied } = await this.#call(
         current,
         cause,
         stored,
@@ -150,7 +153,7 @@ export class ResourceReactor<S extends Named> {
         remembered.finishedDeletion = folded.progress;
       if (folded.state !== 'in progress') remembered.existedAtStart = undefined;
       const writes = planWrites(cause, folded, stored, served.storage);
-      const written = await this.#writeBack(current, writes, log);
+      const written = await this.#writeBack(current, writes, applied, log);
       return {
         ...((written ?? held) ? { written: (written ?? held)?.metadata.resourceVersion } : {}),
         ...(folded.retryAfterMs === undefined ? {} : { retryAfterMs: folded.retryAfterMs }),
@@ -229,34 +232,67 @@ export class ResourceReactor<S extends Named> {
       rememberMemo(remembered, service, updates);
     const down = forCause.down ?? forReconcile.down;
     const called = forCause.outcomes.length + forReconcile.outcomes.length > 0;
+    const { outcomes, applied } = await this.#applyChildren(object, [
+      ...forCause.outcomes,
+      ...forReconcile.outcomes,
+    ]);
+    const causeOutcomes = outcomes.slice(0, forCause.outcomes.length);
+    const reconcileOutcomes = outcomes.slice(forCause.outcomes.length);
     const folded = foldOutcomes(
       {
         owner: object.metadata.uid,
         plan,
         known,
-        causeOutcomes: forCause.outcomes,
+        causeOutcomes,
         storeResults: cause.reason !== 'delete',
         // Placed by the handlers bound now: a service that came during the call shares the id already.
         resultPath: ({ service, spec }) =>
           resultPath(candidatesOf(served), service, spec.id, this.#options.identity.statusKey),
         reconcile,
-        reconcileOutcomes: forReconcile.outcomes,
+        reconcileOutcomes,
         reconcileDeferred,
         now,
       },
       log,
     );
-    return { folded, called, ...(down ? { down } : {}) };
+    return { folded, called, applied, ...(down ? { down } : {}) };
+  }
+
+  /**
+   * Applies each handler's children as soon as the calls return, before folding: a child that cannot be
+   * applied then fails its own handler (a temporary outcome, as a failed call) while every other
+   * handler's outcome, of its service or another, is still recorded in this cycle. Applied after the
+   * calls rather than in the write plan, so that no success is recorded for a child never made, and
+   * still before the object's patch. A stale child throws, and the whole cycle looks again.
+   */
+  async #applyChildren(
+    object: KubernetesObject,
+    outcomes: ReadonlyArray<[DueCall<S>, Outcome]>,
+  ): Promise<{ outcomes: Array<[DueCall<S>, Outcome]>; applied: KubernetesObject[] }> {
+    if (!outcomes.some(([, outcome]) => outcome.apply?.length))
+      return { outcomes: [...outcomes], applied: [] };
+    const { uid, namespace } = object.metadata;
+    const groups = outcomes.map(([due, outcome]) => childrenOf(uid, due.spec.id, outcome));
+    const results = await applyEachHandlers(this.#options.api, groups, namespace);
+    return {
+      outcomes: outcomes.map(([due, outcome], index) => {
+        const result = results[index];
+        const failed = result && 'failed' in result ? result.failed : undefined;
+        return [due, afterChildren(outcome, failed, due.progress.retries, this.#options.retryDelaysS)];
+      }),
+      applied: results.flatMap((result) => ('applied' in result ? result.applied : [])),
+    };
   }
 
   /** Carries out the write plan; the object as last written, or undefined when nothing was. */
   async #writeBack(
     object: KubernetesObject,
     writes: WritePlan,
+    /** The children the handlers' calls made (#applyChildren), for events about them. */
+    applied: readonly KubernetesObject[],
     log: Logger,
   ): Promise<KubernetesObject | undefined> {
     const { api, served, identity } = this.#options;
-    const applied = await applyObjects(api, writes.apply, object.metadata.namespace);
     let written = await api.applyChanges(object, writes.changes);
     if (writes.recorded && written && !served.storage.kept(written, writes.recorded)) {
       written = await this.#moveStateToAnnotations(written, writes.recorded, log);

@@ -3,10 +3,17 @@
  * (result, patch, events, objects to apply). Pure: tested without a cluster.
  */
 import { createHash } from 'node:crypto';
-import type { KubernetesEvent, ObjectToApply, Outcome } from '../../protocol/index.ts';
+import {
+  type KubernetesEvent,
+  MAX_DELAY_SECONDS,
+  type ObjectToApply,
+  type Outcome,
+} from '../../protocol/index.ts';
+import type { RetryDelays } from '../dispatch/calls.ts';
 import type { LogFields, Logger } from '../logging.ts';
 import { addObjectPatch, emptyChanges, type ObjectChanges } from '../state/changes.ts';
 import { type Progress, type ProgressMap, progressKey } from '../state/storage.ts';
+import { backoffDelay } from '../timing.ts';
 import { type Candidate, type CauseState, type DueCall, type Named, nameOf } from './model.ts';
 import { placeResult, type ResultPath } from './places.ts';
 import type { Plan } from './plan.ts';
@@ -41,6 +48,33 @@ export function nameGenerated(objects: readonly ObjectToApply[], seed: string): 
       metadata: { ...metadata, name: `${(generateName ?? '').slice(0, 58)}${suffix.join('')}` },
     };
   });
+}
+
+/** The objects an outcome asks to apply, named as collectEffects names them. */
+export function childrenOf(owner: string, id: string, outcome: Outcome): NamedObject[] {
+  return outcome.apply ? nameGenerated(outcome.apply, `${owner}/${id}`) : [];
+}
+
+/**
+ * A handler's outcome once its children were tried: the same without them (they are made), or, when
+ * one could not be, a temporary failure saying why, retried after the backoff a failed call waits (the
+ * apiserver's Retry-After if later). Nothing else of the answer is kept, as for a failed call: no result
+ * is recorded, no patch made, for children that do not exist.
+ */
+export function afterChildren(
+  outcome: Outcome,
+  /** Why they could not be applied (reactor/api.ts applyEachHandlers); undefined when they were. */
+  failed: { message: string; retryAfterSeconds?: number } | undefined,
+  retries: number,
+  retryDelaysS: RetryDelays,
+): Outcome {
+  if (!failed) {
+    const { apply: _made, ...rest } = outcome;
+    return rest;
+  }
+  const said = failed.retryAfterSeconds ?? 0;
+  const delay = Math.min(Math.max(backoffDelay({ delays: retryDelaysS }, retries), said), MAX_DELAY_SECONDS);
+  return { status: 'temporary', message: `its children could not be applied: ${failed.message}`, delay };
 }
 
 /**

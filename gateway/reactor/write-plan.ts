@@ -1,21 +1,16 @@
 /**
- * What a cycle writes, computed as data before anything is written: the objects handlers asked for,
- * the merge patches (handlers' patches, results, the gateway's state), whether our finalizer comes off,
+ * What a cycle writes to the object, computed as data before anything is written (the children the
+ * handlers asked for are made before, each handler's on its own: cycle.ts #applyChildren): the merge patches (handlers' patches, results, the gateway's state), whether our finalizer comes off,
  * and the events. Pure: tested without a cluster.
  */
 import type { KubernetesEvent } from '../../protocol/index.ts';
 import { addObjectPatch, copiedChanges, type ObjectChanges } from '../state/changes.ts';
 import type { StateStorage, StateUpdate, StoredState } from '../state/storage.ts';
 import type { Cause } from './model.ts';
-import type { Folded, NamedObject } from './outcomes.ts';
+import type { Folded } from './outcomes.ts';
 import type { ResultPath } from './places.ts';
 
 export interface WritePlan {
-  /**
-   * Objects the handlers asked for. They go first: if one fails, no success is recorded and the
-   * handler runs again (applying is idempotent), rather than a success recorded for something never made.
-   */
-  apply: NamedObject[];
   /** Merge patches of the object and of its status: one write each at most, status first. */
   changes: ObjectChanges;
   /** Where the results in the status patch are (places.ts). */
@@ -51,7 +46,6 @@ export function planWrites(
   if (state.status) addObjectPatch(changes, { status: state.status });
   if (state.object) addObjectPatch(changes, state.object);
   return {
-    apply: folded.effects.apply,
     changes,
     results: folded.effects.results,
     ...(update.essence ? { recorded: update.essence } : {}),

@@ -18,6 +18,7 @@ import { ResourceReactor } from '../reactor/cycle.ts';
 import { ObjectMemory } from '../reactor/memory.ts';
 import type { ServedResource } from '../reactor/model.ts';
 import { ObjectQueue, type QueueObserver, type QueueReadings } from '../reactor/queue.ts';
+import { sharedCalls, WorkerShares } from '../reactor/shares.ts';
 import type { Settings } from '../settings.ts';
 import type { NamespaceSelection, NamespaceWatch } from '../watching/namespaces.ts';
 import { ResourceWatch } from '../watching/resource-watch.ts';
@@ -63,6 +64,8 @@ export interface PipelineObserver {
   objects(readings: ObjectReadings): void;
   /** One of its watches started again after a failure or a 410 Gone. */
   watchRestarted(): void;
+  /** A cycle's calls to a service waited: it held its share of the resource's workers (reactor/shares.ts). */
+  shareWaited(service: string): void;
 }
 
 /** The parts of one run, from a start to its stop. */
@@ -132,17 +135,23 @@ export class ResourcePipeline implements Part {
     const { served, identity, settings, logger } = this.#options;
     const api = fencedApi(this.#api, role);
     const memory = new ObjectMemory();
+    const { observer: pipelineObserver } = this.#options;
+    const shares = new WorkerShares({
+      concurrency: settings.processing.concurrency,
+      services: () => served.bindings.length,
+      ...(pipelineObserver ? { onWait: (service: string) => pipelineObserver.shareWaited(service) } : {}),
+    });
     const reactor = new ResourceReactor({
       served,
       api,
-      call: functionServiceCaller(settings.calls.serviceRetryDelaysS),
+      call: sharedCalls(functionServiceCaller(settings.calls.serviceRetryDelaysS), shares),
       identity,
       logger,
+      retryDelaysS: settings.calls.serviceRetryDelaysS,
       conflictRetryMs: settings.processing.conflictRetryMs,
       memory,
       beforeDeletion: (uid) => daemons.ended(uid),
     });
-    const { observer: pipelineObserver } = this.#options;
     const observer = pipelineObserver?.queue({
       get depth() {
         return queue.depth;

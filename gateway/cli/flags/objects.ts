@@ -51,7 +51,8 @@ export const OBJECTS = group(
     name: 'concurrency',
     value: '<n>',
     default: String(DEFAULT_SETTINGS.processing.concurrency),
-    description: 'Objects processed at once, per resource.',
+    description:
+      'Objects processed at once, per resource; each service on it holds its share of them (concurrency / services) at most.',
   }),
   flag({
     name: 'function-timeout',

@@ -127,6 +127,18 @@ function neighbours(namespace: string) {
       refusal: /ConfigMap gateway-settings exists and is not owned by the handled object/,
     },
     {
+      // A child the apiserver refuses (422), which would fail every handler's cycle on the object (point 4).
+      service: neighbour('refuser', 'refuse_fn', {
+        answer: rewritten('refuse_fn', {
+          apply: [
+            { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'bad' }, data: { 'not a key': 'x' } },
+          ],
+        }),
+      }),
+      pin: { resources: [KOPFEXAMPLES], children: ['configmaps'] },
+      refusal: /its children could not be applied: .*configmaps\/bad failed: 422 Invalid/,
+    },
+    {
       // Sets the well-behaved service's result (point 3).
       service: neighbour('forger', 'forge_fn', {
         answer: rewritten('forge_fn', { patch: { status: { create_fn: 'forged' } } }),

@@ -162,6 +162,11 @@ export interface ServiceScope {
   children?: string[];
   /** Narrows the namespaces its handlers see (names, globs `team-*`, negations `!kube-*`). */
   namespaces?: string[];
+  /**
+   * `<namespace>/<name>`: the ServiceAccount a gateway run with --impersonate writes its children and
+   * events as (default: the service's name, in its FunctionService's namespace or the gateway's).
+   */
+  impersonate?: string;
 }
 
 /** What a function service publishes at `PATHS.manifest`: everything the gateway needs to decide what to watch. */

@@ -21,9 +21,17 @@ import {
 } from '../../protocol/index.ts';
 import { equal, isObject, jsonCopy } from '../../protocol/json.ts';
 import { ERROR_RESPONSE } from '../../protocol/schema/checks.ts';
+import type { ServiceAccountName } from '../kube/client.ts';
 import { type BatchLimits, CallBatches, type EncodedCall } from './batches.ts';
 import type { CircuitBreaker } from './breaker.ts';
-import { type AnswerGuard, beyondPin, confineOutcomes, narrowedToScope, ScopeError } from './scope.ts';
+import {
+  type AnswerGuard,
+  beyondPin,
+  confineOutcomes,
+  narrowedToScope,
+  ScopeError,
+  serviceAccountOf,
+} from './scope.ts';
 import type { Signer } from './signer.ts';
 import {
   aborted,
@@ -68,6 +76,11 @@ export interface FunctionServiceOptions {
   scope?: ServiceScope | 'declared';
   /** Holds what its answers ask to its scope and off the gateway's own state (dispatch/scope.ts). */
   guard?: AnswerGuard;
+  /**
+   * Set (--impersonate): its children and events are written as its ServiceAccount, the one its scope
+   * names (`impersonate`), else one of its name in this namespace (its FunctionService's, or the gateway's).
+   */
+  impersonate?: string;
   /** Calls made together, sent in one request to a service that takes batches; each alone otherwise. */
   batches?: BatchLimits;
   /** Told of its requests and calls (the metrics'). */
@@ -168,6 +181,8 @@ export class FunctionService {
   readonly unknownKinds: string[];
   /** What it may reach; undefined when unscoped. */
   readonly scope: ServiceScope | undefined;
+  /** Under --impersonate, the ServiceAccount its children and events are written as. */
+  readonly account: ServiceAccountName | undefined;
   readonly timeoutMs: number;
   readonly #transport: Transport;
   readonly #sign: Signer;
@@ -189,6 +204,10 @@ export class FunctionService {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.scope = options.scope === 'declared' ? parsed.manifest.scope : options.scope;
     this.manifest = { ...parsed.manifest, handlers: narrowedToScope(parsed.manifest.handlers, this.scope) };
+    this.account =
+      options.impersonate === undefined
+        ? undefined
+        : serviceAccountOf(this.manifest.name, this.scope, options.impersonate);
     this.unknownKinds = parsed.unknownKinds;
     const limits = options.batches;
     if (parsed.manifest.batches && !transport.direct && limits && limits.calls > 1) {
@@ -321,7 +340,13 @@ export class FunctionService {
     return guard
       ? {
           ...response,
-          outcomes: await confineOutcomes(response.outcomes, this.scope, guard, invocation.body),
+          outcomes: await confineOutcomes(
+            response.outcomes,
+            this.scope,
+            guard,
+            invocation.body,
+            this.account,
+          ),
         }
       : response;
   }

@@ -16,8 +16,11 @@ import type {
   ServiceScope,
 } from '../../protocol/index.ts';
 import { isObject } from '../../protocol/json.ts';
+import { SERVICE_ACCOUNT_PATTERN } from '../../protocol/schema/manifest.ts';
 import type { Identity } from '../identity.ts';
+import type { ServiceAccountName } from '../kube/client.ts';
 import type { DiscoveredResource } from '../kube/discovery.ts';
+import { writtenAs } from '../kube/written-as.ts';
 import type { FunctionService } from './function-service.ts';
 
 /** What a service asked beyond its scope: its call fails, or it is not served, with this reason. */
@@ -25,11 +28,18 @@ export class ScopeError extends Error {
   override name = 'ScopeError';
 }
 
-const FIELDS: ReadonlySet<string> = new Set(['resources', 'admission', 'children', 'namespaces']);
+const FIELDS: ReadonlySet<string> = new Set([
+  'resources',
+  'admission',
+  'children',
+  'namespaces',
+  'impersonate',
+]);
 /** `plural` or `plural.group`, as kubectl names a resource, or `*` for every one. */
 const RESOURCE_NAME = /^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)$/;
 /** A namespace, a glob of one, or either negated. */
 const NAMESPACE_PATTERN = /^!?[a-z0-9*]([-a-z0-9*]*[a-z0-9*])?$/;
+const SERVICE_ACCOUNT = new RegExp(SERVICE_ACCOUNT_PATTERN);
 /** Room for any real operator's scope, and a bound on what a FunctionService may make the gateway hold. */
 const MAX_ENTRIES = 256;
 
@@ -39,7 +49,7 @@ export function parseScope(value: unknown, where: string): ServiceScope {
   for (const key of Object.keys(value)) {
     if (!FIELDS.has(key)) {
       throw new ScopeError(
-        `${where} has "${key}": a scope has resources, admission, children and namespaces`,
+        `${where} has "${key}": a scope has resources, admission, children, namespaces and impersonate`,
       );
     }
   }
@@ -62,12 +72,32 @@ export function parseScope(value: unknown, where: string): ServiceScope {
   const admission = list('admission', RESOURCE_NAME, resourceNames);
   const children = list('children', RESOURCE_NAME, resourceNames);
   const namespaces = list('namespaces', NAMESPACE_PATTERN, 'namespaces, globs or negations');
+  const { impersonate } = value;
+  if (impersonate !== undefined && (typeof impersonate !== 'string' || !SERVICE_ACCOUNT.test(impersonate))) {
+    throw new ScopeError(
+      `${where}.impersonate is ${JSON.stringify(impersonate)}, not a ServiceAccount as <namespace>/<name>`,
+    );
+  }
   return {
     resources,
     ...(admission ? { admission } : {}),
     ...(children ? { children } : {}),
     ...(namespaces ? { namespaces } : {}),
+    ...(impersonate !== undefined ? { impersonate } : {}),
   };
+}
+
+/**
+ * The ServiceAccount a service's children and events are written as under --impersonate: the one its
+ * scope names, else one of its own name in `namespace` (its FunctionService's, or the gateway's).
+ */
+export function serviceAccountOf(
+  service: string,
+  scope: ServiceScope | undefined,
+  namespace: string,
+): ServiceAccountName {
+  const named = scope?.impersonate?.split('/');
+  return named ? { namespace: named[0] as string, name: named[1] as string } : { namespace, name: service };
 }
 
 /** How a scope names a resource: `plural.group`, or `plural` in the core group. */
@@ -113,21 +143,25 @@ export interface ScopeGuard extends AnswerGuard {
 interface CallTarget {
   guard: AnswerGuard;
   object: KubernetesObject;
+  /** Under --impersonate, the account the service's children and events are written as. */
+  writer?: ServiceAccountName | undefined;
 }
 
 /**
  * Checks what an answer asks against the service's scope and the gateway's identity, and makes the
  * objects it applies children of the handled object; throws a ScopeError naming the first thing out of
  * bounds, so that nothing of the answer is applied. Without a pin (`--unscoped`), only the patch is
- * held: no service may touch the finalizers, owners or the gateway's own state.
+ * held: no service may touch the finalizers, owners or the gateway's own state. With a `writer`
+ * (--impersonate), its children and events are marked to be written as that account.
  */
 export async function confineOutcomes(
   outcomes: Record<string, Outcome>,
   scope: ServiceScope | undefined,
   guard: AnswerGuard,
   object: KubernetesObject,
+  writer?: ServiceAccountName,
 ): Promise<Record<string, Outcome>> {
-  const target = { guard, object };
+  const target = { guard, object, writer };
   const confined: Record<string, Outcome> = {};
   for (const [id, outcome] of Object.entries(outcomes)) {
     confined[id] = await confineOutcome(outcome, `handler "${id}"`, scope, target);
@@ -156,6 +190,13 @@ async function confineOutcome(
       events.push(await confineAbout(event, `${who}: events[${index}]`, scope, target));
     }
     confined = { ...confined, events };
+  }
+  const { writer } = target;
+  if (writer && confined.apply) {
+    confined = { ...confined, apply: confined.apply.map((child) => writtenAs(child, writer)) };
+  }
+  if (writer && confined.events) {
+    confined = { ...confined, events: confined.events.map((event) => writtenAs(event, writer)) };
   }
   if (outcome.subhandlers) {
     const subhandlers: Record<string, Outcome> = {};

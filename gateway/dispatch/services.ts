@@ -38,6 +38,8 @@ export interface FunctionEndpoint {
   timeoutMs?: number;
   /** Calls to it at once (`settings.calls.concurrencyPerService` otherwise). */
   concurrency?: number;
+  /** The namespace of its FunctionService object, where its ServiceAccount is under --impersonate. */
+  namespace?: string;
   /**
    * Let dev sessions (services/dev-sessions.ts) send its calls to URLs matching one of `urls` (globs),
    * each lasting `maxSeconds` (default 3600) at most unrenewed; without it, its sessions are ignored.
@@ -56,6 +58,11 @@ export interface FunctionServicesOptions {
   logger: Logger;
   /** Holds the services to their scopes: their manifests as they connect, and their answers. */
   scope?: ScopeGuard;
+  /**
+   * Set (--impersonate): each service's children and events are written as its ServiceAccount, in this
+   * namespace (the gateway's) unless its FunctionService's or its scope's says otherwise.
+   */
+  impersonate?: string;
   /** Told of the services' requests and calls (the metrics'). */
   observer?: CallObserver;
 }
@@ -166,6 +173,9 @@ export class FunctionServices {
                       timeoutMs,
                       indexes: this.#options.indexes,
                       guard: this.#options.scope,
+                      ...(this.#options.impersonate === undefined
+                        ? {}
+                        : { impersonate: this.#options.impersonate }),
                       ...(this.#options.observer ? { observer: this.#options.observer } : {}),
                     }),
                   ),
@@ -381,6 +391,9 @@ export class FunctionServices {
             timeoutMs,
             indexes: this.#options.indexes,
             guard: this.#options.scope,
+            ...(this.#options.impersonate === undefined
+              ? {}
+              : { impersonate: endpoint.namespace ?? this.#options.impersonate }),
             ...(this.#options.observer ? { observer: this.#options.observer } : {}),
             redeployed: () => this.#rereadSoon(endpoint.name),
             batches: {

@@ -46,6 +46,7 @@ export async function functionServices(
     ...(credentials.certificates ? { certificates: credentials.certificates } : {}),
     logger,
     scope,
+    ...(options.impersonate === undefined ? {} : { impersonate: options.impersonate }),
     ...(metrics ? { observer: metrics.calls } : {}),
   });
   metrics?.watchBreakers(() => services.current.map(({ name, down }) => [name, down !== undefined]));

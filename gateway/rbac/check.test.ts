@@ -23,7 +23,7 @@ const objects = rbacFor({
   signingKeys: KEYS,
   functionTls: [],
 });
-const wanted = permissionsOf(objects);
+const wanted = permissionsOf(objects, ACCOUNT);
 const roleRules = (() => {
   const role = objects.find((object) => object.kind === 'Role');
   assert.ok(role && 'rules' in role);

@@ -13,6 +13,7 @@
  */
 import { encodeSecret, type KubernetesObject } from '../../protocol/index.ts';
 import { isObject } from '../../protocol/json.ts';
+import { SERVICE_ACCOUNT_PATTERN } from '../../protocol/schema/manifest.ts';
 import { ServiceError } from '../dispatch/function-service.ts';
 import { parseScope } from '../dispatch/scope.ts';
 import type { FunctionEndpoint, FunctionServices, ServiceState } from '../dispatch/services.ts';
@@ -97,6 +98,7 @@ export async function functionServiceEndpoint(
   return {
     name: serviceNameOf(object),
     url: spec.url,
+    namespace,
     ...(secret ? { secret } : {}),
     ...(spec.caBundle ? { ca: spec.caBundle } : {}),
     ...(spec.tls ? { certificate: { namespace, name: spec.tls.secretName } } : {}),
@@ -196,28 +198,36 @@ export function functionServiceDefinition(): KubernetesObject {
                     scope: {
                       type: 'object',
                       required: ['resources'],
-                      properties: Object.fromEntries(
-                        (
-                          [
+                      properties: {
+                        ...Object.fromEntries(
+                          (
                             [
-                              'resources',
-                              'What its handlers may watch, be sent and patch (plural.group; * for all).',
-                            ],
-                            ['admission', 'What its admission handlers may review; none unless given.'],
-                            [
-                              'children',
-                              "The kinds its apply may create or update, in the handled object's namespace.",
-                            ],
-                            [
-                              'namespaces',
-                              'Narrows the namespaces its handlers see: names, globs, negations.',
-                            ],
-                          ] as const
-                        ).map(([field, description]) => [
-                          field,
-                          { type: 'array', items: { type: 'string' }, maxItems: 256, description },
-                        ]),
-                      ),
+                              [
+                                'resources',
+                                'What its handlers may watch, be sent and patch (plural.group; * for all).',
+                              ],
+                              ['admission', 'What its admission handlers may review; none unless given.'],
+                              [
+                                'children',
+                                "The kinds its apply may create or update, in the handled object's namespace.",
+                              ],
+                              [
+                                'namespaces',
+                                'Narrows the namespaces its handlers see: names, globs, negations.',
+                              ],
+                            ] as const
+                          ).map(([field, description]) => [
+                            field,
+                            { type: 'array', items: { type: 'string' }, maxItems: 256, description },
+                          ]),
+                        ),
+                        impersonate: {
+                          type: 'string',
+                          pattern: SERVICE_ACCOUNT_PATTERN,
+                          description:
+                            "<namespace>/<name>: the ServiceAccount a gateway run with --impersonate writes the service's children and events as (default: the service's name in this namespace).",
+                        },
+                      },
                       description:
                         'What the service may reach through the gateway, pinned: a manifest declaring more is refused, and its answers are held to it. Required unless the gateway runs with --unscoped.',
                     },

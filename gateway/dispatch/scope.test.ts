@@ -9,6 +9,8 @@ import type {
 } from '../../protocol/index.ts';
 import { DEFAULT_IDENTITY } from '../identity.ts';
 import type { DiscoveredResource } from '../kube/discovery.ts';
+import { writerOf } from '../kube/written-as.ts';
+import { nameGenerated } from '../reactor/outcomes.ts';
 import {
   type AnswerGuard,
   beyondPin,
@@ -17,6 +19,7 @@ import {
   narrowedToScope,
   parseScope,
   ScopeError,
+  serviceAccountOf,
 } from './scope.ts';
 
 const resource = (plural: string, group: string, namespaced = true): DiscoveredResource =>
@@ -69,14 +72,26 @@ const configMap = (metadata: Record<string, unknown> = {}) => ({
 });
 
 describe('parseScope', () => {
-  it('takes a scope with its four lists', () => {
+  it('takes a scope with its four lists and the account to write as', () => {
     const given = {
       resources: ['kopfexamples.kopf.dev'],
       admission: ['pods'],
       children: ['deployments.apps'],
       namespaces: ['team-*', '!team-x'],
+      impersonate: 'team-a/kopf.writer',
     };
     assert.deepEqual(parseScope(given, 'scope'), given);
+  });
+
+  it('refuses an account to write as that is not <namespace>/<name>, saying what it got', () => {
+    for (const impersonate of ['writer', 'a/b/c', 'Team/writer', 'team/', '/writer', 'team/-writer', 7]) {
+      assert.throws(
+        () => parseScope({ resources: [], impersonate }, 'spec.scope'),
+        new RegExp(
+          `spec\\.scope\\.impersonate is ${JSON.stringify(impersonate).replace(/[.*/]/g, '\\$&')}, not a ServiceAccount as <namespace>/<name>`,
+        ),
+      );
+    }
   });
 
   it('refuses unknown fields, a missing resources list and malformed names, saying where', () => {
@@ -116,6 +131,18 @@ describe('beyondPin', () => {
     assert.deepEqual(beyondPin({ resources: ['secrets'], children: ['pods'] }, { resources: ['*'] }), [
       'children: pods',
     ]);
+  });
+});
+
+describe('serviceAccountOf', () => {
+  it("is the account the scope names, else one of the service's name in the namespace given", () => {
+    const scoped = { resources: [], impersonate: 'shop/shipper' };
+    assert.deepEqual(serviceAccountOf('shipping', scoped, 'ops'), { namespace: 'shop', name: 'shipper' });
+    assert.deepEqual(serviceAccountOf('shipping', { resources: [] }, 'ops'), {
+      namespace: 'ops',
+      name: 'shipping',
+    });
+    assert.deepEqual(serviceAccountOf('shipping', undefined, 'ops'), { namespace: 'ops', name: 'shipping' });
   });
 });
 
@@ -233,6 +260,60 @@ describe('confineOutcomes', () => {
       handler?.events?.map((event) => event.about?.namespace),
       ['team-a', 'team-a'],
     );
+  });
+});
+
+describe('confineOutcomes with an account to write as (--impersonate)', () => {
+  const writer = { namespace: 'team-a', name: 'kopfexample' };
+  const event = { type: 'Normal' as const, reason: 'Made', message: 'made it' };
+
+  it("marks its children and events, its sub-handlers' too, to be written as the account, and nothing else", async () => {
+    const { handler } = await confineOutcomes(
+      {
+        handler: {
+          status: 'success',
+          patch: { spec: { field: 1 } },
+          apply: [configMap()],
+          events: [event],
+          subhandlers: { sub: { status: 'success', apply: [configMap({ name: 'other' })], events: [event] } },
+        },
+      },
+      scope,
+      guard,
+      handled,
+      writer,
+    );
+    assert.deepEqual(writerOf(handler?.apply?.[0] as object), writer);
+    assert.deepEqual(writerOf(handler?.events?.[0] as object), writer);
+    assert.deepEqual(writerOf(handler?.subhandlers?.sub?.apply?.[0] as object), writer);
+    assert.deepEqual(writerOf(handler?.subhandlers?.sub?.events?.[0] as object), writer);
+    assert.equal(
+      writerOf(handler?.patch as object),
+      undefined,
+      "the handled object's patch stays the gateway's",
+    );
+  });
+
+  it('keeps the mark through the copies a cycle makes, and never sends it', async () => {
+    const { handler } = await confineOutcomes(
+      { handler: { status: 'success', apply: [configMap({ name: undefined, generateName: 'settings-' })] } },
+      scope,
+      guard,
+      handled,
+      writer,
+    );
+    const [named] = nameGenerated(handler?.apply ?? [], 'uid-1/handler');
+    assert.deepEqual(writerOf({ ...(named as object) }), writer);
+    assert.equal(Object.getOwnPropertySymbols(named).length, 1, 'marked');
+    const sent = JSON.parse(JSON.stringify(named));
+    assert.deepEqual(sent, Object.fromEntries(Object.entries(named as object)), 'JSON leaves the mark out');
+    assert.equal(writerOf(sent), undefined);
+  });
+
+  it("marks nothing without an account: every write is the gateway's", async () => {
+    const { handler } = await confine({ status: 'success', apply: [configMap()], events: [event] });
+    assert.equal(writerOf(handler?.apply?.[0] as object), undefined);
+    assert.equal(writerOf(handler?.events?.[0] as object), undefined);
   });
 });
 

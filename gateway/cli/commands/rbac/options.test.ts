@@ -199,6 +199,16 @@ describe('rbacCheckOptions: how gateway and run check their rights at start', ()
     });
   });
 
+  it('checks, with --impersonate, as a gateway that impersonates its services, accounts in its own namespace', () => {
+    const values = { ...gatewayFlags, impersonate: true };
+    assert.equal(
+      rbacOptions(values, reads.text, { podNamespace: 'ops', contextNamespace: 'x' }).impersonate,
+      'ops',
+    );
+    assert.equal(rbacCheckOptions(values, reads.text, { contextNamespace: 'ops' })?.flags.impersonate, 'ops');
+    assert.equal(rbacOptions(gatewayFlags, reads.text, { contextNamespace: 'ops' }).impersonate, undefined);
+  });
+
   it('checks the Leases of --dev-sessions too', () => {
     const check = rbacCheckOptions({ ...gatewayFlags, 'dev-sessions': 'dev' }, reads.text, nowhere);
     assert.equal(check?.flags.request.devSessions, 'dev');

@@ -336,7 +336,7 @@ describe('rbacFor under --impersonate', () => {
     assert.deepEqual(inDefault.rules, [{ apiGroups: [''], resources: ['events'], verbs: ['create'] }]);
   });
 
-  it('merges the rules of services written as one account, and refuses to impersonate the gateway itself', () => {
+  it('merges the rules of services written as one account, skips one that writes nothing, and refuses to impersonate the gateway itself', () => {
     const shared = rbacFor({
       ...MINIMAL,
       impersonated: [
@@ -353,8 +353,15 @@ describe('rbacFor under --impersonate', () => {
       ['configmaps', 'events', 'deployments'],
     );
     assert.equal(shared.filter((object) => object.kind === 'ServiceAccount').length, 2);
+    const reviewer = { namespace: 'operators', name: 'reviewer' };
+    assert.deepEqual(
+      rbacFor({ ...MINIMAL, impersonated: [{ account: reviewer, watched: [], children: [] }] }),
+      rbacFor(MINIMAL),
+      'a service that writes nothing (admission only) is impersonated never: no account, no right',
+    );
     assert.throws(
-      () => rbacFor({ ...MINIMAL, impersonated: [{ account: ACCOUNT, watched: [], children: [] }] }),
+      () =>
+        rbacFor({ ...MINIMAL, impersonated: [{ account: ACCOUNT, watched: [KOPFEXAMPLES], children: [] }] }),
       /operators\/causeway-gateway, the gateway's own account: impersonating it would lend the service the gateway's rights/,
     );
   });

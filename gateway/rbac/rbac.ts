@@ -269,6 +269,8 @@ function impersonatedAccounts(
   const accounts = new Map<string, { account: NamespacedName; grants: Grants }>();
   for (const service of request.impersonated ?? []) {
     const { account } = service;
+    // One that watches nothing and applies nothing (admission only) writes nothing: nothing to impersonate.
+    if (service.watched.length === 0 && service.children.length === 0) continue;
     if (account.namespace === request.account.namespace && account.name === request.account.name) {
       throw new Error(
         `a service is to be written as ${account.namespace}/${account.name}, the gateway's own account: impersonating it would lend the service the gateway's rights`,

@@ -101,9 +101,12 @@ describe(DIRECTORY, () => {
         `FunctionService/${SERVICE}`,
         `Role/${GATEWAY}`,
         `RoleBinding/${GATEWAY}`,
+        `Role/${SERVICE}`, // what the gateway writes as the service (--impersonate): its events
+        `RoleBinding/${SERVICE}`,
         `Service/${FUNCTIONS}`,
         `ServiceAccount/${FUNCTIONS}`,
         `ServiceAccount/${GATEWAY}`,
+        `ServiceAccount/${SERVICE}`,
       ].sort(),
     );
     assertPlacedAndBound(objects, EXAMPLE_NAMESPACE, GATEWAY);
@@ -123,6 +126,7 @@ describe(DIRECTORY, () => {
       `$(POD_NAMESPACE)/${KEYS}`,
       '--liveness',
       'http://0.0.0.0:8080/healthz',
+      '--impersonate',
     ]);
 
     // The FunctionService's URL names the Service by its DNS name in the overlay's namespace, over
@@ -165,8 +169,11 @@ describe(DIRECTORY, () => {
       [
         `serviceaccount/${GATEWAY}`,
         `serviceaccount/${FUNCTIONS}`,
+        `serviceaccount/${SERVICE}`,
         `role.rbac.authorization.k8s.io/${GATEWAY}`,
         `rolebinding.rbac.authorization.k8s.io/${GATEWAY}`,
+        `role.rbac.authorization.k8s.io/${SERVICE}`,
+        `rolebinding.rbac.authorization.k8s.io/${SERVICE}`,
         `clusterrole.rbac.authorization.k8s.io/${CLUSTER_RBAC}`,
         `clusterrolebinding.rbac.authorization.k8s.io/${CLUSTER_RBAC}`,
         `deployment.apps/${GATEWAY}`,
@@ -229,6 +236,7 @@ describe(DIRECTORY, () => {
       'get causeway.dev/functionservices',
       'get coordination.k8s.io/leases',
       'get kopf.dev/kopfexamples',
+      `impersonate /serviceaccounts/${SERVICE}`,
       'list causeway.dev/functionservices',
       'list coordination.k8s.io/leases',
       'list kopf.dev/kopfexamples',
@@ -242,6 +250,10 @@ describe(DIRECTORY, () => {
       'watch kopf.dev/kopfexamples',
     ]);
     assert.deepEqual(await grantedBeyondBaseline(functions, namespace), []);
+    // The account the gateway writes the service's events as (--impersonate): that alone.
+    assert.deepEqual(await grantedBeyondBaseline(serviceAccount(namespace, SERVICE), namespace), [
+      'create /events',
+    ]);
   });
 
   it("runs the containers' commands: a gateway holding only its service account's token serves the FunctionService, writes what it found in its status, and a KopfExample is handled", async (t) => {

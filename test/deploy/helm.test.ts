@@ -122,11 +122,12 @@ async function causewayRbac(
     // In the pod, the gateway peers in its own namespace; outside one, this says so.
     ...['--peering-namespace', namespace],
     ...['--service-account', `${namespace}/${GATEWAY}`],
+    '--impersonate', // as the chart's gateway, its services' accounts in its namespace (the pod's)
     ...flags,
   ];
   const { stdout } = await promisify(execFile)(process.execPath, [CAUSEWAY_CLI, ...args], {
     cwd: REPO,
-    env: { ...process.env, KUBECONFIG: kubeconfigPath },
+    env: { ...process.env, KUBECONFIG: kubeconfigPath, POD_NAMESPACE: namespace },
   });
   return stdout;
 }
@@ -232,9 +233,21 @@ const SERVICE_MONITOR_CRD = {
   },
 };
 
+/** The account the gateway writes a service's children and events as (--impersonate), with its Role, as `kubectl apply` names them. */
+const SERVICE_ACCOUNT_OBJECTS = (service: string, role = service) => [
+  `serviceaccount/${service}`,
+  `role.rbac.authorization.k8s.io/${role}`,
+  `rolebinding.rbac.authorization.k8s.io/${role}`,
+];
+
+/** The objects but those of the example service's account: for a service that writes nothing. */
+const withoutServiceAccount = (objects: string[]) =>
+  objects.filter((name) => !SERVICE_ACCOUNT_OBJECTS('kopfexample').includes(name));
+
 /** What `kubectl apply` names for the default values. */
 const DEFAULT_OBJECTS = (namespace: string) =>
   [
+    ...SERVICE_ACCOUNT_OBJECTS('kopfexample'),
     `serviceaccount/${GATEWAY}`,
     `serviceaccount/${FUNCTIONS}`,
     `role.rbac.authorization.k8s.io/${GATEWAY}`,
@@ -485,7 +498,7 @@ describe('deploy/helm/causeway', () => {
         .filter((object) => object.kind === 'ServiceAccount')
         .map((object) => object.metadata.name)
         .sort(),
-      [GATEWAY, FUNCTIONS].sort(),
+      [GATEWAY, FUNCTIONS, 'kopfexample'].sort(),
     );
   });
 
@@ -543,6 +556,7 @@ describe('deploy/helm/causeway', () => {
       expected: (namespace) =>
         [
           ...DEFAULT_OBJECTS(namespace),
+          ...SERVICE_ACCOUNT_OBJECTS('apps'),
           'serviceaccount/apps-functions',
           'deployment.apps/apps-functions',
           'service/apps-functions',
@@ -567,14 +581,16 @@ describe('deploy/helm/causeway', () => {
     {
       name: 'admission webhooks',
       values: () => ADMISSION,
-      expected: (namespace) => [...DEFAULT_OBJECTS(namespace), `service/${WEBHOOKS}`].sort(),
+      // Its service watches and applies nothing: no account to write as.
+      expected: (namespace) =>
+        [...withoutServiceAccount(DEFAULT_OBJECTS(namespace)), `service/${WEBHOOKS}`].sort(),
     },
     {
       name: 'admission webhooks behind a NetworkPolicy',
       values: () => ADMISSION_NETWORK_POLICY,
       expected: (namespace) =>
         [
-          ...DEFAULT_OBJECTS(namespace),
+          ...withoutServiceAccount(DEFAULT_OBJECTS(namespace)),
           `service/${WEBHOOKS}`,
           `networkpolicy.networking.k8s.io/${WEBHOOKS}`,
         ].sort(),
@@ -598,7 +614,7 @@ describe('deploy/helm/causeway', () => {
       values: () => EVERYTHING,
       expected: (namespace) =>
         [
-          ...DEFAULT_OBJECTS(namespace).filter(
+          ...withoutServiceAccount(DEFAULT_OBJECTS(namespace)).filter(
             (name) =>
               !['configmap/causeway-function-scopes', `poddisruptionbudget.policy/${GATEWAY}`].includes(name),
           ),
@@ -612,7 +628,12 @@ describe('deploy/helm/causeway', () => {
     {
       name: 'the RBAC of `causeway rbac` as rbac.manifest',
       values: async (namespace) => ({ rbac: { manifest: await causewayRbac(namespace) } }),
-      expected: DEFAULT_OBJECTS,
+      // `causeway rbac` names a service's Role after its account's namespace too.
+      expected: (namespace) =>
+        [
+          ...withoutServiceAccount(DEFAULT_OBJECTS(namespace)),
+          ...SERVICE_ACCOUNT_OBJECTS('kopfexample', `kopfexample-${namespace}`),
+        ].sort(),
     },
   ];
   for (const { name, values, expected } of combinations) {
@@ -654,7 +675,9 @@ describe('deploy/helm/causeway', () => {
     );
     const role = rulesOf(two, 'Role');
     assert.ok(
-      role.some((rule) => rule.resources?.includes('deployments') && rule.verbs.join() === 'create,patch'),
+      role.some(
+        (rule) => rule.resources?.includes('deployments') && rule.verbs.join() === 'create,get,patch',
+      ),
     );
     assert.ok(
       role.some(

@@ -154,6 +154,10 @@ describe('causeway init: crd.yaml and deploy/', () => {
         `poddisruptionbudget.policy/${project.gateway}`,
         `role.rbac.authorization.k8s.io/${project.gateway}`,
         `rolebinding.rbac.authorization.k8s.io/${project.gateway}`,
+        // The account the gateway writes the service's children and events as (--impersonate).
+        `role.rbac.authorization.k8s.io/${project.name}`,
+        `rolebinding.rbac.authorization.k8s.io/${project.name}`,
+        `serviceaccount/${project.name}`,
         `service/${project.functions}`,
         `serviceaccount/${project.functions}`,
         `serviceaccount/${project.gateway}`,
@@ -224,6 +228,9 @@ describe('causeway init: crd.yaml and deploy/', () => {
         'poddisruptionbudget.policy/causeway-gateway',
         'role.rbac.authorization.k8s.io/causeway-gateway',
         'rolebinding.rbac.authorization.k8s.io/causeway-gateway',
+        `role.rbac.authorization.k8s.io/${project.name}`,
+        `rolebinding.rbac.authorization.k8s.io/${project.name}`,
+        `serviceaccount/${project.name}`,
         `service/${project.functions}`,
         `serviceaccount/${project.functions}`,
         'serviceaccount/causeway-gateway',
@@ -307,6 +314,7 @@ describe('causeway init: crd.yaml and deploy/', () => {
       `get apiextensions.k8s.io/customresourcedefinitions/${resource}`,
       `get ${group}/examples`,
       'get coordination.k8s.io/leases',
+      `impersonate /serviceaccounts/${project.name}`,
       `list ${group}/examples`,
       'list coordination.k8s.io/leases',
       `patch ${group}/examples`,
@@ -317,6 +325,10 @@ describe('causeway init: crd.yaml and deploy/', () => {
       `watch ${group}/examples`,
     ]);
     assert.deepEqual(await grantedBeyondBaseline(functions, namespace), []);
+    // The account the gateway writes the service's events as (--impersonate): that alone.
+    assert.deepEqual(await grantedBeyondBaseline(serviceAccount(namespace, project.name), namespace), [
+      'create /events',
+    ]);
   });
 
   it("runs deploy/'s commands with nothing but the gateway's rights: it makes its keys, the function service verifies with them, example.yaml is handled", async (t) => {

@@ -71,6 +71,8 @@ const OBJECT = new URL('../../examples/01-minimal/object.yaml', import.meta.url)
 const EXAMPLE_NAMESPACE = 'kopfexample';
 const GATEWAY = 'causeway-gateway';
 const FUNCTIONS = 'kopfexample-functions';
+/** The account the gateway writes the service's children and events as (--impersonate). */
+const SERVICE = 'kopfexample';
 const CLUSTER_RBAC = 'causeway-gateway-kopfexample';
 /** The Secret (private) and the ConfigMap (public) of the gateway's signing keys. */
 const KEYS = 'causeway-signing-keys';
@@ -82,8 +84,11 @@ const FUNCTION_TLS = 'kopfexample-functions-tls';
 const EXPECTED = [
   `serviceaccount/${GATEWAY}`,
   `serviceaccount/${FUNCTIONS}`,
+  `serviceaccount/${SERVICE}`,
   `role.rbac.authorization.k8s.io/${GATEWAY}`,
   `rolebinding.rbac.authorization.k8s.io/${GATEWAY}`,
+  `role.rbac.authorization.k8s.io/${SERVICE}`,
+  `rolebinding.rbac.authorization.k8s.io/${SERVICE}`,
   `clusterrole.rbac.authorization.k8s.io/${CLUSTER_RBAC}`,
   `clusterrolebinding.rbac.authorization.k8s.io/${CLUSTER_RBAC}`,
   `deployment.apps/${GATEWAY}`,
@@ -112,9 +117,12 @@ describe('deploy/examples/01-minimal', () => {
         `PodDisruptionBudget/${GATEWAY}`,
         `Role/${GATEWAY}`,
         `RoleBinding/${GATEWAY}`,
+        `Role/${SERVICE}`, // what the gateway writes as the service (--impersonate): its events
+        `RoleBinding/${SERVICE}`,
         `Service/${FUNCTIONS}`,
         `ServiceAccount/${FUNCTIONS}`,
         `ServiceAccount/${GATEWAY}`,
+        `ServiceAccount/${SERVICE}`,
       ].sort(),
     );
     assertPlacedAndBound(objects, EXAMPLE_NAMESPACE, GATEWAY);
@@ -255,6 +263,7 @@ describe('deploy/examples/01-minimal', () => {
       'get apiextensions.k8s.io/customresourcedefinitions/kopfexamples.kopf.dev',
       'get coordination.k8s.io/leases',
       'get kopf.dev/kopfexamples',
+      `impersonate /serviceaccounts/${SERVICE}`,
       'list coordination.k8s.io/leases',
       'list kopf.dev/kopfexamples',
       'patch kopf.dev/kopfexamples',
@@ -265,6 +274,22 @@ describe('deploy/examples/01-minimal', () => {
       'watch kopf.dev/kopfexamples',
     ]);
     assert.deepEqual(await grantedBeyondBaseline(functions, namespace), []);
+    // The account the gateway writes the service's events as (--impersonate): that alone, and the
+    // gateway may act as no other.
+    assert.deepEqual(await grantedBeyondBaseline(serviceAccount(namespace, SERVICE), namespace), [
+      'create /events',
+    ]);
+    assert.deepEqual(
+      await wrongPermissions([
+        [gateway, namespace, ['impersonate', `serviceaccounts/${SERVICE}`], true],
+        [gateway, namespace, ['impersonate', `serviceaccounts/${FUNCTIONS}`], false],
+        [gateway, namespace, ['impersonate', `serviceaccounts/${GATEWAY}`], false],
+        [gateway, elsewhere, ['impersonate', `serviceaccounts/${SERVICE}`], false],
+        [gateway, namespace, ['impersonate', 'groups/system:masters'], false],
+        [gateway, namespace, ['impersonate', 'users/admin'], false],
+      ]),
+      [],
+    );
   });
 
   it('keeps the hardened defaults in every container, mounts no token into the functions, and needs no secret made by hand', async () => {
@@ -305,13 +330,15 @@ describe('deploy/examples/01-minimal', () => {
     const gatewayPod = find<Deployment>(objects, 'Deployment', GATEWAY).spec.template.spec;
     assert.equal(gatewayPod.automountServiceAccountToken, true);
 
-    // Only the gateway's account is bound to anything; no rule has a wildcard, and the only writes are
-    // patches of what it serves, creating events and its keys, updating its keys by name, and its peering Leases.
+    // Only the gateway's account, and the one it writes the service's events as, are bound to anything;
+    // no rule has a wildcard, and the only writes are patches of what it serves, creating events and its
+    // keys, updating its keys by name, its peering Leases, and acting as that account.
     const bindings = objects.filter((object) => object.kind.endsWith('Binding')) as Binding[];
     assert.deepEqual(
-      [...new Set(bindings.flatMap((binding) => binding.subjects.map((s) => s.name)))],
-      [GATEWAY],
+      [...new Set(bindings.flatMap((binding) => binding.subjects.map((s) => s.name)))].sort(),
+      [GATEWAY, SERVICE],
     );
+    assert.equal(find(objects, 'ServiceAccount', SERVICE).automountServiceAccountToken, false);
     const rules = objects.flatMap((object) => (object.rules as PolicyRule[] | undefined) ?? []);
     assert.ok(rules.length > 0);
     for (const rule of rules) {
@@ -328,9 +355,11 @@ describe('deploy/examples/01-minimal', () => {
     assert.deepEqual(writes.sort(), [
       'create configmaps',
       'create events',
+      'create events', // the service's, as its account
       'create leases',
       'create secrets',
       'delete leases',
+      `impersonate serviceaccounts ${SERVICE}`,
       'patch kopfexamples',
       'patch kopfexamples/status',
       `update configmaps ${KEYS}`,

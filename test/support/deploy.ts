@@ -114,9 +114,11 @@ export function assertPlacedAndBound(objects: Manifest[], namespace: string, ser
     assert.equal(object.metadata.namespace, expected, `namespace of ${object.kind} ${object.metadata.name}`);
   }
   for (const binding of objects.filter((object) => object.kind.endsWith('Binding')) as Binding[]) {
+    // A function service's account (--impersonate) is bound to its own Role, named after it.
+    const service = binding.metadata.labels?.['app.kubernetes.io/component'] === 'function-service';
     assert.deepEqual(
       binding.subjects,
-      [{ kind: 'ServiceAccount', name: serviceAccount, namespace }],
+      [{ kind: 'ServiceAccount', name: service ? binding.metadata.name : serviceAccount, namespace }],
       `subjects of ${binding.kind} ${binding.metadata.name}`,
     );
   }

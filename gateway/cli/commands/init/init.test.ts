@@ -126,9 +126,12 @@ describe('causeway init', () => {
       'Deployment/acme-widgets-functions',
       'Deployment/acme-widgets-gateway',
       'PodDisruptionBudget/acme-widgets-gateway',
+      'Role/acme-widgets', // the account the gateway writes the service's events as (--impersonate)
       'Role/acme-widgets-gateway',
+      'RoleBinding/acme-widgets',
       'RoleBinding/acme-widgets-gateway',
       'Service/acme-widgets-functions',
+      'ServiceAccount/acme-widgets',
       'ServiceAccount/acme-widgets-functions',
       'ServiceAccount/acme-widgets-gateway',
     ]);

@@ -157,6 +157,7 @@ describe("rbacCommandOptions: causeway rbac's module and the gateway's arguments
       ...['--function-tls', 'kopfexample=operators/kopfexample-functions-tls'],
       ...['--function-certificates', 'operators/causeway-function-ca', '--namespace', 'operators'],
       ...['--signing-keys', 'operators/causeway-signing-keys'],
+      '--impersonate',
     ],
     admission: [
       ...['--functions', 'admission=https://kopfexample-functions.operators.svc:8080'],
@@ -165,6 +166,7 @@ describe("rbacCommandOptions: causeway rbac's module and the gateway's arguments
       ...['--function-certificates', 'operators/causeway-function-ca', '--namespace', 'operators'],
       ...['--signing-keys', 'operators/causeway-signing-keys'],
       ...['--webhook-certificates', 'operators/causeway-gateway-webhooks-tls'],
+      '--impersonate',
     ],
   };
   const examples = [

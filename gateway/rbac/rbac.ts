@@ -36,7 +36,7 @@ export interface ImpersonatedService {
 }
 
 export interface RbacRequest {
-  /** The gateway's ServiceAccount, bound to every Role and ClusterRole made. */
+  /** The gateway's ServiceAccount, bound to every Role and ClusterRole made for it (not its services' accounts'). */
   account: NamespacedName;
   /** The resources the handlers name: watched, read, patched, with their status. */
   watched: readonly RbacResource[];

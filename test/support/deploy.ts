@@ -105,7 +105,11 @@ export const LAYOUT: Placement = { gateway: 'causeway-system', objects: 'kopfexa
 export async function render(overlay: string, placement: Placement = LAYOUT): Promise<Manifest[]> {
   const rendered = (await kubectlOk(['kustomize', overlay]))
     .replaceAll(LAYOUT.gateway, placement.gateway)
-    .replace(new RegExp(`^(\\s*(?:- )?(?:namespace: )?)${LAYOUT.objects}$`, 'gm'), `$1${placement.objects}`);
+    // An object's namespace and --namespace's value, not the service's account named as the objects' namespace is.
+    .replace(
+      new RegExp(`^(\\s*namespace: |\\s*- --namespace\\n\\s*- )${LAYOUT.objects}$`, 'gm'),
+      `$1${placement.objects}`,
+    );
   return parseYaml(rendered);
 }
 

@@ -179,7 +179,9 @@ describe('KubeClient impersonating a ServiceAccount', () => {
         const as = request.headers['impersonate-user'] as string | undefined;
         const token = (request.headers.authorization ?? '').replace(/^Bearer /, '');
         seen.push({ method: request.method as string, token, as });
-        const status = token === 'stale' ? 401 : as === refused && request.method !== 'GET' ? 403 : 200;
+        // The account is refused its writes, and reads of what ends in /forbidden.
+        const forbidden = request.method !== 'GET' || request.url?.endsWith('/forbidden');
+        const status = token === 'stale' ? 401 : as === refused && forbidden ? 403 : 200;
         response.writeHead(status, { 'content-type': 'application/json' });
         response.end(
           JSON.stringify(
@@ -239,6 +241,24 @@ describe('KubeClient impersonating a ServiceAccount', () => {
     assert.deepEqual(
       seen.map(({ as }) => as),
       ['system:serviceaccount:shop:billing'],
+    );
+  });
+
+  it('fails a read the account may not make saying it was read as the account (a child before its apply)', async (t) => {
+    const { url, seen } = await recordingServer(t, 'system:serviceaccount:shop:billing');
+    const client = await KubeClient.fromConfig(
+      kubeConfigOf({ server: url, token: 'gateway', insecure: true }),
+    );
+    await assert.rejects(
+      client.impersonating(billing).get('/api/v1/namespaces/shop/configmaps/forbidden'),
+      (error: unknown) =>
+        error instanceof ApiError &&
+        error.status === 403 &&
+        error.message.includes('read as system:serviceaccount:shop:billing (--impersonate)'),
+    );
+    assert.deepEqual(
+      seen.map(({ method, as }) => [method, as]),
+      [['GET', 'system:serviceaccount:shop:billing']],
     );
   });
 

@@ -378,7 +378,7 @@ export class KubeClient {
     if (response.statusCode >= 300) {
       const refusedAs =
         this.impersonated && response.statusCode === 403
-          ? `written as ${serviceAccountUser(this.impersonated)} (--impersonate): \`causeway rbac --impersonate\` prints the Role it needs, and the gateway's right to impersonate it`
+          ? `${method === 'GET' ? 'read' : 'written'} as ${serviceAccountUser(this.impersonated)} (--impersonate): \`causeway rbac --impersonate\` prints the Role it needs, and the gateway's right to impersonate it`
           : undefined;
       throw new ApiError(method, path, response.statusCode, body, retryAfter(response), refusedAs);
     }

@@ -1,10 +1,10 @@
 /**
  * --impersonate on the real apiserver: a gateway holding only its account's token, with the RBAC
- * `causeway rbac --impersonate` prints applied, writes a service's children and events as the
- * service's ServiceAccount. What the service's Role does not allow the apiserver refuses (403), though
- * the gateway's own scope check let it pass and the gateway's own account could make it: the reason is
- * in the log, nothing is written with the gateway's rights, and the write is retried until the Role
- * allows it.
+ * `causeway rbac --impersonate` prints applied, reads (before the apply) and writes a service's
+ * children and posts its events as the service's ServiceAccount. What the service's Role does not
+ * allow the apiserver refuses (403), though the gateway's own scope check let it pass and the
+ * gateway's own account could make it: the reason is in the log, nothing is written with the
+ * gateway's rights, and the write is retried until the Role allows it.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -188,12 +188,12 @@ describe('a gateway run with --impersonate', () => {
     );
     assert.deepEqual(await events('built'), [], 'no event posted with the gateway’s rights');
 
-    // A Secret its scope allows and its Role does not: the apiserver refuses, the gateway retries.
+    // A Secret its scope allows and its Role does not: the apiserver refuses it to the account from the
+    // read the gateway makes as the account before the apply (the gateway's own could read it), and
+    // the gateway retries.
     await createKopfExample(namespace, 'wants-secret');
     await gateway.waitFor(
-      new RegExp(
-        `User \\\\"${builder}\\\\" cannot patch resource \\\\"secrets\\\\"[^\\n]*written as ${builder}`,
-      ),
+      new RegExp(`User \\\\"${builder}\\\\" cannot get resource \\\\"secrets\\\\"[^\\n]*read as ${builder}`),
     );
     assert.equal(await read(`/api/v1/namespaces/${namespace}/secrets/wants-secret-token`), undefined);
     assert.equal(

@@ -77,6 +77,15 @@ export interface GatewayOptions {
    */
   rbacCheck?: RbacCheck;
   /**
+   * Write each function service's children and events (and so any change to an object other than the
+   * one handled) as a ServiceAccount of that service, so that the apiserver's RBAC and admission check
+   * them too: the account its scope names (`impersonate`), else one of its name in its FunctionService's
+   * namespace, else in this one (the gateway's own). The handled object's patch and status stay the
+   * gateway's. A write the account may not make fails with the apiserver's reason; it is never made
+   * with the gateway's rights instead. Undefined: every write is the gateway's.
+   */
+  impersonate?: string;
+  /**
    * Serve Prometheus metrics at `/metrics` on this address (`HOST:PORT`, `:9090` for every address,
    * port 0 for any free one), on every replica (docs/observability.md). Undefined: none are kept.
    */

@@ -166,6 +166,11 @@ export interface ServiceScope {
   serviceAccount?: string;
   /** The Secrets (by name, in the handled object's namespace) the pods of its children may use; none when absent. */
   secrets?: string[];
+  /**
+   * `<namespace>/<name>`: the ServiceAccount a gateway run with --impersonate writes its children and
+   * events as (default: the service's name, in its FunctionService's namespace or the gateway's).
+   */
+  impersonate?: string;
 }
 
 /** What a function service publishes at `PATHS.manifest`: everything the gateway needs to decide what to watch. */

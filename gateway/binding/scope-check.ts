@@ -14,7 +14,7 @@ import type { KubernetesObject } from '../../protocol/index.ts';
 import type { FunctionService } from '../dispatch/function-service.ts';
 import { type AnswerGuard, ScopeError } from '../dispatch/scope.ts';
 import type { Identity } from '../identity.ts';
-import type { KubeClient } from '../kube/client.ts';
+import type { KubeClient, ServiceAccountName } from '../kube/client.ts';
 import { type DiscoveredResource, type DiscoveryCache, kindSelector, objectPath } from '../kube/discovery.ts';
 import { ignoreNotFound } from '../kube/errors.ts';
 import { firstOutsideScope } from './binding.ts';
@@ -36,7 +36,7 @@ export class ScopeCheck implements AnswerGuard {
 
   /**
    * The gateway has its cluster client now (it logged in): answers are resolved with its discovery,
-   * and the children they name read with it.
+   * and the children they name read with it (or with its view as the service's account, --impersonate).
    */
   discover(discovery: DiscoveryCache, client: KubeClient): void {
     this.#discovery ??= discovery;
@@ -70,8 +70,10 @@ export class ScopeCheck implements AnswerGuard {
     resource: DiscoveredResource,
     namespace: string,
     name: string,
+    account?: ServiceAccountName,
   ): Promise<KubernetesObject | undefined> {
     if (!this.#client) throw new Error('the gateway has no cluster client yet to read children with');
-    return ignoreNotFound(this.#client.get<KubernetesObject>(objectPath(resource, name, namespace)));
+    const client = account ? this.#client.impersonating(account) : this.#client;
+    return ignoreNotFound(client.get<KubernetesObject>(objectPath(resource, name, namespace)));
   }
 }

@@ -27,6 +27,8 @@ export interface HandlerReading {
   signer(): Promise<Signer>;
   /** The CA to trust for services over https that name none. */
   ca?: string;
+  /** --impersonate: the gateway's namespace, of the accounts of services with no FunctionService (see FunctionServiceOptions). */
+  impersonate?: string;
 }
 
 /** No call is made: the manifest of a module in this process is read directly, unsigned. */
@@ -56,6 +58,7 @@ export async function connectServices(
           name: undefined,
           sign: NO_CALLS,
           scope: 'declared',
+          ...(reading.impersonate === undefined ? {} : { impersonate: reading.impersonate }),
         }),
       );
     }
@@ -78,6 +81,9 @@ async function connectOverHttp(
       name: endpoint.name,
       sign: endpoint.secret ? hmacSigner(endpoint.secret) : await reading.signer(),
       ...(endpoint.scope ? { scope: endpoint.scope } : {}),
+      ...(reading.impersonate === undefined
+        ? {}
+        : { impersonate: endpoint.namespace ?? reading.impersonate }),
     });
   } catch (error) {
     await transport.close();

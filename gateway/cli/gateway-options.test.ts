@@ -45,6 +45,17 @@ describe('gatewayOptions: what run, gateway and dev give their gateway', () => {
     assert.equal(namespacesWarning({ 'all-namespaces': true }), undefined);
   });
 
+  it("impersonates with --impersonate, its services' accounts in its own namespace: the pod's, else the context's", () => {
+    assert.equal(gatewayOptions({}, noFiles, nowhere).impersonate, undefined);
+    assert.equal(gatewayOptions({ impersonate: true }, noFiles, nowhere).impersonate, 'default');
+    const inPod = { podNamespace: 'causeway-system', contextNamespace: 'dev' };
+    assert.equal(gatewayOptions({ impersonate: true }, noFiles, inPod).impersonate, 'causeway-system');
+    assert.equal(
+      gatewayOptions({ impersonate: true }, noFiles, { contextNamespace: 'dev' }).impersonate,
+      'dev',
+    );
+  });
+
   it('keeps state where --state-in says: auto or annotations', () => {
     assert.deepEqual(gatewayOptions({}, noFiles, nowhere).settings?.persistence, { stateIn: 'auto' });
     assert.deepEqual(gatewayOptions({ 'state-in': 'annotations' }, noFiles, nowhere).settings?.persistence, {

@@ -4,6 +4,7 @@ import { type GroupValues, UsageError } from './command-line.ts';
 import { type ACTIVITIES, livenessUrl } from './flags/activities.ts';
 import { type ADMISSION, admissionSettings } from './flags/admission.ts';
 import { type IDENTITY, identityOf } from './flags/identity.ts';
+import { type IMPERSONATION, impersonationNamespace } from './flags/impersonation.ts';
 import { type OBJECTS, stateOptions } from './flags/objects.ts';
 import { metricsListen, type OBSERVABILITY } from './flags/observability.ts';
 import { type PeeringValues, peeringOptions } from './flags/peering.ts';
@@ -14,7 +15,12 @@ import { integer } from './values.ts';
 export type GatewaySettings = Omit<GatewayOptions, 'functions' | 'secret' | 'logger'>;
 
 export type GatewayValues = GroupValues<
-  typeof OBJECTS | typeof ACTIVITIES | typeof ADMISSION | typeof IDENTITY | typeof OBSERVABILITY
+  | typeof OBJECTS
+  | typeof ACTIVITIES
+  | typeof ADMISSION
+  | typeof IDENTITY
+  | typeof OBSERVABILITY
+  | typeof IMPERSONATION
 > &
   PeeringValues;
 
@@ -36,6 +42,7 @@ export function gatewayOptions(
   const { stateIn, adoptKopf } = stateOptions(values);
   const timeout = values['function-timeout'];
   const peering = peeringOptions(values, whereabouts);
+  const impersonate = impersonationNamespace(values, whereabouts);
   return {
     identity: identityOf(values),
     ...(peering ? { peering } : {}),
@@ -44,6 +51,7 @@ export function gatewayOptions(
     ...(values.liveness ? { liveness: livenessUrl(values.liveness) } : {}),
     ...(values.metrics ? { metrics: metricsListen(values.metrics) } : {}),
     ...(values['login-from'] ? { loginFrom: values['login-from'] } : {}),
+    ...(impersonate === undefined ? {} : { impersonate }),
     settings: {
       persistence: { stateIn, ...(adoptKopf === undefined ? {} : { adoptKopf }) },
       ...(values.concurrency

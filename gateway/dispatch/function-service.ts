@@ -21,10 +21,18 @@ import {
 } from '../../protocol/index.ts';
 import { equal, isObject, jsonCopy } from '../../protocol/json.ts';
 import { ERROR_RESPONSE } from '../../protocol/schema/checks.ts';
+import type { ServiceAccountName } from '../kube/client.ts';
 import { type BatchLimits, CallBatches, type EncodedCall } from './batches.ts';
 import type { CircuitBreaker } from './breaker.ts';
 import { BudgetStalled, type ServiceBudgets } from './budget.ts';
-import { type AnswerGuard, beyondPin, confineOutcomes, narrowedToScope, ScopeError } from './scope.ts';
+import {
+  type AnswerGuard,
+  beyondPin,
+  confineOutcomes,
+  narrowedToScope,
+  ScopeError,
+  serviceAccountOf,
+} from './scope.ts';
 import type { Signer } from './signer.ts';
 import {
   aborted,
@@ -69,6 +77,11 @@ export interface FunctionServiceOptions {
   scope?: ServiceScope | 'declared';
   /** Holds what its answers ask to its scope and off the gateway's own state (dispatch/scope.ts). */
   guard?: AnswerGuard;
+  /**
+   * Set (--impersonate): its children and events are written as its ServiceAccount, the one its scope
+   * names (`impersonate`), else one of its name in this namespace (its FunctionService's, or the gateway's).
+   */
+  impersonate?: string;
   /** Calls made together, sent in one request to a service that takes batches; each alone otherwise. */
   batches?: BatchLimits;
   /** Told of its requests and calls (the metrics'). */
@@ -181,6 +194,8 @@ export class FunctionService {
   readonly unknownKinds: string[];
   /** What it may reach; undefined when unscoped. */
   readonly scope: ServiceScope | undefined;
+  /** Under --impersonate, the ServiceAccount its children and events are written as. */
+  readonly account: ServiceAccountName | undefined;
   readonly timeoutMs: number;
   readonly #transport: Transport;
   readonly #sign: Signer;
@@ -203,6 +218,10 @@ export class FunctionService {
     this.scope = options.scope === 'declared' ? parsed.manifest.scope : options.scope;
     const handlers = narrowedToScope(parsed.manifest.handlers, this.scope, options.guard?.ownNamespace);
     this.manifest = { ...parsed.manifest, handlers };
+    this.account =
+      options.impersonate === undefined
+        ? undefined
+        : serviceAccountOf(this.manifest.name, this.scope, options.impersonate);
     this.unknownKinds = parsed.unknownKinds;
     const limits = options.batches;
     if (parsed.manifest.batches && !transport.direct && limits && limits.calls > 1) {
@@ -346,6 +365,7 @@ export class FunctionService {
             guard,
             invocation.body,
             call.othersResults,
+            this.account,
           ),
         }
       : response;

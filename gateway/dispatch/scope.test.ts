@@ -8,8 +8,11 @@ import type {
   ServiceScope,
 } from '../../protocol/index.ts';
 import { DEFAULT_IDENTITY } from '../identity.ts';
+import type { ServiceAccountName } from '../kube/client.ts';
 import type { DiscoveredResource } from '../kube/discovery.ts';
+import { writerOf } from '../kube/written-as.ts';
 import { filterMiss } from '../reactor/filters.ts';
+import { nameGenerated } from '../reactor/outcomes.ts';
 import {
   type AnswerGuard,
   beyondPin,
@@ -19,6 +22,7 @@ import {
   narrowedToScope,
   parseScope,
   ScopeError,
+  serviceAccountOf,
 } from './scope.ts';
 
 const resource = (plural: string, group: string, namespaced = true): DiscoveredResource =>
@@ -51,7 +55,8 @@ const handled: KubernetesObject = {
 
 /**
  * An instance, as the gateway's guard (binding/scope-check.ts) is: its methods are its class's, not its
- * own. `objects` are what the API has, by `<plural>/<namespace>/<name>`; `read` what it was asked.
+ * own. `objects` are what the API has, by `<plural>/<namespace>/<name>`; `read` what it was asked
+ * (and as whom, when not as the gateway).
  */
 class KnownKinds implements AnswerGuard {
   readonly identity = DEFAULT_IDENTITY;
@@ -64,9 +69,9 @@ class KnownKinds implements AnswerGuard {
     return found;
   }
 
-  async current(resource: DiscoveredResource, namespace: string, name: string) {
+  async current(resource: DiscoveredResource, namespace: string, name: string, account?: ServiceAccountName) {
     const key = `${resource.plural}/${namespace}/${name}`;
-    this.read.push(key);
+    this.read.push(account ? `${key} as ${account.namespace}/${account.name}` : key);
     return this.objects.get(key);
   }
 }
@@ -83,7 +88,7 @@ const configMap = (metadata: Record<string, unknown> = {}) => ({
 });
 
 describe('parseScope', () => {
-  it('takes a scope with its lists, and the ServiceAccount and Secrets of its children’s pods', () => {
+  it('takes a scope with its lists, the ServiceAccount and Secrets of its children’s pods, and the account to write as', () => {
     const given = {
       resources: ['kopfexamples.kopf.dev'],
       admission: ['pods'],
@@ -91,6 +96,7 @@ describe('parseScope', () => {
       namespaces: ['team-*', '!team-x'],
       serviceAccount: 'builder',
       secrets: ['registry', 'db.credentials'],
+      impersonate: 'team-a/kopf.writer',
     };
     assert.deepEqual(parseScope(given, 'scope'), given);
   });
@@ -106,6 +112,17 @@ describe('parseScope', () => {
       /s\.secrets has "Keys", which is not names of Secrets/,
     );
     assert.throws(() => parseScope({ resources: [], secrets: 'keys' }, 's'), /s\.secrets must be a list/);
+  });
+
+  it('refuses an account to write as that is not <namespace>/<name>, saying what it got', () => {
+    for (const impersonate of ['writer', 'a/b/c', 'Team/writer', 'team/', '/writer', 'team/-writer', 7]) {
+      assert.throws(
+        () => parseScope({ resources: [], impersonate }, 'spec.scope'),
+        new RegExp(
+          `spec\\.scope\\.impersonate is ${JSON.stringify(impersonate).replace(/[.*/]/g, '\\$&')}, not a ServiceAccount as <namespace>/<name>`,
+        ),
+      );
+    }
   });
 
   it('refuses unknown fields, a missing resources list and malformed names, saying where', () => {
@@ -160,6 +177,18 @@ describe('beyondPin', () => {
       'serviceAccount: default',
     ]);
     assert.deepEqual(beyondPin({ resources: [], serviceAccount: 'default' }, { resources: [] }), []);
+  });
+});
+
+describe('serviceAccountOf', () => {
+  it("is the account the scope names, else one of the service's name in the namespace given", () => {
+    const scoped = { resources: [], impersonate: 'shop/shipper' };
+    assert.deepEqual(serviceAccountOf('shipping', scoped, 'ops'), { namespace: 'shop', name: 'shipper' });
+    assert.deepEqual(serviceAccountOf('shipping', { resources: [] }, 'ops'), {
+      namespace: 'ops',
+      name: 'shipping',
+    });
+    assert.deepEqual(serviceAccountOf('shipping', undefined, 'ops'), { namespace: 'ops', name: 'shipping' });
   });
 });
 
@@ -418,6 +447,75 @@ describe('confineOutcomes', () => {
       handler?.events?.map((event) => event.about?.namespace),
       ['team-a', 'team-a'],
     );
+  });
+});
+
+describe('confineOutcomes with an account to write as (--impersonate)', () => {
+  const writer = { namespace: 'team-a', name: 'kopfexample' };
+  const event = { type: 'Normal' as const, reason: 'Made', message: 'made it' };
+
+  it("marks its children and events, its sub-handlers' too, to be written as the account, and nothing else", async () => {
+    const { handler } = await confineOutcomes(
+      {
+        handler: {
+          status: 'success',
+          patch: { spec: { field: 1 } },
+          apply: [configMap()],
+          events: [event],
+          subhandlers: { sub: { status: 'success', apply: [configMap({ name: 'other' })], events: [event] } },
+        },
+      },
+      scope,
+      guard,
+      handled,
+      new Set(),
+      writer,
+    );
+    assert.deepEqual(writerOf(handler?.apply?.[0] as object), writer);
+    assert.deepEqual(writerOf(handler?.events?.[0] as object), writer);
+    assert.deepEqual(writerOf(handler?.subhandlers?.sub?.apply?.[0] as object), writer);
+    assert.deepEqual(writerOf(handler?.subhandlers?.sub?.events?.[0] as object), writer);
+    assert.equal(
+      writerOf(handler?.patch as object),
+      undefined,
+      "the handled object's patch stays the gateway's",
+    );
+  });
+
+  it('keeps the mark through the copies a cycle makes, and never sends it', async () => {
+    const { handler } = await confineOutcomes(
+      { handler: { status: 'success', apply: [configMap({ name: undefined, generateName: 'settings-' })] } },
+      scope,
+      guard,
+      handled,
+      new Set(),
+      writer,
+    );
+    const [named] = nameGenerated(handler?.apply ?? [], 'uid-1/handler');
+    assert.deepEqual(writerOf({ ...(named as object) }), writer);
+    assert.equal(Object.getOwnPropertySymbols(named).length, 1, 'marked');
+    const sent = JSON.parse(JSON.stringify(named));
+    assert.deepEqual(sent, Object.fromEntries(Object.entries(named as object)), 'JSON leaves the mark out');
+    assert.equal(writerOf(sent), undefined);
+  });
+
+  it("reads the child it would change as the account too, not with the gateway's rights", async () => {
+    guard.read.length = 0;
+    await confineOutcomes(
+      { handler: { status: 'success', apply: [configMap()] } },
+      scope,
+      guard,
+      handled,
+      new Set(),
+      writer,
+    );
+    assert.deepEqual(guard.read, ['configmaps/team-a/settings as team-a/kopfexample']);
+  });
+
+  it("marks nothing without an account: every write is the gateway's", async () => {
+    const { handler } = await confine({ status: 'success', apply: [configMap()], events: [event] });
+    assert.equal(writerOf(handler?.apply?.[0] as object), undefined);
+    assert.equal(writerOf(handler?.events?.[0] as object), undefined);
   });
 });
 

@@ -16,8 +16,11 @@ import type {
   ServiceScope,
 } from '../../protocol/index.ts';
 import { isObject } from '../../protocol/json.ts';
+import { SERVICE_ACCOUNT_PATTERN } from '../../protocol/schema/manifest.ts';
 import type { Identity } from '../identity.ts';
+import type { ServiceAccountName } from '../kube/client.ts';
 import type { DiscoveredResource } from '../kube/discovery.ts';
+import { writtenAs } from '../kube/written-as.ts';
 import type { FunctionService } from './function-service.ts';
 import { podViolations } from './workloads.ts';
 
@@ -33,6 +36,7 @@ const FIELDS: ReadonlySet<string> = new Set([
   'namespaces',
   'serviceAccount',
   'secrets',
+  'impersonate',
 ]);
 /** `plural` or `plural.group`, as kubectl names a resource, or `*` for every one. */
 const RESOURCE_NAME = /^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)$/;
@@ -42,6 +46,7 @@ const NAMESPACE_PATTERN = /^!?[a-z0-9*]([-a-z0-9*]*[a-z0-9*])?$/;
 const OBJECT_NAME = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 /** The ServiceAccount a scope lets children's pods run as when it names none: the namespace's own. */
 export const DEFAULT_SERVICE_ACCOUNT = 'default';
+const SERVICE_ACCOUNT = new RegExp(SERVICE_ACCOUNT_PATTERN);
 /** Room for any real operator's scope, and a bound on what a FunctionService may make the gateway hold. */
 const MAX_ENTRIES = 256;
 
@@ -51,7 +56,7 @@ export function parseScope(value: unknown, where: string): ServiceScope {
   for (const key of Object.keys(value)) {
     if (!FIELDS.has(key)) {
       throw new ScopeError(
-        `${where} has "${key}": a scope has resources, admission, children, namespaces, serviceAccount and secrets`,
+        `${where} has "${key}": a scope has resources, admission, children, namespaces, serviceAccount, secrets and impersonate`,
       );
     }
   }
@@ -84,6 +89,12 @@ export function parseScope(value: unknown, where: string): ServiceScope {
     );
   }
   const secrets = list('secrets', OBJECT_NAME, 'names of Secrets');
+  const { impersonate } = value;
+  if (impersonate !== undefined && (typeof impersonate !== 'string' || !SERVICE_ACCOUNT.test(impersonate))) {
+    throw new ScopeError(
+      `${where}.impersonate is ${JSON.stringify(impersonate)}, not a ServiceAccount as <namespace>/<name>`,
+    );
+  }
   return {
     resources,
     ...(admission ? { admission } : {}),
@@ -91,7 +102,21 @@ export function parseScope(value: unknown, where: string): ServiceScope {
     ...(namespaces ? { namespaces } : {}),
     ...(serviceAccount !== undefined ? { serviceAccount } : {}),
     ...(secrets ? { secrets } : {}),
+    ...(impersonate !== undefined ? { impersonate } : {}),
   };
+}
+
+/**
+ * The ServiceAccount a service's children and events are written as under --impersonate: the one its
+ * scope names, else one of its own name in `namespace` (its FunctionService's, or the gateway's).
+ */
+export function serviceAccountOf(
+  service: string,
+  scope: ServiceScope | undefined,
+  namespace: string,
+): ServiceAccountName {
+  const named = scope?.impersonate?.split('/');
+  return named ? { namespace: named[0] as string, name: named[1] as string } : { namespace, name: service };
 }
 
 /** How a scope names a resource: `plural.group`, or `plural` in the core group. */
@@ -134,11 +159,15 @@ export interface AnswerGuard {
   readonly ownNamespace?: string | undefined;
   /** The resource of an apiVersion and kind (discovery), for the objects an answer applies or names. */
   resourceOf(apiVersion: string, kind: string): Promise<DiscoveredResource>;
-  /** The object as the API has it now, read with the gateway's own client; undefined when there is none. */
+  /**
+   * The object as the API has it now, read with the gateway's own client, or as `account` when given
+   * (--impersonate: as the one that would write it); undefined when there is none.
+   */
   current(
     resource: DiscoveredResource,
     namespace: string,
     name: string,
+    account?: ServiceAccountName,
   ): Promise<KubernetesObject | undefined>;
 }
 
@@ -156,6 +185,8 @@ interface CallTarget {
   guard: AnswerGuard;
   object: KubernetesObject;
   othersResults: ReadonlySet<string>;
+  /** Under --impersonate, the account the service's children and events are written as. */
+  writer?: ServiceAccountName | undefined;
 }
 
 /**
@@ -163,7 +194,9 @@ interface CallTarget {
  * objects it applies children of the handled object; throws a ScopeError naming the first thing out of
  * bounds, so that nothing of the answer is applied. Without a pin (`--unscoped`), only the patch is
  * held: no service may touch the finalizers, owners, the gateway's own state or, at `othersResults`
- * (the ids other services bind on the resource), their results.
+ * (the ids other services bind on the resource), their results. With a `writer` (--impersonate), its
+ * children and events are marked to be written as that account, and the children it would change are
+ * read as that account too.
  */
 export async function confineOutcomes(
   outcomes: Record<string, Outcome>,
@@ -171,8 +204,9 @@ export async function confineOutcomes(
   guard: AnswerGuard,
   object: KubernetesObject,
   othersResults: ReadonlySet<string> = new Set(),
+  writer?: ServiceAccountName,
 ): Promise<Record<string, Outcome>> {
-  const target = { guard, object, othersResults };
+  const target = { guard, object, othersResults, writer };
   const confined: Record<string, Outcome> = {};
   for (const [id, outcome] of Object.entries(outcomes)) {
     confined[id] = await confineOutcome(outcome, `handler "${id}"`, scope, target);
@@ -202,6 +236,13 @@ async function confineOutcome(
       events.push(await confineAbout(event, `${who}: events[${index}]`, scope, target));
     }
     confined = { ...confined, events };
+  }
+  const { writer } = target;
+  if (writer && confined.apply) {
+    confined = { ...confined, apply: confined.apply.map((child) => writtenAs(child, writer)) };
+  }
+  if (writer && confined.events) {
+    confined = { ...confined, events: confined.events.map((event) => writtenAs(event, writer)) };
   }
   if (outcome.subhandlers) {
     const subhandlers: Record<string, Outcome> = {};
@@ -372,10 +413,11 @@ async function ownOrNew(
   who: string,
   resource: DiscoveredResource,
   name: string,
-  { guard, object }: CallTarget,
+  { guard, object, writer }: CallTarget,
 ): Promise<ObjectToApply> {
   const namespace = object.metadata.namespace as string;
-  const existing = await guard.current(resource, namespace, name);
+  // Read as whoever writes it: under --impersonate the service's account, so the gateway needs no rights on its children.
+  const existing = await guard.current(resource, namespace, name, writer);
   const owners = existing?.metadata.ownerReferences;
   if (existing && !(Array.isArray(owners) && owners.some((owner) => ownedBy(owner, object)))) {
     throw new ScopeError(

@@ -41,6 +41,8 @@ export interface FunctionEndpoint {
   timeoutMs?: number;
   /** Calls to it at once (`settings.calls.concurrencyPerService` otherwise). */
   concurrency?: number;
+  /** The namespace of its FunctionService object, where its ServiceAccount is under --impersonate. */
+  namespace?: string;
   /**
    * How its host's name is resolved at each connection, a dev session's URL's too: a FunctionService's
    * refuses local addresses there, not only when its URL is read (a name may resolve elsewhere later).
@@ -64,6 +66,11 @@ export interface FunctionServicesOptions {
   logger: Logger;
   /** Holds the services to their scopes: their manifests as they connect, and their answers. */
   scope?: ScopeGuard;
+  /**
+   * Set (--impersonate): each service's children and events are written as its ServiceAccount, in this
+   * namespace (the gateway's) unless its FunctionService's or its scope's says otherwise.
+   */
+  impersonate?: string;
   /** Told of the services' requests and calls (the metrics'). */
   observer?: CallObserver;
   /** Where the services refused for their manifest are said to be, and no longer once taken up. */
@@ -202,6 +209,9 @@ export class FunctionServices {
                 timeoutMs,
                 indexes: this.#options.indexes,
                 guard: this.#options.scope,
+                ...(this.#options.impersonate === undefined
+                  ? {}
+                  : { impersonate: this.#options.impersonate }),
                 ...(this.#options.observer ? { observer: this.#options.observer } : {}),
               }),
             ),
@@ -499,6 +509,9 @@ export class FunctionServices {
             timeoutMs,
             indexes: this.#options.indexes,
             guard: this.#options.scope,
+            ...(this.#options.impersonate === undefined
+              ? {}
+              : { impersonate: endpoint.namespace ?? this.#options.impersonate }),
             ...(this.#options.observer ? { observer: this.#options.observer } : {}),
             redeployed: () => this.#rereadSoon(endpoint.name),
             batches: {

@@ -168,3 +168,119 @@ describe('KubeClient retries', () => {
     assert.deepEqual(created, ['POST'], 'made once');
   });
 });
+
+describe('KubeClient impersonating a ServiceAccount', () => {
+  /** An API server that records who each request acts as, and refuses the writes of `refused`. */
+  async function recordingServer(t: TestContext, refused: string) {
+    const seen: Array<{ method: string; token: string; as: string | undefined }> = [];
+    const server = createServer((request, response) => {
+      request.resume();
+      request.on('end', () => {
+        const as = request.headers['impersonate-user'] as string | undefined;
+        const token = (request.headers.authorization ?? '').replace(/^Bearer /, '');
+        seen.push({ method: request.method as string, token, as });
+        // The account is refused its writes, and reads of what ends in /forbidden.
+        const forbidden = request.method !== 'GET' || request.url?.endsWith('/forbidden');
+        const status = token === 'stale' ? 401 : as === refused && forbidden ? 403 : 200;
+        response.writeHead(status, { 'content-type': 'application/json' });
+        response.end(
+          JSON.stringify(
+            status === 403
+              ? {
+                  kind: 'Status',
+                  reason: 'Forbidden',
+                  message: `configmaps is forbidden: User "${as}" cannot create resource "configmaps"`,
+                }
+              : { kind: status === 200 ? 'ConfigMap' : 'Status' },
+          ),
+        );
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    t.after(() => {
+      server.closeAllConnections();
+      server.close();
+    });
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
+  }
+  const billing = { namespace: 'shop', name: 'billing' };
+  const create = { method: 'POST', body: { kind: 'ConfigMap' } };
+
+  it('sends Impersonate-User as the account on its view, and nothing of it on the gateway’s own requests', async (t) => {
+    const { url, seen } = await recordingServer(t, 'nobody');
+    const client = await KubeClient.fromConfig(
+      kubeConfigOf({ server: url, token: 'gateway', insecure: true }),
+    );
+    const view = client.impersonating(billing);
+    assert.equal(client.impersonating({ ...billing }), view, 'one view per account');
+    assert.deepEqual(view.impersonated, billing);
+    await view.request('/api/v1/namespaces/shop/configmaps', create);
+    await client.request('/api/v1/namespaces/shop/configmaps', create);
+    assert.deepEqual(seen, [
+      { method: 'POST', token: 'gateway', as: 'system:serviceaccount:shop:billing' },
+      { method: 'POST', token: 'gateway', as: undefined },
+    ]);
+  });
+
+  it('fails a write the account may not make with the apiserver’s reason, once, never again as the gateway', async (t) => {
+    const { url, seen } = await recordingServer(t, 'system:serviceaccount:shop:billing');
+    const client = await KubeClient.fromConfig(
+      kubeConfigOf({ server: url, token: 'gateway', insecure: true }),
+    );
+    await assert.rejects(
+      client.impersonating(billing).request('/api/v1/namespaces/shop/configmaps', create),
+      (error: unknown) =>
+        error instanceof ApiError &&
+        error.status === 403 &&
+        error.message.includes(
+          'User "system:serviceaccount:shop:billing" cannot create resource "configmaps"',
+        ) &&
+        error.message.includes('written as system:serviceaccount:shop:billing (--impersonate)') &&
+        error.message.includes('`causeway rbac --impersonate`'),
+    );
+    assert.deepEqual(
+      seen.map(({ as }) => as),
+      ['system:serviceaccount:shop:billing'],
+    );
+  });
+
+  it('fails a read the account may not make saying it was read as the account (a child before its apply)', async (t) => {
+    const { url, seen } = await recordingServer(t, 'system:serviceaccount:shop:billing');
+    const client = await KubeClient.fromConfig(
+      kubeConfigOf({ server: url, token: 'gateway', insecure: true }),
+    );
+    await assert.rejects(
+      client.impersonating(billing).get('/api/v1/namespaces/shop/configmaps/forbidden'),
+      (error: unknown) =>
+        error instanceof ApiError &&
+        error.status === 403 &&
+        error.message.includes('read as system:serviceaccount:shop:billing (--impersonate)'),
+    );
+    assert.deepEqual(
+      seen.map(({ method, as }) => [method, as]),
+      [['GET', 'system:serviceaccount:shop:billing']],
+    );
+  });
+
+  it('shares the login of the client it views: a 401 on the view logs in once, for both', async (t) => {
+    const { url, seen } = await recordingServer(t, 'nobody');
+    let logins = 0;
+    const client = await KubeClient.fromLogin(async () => {
+      logins += 1;
+      return {
+        config: kubeConfigOf({ server: url, token: logins === 1 ? 'stale' : 'fresh', insecure: true }),
+      };
+    });
+    await client.impersonating(billing).request('/api/v1/namespaces/shop/configmaps', create);
+    await client.get('/api/v1/namespaces/shop/configmaps/x');
+    assert.equal(logins, 2);
+    assert.deepEqual(
+      seen.map(({ token, as }) => [token, as]),
+      [
+        ['stale', 'system:serviceaccount:shop:billing'],
+        ['fresh', 'system:serviceaccount:shop:billing'],
+        ['fresh', undefined],
+      ],
+    );
+  });
+});

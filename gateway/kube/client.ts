@@ -3,7 +3,8 @@
  * authentication (tokens, certificates, exec plugins, in-cluster accounts); the requests themselves go
  * through one pooled undici dispatcher, because client-node builds a new connection pool per call.
  * A client made from a login (a function service's login handler) logs in again when its credentials
- * are about to expire, and when the API answers 401.
+ * are about to expire, and when the API answers 401. A view of it (`impersonating`) sends the same
+ * requests on the same connections as a ServiceAccount, for what a function service asked to write.
  */
 import type { RequestOptions } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -46,6 +47,17 @@ const RETRY_BACKOFF: Backoff = { delays: RETRY_DELAYS_MS, jitter: true };
 function mayHaveBeenCarriedOut(error: unknown): boolean {
   if (error instanceof ApiError) return error.retryAfterSeconds === undefined;
   return (error as NodeJS.ErrnoException).code !== 'ECONNREFUSED';
+}
+
+/** A ServiceAccount, as a scope or a FunctionService names it. */
+export interface ServiceAccountName {
+  namespace: string;
+  name: string;
+}
+
+/** The user the apiserver knows a ServiceAccount as (its tokens authenticate as this). */
+export function serviceAccountUser({ namespace, name }: ServiceAccountName): string {
+  return `system:serviceaccount:${namespace}:${name}`;
 }
 
 /** Credentials got by logging in, as a kubeconfig, and when they expire (ms since the epoch). */
@@ -98,6 +110,12 @@ export function renewalDue(obtainedAt: number, expiresAt: number, now: number): 
 
 export class KubeClient {
   readonly server: string;
+  /** The ServiceAccount this view writes as; undefined for the gateway's own identity. */
+  readonly impersonated: ServiceAccountName | undefined;
+  /** The client whose session, logins and connections its views share (itself for the gateway's own). */
+  readonly #root: KubeClient;
+  /** Its views by account, made once each. */
+  readonly #views = new Map<string, KubeClient>();
   #session: Session;
   readonly #login: Login | undefined;
   #renewing: Promise<Session> | undefined;
@@ -110,12 +128,35 @@ export class KubeClient {
     login: Login | undefined,
     observe: RequestObserver | undefined,
     connections: ConnectionOptions,
+    root?: { client: KubeClient; account: ServiceAccountName },
   ) {
     this.#session = session;
     this.server = session.server;
     this.#login = login;
     this.#observe = observe;
     this.#connections = connections;
+    this.#root = root?.client ?? this;
+    this.impersonated = root?.account;
+  }
+
+  /**
+   * The same client acting as a ServiceAccount: its requests carry `Impersonate-User`, so the apiserver
+   * authorizes and admits them as that account (with its groups, which it adds itself for a
+   * ServiceAccount when none are given: no right to impersonate groups is needed). One session, one
+   * set of connections, one login for every view.
+   */
+  impersonating(account: ServiceAccountName): KubeClient {
+    const root = this.#root;
+    const user = serviceAccountUser(account);
+    let view = root.#views.get(user);
+    if (!view) {
+      view = new KubeClient(root.#session, root.#login, root.#observe, root.#connections, {
+        client: root,
+        account: { namespace: account.namespace, name: account.name },
+      });
+      root.#views.set(user, view);
+    }
+    return view;
   }
 
   static async fromConfig(
@@ -167,7 +208,7 @@ export class KubeClient {
    * answer, so that it goes again as soon as the API is back.
    */
   whenBack(signal?: AbortSignal): Promise<void> {
-    return this.#comeback.wait(signal);
+    return this.#root.#comeback.wait(signal);
   }
 
   /** The API's readiness, asked once: its status, or a rejection when nothing answered. */
@@ -193,7 +234,7 @@ export class KubeClient {
   stream(path: string, init: RequestInit): Promise<Dispatcher.ResponseData['body']> {
     return this.#authenticated(async (session) => {
       const response = await this.#observed('GET', path, () =>
-        headersOf(session, init).then((headers) =>
+        this.#headers(session, init).then((headers) =>
           request(this.url(path, init.query), {
             method: 'GET',
             headers,
@@ -225,12 +266,13 @@ export class KubeClient {
 
   /** Runs `send` with the session; where the client logs in, once more with new credentials after a 401. */
   async #authenticated<T>(send: (session: Session) => Promise<T>): Promise<T> {
-    const session = await this.#current();
+    const root = this.#root;
+    const session = await root.#current();
     try {
       return await send(session);
     } catch (error) {
-      if (!this.#login || !(error instanceof ApiError && error.status === 401)) throw error;
-      return send(await this.#renew(session));
+      if (!root.#login || !(error instanceof ApiError && error.status === 401)) throw error;
+      return send(await root.#renew(session));
     }
   }
 
@@ -269,6 +311,13 @@ export class KubeClient {
       this.#renewing = undefined;
     });
     return this.#renewing;
+  }
+
+  /** The request's headers: its credentials, and whom it acts as when this is a view that impersonates. */
+  async #headers(session: Session, init: RequestInit): Promise<Record<string, string>> {
+    const headers = await headersOf(session, init);
+    if (this.impersonated) headers['impersonate-user'] = serviceAccountUser(this.impersonated);
+    return headers;
   }
 
   /** Sends, and tells the observer the status, or that no answer came. */
@@ -311,7 +360,7 @@ export class KubeClient {
 
   async #send<T>(session: Session, path: string, init: RequestInit, method: string, span?: Span): Promise<T> {
     const hasBody = init.body !== undefined;
-    const headers = await headersOf(session, {
+    const headers = await this.#headers(session, {
       ...init,
       contentType: init.contentType ?? (hasBody ? 'application/json' : ''),
     });
@@ -326,8 +375,13 @@ export class KubeClient {
     );
     span?.setAttribute('http.response.status_code', response.statusCode);
     const body = await readBody(response.body);
-    if (response.statusCode >= 300)
-      throw new ApiError(method, path, response.statusCode, body, retryAfter(response));
+    if (response.statusCode >= 300) {
+      const refusedAs =
+        this.impersonated && response.statusCode === 403
+          ? `${method === 'GET' ? 'read' : 'written'} as ${serviceAccountUser(this.impersonated)} (--impersonate): \`causeway rbac --impersonate\` prints the Role it needs, and the gateway's right to impersonate it`
+          : undefined;
+      throw new ApiError(method, path, response.statusCode, body, retryAfter(response), refusedAs);
+    }
     return body as T;
   }
 }

@@ -5,11 +5,21 @@ export class ApiError extends Error {
   readonly reason: string;
   readonly retryAfterSeconds: number | undefined;
 
-  constructor(method: string, path: string, status: number, body: unknown, retryAfterSeconds?: number) {
+  /** `note`: what the gateway adds to the apiserver's message (whom a write was made as, say). */
+  constructor(
+    method: string,
+    path: string,
+    status: number,
+    body: unknown,
+    retryAfterSeconds?: number,
+    note?: string,
+  ) {
     const statusBody = isStatus(body) ? body : undefined;
     const reason = statusBody?.reason ?? 'Unknown';
     const detail = statusBody?.message ?? (typeof body === 'string' ? body.slice(0, 500) : '');
-    super(`${method} ${path} failed: ${status} ${reason}${detail ? `: ${detail}` : ''}`);
+    super(
+      `${method} ${path} failed: ${status} ${reason}${detail ? `: ${detail}` : ''}${note ? `; ${note}` : ''}`,
+    );
     this.status = status;
     this.reason = reason;
     this.retryAfterSeconds = retryAfterSeconds;

@@ -5,6 +5,7 @@ import { createLogger } from '../logging.ts';
 import type { KubeClient, RequestInit } from './client.ts';
 import { ApiError } from './errors.ts';
 import { aboutApplied, eventFor, MAX_MESSAGE_LENGTH, postEvents, truncate } from './events.ts';
+import { writtenAs } from './written-as.ts';
 
 const NOW = new Date('2026-01-02T03:04:05.000Z');
 
@@ -150,6 +151,28 @@ describe('Kubernetes events', () => {
     assert.equal(requests.length, 2);
     assert.equal(lines.length, 1);
     assert.match(lines[0] as string, /WARNING .*could not post an event reason=Created err="POST .* 403 /);
+  });
+});
+
+describe('events a service asked for, under --impersonate', () => {
+  it('posts each as the account it is marked to be written as, the unmarked as the gateway', async () => {
+    const posted: Array<{ by: string; reason: unknown }> = [];
+    const clientAs = (by: string): KubeClient =>
+      ({
+        async request(_path: string, init: RequestInit = {}) {
+          posted.push({ by, reason: (init.body as { reason?: unknown }).reason });
+          return {};
+        },
+        impersonating: ({ namespace, name }: { namespace: string; name: string }) =>
+          clientAs(`${namespace}/${name}`),
+      }) as unknown as KubeClient;
+    const { logger } = memoryLogger();
+    const asked = writtenAs({ ...normal, reason: 'Asked' }, { namespace: 'team-a', name: 'billing' });
+    await postEvents(clientAs('gateway'), object(), [asked, { ...normal, reason: 'HandlerFailed' }], logger);
+    assert.deepEqual(posted, [
+      { by: 'team-a/billing', reason: 'Asked' },
+      { by: 'gateway', reason: 'HandlerFailed' },
+    ]);
   });
 });
 

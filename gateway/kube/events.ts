@@ -5,6 +5,7 @@
 import type { KubernetesEvent, KubernetesObject, ObjectReference } from '../../protocol/index.ts';
 import type { Logger } from '../logging.ts';
 import type { KubeClient } from './client.ts';
+import { clientFor } from './written-as.ts';
 
 /** Events about Events are never posted. */
 const EVENT_API_VERSIONS: ReadonlySet<string> = new Set(['v1', 'events.k8s.io/v1']);
@@ -92,8 +93,10 @@ export function aboutApplied(
 }
 
 /**
- * Posts events, completing their `about` from the objects `applied` for the same call; a failure to
- * post is logged, never fatal: events are a courtesy.
+ * Posts events, completing their `about` from the objects `applied` for the same call, each as the
+ * account it is marked to be written as (written-as.ts; the gateway's own otherwise); a failure to post
+ * is logged with the apiserver's reason, never fatal (events are a courtesy), and never tried again
+ * as another account.
  */
 export async function postEvents(
   client: KubeClient,
@@ -108,7 +111,10 @@ export async function postEvents(
       if (!body) return;
       const namespace = (body.metadata as { namespace: string }).namespace;
       try {
-        await client.request(`/api/v1/namespaces/${namespace}/events`, { method: 'POST', body });
+        await clientFor(client, event).request(`/api/v1/namespaces/${namespace}/events`, {
+          method: 'POST',
+          body,
+        });
       } catch (error) {
         logger.warning('could not post an event', { reason: event.reason, err: error });
       }

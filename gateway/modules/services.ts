@@ -56,6 +56,7 @@ export async function functionServices(
     ...(credentials.certificates ? { certificates: credentials.certificates } : {}),
     logger,
     scope,
+    ...(options.impersonate === undefined ? {} : { impersonate: options.impersonate }),
     ...(metrics ? { observer: metrics.calls } : {}),
     budgets,
   });

@@ -63,10 +63,15 @@ export async function checkOwnRights(
     // The gateway serves such a resource once its CustomResourceDefinition is installed: no refusal.
     for (const handler of unserved)
       logger.info(`${handler}, which the cluster does not serve yet: its rights on it are not checked`);
-    await decideOnRights(mode, permissionsOf(objects), (wanted) => checkGranted(client, wanted), {
-      logger,
-      recheckDelaysMs,
-    });
+    await decideOnRights(
+      mode,
+      permissionsOf(objects, flags.request.account),
+      (wanted) => checkGranted(client, wanted),
+      {
+        logger,
+        recheckDelaysMs,
+      },
+    );
   } finally {
     await Promise.all(objectServices.map((service) => service.close()));
   }
@@ -77,7 +82,7 @@ export async function checkOwnRights(
  * reads them; none when one cannot be read (the gateway serves it once it is up), with a warning.
  */
 async function servicesOfObjects(
-  { request }: GatewayRbacFlags,
+  { request, impersonate }: GatewayRbacFlags,
   { signer, ca, logger }: StartingGateway,
   client: KubeClient,
 ): Promise<FunctionService[]> {
@@ -91,6 +96,7 @@ async function servicesOfObjects(
           return signer;
         },
         ...(ca ? { ca } : {}),
+        ...(impersonate === undefined ? {} : { impersonate }),
       },
       client,
     );

@@ -23,7 +23,7 @@ const objects = rbacFor({
   signingKeys: KEYS,
   functionTls: [],
 });
-const wanted = permissionsOf(objects);
+const wanted = permissionsOf(objects, ACCOUNT);
 const roleRules = (() => {
   const role = objects.find((object) => object.kind === 'Role');
   assert.ok(role && 'rules' in role);
@@ -49,6 +49,39 @@ describe('permissionsOf', () => {
       ),
     );
     assert.equal(wanted.filter(({ namespace }) => namespace === 'operators').length, 17);
+  });
+
+  it("counts only the rules bound to the account: the gateway's, not those of the services it impersonates", () => {
+    const impersonating = rbacFor({
+      account: ACCOUNT,
+      watched: [KOPFEXAMPLES],
+      children: [],
+      namespaces: ['operators'],
+      stateIn: 'annotations',
+      functionTls: [],
+      impersonated: [
+        {
+          account: { namespace: 'operators', name: 'billing' },
+          watched: [KOPFEXAMPLES],
+          children: [{ group: '', plural: 'configmaps', namespaced: true, subresources: [] }],
+        },
+      ],
+    });
+    assert.deepEqual(described(permissionsOf(impersonating, ACCOUNT)), [
+      'get kopfexamples.kopf.dev in operators',
+      'list kopfexamples.kopf.dev in operators',
+      'watch kopfexamples.kopf.dev in operators',
+      'patch kopfexamples.kopf.dev in operators',
+      'patch kopfexamples.kopf.dev/status in operators',
+      'create events in operators',
+      'impersonate serviceaccounts "billing" in operators',
+    ]);
+    assert.deepEqual(described(permissionsOf(impersonating, { namespace: 'operators', name: 'billing' })), [
+      'create configmaps in operators',
+      'get configmaps in operators',
+      'patch configmaps in operators',
+      'create events in operators',
+    ]);
   });
 });
 

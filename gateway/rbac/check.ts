@@ -3,7 +3,7 @@
  * against the rules the cluster grants in a namespace (a SelfSubjectRulesReview's). Pure: granted.ts
  * asks the cluster.
  */
-import type { PolicyRule, RbacObject } from './rbac.ts';
+import type { NamespacedName, PolicyRule, RbacObject } from './rbac.ts';
 
 /** One verb on one resource (`plural` or `plural/subresource`) of one group, maybe by name. */
 export interface Permission {
@@ -16,11 +16,24 @@ export interface Permission {
   name?: string;
 }
 
-/** Every permission the Roles and ClusterRoles among `objects` grant, one per group, resource, verb, name. */
-export function permissionsOf(objects: readonly RbacObject[]): Permission[] {
+/**
+ * Every permission the Roles and ClusterRoles among `objects` bound to `account` grant, one per group,
+ * resource, verb, name: the gateway's, not those of the services' accounts it impersonates.
+ */
+export function permissionsOf(objects: readonly RbacObject[], account: NamespacedName): Permission[] {
+  const bound = new Set<string>();
+  for (const object of objects) {
+    if (object.kind !== 'RoleBinding' && object.kind !== 'ClusterRoleBinding') continue;
+    const { namespace, name } = account;
+    if (!object.subjects.some((subject) => subject.namespace === namespace && subject.name === name))
+      continue;
+    const where = object.kind === 'RoleBinding' ? object.metadata.namespace : '';
+    bound.add(`${object.roleRef.kind}/${where}/${object.roleRef.name}`);
+  }
   const permissions: Permission[] = [];
   for (const object of objects) {
     if (object.kind !== 'Role' && object.kind !== 'ClusterRole') continue;
+    if (!bound.has(`${object.kind}/${object.metadata.namespace ?? ''}/${object.metadata.name}`)) continue;
     const where = object.kind === 'Role' ? { namespace: object.metadata.namespace } : {};
     for (const rule of object.rules) {
       for (const group of rule.apiGroups)

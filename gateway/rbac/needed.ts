@@ -18,6 +18,11 @@ export interface GatewayRbacFlags {
   request: Omit<RbacRequest, 'watched' | 'children' | 'admission'>;
   /** The admission part of the request, for a gateway that serves admission handlers. */
   admission: NonNullable<RbacRequest['admission']>;
+  /**
+   * --impersonate: the namespace of the accounts of services with no FunctionService of their own
+   * (the gateway's). The services are then connected with it, and written as their accounts.
+   */
+  impersonate?: string;
 }
 
 /**
@@ -26,12 +31,17 @@ export interface GatewayRbacFlags {
  */
 export async function gatewayRbac(
   client: KubeClient,
-  { request, admission }: GatewayRbacFlags,
+  { request, admission, impersonate }: GatewayRbacFlags,
   services: readonly FunctionService[],
   discovery: Discovery,
   logger: Logger,
 ): Promise<{ objects: RbacObject[]; unserved: string[] }> {
   const served = servedBy(services, discovery);
+  const notImpersonated = services.filter((service) => !service.account).map((service) => service.name);
+  if (impersonate !== undefined && notImpersonated.length > 0)
+    throw new Error(
+      `${notImpersonated.join(', ')}: connected without --impersonate, their accounts are not known`,
+    );
   for (const name of served.unscoped) {
     logger.warning(`"${name}" declares no scope and is pinned none: no rule lets its answers apply children`);
   }
@@ -39,7 +49,10 @@ export async function gatewayRbac(
     ...request,
     ...(await withFunctionServiceSecrets(client, request)),
     watched: served.watched,
-    children: served.children,
+    // Under --impersonate, the services' accounts read and apply the children: the gateway needs no rule for them.
+    ...(impersonate === undefined
+      ? { children: served.children }
+      : { children: [], impersonated: served.impersonated }),
     ...(served.admission ? { admission } : {}),
   });
   return { objects, unserved: served.unserved };

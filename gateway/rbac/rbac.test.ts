@@ -214,3 +214,155 @@ describe('rbacFor', () => {
     });
   });
 });
+
+describe('rbacFor under --impersonate', () => {
+  const CONFIGMAPS = { group: '', plural: 'configmaps', namespaced: true, subresources: [] };
+  const DEPLOYMENTS = { group: 'apps', plural: 'deployments', namespaced: true, subresources: ['status'] };
+  const NODES = { group: '', plural: 'nodes', namespaced: false, subresources: ['status'] };
+  const billing = { namespace: 'operators', name: 'billing' };
+  const shipper = { namespace: 'shop', name: 'shipper' };
+  const request: RbacRequest = {
+    ...MINIMAL,
+    namespaces: ['operators', 'shop'],
+    impersonated: [
+      { account: billing, watched: [KOPFEXAMPLES], children: [CONFIGMAPS] },
+      {
+        account: shipper,
+        watched: [KOPFEXAMPLES],
+        children: [DEPLOYMENTS],
+        namespaces: ['shop', 'elsewhere'],
+      },
+    ],
+  };
+  const objects = rbacFor(request);
+  const named = (kind: string, name: string, namespace?: string) =>
+    objects.find(
+      (object) =>
+        object.kind === kind && object.metadata.name === name && object.metadata.namespace === namespace,
+    );
+
+  it('makes each account, with Roles for its children (create, get, patch) and events where it and the gateway serve', () => {
+    assert.deepEqual(
+      objects.slice(7).map((object) => [object.kind, object.metadata.name, object.metadata.namespace]),
+      [
+        ['ServiceAccount', 'billing', 'operators'],
+        ['Role', 'billing-operators', 'operators'],
+        ['RoleBinding', 'billing-operators', 'operators'],
+        ['Role', 'billing-operators', 'shop'],
+        ['RoleBinding', 'billing-operators', 'shop'],
+        ['ServiceAccount', 'shipper', 'shop'],
+        ['Role', 'shipper-shop', 'shop'],
+        ['RoleBinding', 'shipper-shop', 'shop'],
+      ],
+      "the shipper's scope narrows it to shop, where the gateway serves; elsewhere is not served",
+    );
+    const role = named('Role', 'shipper-shop', 'shop');
+    assert.ok(role && 'rules' in role);
+    assert.deepEqual(role.rules, [
+      { apiGroups: ['apps'], resources: ['deployments'], verbs: ['create', 'get', 'patch'] },
+      { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+    ]);
+    const binding = named('RoleBinding', 'billing-operators', 'shop');
+    assert.ok(binding && 'subjects' in binding);
+    assert.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: 'billing', namespace: 'operators' }]);
+    assert.deepEqual(binding.roleRef, {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: 'billing-operators',
+    });
+    assert.equal(
+      named('ServiceAccount', 'billing', 'operators')?.metadata.labels['app.kubernetes.io/component'],
+      'function-service',
+    );
+  });
+
+  it('lets the gateway impersonate exactly those accounts, by name in their namespace, and no group', () => {
+    const impersonation = objects
+      .filter((object) => 'rules' in object && object.metadata.name.startsWith('causeway-gateway'))
+      .flatMap((object) =>
+        'rules' in object
+          ? object.rules
+              .filter((each) => each.verbs.includes('impersonate'))
+              .map((each) => [object.kind, object.metadata.namespace, each])
+          : [],
+      );
+    assert.deepEqual(impersonation, [
+      [
+        'Role',
+        'operators',
+        {
+          apiGroups: [''],
+          resources: ['serviceaccounts'],
+          verbs: ['impersonate'],
+          resourceNames: ['billing'],
+        },
+      ],
+      [
+        'Role',
+        'shop',
+        {
+          apiGroups: [''],
+          resources: ['serviceaccounts'],
+          verbs: ['impersonate'],
+          resourceNames: ['shipper'],
+        },
+      ],
+    ]);
+  });
+
+  it('gives an account serving every namespace a ClusterRole, with events of cluster-scoped objects', () => {
+    const everywhere = rbacFor({
+      ...MINIMAL,
+      namespaces: ['team-*'],
+      impersonated: [{ account: billing, watched: [NODES], children: [CONFIGMAPS] }],
+    });
+    const clusterRole = everywhere.find(
+      (object) => object.kind === 'ClusterRole' && object.metadata.name === 'billing-operators',
+    );
+    assert.ok(clusterRole && 'rules' in clusterRole);
+    assert.deepEqual(clusterRole.rules, [
+      { apiGroups: [''], resources: ['configmaps'], verbs: ['create', 'get', 'patch'] },
+      { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+    ]);
+    const narrowed = rbacFor({
+      ...MINIMAL,
+      namespaces: ['operators'],
+      impersonated: [{ account: billing, watched: [NODES], children: [] }],
+    });
+    const inDefault = narrowed.find(
+      (object) => object.kind === 'Role' && object.metadata.namespace === 'default',
+    );
+    assert.ok(inDefault && 'rules' in inDefault);
+    assert.deepEqual(inDefault.rules, [{ apiGroups: [''], resources: ['events'], verbs: ['create'] }]);
+  });
+
+  it('merges the rules of services written as one account, skips one that writes nothing, and refuses to impersonate the gateway itself', () => {
+    const shared = rbacFor({
+      ...MINIMAL,
+      impersonated: [
+        { account: billing, watched: [KOPFEXAMPLES], children: [CONFIGMAPS] },
+        { account: billing, watched: [KOPFEXAMPLES], children: [DEPLOYMENTS] },
+      ],
+    });
+    const role = shared.find(
+      (object) => object.kind === 'Role' && object.metadata.name === 'billing-operators',
+    );
+    assert.ok(role && 'rules' in role);
+    assert.deepEqual(
+      role.rules.map((each) => each.resources[0]),
+      ['configmaps', 'events', 'deployments'],
+    );
+    assert.equal(shared.filter((object) => object.kind === 'ServiceAccount').length, 2);
+    const reviewer = { namespace: 'operators', name: 'reviewer' };
+    assert.deepEqual(
+      rbacFor({ ...MINIMAL, impersonated: [{ account: reviewer, watched: [], children: [] }] }),
+      rbacFor(MINIMAL),
+      'a service that writes nothing (admission only) is impersonated never: no account, no right',
+    );
+    assert.throws(
+      () =>
+        rbacFor({ ...MINIMAL, impersonated: [{ account: ACCOUNT, watched: [KOPFEXAMPLES], children: [] }] }),
+      /operators\/causeway-gateway, the gateway's own account: impersonating it would lend the service the gateway's rights/,
+    );
+  });
+});

@@ -23,13 +23,33 @@ export interface NamespacedName {
   name: string;
 }
 
+/** A function service whose children and events the gateway writes as its ServiceAccount (--impersonate). */
+export interface ImpersonatedService {
+  /** Its account: made, given a Role for what it writes, and the gateway the right to impersonate it. */
+  account: NamespacedName;
+  /** The resources its handlers watch: its events are about them, in their namespaces. */
+  watched: readonly RbacResource[];
+  /** The kinds its scope lets its answers apply. */
+  children: readonly RbacResource[];
+  /** Its scope's namespaces: exact names narrow where its rules go; undefined: those the gateway serves. */
+  namespaces?: readonly string[];
+}
+
 export interface RbacRequest {
-  /** The gateway's ServiceAccount, bound to every Role and ClusterRole made. */
+  /** The gateway's ServiceAccount, bound to every Role and ClusterRole made for it (not its services' accounts'). */
   account: NamespacedName;
   /** The resources the handlers name: watched, read, patched, with their status. */
   watched: readonly RbacResource[];
-  /** The kinds the services' scopes let their answers apply (`*`: every namespaced kind discovery knows). */
+  /**
+   * The kinds the services' scopes let their answers apply (`*`: every namespaced kind discovery
+   * knows), which the gateway applies with its own rights; none under --impersonate.
+   */
   children: readonly RbacResource[];
+  /**
+   * Under --impersonate: the services, each written as its account, which gets the Roles for its
+   * children and events; the gateway gets the right to impersonate exactly these accounts.
+   */
+  impersonated?: readonly ImpersonatedService[];
   /** The namespaces served (--namespace): names, globs or negations; undefined: every namespace. */
   namespaces?: readonly string[];
   /** annotations: the gateway never reads a CRD to see whether the status keeps its state. */
@@ -89,6 +109,12 @@ const LABELS = {
   'app.kubernetes.io/component': 'gateway',
   'app.kubernetes.io/part-of': 'causeway',
 };
+/** The labels of a function service's account and rules, named after the account. */
+const serviceLabels = (account: NamespacedName) => ({
+  'app.kubernetes.io/name': account.name,
+  'app.kubernetes.io/component': 'function-service',
+  'app.kubernetes.io/part-of': 'causeway',
+});
 /** Where the gateway posts Events about a cluster-scoped object (kube/events.ts). */
 const CLUSTER_EVENTS_NAMESPACE = 'default';
 
@@ -124,13 +150,16 @@ class Grants {
   }
 }
 
+/** The names of `patterns` when they are all exact; undefined for none or a pattern (which serves namespaces as they come). */
+function exactNames(patterns: readonly string[] | undefined): string[] | undefined {
+  return patterns?.every((pattern) => !/[*?!]/.test(pattern)) ? [...new Set(patterns)] : undefined;
+}
+
 /** The ServiceAccount, Roles, ClusterRole and their bindings, in the order `kubectl apply` wants them. */
 export function rbacFor(request: RbacRequest): RbacObject[] {
   const grants = new Grants();
-  // Exact names only: a pattern makes the gateway serve namespaces as they come, so cluster-wide.
-  const exact = request.namespaces?.every((pattern) => !/[*?!]/.test(pattern));
-  const served = exact ? [...new Set(request.namespaces)] : undefined;
-  if (request.namespaces && !exact) {
+  const served = exactNames(request.namespaces);
+  if (request.namespaces && !served) {
     grants.add(undefined, rule('', ['namespaces'], ['list', 'watch']));
   }
   const where = (resource: RbacResource) => (resource.namespaced ? served : undefined);
@@ -216,7 +245,76 @@ export function rbacFor(request: RbacRequest): RbacObject[] {
     }
   }
 
-  return objectsOf(request.account, grants);
+  const accounts = impersonatedAccounts(request, served, grants);
+  return [
+    ...objectsOf(request.account, grants, roleNames(request.account, false), LABELS),
+    ...[...accounts.values()].flatMap(({ account, grants: rules }) =>
+      objectsOf(account, rules, roleNames(account, true), serviceLabels(account)),
+    ),
+  ];
+}
+
+/**
+ * Under --impersonate, each service's account with the rules of what it writes, where it writes it:
+ * create, get and patch of its children kinds (server-side apply creates with a patch, which needs
+ * both; get, as a child is read as its account before it is applied, to change only its own) and
+ * create of events, in the namespaces both its scope and the gateway serve (in each one
+ * named, cluster-wide when either is every namespace or a pattern). The gateway may impersonate each
+ * account by name, in its namespace (a Role: a ServiceAccount of the same name elsewhere is not
+ * granted), and no group: the apiserver gives an impersonated ServiceAccount its groups itself.
+ */
+function impersonatedAccounts(
+  request: RbacRequest,
+  gatewayServed: string[] | undefined,
+  gatewayGrants: Grants,
+): Map<string, { account: NamespacedName; grants: Grants }> {
+  const accounts = new Map<string, { account: NamespacedName; grants: Grants }>();
+  for (const service of request.impersonated ?? []) {
+    const { account } = service;
+    // One that watches nothing and applies nothing (admission only) writes nothing: nothing to impersonate.
+    if (service.watched.length === 0 && service.children.length === 0) continue;
+    if (account.namespace === request.account.namespace && account.name === request.account.name) {
+      throw new Error(
+        `a service is to be written as ${account.namespace}/${account.name}, the gateway's own account: impersonating it would lend the service the gateway's rights`,
+      );
+    }
+    const key = `${account.namespace}/${account.name}`;
+    let entry = accounts.get(key);
+    if (!entry) {
+      entry = { account, grants: new Grants() };
+      accounts.set(key, entry);
+      gatewayGrants.add(account.namespace, {
+        ...rule('', ['serviceaccounts'], ['impersonate']),
+        resourceNames: [account.name],
+      });
+    }
+    const scoped = exactNames(service.namespaces);
+    const served =
+      scoped && gatewayServed
+        ? scoped.filter((namespace) => gatewayServed.includes(namespace))
+        : (scoped ?? gatewayServed);
+    const { grants } = entry;
+    for (const child of service.children) {
+      grants.addServed(served, rule(child.group, [child.plural], ['create', 'get', 'patch']));
+    }
+    if (service.watched.length > 0) {
+      grants.addServed(served, rule('', ['events'], ['create']));
+      if (served && service.watched.some((resource) => !resource.namespaced)) {
+        grants.add(CLUSTER_EVENTS_NAMESPACE, rule('', ['events'], ['create']));
+      }
+    }
+  }
+  return accounts;
+}
+
+/**
+ * What an account's Roles and ClusterRole are called. Cluster-scoped names are shared by every
+ * deployment: the account's namespace tells them apart. So are a service's Roles in the namespaces it
+ * writes to, where another gateway's service of the same name may have its own.
+ */
+function roleNames(account: NamespacedName, service: boolean): { role: string; clusterRole: string } {
+  const qualified = `${account.name}-${account.namespace}`;
+  return { role: service ? qualified : account.name, clusterRole: qualified };
 }
 
 function rule(group: string, resources: string[], verbs: string[]): PolicyRule {
@@ -242,28 +340,32 @@ function merged(rules: readonly PolicyRule[]): PolicyRule[] {
   return [...byShape.values()];
 }
 
-function objectsOf(account: NamespacedName, grants: Grants): RbacObject[] {
+function objectsOf(
+  account: NamespacedName,
+  grants: Grants,
+  names: { role: string; clusterRole: string },
+  labels: Record<string, string>,
+): RbacObject[] {
   const subjects = [{ kind: 'ServiceAccount' as const, name: account.name, namespace: account.namespace }];
   const objects: RbacObject[] = [
-    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { ...account, labels: LABELS } },
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { ...account, labels } },
   ];
   for (const [namespace, rules] of grants.namespaces()) {
-    const metadata = { name: account.name, namespace, labels: LABELS };
+    const metadata = { name: names.role, namespace, labels };
     objects.push(
       { apiVersion: RBAC_VERSION, kind: 'Role', metadata, rules },
       {
         apiVersion: RBAC_VERSION,
         kind: 'RoleBinding',
         metadata,
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: account.name },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: names.role },
         subjects,
       },
     );
   }
   const clusterRules = grants.cluster();
   if (clusterRules.length > 0) {
-    // Cluster-scoped names are shared by every deployment: the account's namespace tells them apart.
-    const metadata = { name: `${account.name}-${account.namespace}`, labels: LABELS };
+    const metadata = { name: names.clusterRole, labels };
     objects.push(
       { apiVersion: RBAC_VERSION, kind: 'ClusterRole', metadata, rules: clusterRules },
       {

@@ -31,13 +31,21 @@ const discovery = new Discovery([
   resource({ group: 'apps', plural: 'deployments', kind: 'Deployment', subresources: ['status', 'scale'] }),
 ]);
 
-/** A service connected as the gateway connects it, `pinned` or by its declared scope. */
-function serviceOf(op: ReturnType<typeof operator>, pinned?: ServiceScope): Promise<FunctionService> {
+/**
+ * A service connected as the gateway connects it, `pinned` or by its declared scope; `impersonate`:
+ * as with --impersonate, its account's namespace unless its scope names one.
+ */
+function serviceOf(
+  op: ReturnType<typeof operator>,
+  pinned?: ServiceScope,
+  impersonate?: string,
+): Promise<FunctionService> {
   return FunctionService.connect({
     transport: inProcessTransport(op),
     name: undefined,
     sign: hmacSigner(SECRET),
     scope: pinned ?? 'declared',
+    ...(impersonate === undefined ? {} : { impersonate }),
   });
 }
 
@@ -70,6 +78,7 @@ describe('servedBy', () => {
       admission: true,
       unscoped: [],
       unserved: [],
+      impersonated: [],
     });
   });
 
@@ -93,6 +102,7 @@ describe('servedBy', () => {
       admission: false,
       unscoped: [],
       unserved: [],
+      impersonated: [],
     });
     // `*` is every namespaced kind: never a cluster-scoped one, which the gateway refuses as a child.
     const withClusterScoped = new Discovery([
@@ -119,7 +129,56 @@ describe('servedBy', () => {
       admission: false,
       unscoped: ['bare'],
       unserved: [],
+      impersonated: [],
     });
+  });
+
+  it('under --impersonate, gives each service its account, what it watches and applies, and its namespaces', async () => {
+    const service = (name: string) => {
+      const op = operator({ name, secret: SECRET });
+      op.on.create('kopfexamples', function created() {});
+      return op;
+    };
+    const served = servedBy(
+      [
+        await serviceOf(
+          service('billing'),
+          { resources: ['kopfexamples.kopf.dev'], children: ['configmaps'] },
+          'ops',
+        ),
+        await serviceOf(
+          service('shipping'),
+          {
+            resources: ['kopfexamples.kopf.dev'],
+            children: ['deployments.apps'],
+            namespaces: ['shop'],
+            impersonate: 'shop/shipper',
+          },
+          'ops',
+        ),
+      ],
+      discovery,
+    );
+    const deployments = {
+      group: 'apps',
+      plural: 'deployments',
+      namespaced: true,
+      subresources: ['status', 'scale'],
+    };
+    assert.deepEqual(served.impersonated, [
+      { account: { namespace: 'ops', name: 'billing' }, watched: [KOPFEXAMPLES], children: [CONFIGMAPS] },
+      {
+        account: { namespace: 'shop', name: 'shipper' },
+        watched: [KOPFEXAMPLES],
+        children: [deployments],
+        namespaces: ['shop'],
+      },
+    ]);
+    assert.deepEqual(
+      served.children,
+      [CONFIGMAPS, deployments],
+      'the union stays, for a gateway that writes them itself',
+    );
   });
 
   it('says which handler names a resource the cluster does not serve', async () => {

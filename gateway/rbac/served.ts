@@ -13,7 +13,7 @@ import {
   resourceKey,
   selectsSeveral,
 } from '../kube/discovery.ts';
-import type { NamespacedName, RbacResource } from './rbac.ts';
+import type { ImpersonatedService, NamespacedName, RbacResource } from './rbac.ts';
 
 export interface Served {
   /** What the resource handlers name, within their service's scope: watched and patched. */
@@ -26,6 +26,8 @@ export interface Served {
   unscoped: string[];
   /** The handlers that name a resource the cluster does not serve (yet): no rule for it can be made. */
   unserved: string[];
+  /** Each service connected to be written as its account (--impersonate), with what it writes. */
+  impersonated: ImpersonatedService[];
 }
 
 export function servedBy(services: readonly FunctionService[], discovery: Discovery): Served {
@@ -34,7 +36,9 @@ export function servedBy(services: readonly FunctionService[], discovery: Discov
   let admission = false;
   const unscoped: string[] = [];
   const unserved: string[] = [];
+  const impersonated: ImpersonatedService[] = [];
   for (const service of services) {
+    const own = { watched: new Map<string, RbacResource>(), children: new Map<string, RbacResource>() };
     for (const handler of service.manifest.handlers) {
       const named = resourcesNamed(handler, discovery);
       if (named.length === 0 && !selectsSeveral(handler.resource)) {
@@ -44,7 +48,11 @@ export function servedBy(services: readonly FunctionService[], discovery: Discov
       const inScope = named.filter((resource) => !outsideScope(service, handler, resource));
       if (inScope.length === 0) continue;
       if (isAdmissionKind(handler.kind)) admission = true;
-      else for (const resource of inScope) watched.set(resourceKey(resource), rbacResource(resource));
+      else
+        for (const resource of inScope) {
+          watched.set(resourceKey(resource), rbacResource(resource));
+          own.watched.set(resourceKey(resource), rbacResource(resource));
+        }
     }
     // The narrower of the two: a declared scope lies within the pin (FunctionService.connect refuses
     // one beyond it), and the gateway confines answers to the pin.
@@ -57,7 +65,19 @@ export function servedBy(services: readonly FunctionService[], discovery: Discov
         name === '*'
           ? discovery.select({ name }).filter(({ namespaced }) => namespaced)
           : [discovery.resolve({ name })];
-      for (const resource of kinds) children.set(resourceKey(resource), rbacResource(resource));
+      for (const resource of kinds) {
+        children.set(resourceKey(resource), rbacResource(resource));
+        own.children.set(resourceKey(resource), rbacResource(resource));
+      }
+    }
+    if (service.account) {
+      const namespaces = service.scope?.namespaces;
+      impersonated.push({
+        account: service.account,
+        watched: [...own.watched.values()],
+        children: [...own.children.values()],
+        ...(namespaces ? { namespaces } : {}),
+      });
     }
   }
   return {
@@ -66,6 +86,7 @@ export function servedBy(services: readonly FunctionService[], discovery: Discov
     admission,
     unscoped,
     unserved,
+    impersonated,
   };
 }
 

@@ -15,6 +15,7 @@ import {
 import { ApiError, ignoreNotFound, isStaleWrite } from '../kube/errors.ts';
 import { postEvents } from '../kube/events.ts';
 import { applyChanges, applyJsonPatch } from '../kube/patcher.ts';
+import { clientFor } from '../kube/written-as.ts';
 import type { Logger } from '../logging.ts';
 import type { JsonPatch, ObjectChanges } from '../state/changes.ts';
 import type { NamedObject } from './outcomes.ts';
@@ -32,11 +33,15 @@ export interface ReactorApi {
     guarded?: boolean,
   ): Promise<KubernetesObject | undefined>;
   /**
-   * Creates or updates an object a handler asked for, in `namespace` unless it names its own; the
-   * object as applied (undefined from fakes that keep none).
+   * Creates or updates an object a handler asked for, in `namespace` unless it names its own, as the
+   * account it is marked to be written as (kube/written-as.ts); the object as applied (undefined from
+   * fakes that keep none).
    */
   applyObject(object: NamedObject, namespace: string | undefined): Promise<KubernetesObject | undefined>;
-  /** Events about the object, or about the objects they name (completed from those `applied`). */
+  /**
+   * Events about the object, or about the objects they name (completed from those `applied`), each as
+   * the account it is marked to be written as.
+   */
   postEvents(
     object: KubernetesObject,
     events: KubernetesEvent[],
@@ -59,7 +64,7 @@ export function kubeReactorApi(
       applyChanges(client, resource, object, changes, fieldManager, guarded),
     async applyObject(object, namespace) {
       const kind = await discovery.resolve(kindSelector(object.apiVersion, object.kind));
-      return applyObject(client, kind, object, fieldManager, namespace);
+      return applyObject(clientFor(client, object), kind, object, fieldManager, namespace);
     },
     postEvents: (object, events, log, applied) => postEvents(client, object, events, log, applied),
     async read({ metadata }) {

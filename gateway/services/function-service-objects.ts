@@ -13,6 +13,7 @@
  */
 import { encodeSecret, type KubernetesObject } from '../../protocol/index.ts';
 import { isObject } from '../../protocol/json.ts';
+import { SERVICE_ACCOUNT_PATTERN } from '../../protocol/schema/manifest.ts';
 import { ServiceError } from '../dispatch/function-service.ts';
 import { isRefusal } from '../dispatch/refusals.ts';
 import { parseScope } from '../dispatch/scope.ts';
@@ -98,6 +99,7 @@ export async function functionServiceEndpoint(
   return {
     name: serviceNameOf(object),
     url: spec.url,
+    namespace,
     ...(secret ? { secret } : {}),
     ...(spec.caBundle ? { ca: spec.caBundle } : {}),
     ...(spec.tls ? { certificate: { namespace, name: spec.tls.secretName } } : {}),
@@ -229,6 +231,12 @@ export function functionServiceDefinition(): KubernetesObject {
                           maxLength: 253,
                           description:
                             'The ServiceAccount the pods of its children may run as (default: default).',
+                        },
+                        impersonate: {
+                          type: 'string',
+                          pattern: SERVICE_ACCOUNT_PATTERN,
+                          description:
+                            "<namespace>/<name>: the ServiceAccount a gateway run with --impersonate writes the service's children and events as (default: the service's name in this namespace).",
                         },
                       },
                       description:

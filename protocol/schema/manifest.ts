@@ -338,6 +338,10 @@ const ACTIVITY = object(
 
 const RESOURCE_NAMES = list(string({ minLength: 1 }));
 
+/** `<namespace>/<name>` of a ServiceAccount: a DNS label, and a DNS subdomain. */
+export const SERVICE_ACCOUNT_PATTERN =
+  '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$';
+
 const SCOPE = object(
   {
     resources: describe(
@@ -361,6 +365,11 @@ const SCOPE = object(
       RESOURCE_NAMES,
       "The Secrets, by name, the pods of its children may mount or reference (in the handled object's namespace); none when absent.",
     ),
+    impersonate: string({
+      pattern: SERVICE_ACCOUNT_PATTERN,
+      description:
+        "<namespace>/<name>: the ServiceAccount a gateway run with --impersonate writes its children and events as (default: the service's name, in its FunctionService's namespace or the gateway's).",
+    }),
   } satisfies FieldsOf<ServiceScope>,
   {
     description:

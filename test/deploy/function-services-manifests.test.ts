@@ -102,9 +102,12 @@ describe(DIRECTORY, () => {
         `Role/${GATEWAY}`,
         `RoleBinding/${GATEWAY}`,
         `RoleBinding/${GATEWAY}`,
+        `Role/${SERVICE}`, // what the gateway writes as the service (--impersonate): its events
+        `RoleBinding/${SERVICE}`,
         `Service/${FUNCTIONS}`,
         `ServiceAccount/${FUNCTIONS}`,
         `ServiceAccount/${GATEWAY}`,
+        `ServiceAccount/${SERVICE}`,
       ].sort(),
     );
     assertPlacedAndBound(objects, LAYOUT, GATEWAY);
@@ -124,6 +127,7 @@ describe(DIRECTORY, () => {
       `$(POD_NAMESPACE)/${KEYS}`,
       '--liveness',
       'http://0.0.0.0:8080/healthz',
+      '--impersonate',
     ]);
 
     // The FunctionService's URL names the Service by its DNS name in the gateway's namespace, over
@@ -166,10 +170,13 @@ describe(DIRECTORY, () => {
       [
         `serviceaccount/${GATEWAY}`,
         `serviceaccount/${FUNCTIONS}`,
+        `serviceaccount/${SERVICE}`,
         `role.rbac.authorization.k8s.io/${GATEWAY}`,
         `role.rbac.authorization.k8s.io/${GATEWAY}`,
         `rolebinding.rbac.authorization.k8s.io/${GATEWAY}`,
         `rolebinding.rbac.authorization.k8s.io/${GATEWAY}`,
+        `role.rbac.authorization.k8s.io/${SERVICE}`,
+        `rolebinding.rbac.authorization.k8s.io/${SERVICE}`,
         `clusterrole.rbac.authorization.k8s.io/${CLUSTER_RBAC}`,
         `clusterrolebinding.rbac.authorization.k8s.io/${CLUSTER_RBAC}`,
         `deployment.apps/${GATEWAY}`,
@@ -237,6 +244,7 @@ describe(DIRECTORY, () => {
       crd,
       'get causeway.dev/functionservices',
       'get coordination.k8s.io/leases',
+      `impersonate /serviceaccounts/${SERVICE}`,
       'list causeway.dev/functionservices',
       'list coordination.k8s.io/leases',
       'patch causeway.dev/functionservices/status',
@@ -255,6 +263,12 @@ describe(DIRECTORY, () => {
       'watch kopf.dev/kopfexamples',
     ]);
     assert.deepEqual(await grantedBeyondBaseline(functions, namespace), []);
+    // The account the gateway writes the service's events as (--impersonate), in its FunctionService's
+    // namespace: events where the objects are, that alone, and nothing in its own.
+    assert.deepEqual(await grantedBeyondBaseline(serviceAccount(namespace, SERVICE), served), [
+      'create /events',
+    ]);
+    assert.deepEqual(await grantedBeyondBaseline(serviceAccount(namespace, SERVICE), namespace), []);
   });
 
   it("runs the containers' commands: a gateway holding only its service account's token serves the FunctionService, writes what it found in its status, and a KopfExample is handled", async (t) => {

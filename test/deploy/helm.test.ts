@@ -137,11 +137,12 @@ async function causewayRbac(
     // In the pod, the gateway peers in its own namespace; outside one, this says so.
     ...['--peering-namespace', namespace],
     ...['--service-account', `${namespace}/${GATEWAY}`],
+    '--impersonate', // as the chart's gateway, its services' accounts in its namespace (the pod's)
     ...flags,
   ];
   const { stdout } = await promisify(execFile)(process.execPath, [CAUSEWAY_CLI, ...args], {
     cwd: REPO,
-    env: { ...process.env, KUBECONFIG: kubeconfigPath },
+    env: { ...process.env, KUBECONFIG: kubeconfigPath, POD_NAMESPACE: namespace },
   });
   return stdout;
 }
@@ -247,9 +248,21 @@ const SERVICE_MONITOR_CRD = {
   },
 };
 
+/** The account the gateway writes a service's children and events as (--impersonate), with its Role, as `kubectl apply` names them. */
+const SERVICE_ACCOUNT_OBJECTS = (service: string, role = service) => [
+  `serviceaccount/${service}`,
+  `role.rbac.authorization.k8s.io/${role}`,
+  `rolebinding.rbac.authorization.k8s.io/${role}`,
+];
+
+/** The objects but those of the example service's account: for a service that writes nothing. */
+const withoutServiceAccount = (objects: string[]) =>
+  objects.filter((name) => !SERVICE_ACCOUNT_OBJECTS('kopfexample').includes(name));
+
 /** What `kubectl apply` names for the default values: a Role and its binding in each namespace. */
 const DEFAULT_OBJECTS = (namespace: string) =>
   [
+    ...SERVICE_ACCOUNT_OBJECTS('kopfexample'),
     `serviceaccount/${GATEWAY}`,
     `serviceaccount/${FUNCTIONS}`,
     `role.rbac.authorization.k8s.io/${GATEWAY}`,
@@ -266,9 +279,12 @@ const DEFAULT_OBJECTS = (namespace: string) =>
     'configmap/causeway-function-scopes',
   ].sort();
 
-/** Admission only: no Role in the namespace served, where the gateway watches nothing. */
+/**
+ * Admission only: no Role in the namespace served, where the gateway watches nothing, and no account
+ * to write as for its service, which watches and applies nothing.
+ */
 const ADMISSION_OBJECTS = (namespace: string) => {
-  const objects = DEFAULT_OBJECTS(namespace);
+  const objects = withoutServiceAccount(DEFAULT_OBJECTS(namespace));
   for (const kind of ['role', 'rolebinding'])
     objects.splice(objects.indexOf(`${kind}.rbac.authorization.k8s.io/${GATEWAY}`), 1);
   return [...objects, `service/${WEBHOOKS}`].sort();
@@ -530,7 +546,7 @@ describe('deploy/helm/causeway', () => {
         .filter((object) => object.kind === 'ServiceAccount')
         .map((object) => object.metadata.name)
         .sort(),
-      [GATEWAY, FUNCTIONS].sort(),
+      [GATEWAY, FUNCTIONS, 'kopfexample'].sort(),
     );
   });
 
@@ -588,6 +604,7 @@ describe('deploy/helm/causeway', () => {
       expected: (namespace) =>
         [
           ...DEFAULT_OBJECTS(namespace),
+          ...SERVICE_ACCOUNT_OBJECTS('apps'),
           'serviceaccount/apps-functions',
           'deployment.apps/apps-functions',
           'service/apps-functions',
@@ -656,7 +673,12 @@ describe('deploy/helm/causeway', () => {
     {
       name: 'the RBAC of `causeway rbac` as rbac.manifest',
       values: async (placement) => ({ rbac: { manifest: await causewayRbac(placement) } }),
-      expected: DEFAULT_OBJECTS,
+      // `causeway rbac` names a service's Role after its account's namespace too.
+      expected: (namespace) =>
+        [
+          ...withoutServiceAccount(DEFAULT_OBJECTS(namespace)),
+          ...SERVICE_ACCOUNT_OBJECTS('kopfexample', `kopfexample-${namespace}`),
+        ].sort(),
     },
   ];
   for (const { name, values, expected } of combinations) {
@@ -700,7 +722,7 @@ describe('deploy/helm/causeway', () => {
     const role = rulesOf(two, 'Role');
     assert.ok(
       role.some(
-        (rule) => rule.resources?.includes('deployments') && rule.verbs.join() === 'get,create,patch',
+        (rule) => rule.resources?.includes('deployments') && rule.verbs.join() === 'create,get,patch',
       ),
     );
     assert.ok(

@@ -161,6 +161,10 @@ describe('causeway init: crd.yaml and deploy/', () => {
         `role.rbac.authorization.k8s.io/${project.gateway}`,
         `rolebinding.rbac.authorization.k8s.io/${project.gateway}`,
         `rolebinding.rbac.authorization.k8s.io/${project.gateway}`,
+        // The account the gateway writes the service's children and events as (--impersonate).
+        `role.rbac.authorization.k8s.io/${project.name}`,
+        `rolebinding.rbac.authorization.k8s.io/${project.name}`,
+        `serviceaccount/${project.name}`,
         `service/${project.functions}`,
         `serviceaccount/${project.functions}`,
         `serviceaccount/${project.gateway}`,
@@ -240,6 +244,9 @@ describe('causeway init: crd.yaml and deploy/', () => {
         'role.rbac.authorization.k8s.io/causeway-gateway',
         'rolebinding.rbac.authorization.k8s.io/causeway-gateway',
         'rolebinding.rbac.authorization.k8s.io/causeway-gateway',
+        `role.rbac.authorization.k8s.io/${project.name}`,
+        `rolebinding.rbac.authorization.k8s.io/${project.name}`,
+        `serviceaccount/${project.name}`,
         `service/${project.functions}`,
         `serviceaccount/${project.functions}`,
         'serviceaccount/causeway-gateway',
@@ -338,6 +345,7 @@ describe('causeway init: crd.yaml and deploy/', () => {
       `get /secrets/${KEYS},${FUNCTION_CA},${project.functions}-tls`,
       crdGrant,
       'get coordination.k8s.io/leases',
+      `impersonate /serviceaccounts/${project.name}`,
       'list coordination.k8s.io/leases',
       `update /configmaps/${KEYS}`,
       `update /secrets/${KEYS},${FUNCTION_CA},${project.functions}-tls`,
@@ -354,6 +362,11 @@ describe('causeway init: crd.yaml and deploy/', () => {
     ]);
     assert.deepEqual(await grantedBeyondBaseline(functions, namespace), []);
     assert.deepEqual(await grantedBeyondBaseline(functions, served), []);
+    // The account the gateway writes the service's events as (--impersonate), in the gateway's namespace:
+    // events where the Examples are, that alone, and nothing in its own.
+    const writer = serviceAccount(namespace, project.name);
+    assert.deepEqual(await grantedBeyondBaseline(writer, served), ['create /events']);
+    assert.deepEqual(await grantedBeyondBaseline(writer, namespace), []);
   });
 
   it("runs deploy/'s commands with nothing but the gateway's rights: it makes its keys, the function service verifies with them, example.yaml is handled", async (t) => {

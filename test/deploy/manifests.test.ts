@@ -70,6 +70,8 @@ const CRD = new URL('../../examples/01-minimal/crd.yaml', import.meta.url);
 const OBJECT = new URL('../../examples/01-minimal/object.yaml', import.meta.url);
 const GATEWAY = 'causeway-gateway';
 const FUNCTIONS = 'kopfexample-functions';
+/** The account the gateway writes the service's children and events as (--impersonate). */
+const SERVICE = 'kopfexample';
 const CLUSTER_RBAC = 'causeway-gateway-kopfexample';
 /** The Secret (private) and the ConfigMap (public) of the gateway's signing keys. */
 const KEYS = 'causeway-signing-keys';
@@ -81,10 +83,13 @@ const FUNCTION_TLS = 'kopfexample-functions-tls';
 const EXPECTED = [
   `serviceaccount/${GATEWAY}`,
   `serviceaccount/${FUNCTIONS}`,
+  `serviceaccount/${SERVICE}`,
   `role.rbac.authorization.k8s.io/${GATEWAY}`,
   `role.rbac.authorization.k8s.io/${GATEWAY}`,
   `rolebinding.rbac.authorization.k8s.io/${GATEWAY}`,
   `rolebinding.rbac.authorization.k8s.io/${GATEWAY}`,
+  `role.rbac.authorization.k8s.io/${SERVICE}`,
+  `rolebinding.rbac.authorization.k8s.io/${SERVICE}`,
   `clusterrole.rbac.authorization.k8s.io/${CLUSTER_RBAC}`,
   `clusterrolebinding.rbac.authorization.k8s.io/${CLUSTER_RBAC}`,
   `deployment.apps/${GATEWAY}`,
@@ -115,15 +120,24 @@ describe('deploy/examples/01-minimal', () => {
         `Role/${GATEWAY}`,
         `RoleBinding/${GATEWAY}`,
         `RoleBinding/${GATEWAY}`,
+        `Role/${SERVICE}`, // what the gateway writes as the service (--impersonate): its events
+        `RoleBinding/${SERVICE}`,
         `Service/${FUNCTIONS}`,
         `ServiceAccount/${FUNCTIONS}`,
         `ServiceAccount/${GATEWAY}`,
+        `ServiceAccount/${SERVICE}`,
       ].sort(),
     );
     assertPlacedAndBound(objects, LAYOUT, GATEWAY);
     // The gateway's own namespace holds its keys and account: it serves the example's objects elsewhere.
-    const roles = objects.filter((object) => object.kind === 'Role');
-    assert.deepEqual(roles.map((role) => role.metadata.namespace).sort(), [LAYOUT.gateway, LAYOUT.objects]);
+    // The service's account (--impersonate) has its Role where the objects are only.
+    const rolesOf = (name: string) =>
+      objects
+        .filter((object) => object.kind === 'Role' && object.metadata.name === name)
+        .map((role) => role.metadata.namespace)
+        .sort();
+    assert.deepEqual(rolesOf(GATEWAY), [LAYOUT.gateway, LAYOUT.objects]);
+    assert.deepEqual(rolesOf(SERVICE), [LAYOUT.objects]);
     for (const name of [GATEWAY, FUNCTIONS]) {
       const deployment = find<Deployment>(objects, 'Deployment', name);
       assert.equal(onlyContainer(deployment).image, 'causeway:0.1.0');
@@ -271,6 +285,7 @@ describe('deploy/examples/01-minimal', () => {
       `get /secrets/${KEYS},${FUNCTION_CA},${FUNCTION_TLS}`,
       crd,
       'get coordination.k8s.io/leases',
+      `impersonate /serviceaccounts/${SERVICE}`,
       'list coordination.k8s.io/leases',
       `update /configmaps/${KEYS}`,
       `update /secrets/${KEYS},${FUNCTION_CA},${FUNCTION_TLS}`,
@@ -287,6 +302,23 @@ describe('deploy/examples/01-minimal', () => {
     ]);
     assert.deepEqual(await grantedBeyondBaseline(functions, namespace), []);
     assert.deepEqual(await grantedBeyondBaseline(functions, served), []);
+    // The account the gateway writes the service's events as (--impersonate), in the gateway's
+    // namespace: events where the objects are, that alone; and the gateway may act as no other.
+    const writer = serviceAccount(namespace, SERVICE);
+    assert.deepEqual(await grantedBeyondBaseline(writer, served), ['create /events']);
+    assert.deepEqual(await grantedBeyondBaseline(writer, namespace), []);
+    assert.deepEqual(
+      await wrongPermissions([
+        [gateway, namespace, ['impersonate', `serviceaccounts/${SERVICE}`], true],
+        [gateway, namespace, ['impersonate', `serviceaccounts/${FUNCTIONS}`], false],
+        [gateway, namespace, ['impersonate', `serviceaccounts/${GATEWAY}`], false],
+        [gateway, served, ['impersonate', `serviceaccounts/${SERVICE}`], false],
+        [gateway, elsewhere, ['impersonate', `serviceaccounts/${SERVICE}`], false],
+        [gateway, namespace, ['impersonate', 'groups/system:masters'], false],
+        [gateway, namespace, ['impersonate', 'users/admin'], false],
+      ]),
+      [],
+    );
   });
 
   it('keeps the hardened defaults in every container, mounts no token into the functions, and needs no secret made by hand', async () => {
@@ -327,13 +359,15 @@ describe('deploy/examples/01-minimal', () => {
     const gatewayPod = find<Deployment>(objects, 'Deployment', GATEWAY).spec.template.spec;
     assert.equal(gatewayPod.automountServiceAccountToken, true);
 
-    // Only the gateway's account is bound to anything; no rule has a wildcard, and the only writes are
-    // patches of what it serves, creating events and its keys, updating its keys by name, and its peering Leases.
+    // Only the gateway's account, and the one it writes the service's events as, are bound to anything;
+    // no rule has a wildcard, and the only writes are patches of what it serves, creating events and its
+    // keys, updating its keys by name, its peering Leases, and acting as that account.
     const bindings = objects.filter((object) => object.kind.endsWith('Binding')) as Binding[];
     assert.deepEqual(
-      [...new Set(bindings.flatMap((binding) => binding.subjects.map((s) => s.name)))],
-      [GATEWAY],
+      [...new Set(bindings.flatMap((binding) => binding.subjects.map((s) => s.name)))].sort(),
+      [GATEWAY, SERVICE],
     );
+    assert.equal(find(objects, 'ServiceAccount', SERVICE).automountServiceAccountToken, false);
     const rules = objects.flatMap((object) => (object.rules as PolicyRule[] | undefined) ?? []);
     assert.ok(rules.length > 0);
     for (const rule of rules) {
@@ -350,9 +384,11 @@ describe('deploy/examples/01-minimal', () => {
     assert.deepEqual(writes.sort(), [
       'create configmaps',
       'create events',
+      'create events', // the service's, as its account
       'create leases',
       'create secrets',
       'delete leases',
+      `impersonate serviceaccounts ${SERVICE}`,
       'patch kopfexamples',
       'patch kopfexamples/status',
       `update configmaps ${KEYS}`,

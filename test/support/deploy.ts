@@ -105,13 +105,18 @@ export const LAYOUT: Placement = { gateway: 'causeway-system', objects: 'kopfexa
 export async function render(overlay: string, placement: Placement = LAYOUT): Promise<Manifest[]> {
   const rendered = (await kubectlOk(['kustomize', overlay]))
     .replaceAll(LAYOUT.gateway, placement.gateway)
-    .replace(new RegExp(`^(\\s*(?:- )?(?:namespace: )?)${LAYOUT.objects}$`, 'gm'), `$1${placement.objects}`);
+    // An object's namespace and --namespace's value, not the service's account named as the objects' namespace is.
+    .replace(
+      new RegExp(`^(\\s*namespace: |\\s*- --namespace\\n\\s*- )${LAYOUT.objects}$`, 'gm'),
+      `$1${placement.objects}`,
+    );
   return parseYaml(rendered);
 }
 
 /**
  * Every namespaced object of an overlay is in the gateway's namespace but the gateway's rights on the
- * objects it serves (a Role and its binding there), and every binding names the gateway's account.
+ * objects it serves (a Role and its binding there), and every binding names the gateway's account, or
+ * a function service's (--impersonate), in the gateway's namespace too.
  */
 export function assertPlacedAndBound(
   objects: Manifest[],
@@ -130,9 +135,17 @@ export function assertPlacedAndBound(
       assert.ok(expected.includes(object.metadata.namespace ?? ''), `${where}: ${object.metadata.namespace}`);
   }
   for (const binding of objects.filter((object) => object.kind.endsWith('Binding')) as Binding[]) {
+    // A function service's account (--impersonate) is bound to its own Role, named after it.
+    const service = binding.metadata.labels?.['app.kubernetes.io/component'] === 'function-service';
     assert.deepEqual(
       binding.subjects,
-      [{ kind: 'ServiceAccount', name: serviceAccount, namespace: placement.gateway }],
+      [
+        {
+          kind: 'ServiceAccount',
+          name: service ? binding.metadata.name : serviceAccount,
+          namespace: placement.gateway,
+        },
+      ],
       `subjects of ${binding.kind} ${binding.metadata.name}`,
     );
   }

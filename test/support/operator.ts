@@ -114,6 +114,7 @@ export async function runOperator(
     (each) => scopes[each.name] ?? (each as FetchHandler)[IN_PROCESS]?.manifest().scope,
   );
   const unscoped = transport === 'http' && pins.some((pin) => pin === undefined);
+  const impersonate = await impersonatedAccounts(services, namespaces);
   const gateway = await startGateway({
     functions:
       transport === 'http'
@@ -127,6 +128,7 @@ export async function runOperator(
     kubeconfig: await kubeConfig(),
     logger: memoryLogger(),
     ...(namespaces === 'all' ? {} : { namespaces }),
+    ...(impersonate ? { impersonate: impersonate.namespace } : {}),
     ...gatewayOptions,
     settings: { ...gatewayOptions.settings, calls: { unscoped, ...gatewayOptions.settings?.calls } },
   }).catch(async (error) => {
@@ -140,6 +142,64 @@ export async function runOperator(
     async stop() {
       await gateway.stop();
       await Promise.all(servers.map((server) => server.close()));
+      await impersonate?.remove();
+    },
+  };
+}
+
+/** Set, the tests' gateways run with --impersonate (`CAUSEWAY_TEST_IMPERSONATE=1 node --test …`). */
+const IMPERSONATING = process.env.CAUSEWAY_TEST_IMPERSONATE === '1';
+/** What the services' accounts may do in these runs: write anything, so that the tests test the way, not RBAC. */
+const WRITER_ROLE = 'causeway-test-impersonated-writer';
+
+/**
+ * Where the tests run with --impersonate: each service's ServiceAccount, of its name, in the first
+ * namespace served, bound cluster-wide to a ClusterRole that may create, get and patch anything, and
+ * how to remove the bindings; undefined otherwise. The least privilege `causeway rbac --impersonate`
+ * prints is tested on its own (test/e2e/hostile/impersonate.test.ts).
+ */
+async function impersonatedAccounts(
+  services: readonly NamedHandler[],
+  namespaces: readonly string[] | 'all',
+): Promise<{ namespace: string; remove(): Promise<void> } | undefined> {
+  if (!IMPERSONATING) return undefined;
+  const namespace = namespaces === 'all' ? 'default' : (namespaces[0] ?? 'default');
+  const client = await kubeClient();
+  const bindings = services.map((service) => `${WRITER_ROLE}-${namespace}-${service.name}`);
+  await applyManifests(
+    client,
+    [
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRole',
+        metadata: { name: WRITER_ROLE },
+        rules: [{ apiGroups: ['*'], resources: ['*'], verbs: ['create', 'get', 'patch'] }],
+      },
+      ...services.flatMap((service, index) => [
+        { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: service.name, namespace } },
+        {
+          apiVersion: 'rbac.authorization.k8s.io/v1',
+          kind: 'ClusterRoleBinding',
+          metadata: { name: bindings[index] as string },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: WRITER_ROLE },
+          subjects: [{ kind: 'ServiceAccount', name: service.name, namespace }],
+        },
+      ]),
+    ] as unknown as KubernetesObject[],
+    { fieldManager: 'causeway-tests' },
+  );
+  return {
+    namespace,
+    async remove() {
+      await Promise.all(
+        bindings.map((name) =>
+          ignoreNotFound(
+            client.request(`/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${name}`, {
+              method: 'DELETE',
+            }),
+          ),
+        ),
+      );
     },
   };
 }

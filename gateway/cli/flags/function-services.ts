@@ -18,7 +18,7 @@ export const FUNCTION_SCOPE = flag({
   value: '<name>=<file>',
   multiple: true,
   description:
-    "What that service may reach, pinned: a YAML file of resources (what its handlers watch, are sent and patch), admission (what its webhooks review), children (the kinds its apply may create, in the handled object's namespace) and namespaces (narrowing). Each --functions service needs one, unless --unscoped. See docs/security.md.",
+    "What that service may reach, pinned: a YAML file of resources (what its handlers watch, are sent and patch), admission (what its webhooks review), children (the kinds its apply may create, in the handled object's namespace), namespaces (narrowing) and impersonate (<ns>/<name>: the ServiceAccount --impersonate writes as). Each --functions service needs one, unless --unscoped. See docs/security.md.",
 });
 
 export const FUNCTION_TLS = flag({

@@ -5,6 +5,7 @@ import { ACTIVITIES } from '../../flags/activities.ts';
 import { ADMISSION } from '../../flags/admission.ts';
 import { FUNCTION_SERVICES } from '../../flags/function-services.ts';
 import { IDENTITY } from '../../flags/identity.ts';
+import { IMPERSONATION } from '../../flags/impersonation.ts';
 import { OBJECTS } from '../../flags/objects.ts';
 import { OBSERVABILITY } from '../../flags/observability.ts';
 import { PEERING } from '../../flags/peering.ts';
@@ -41,6 +42,7 @@ export const DEV_SESSIONS_ALLOWED = group(
 export const GATEWAY_GROUPS = [
   OBJECTS,
   FUNCTION_SERVICES,
+  IMPERSONATION,
   SIGNING,
   ACTIVITIES,
   ADMISSION,

@@ -88,7 +88,7 @@ describe('gatewayOnlyOptions: what causeway gateway starts', () => {
   it("says what is wrong with a service's scope file", () => {
     refuses(
       () => gatewayOnly({ functions: [BILLING], 'function-scope': ['billing=/scopes/broken.yaml'] }),
-      '--function-scope billing: the scope of "billing" in /scopes/broken.yaml has "weather": a scope has resources, admission, children, namespaces, serviceAccount and secrets',
+      '--function-scope billing: the scope of "billing" in /scopes/broken.yaml has "weather": a scope has resources, admission, children, namespaces, serviceAccount, secrets and impersonate',
     );
   });
 

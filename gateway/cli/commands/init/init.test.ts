@@ -131,10 +131,13 @@ describe('causeway init', () => {
       'Deployment/acme-widgets-system/acme-widgets-gateway',
       'PodDisruptionBudget/acme-widgets-system/acme-widgets-gateway',
       'Role/acme-widgets-system/acme-widgets-gateway',
+      'Role/acme-widgets/acme-widgets', // the account the gateway writes the service's events as (--impersonate)
       'Role/acme-widgets/acme-widgets-gateway',
       'RoleBinding/acme-widgets-system/acme-widgets-gateway',
+      'RoleBinding/acme-widgets/acme-widgets',
       'RoleBinding/acme-widgets/acme-widgets-gateway',
       'Service/acme-widgets-system/acme-widgets-functions',
+      'ServiceAccount/acme-widgets-system/acme-widgets',
       'ServiceAccount/acme-widgets-system/acme-widgets-functions',
       'ServiceAccount/acme-widgets-system/acme-widgets-gateway',
     ]);

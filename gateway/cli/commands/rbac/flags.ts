@@ -9,6 +9,7 @@ import {
 } from '../../flags/function-services.ts';
 import { EXPLAINED_HANDLERS } from '../../flags/handlers.ts';
 import { PEERED_IDENTITY } from '../../flags/identity.ts';
+import { IMPERSONATION } from '../../flags/impersonation.ts';
 import { ALL_NAMESPACES, NAMESPACE, STATE_IN } from '../../flags/objects.ts';
 import { PEERING_NAMESPACE, STANDALONE } from '../../flags/peering.ts';
 import { SIGNING_AS_GATEWAY } from '../../flags/signing.ts';
@@ -72,6 +73,7 @@ export const RBAC_GROUPS = [
   RBAC_CHECK,
   RBAC_OBJECTS,
   RBAC_SERVICES,
+  IMPERSONATION,
   SIGNING_AS_GATEWAY,
   RBAC_PEERING,
   RBAC_ADMISSION,

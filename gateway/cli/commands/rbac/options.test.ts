@@ -158,6 +158,7 @@ describe("rbacCommandOptions: causeway rbac's module and the gateway's arguments
       ...['--function-tls', 'kopfexample=operators/kopfexample-functions-tls'],
       ...['--function-certificates', 'operators/causeway-function-ca', '--namespace', 'kopfexample'],
       ...['--signing-keys', 'operators/causeway-signing-keys'],
+      '--impersonate',
     ],
     admission: [
       ...['--functions', 'admission=https://kopfexample-functions.operators.svc:8080'],
@@ -166,6 +167,7 @@ describe("rbacCommandOptions: causeway rbac's module and the gateway's arguments
       ...['--function-certificates', 'operators/causeway-function-ca', '--namespace', 'kopfexample'],
       ...['--signing-keys', 'operators/causeway-signing-keys'],
       ...['--webhook-certificates', 'operators/causeway-gateway-webhooks-tls'],
+      '--impersonate',
     ],
   };
   const examples = [
@@ -198,6 +200,16 @@ describe('rbacCheckOptions: how gateway and run check their rights at start', ()
       mode: 'refuse',
       flags: { request, admission },
     });
+  });
+
+  it('checks, with --impersonate, as a gateway that impersonates its services, accounts in its own namespace', () => {
+    const values = { ...gatewayFlags, impersonate: true };
+    assert.equal(
+      rbacOptions(values, reads.text, { podNamespace: 'ops', contextNamespace: 'x' }).impersonate,
+      'ops',
+    );
+    assert.equal(rbacCheckOptions(values, reads.text, { contextNamespace: 'ops' })?.flags.impersonate, 'ops');
+    assert.equal(rbacOptions(gatewayFlags, reads.text, { contextNamespace: 'ops' }).impersonate, undefined);
   });
 
   it('checks the Leases of --dev-sessions too', () => {

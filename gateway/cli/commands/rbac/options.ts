@@ -9,6 +9,7 @@ import { RBAC_CHECK_MODES, type RbacCheck } from '../../../rbac/at-start.ts';
 import type { GatewayRbacFlags } from '../../../rbac/needed.ts';
 import { type GroupValues, UsageError } from '../../command-line.ts';
 import { ENDPOINT, functionServiceFlags } from '../../flags/function-services.ts';
+import { impersonationNamespace } from '../../flags/impersonation.ts';
 import { stateOptions } from '../../flags/objects.ts';
 import { peeringNamespace } from '../../flags/peering.ts';
 import { RBAC_CHECK_AT_START, type RIGHTS_AT_START } from '../../flags/rbac-check.ts';
@@ -67,6 +68,7 @@ export function rbacOptions(values: RbacValues, readText: ReadText, whereabouts:
   const ngrokAuthtoken = values['ngrok-authtoken-secret'];
   const devSessions = values['dev-sessions'];
   const { stateIn } = stateOptions(values);
+  const impersonate = impersonationNamespace(values, whereabouts);
   return {
     sources: {
       functions: functions.map((endpoint) => {
@@ -96,6 +98,7 @@ export function rbacOptions(values: RbacValues, readText: ReadText, whereabouts:
       ...(functionServices ? { functionServices } : {}),
       ...(devSessions ? { devSessions } : {}),
     },
+    ...(impersonate === undefined ? {} : { impersonate }),
     admission: {
       configurationName: values['annotation-prefix'] ?? DEFAULT_IDENTITY.annotationPrefix,
       ...(webhookCertificates
@@ -119,6 +122,6 @@ export function rbacCheckOptions(
 ): RbacCheck | undefined {
   const mode = oneOf(values['rbac-check'] ?? RBAC_CHECK_AT_START.default, RBAC_CHECK_MODES, '--rbac-check');
   if (mode === 'off') return undefined;
-  const { request, admission } = rbacOptions(values, readText, whereabouts);
-  return { mode, flags: { request, admission } };
+  const { request, admission, impersonate } = rbacOptions(values, readText, whereabouts);
+  return { mode, flags: { request, admission, ...(impersonate === undefined ? {} : { impersonate }) } };
 }

@@ -7,6 +7,7 @@ import { command } from '../../command-line.ts';
 import { ACTIVITIES } from '../../flags/activities.ts';
 import { ADMISSION } from '../../flags/admission.ts';
 import { IDENTITY } from '../../flags/identity.ts';
+import { IMPERSONATION } from '../../flags/impersonation.ts';
 import { namespacesWarning, OBJECTS } from '../../flags/objects.ts';
 import { OBSERVABILITY } from '../../flags/observability.ts';
 import { PEERING } from '../../flags/peering.ts';
@@ -23,7 +24,7 @@ export const runCommand = command({
   summary:
     "Run an operator: its function service and a gateway in one process, like `kopf run`. The module's default export is made with causeway/functions.",
   note: CLUSTER_NOTE,
-  groups: [OBJECTS, ACTIVITIES, ADMISSION, PEERING, IDENTITY, RIGHTS_AT_START, OBSERVABILITY],
+  groups: [OBJECTS, ACTIVITIES, ADMISSION, PEERING, IDENTITY, IMPERSONATION, RIGHTS_AT_START, OBSERVABILITY],
   async run({ args: { module }, values, logger }) {
     const options = gatewayOptions(values, readText, whereabouts());
     const rbacCheck = rbacCheckOptions({ ...values, module }, readText, whereabouts());

@@ -357,7 +357,7 @@ export async function prepareContenders(nodeFlags: string[] = [], compare?: stri
    */
   const tls = await functionCertificates(dir);
   const gatewayWith =
-    (run: (args: string[]) => Command, scoped: boolean, peers: boolean) =>
+    (run: (args: string[]) => Command, scoped: boolean, peers: boolean, impersonates: boolean) =>
     (port: number, namespace: string) =>
       run([
         'gateway',
@@ -367,6 +367,8 @@ export async function prepareContenders(nodeFlags: string[] = [], compare?: stri
         tls.files.ca,
         ...(scoped ? ['--function-scope', `bench=${BENCH_SCOPE}`] : []),
         ...(peers ? ['--standalone'] : []),
+        // As the shipped layouts run it: a service's children and events written as its account.
+        ...(impersonates ? ['--impersonate'] : []),
         '--namespace',
         namespace,
       ]);
@@ -402,7 +404,12 @@ export async function prepareContenders(nodeFlags: string[] = [], compare?: stri
           ...(help.includes('--standalone') ? ['--standalone'] : []),
         ]),
       causewayServe: serveWith(run, baselineOperators),
-      causewayGateway: gatewayWith(run, help.includes('--function-scope'), help.includes('--standalone')),
+      causewayGateway: gatewayWith(
+        run,
+        help.includes('--function-scope'),
+        help.includes('--standalone'),
+        help.includes('--impersonate'),
+      ),
     };
   }
   const kopf = ensureKopf(cacheRoot(), say);
@@ -421,7 +428,7 @@ export async function prepareContenders(nodeFlags: string[] = [], compare?: stri
     causeway: (operator, namespace, peering = ['--standalone']) =>
       cli(['run', operators(operator), '--namespace', namespace, ...peering]),
     causewayServe: serveWith(cli, operators),
-    causewayGateway: gatewayWith(cli, true, true),
+    causewayGateway: gatewayWith(cli, true, true, true),
     tls,
     ...(baseline ? { baseline } : {}),
   };

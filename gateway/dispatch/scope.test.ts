@@ -178,6 +178,18 @@ describe('beyondPin', () => {
     ]);
     assert.deepEqual(beyondPin({ resources: [], serviceAccount: 'default' }, { resources: [] }), []);
   });
+
+  it('names an account to write as other than the one the pin names, or when it names none', () => {
+    const pin = { resources: ['*'], impersonate: 'shop/shipper' };
+    assert.deepEqual(beyondPin({ resources: [], impersonate: 'shop/shipper' }, pin), []);
+    assert.deepEqual(beyondPin({ resources: [] }, pin), []);
+    assert.deepEqual(beyondPin({ resources: [], impersonate: 'kube-system/admin' }, pin), [
+      'impersonate: kube-system/admin',
+    ]);
+    assert.deepEqual(beyondPin({ resources: [], impersonate: 'shop/shipper' }, { resources: ['*'] }), [
+      'impersonate: shop/shipper',
+    ]);
+  });
 });
 
 describe('serviceAccountOf', () => {

@@ -149,6 +149,10 @@ export function beyondPin(declared: ServiceScope, pin: ServiceScope): string[] {
   if (account !== undefined && account !== (pin.serviceAccount ?? DEFAULT_SERVICE_ACCOUNT)) {
     beyond.push(`serviceAccount: ${account}`);
   }
+  // Whom its writes are made as: only the pin says, and a service declaring another is asking for it.
+  if (declared.impersonate !== undefined && declared.impersonate !== pin.impersonate) {
+    beyond.push(`impersonate: ${declared.impersonate}`);
+  }
   return beyond;
 }
 

@@ -8,7 +8,7 @@ import { type CallSubject, callServices, idempotencyKey, type RetryDelays } from
 import type { FunctionService } from '../dispatch/function-service.ts';
 import type { Logger } from '../logging.ts';
 import type { StoredState } from '../state/storage.ts';
-import type { DueCall, Named } from './model.ts';
+import { type DueCall, type Named, nameOf } from './model.ts';
 import { progressOf, subhandlerKey } from './outcomes.ts';
 
 export interface CallResults<S> {
@@ -45,7 +45,8 @@ export const functionServiceCaller =
       [...byService].map(([service, calls]) => ({
         service,
         handlers: calls.map((call) => {
-          const handler = dueHandler(call, uid, subject.reason, subject.stored);
+          const shared = subject.othersResults(service.name).has(call.spec.id);
+          const handler = dueHandler(call, uid, subject.reason, subject.stored, shared);
           keys.set(call, handler.idempotencyKey);
           return handler;
         }),
@@ -77,13 +78,16 @@ export const functionServiceCaller =
 
 /**
  * The idempotency key depends on the object, the handler, the cause and the state the change started
- * from, which stay the same until the change is handled: across retries, restarts and crashes alike.
+ * from, which stay the same until the change is handled: across retries, restarts and crashes alike;
+ * and on the service when another binds the same id on the resource (`shared`), so that no two
+ * services' handlers ever have one key. A service alone keeps the key it always had.
  */
-function dueHandler<S extends Named>(
+export function dueHandler<S extends Named>(
   call: DueCall<S>,
   uid: string,
   reason: Reason,
   stored: StoredState,
+  shared: boolean,
 ): DueHandler {
   const prefix = progressOf(call, subhandlerKey(call.spec.id, ''));
   const subhandlers = Object.fromEntries(
@@ -98,7 +102,13 @@ function dueHandler<S extends Named>(
     id: call.spec.id,
     retry: call.progress.retries,
     started: call.progress.started,
-    idempotencyKey: idempotencyKey(uid, call.spec.id, reason, stored.essence ?? ''),
+    idempotencyKey: idempotencyKey(
+      uid,
+      call.spec.id,
+      reason,
+      stored.essence ?? '',
+      ...(shared ? [nameOf(call.service)] : []),
+    ),
     ...(call.old === undefined ? {} : { old: call.old }),
     ...(call.new === undefined ? {} : { new: call.new }),
     ...(call.diff === undefined ? {} : { diff: call.diff }),

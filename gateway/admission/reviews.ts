@@ -147,7 +147,7 @@ export class Reviews {
       id: webhook.handler.id,
       retry: 0,
       started: new Date().toISOString(),
-      idempotencyKey: idempotencyKey(review.uid, webhook.handler.id),
+      idempotencyKey: idempotencyKey(review.uid, webhook.handler.id, service.name),
       ...(update
         ? { old: review.oldObject, new: review.object, diff: diff(review.oldObject, review.object) }
         : {}),

@@ -153,7 +153,7 @@ export class Daemons {
     const daemon = {
       ...handler,
       object: watched,
-      key: idempotencyKey(uid, handler.spec.id, 'daemon', started),
+      key: idempotencyKey(uid, handler.spec.id, 'daemon', started, handler.service.name),
       retry: 0,
       started,
       stopping: new AbortController(),

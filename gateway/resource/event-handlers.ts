@@ -65,7 +65,7 @@ export class EventHandlers {
           id: spec.id,
           retry: 0,
           started,
-          idempotencyKey: idempotencyKey(uid, spec.id, type, resourceVersion ?? ''),
+          idempotencyKey: idempotencyKey(uid, spec.id, type, resourceVersion ?? '', service.name),
         }),
       ),
     }));

@@ -452,7 +452,7 @@ export class IndexFeed {
           id: spec.id,
           retry: failing?.retry ?? 0,
           started,
-          idempotencyKey: idempotencyKey(uid, spec.id, 'index', started),
+          idempotencyKey: idempotencyKey(uid, spec.id, 'index', started, service.name),
         },
       ];
     });

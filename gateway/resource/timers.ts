@@ -203,7 +203,11 @@ export class Timers {
     const started = new Date(startedAt).toISOString();
     const handlers = timers.map((timer): DueHandler => {
       timer.anchor ??= startedAt;
-      timer.failing ??= { retry: 0, started, key: idempotencyKey(uid, timer.spec.id, 'timer', started) };
+      timer.failing ??= {
+        retry: 0,
+        started,
+        key: idempotencyKey(uid, timer.spec.id, 'timer', started, timer.service.name),
+      };
       const { retry, key } = timer.failing;
       return { id: timer.spec.id, retry, started: timer.failing.started, idempotencyKey: key };
     });

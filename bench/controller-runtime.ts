@@ -25,7 +25,7 @@ export async function ensureControllerRuntime(say: (line: string) => void): Prom
   const root = join(cacheRoot(), 'bench', `controller-runtime-${await contentKey(SOURCES)}`);
   return cachedBinary(root, BINARY, {
     name: BINARY,
-    from: `${BINARY} from ${SOURCES} (controller-runtime ${CONTROLLER_RUNTIME_VERSION}; minutes on 2 cores)`,
+    from: `${BINARY} (controller-runtime ${CONTROLLER_RUNTIME_VERSION}, some 5 minutes on 2 cores) from ${SOURCES}`,
     make: ({ workDir, logPath }) => buildGoModule(SOURCES, BINARY, { workDir, logPath, onProgress: say }),
     onProgress: say,
   });

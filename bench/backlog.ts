@@ -1,17 +1,19 @@
 /**
  * Backlog benchmark: N KopfExamples are created while the operator is down; then it starts, and we
- * time until every object has status.create_fn. Kopf and Causeway run the same way, on the same
- * fresh control plane, in the same run, and figures are given as ratios against Kopf. Causeway runs
- * twice: `causeway run` (functions in-process) and as deployed (`causeway gateway` calling
+ * time until every object has status.create_fn. Kopf, a Go controller of controller-runtime and
+ * Causeway run the same way, on the same fresh control plane, in the same run, and figures are given
+ * as ratios against controller-runtime's (the one to match), or Kopf's when it did not run. Causeway
+ * runs twice: `causeway run` (functions in-process) and as deployed (`causeway gateway` calling
  * `causeway serve` over HTTPS). A last row shows the ceiling: the apiserver taking the same status
- * writes sent straight to it.
+ * writes sent straight to it. Each operator's RSS is read again once it is idle: every object handled
+ * and its processes quiet for a moment.
  *
  * `--compare <ref>` adds the two apart at another commit, bundled as this one is: an A/B in one run,
  * the baseline after this commit's, or before it with `--baseline-first` (alternate runs to cancel out
  * what the order does). `--with-metrics` adds both shapes again with `--metrics` on (the metrics kept,
  * not scraped during the run), each after the same without, or before it with `--metrics-first`.
  *
- *   npm run bench -- [--objects 1000] [--only kopf|causeway|apiserver] [--node-flags="…"]
+ *   npm run bench -- [--objects 1000] [--only kopf|controller-runtime|causeway|apiserver] [--node-flags="…"]
  *     [--compare <ref> [--baseline-first]] [--with-metrics [--metrics-first]]
  */
 import { parseArgs } from 'node:util';
@@ -35,9 +37,16 @@ import {
   say,
   startTogether,
   table,
+  untilQuiet,
   withArgs,
   withCluster,
 } from './common.ts';
+import {
+  CONTROLLER_RUNTIME_NAME,
+  controllerRuntime,
+  controllerRuntimeVersions,
+  ensureControllerRuntime,
+} from './controller-runtime.ts';
 import { countWrites, difference, type WriteCounts } from './metrics.ts';
 
 const WRITTEN_RESOURCES = ['kopfexamples', 'events'];
@@ -56,6 +65,8 @@ interface Contender {
 interface ProcessUsage {
   peakRssMiB: number;
   cpuSeconds: number;
+  /** Its RSS once the operator was idle; absent if it never was within the wait. */
+  idleRssMiB?: number;
 }
 
 interface Result {
@@ -80,8 +91,12 @@ const { values } = parseArgs({
 });
 const OBJECTS = Number(values.objects);
 
+const chosen = (name: string) => !values.only || name.startsWith(values.only);
+
 async function main(): Promise<void> {
   const commands = await prepareContenders(nodeFlagsOption(values['node-flags']), values.compare);
+  // Built (or found in the cache) only when it runs: the first build takes minutes.
+  const goController = chosen(CONTROLLER_RUNTIME_NAME) ? await ensureControllerRuntime(say) : undefined;
   const [port] = await freePorts(1);
   const baseline = commands.baseline ? [apartAt(commands.baseline, port as number)] : [];
   const first = values['baseline-first'] ? baseline : [];
@@ -115,6 +130,15 @@ async function main(): Promise<void> {
       start: (namespace, _client, kubeconfig) =>
         operatorProcess(commands.kopf('kopf_operator.py', namespace), kubeconfig),
     },
+    ...(goController
+      ? [
+          {
+            name: CONTROLLER_RUNTIME_NAME,
+            start: (namespace: string, _client: KubeClient, kubeconfig: string) =>
+              operatorProcess(controllerRuntime(goController, namespace), kubeconfig),
+          },
+        ]
+      : []),
     {
       name: 'causeway',
       start: (namespace, _client, kubeconfig) =>
@@ -148,7 +172,7 @@ async function main(): Promise<void> {
         ? pair(contender, apart)
         : [contender],
   );
-  const contenders = ordered.filter((contender) => !values.only || contender.name.startsWith(values.only));
+  const contenders = ordered.filter((contender) => chosen(contender.name));
 
   await withCluster(async ({ controlPlane, client }) => {
     const results: Result[] = [];
@@ -159,7 +183,7 @@ async function main(): Promise<void> {
       results.push(await measure(contender, namespace, client, controlPlane));
     }
     report(results);
-    await saveResults('backlog', results);
+    await saveResults('backlog', results, goController ? controllerRuntimeVersions(goController) : {});
   });
 }
 
@@ -205,10 +229,16 @@ async function measure(
   if (early !== undefined)
     throw new Error(`${contender.name} exited before handling every object:\n${early}`);
   const finished = performance.now();
-  const processes = pidsOf(running).map((pid) => {
+  const pids = pidsOf(running);
+  const busy = pids.map((pid) => {
     const { peakRssMiB, cpuSeconds } = processUsage(pid);
     return { peakRssMiB, cpuSeconds };
   });
+  const idle = await untilQuiet(pids);
+  if (!idle) say(`${contender.name}: still busy a minute after the last result; no idle RSS`);
+  const processes: ProcessUsage[] = busy.map((usage, index) =>
+    idle ? { ...usage, idleRssMiB: processUsage(pids[index] as number).rssMiB } : usage,
+  );
   await running.stop();
   await objects.stop();
   const writes = difference(countWrites(await controlPlane.metrics(), WRITTEN_RESOURCES), before);
@@ -224,20 +254,22 @@ async function measure(
 }
 
 function report(results: Result[]): void {
-  const baseline = results.find((result) => result.name.startsWith('kopf'));
+  const baseline =
+    results.find((result) => result.name === CONTROLLER_RUNTIME_NAME) ??
+    results.find((result) => result.name.startsWith('kopf'));
   const ratio = (value: number | undefined, base: number | undefined) =>
     value !== undefined && base ? ` (${(value / base).toFixed(2)}x)` : '';
   const sum = (result: Result, of: keyof ProcessUsage) =>
-    result.processes.length === 0
+    result.processes.length === 0 || result.processes.some((usage) => usage[of] === undefined)
       ? undefined
-      : result.processes.reduce((total, usage) => total + usage[of], 0);
+      : result.processes.reduce((total, usage) => total + (usage[of] as number), 0);
   /** The sum, and each process's part when there are several. */
   const usage = (result: Result, of: keyof ProcessUsage, unit: string, digits: number) => {
     const total = sum(result, of);
     if (total === undefined) return '-';
     const parts =
       result.processes.length > 1
-        ? ` = ${result.processes.map((p) => p[of].toFixed(digits)).join(' + ')}`
+        ? ` = ${result.processes.map((p) => (p[of] as number).toFixed(digits)).join(' + ')}`
         : '';
     const base = baseline && baseline !== result ? sum(baseline, of) : undefined;
     return `${total.toFixed(digits)} ${unit}${ratio(total, base)}${parts}`;
@@ -253,6 +285,7 @@ function report(results: Result[]): void {
       `${spanRate.toFixed(0)}/s${ratio(spanRate, base && base.objects / base.spanSeconds)}`,
       (result.writes.total / result.objects).toFixed(2),
       usage(result, 'peakRssMiB', 'MiB', 0),
+      usage(result, 'idleRssMiB', 'MiB', 0),
       usage(result, 'cpuSeconds', 's', 2),
       Object.entries(result.writes.byRequest)
         .map(([request, count]) => `${request}: ${count}`)
@@ -266,14 +299,16 @@ function report(results: Result[]): void {
     'span rate',
     'writes/object',
     'peak RSS',
+    'idle RSS',
     'CPU',
     'writes',
   ];
   say(
     `\n${OBJECTS} objects created while the operator was down; time from its start until all have status.create_fn`,
   );
-  say('(span rate: objects per second between the first and the last result, i.e. without start-up;');
-  say(' peak RSS and CPU of the functions apart: the gateway + the function service)');
+  say(`(ratios against ${baseline?.name ?? 'none'}; span rate: objects per second between the first and`);
+  say(' the last result, i.e. without start-up; CPU until the last result; idle RSS once every object');
+  say(' was handled and the processes quiet; those of the functions apart: the gateway + the service)');
   for (const line of table(header, rows)) say(line);
 }
 

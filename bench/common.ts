@@ -652,6 +652,29 @@ export function processUsage(pid: number): { rssMiB: number; peakRssMiB: number;
   return usage;
 }
 
+/**
+ * Resolves once the processes have been quiet for a moment: together under `share` of a core over the
+ * last `windowMs` of their CPU time, sampled every `everyMs`. True then, false if they were still busy
+ * after `timeoutMs`.
+ */
+export async function untilQuiet(
+  pids: readonly number[],
+  { windowMs = 1000, share = 0.02, everyMs = 100, timeoutMs = 60_000 } = {},
+): Promise<boolean> {
+  const cpuSeconds = () => pids.reduce((sum, pid) => sum + processUsage(pid).cpuSeconds, 0);
+  const samples: { at: number; cpuSeconds: number }[] = [];
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const now = { at: performance.now(), cpuSeconds: cpuSeconds() };
+    samples.push(now);
+    const windowStart = samples.findLast((sample) => now.at - sample.at >= windowMs);
+    if (windowStart && now.cpuSeconds - windowStart.cpuSeconds <= (share * (now.at - windowStart.at)) / 1000)
+      return true;
+    if (now.at > deadline) return false;
+    await sleep(everyMs);
+  }
+}
+
 /** The pids of a process's children, theirs, and so on (each of its threads lists those it started). */
 function descendants(pid: number): number[] {
   const children = readdirSync(`/proc/${pid}/task`).flatMap((task) =>
@@ -697,7 +720,7 @@ print(json.dumps({'python': platform.python_version(), 'kopf': m.version('kopf')
  * and 15 minutes) at the start and at the end of the run, and the versions of what ran, each asked of
  * the program itself (so a control plane named by CAUSEWAY_* variables reports its own).
  */
-async function measuredWith() {
+async function measuredWith(versions: Record<string, string | undefined>) {
   const output = (file: string, ...args: string[]) => execFileSync(file, args, { encoding: 'utf8' }).trim();
   const { etcd, kubeApiserver } = await ensureBinaries();
   const python = join(dirname(ensureKopf(cacheRoot(), say)), 'python');
@@ -720,20 +743,25 @@ async function measuredWith() {
       kubeApiserver: output(kubeApiserver, '--version').split(' ').at(-1),
       etcd: /^etcd Version: (\S+)/m.exec(output(etcd, '--version'))?.[1],
       ...pythonSide,
+      ...versions,
     },
   };
 }
 
 /**
  * Writes the raw figures to bench/results/<kind>-<time>.json.gz with what they were measured with
- * (measuredWith), and says where. Gzipped, as every clone carries the ones a document quotes
- * (commit those): `zcat` reads them (docs/benchmarks.md).
+ * (measuredWith, and the `versions` of what else ran), and says where. Gzipped, as every clone
+ * carries the ones a document quotes (commit those): `zcat` reads them (docs/benchmarks.md).
  */
-export async function saveResults(kind: string, results: unknown): Promise<void> {
+export async function saveResults(
+  kind: string,
+  results: unknown,
+  versions: Record<string, string | undefined> = {},
+): Promise<void> {
   const out = join(ROOT, 'bench/results');
   mkdirSync(out, { recursive: true });
   const file = join(out, `${kind}-${new Date().toISOString().replaceAll(':', '-')}.json.gz`);
-  const text = `${JSON.stringify({ ...(await measuredWith()), results }, null, 2)}\n`;
+  const text = `${JSON.stringify({ ...(await measuredWith(versions)), results }, null, 2)}\n`;
   writeFileSync(file, gzipSync(text, { level: 9 }));
   const { commit, changed } = AT_START;
   say(`\nraw figures: ${file} (commit ${commit.slice(0, 7)}${changed ? ', with uncommitted changes' : ''})`);

@@ -1,7 +1,7 @@
-import { constants } from 'node:fs';
-import { access, mkdir, mkdtemp, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { isExecutable } from './cached-binary.ts';
 import { buildGoPrograms, type GoMainModule } from './go-build.ts';
 import { withLock } from './lock.ts';
 import { type Progress, seconds, silent } from './progress.ts';
@@ -140,11 +140,4 @@ async function build(
     await rm(workDir, { recursive: true, force: true });
   }
   onProgress(`built the control plane binaries in ${seconds(started)}`);
-}
-
-async function isExecutable(path: string): Promise<boolean> {
-  return access(path, constants.X_OK).then(
-    () => true,
-    () => false,
-  );
 }

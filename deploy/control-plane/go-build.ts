@@ -95,6 +95,25 @@ export async function buildGoPrograms(
 }
 
 /**
+ * Builds the main package at the root of `moduleDir`, a module of its own (its go.mod and go.sum, not a
+ * published one), into `<workDir>/<binary>` with a plain `go build`, as its users build it.
+ */
+export async function buildGoModule(
+  moduleDir: string,
+  binary: string,
+  { workDir, logPath, onProgress }: { workDir: string; logPath: string; onProgress: Progress },
+): Promise<string> {
+  const built = join(workDir, binary);
+  await runGo(`compiling ${binary}`, ['build', '-o', built, '.'], {
+    cwd: moduleDir,
+    logPath,
+    onProgress,
+    missingGo: `Go must be on PATH to build ${moduleDir}.`,
+  });
+  return built;
+}
+
+/**
  * The name `go build -o DIR/` gives a main package's executable: its path's last element, or the one
  * before a major version suffix (go.etcd.io/etcd/server/v3 makes `server`).
  */
@@ -177,12 +196,17 @@ export function wrapperGoMod(module: GoMainModule, upstream: string, pins: Pin[]
 
 const HEARTBEAT_MS = 30_000;
 
+/** What to do when there is no `go` to run, unless the caller knows better. */
+const CONTROL_PLANE_NEEDS_GO =
+  'Go 1.24 or newer must be on PATH to build the control plane (or set CAUSEWAY_ETCD, ' +
+  'CAUSEWAY_KUBE_APISERVER and CAUSEWAY_KUBE_CONTROLLER_MANAGER to existing binaries).';
+
 async function runGo(
   step: string,
   args: string[],
-  options: { cwd: string; logPath: string; stdoutPath?: string; onProgress: Progress },
+  options: { cwd: string; logPath: string; stdoutPath?: string; onProgress: Progress; missingGo?: string },
 ): Promise<void> {
-  const { logPath, onProgress } = options;
+  const { logPath, onProgress, missingGo = CONTROL_PLANE_NEEDS_GO, ...spawnOptions } = options;
   onProgress(`${step}…`);
   await appendFile(logPath, `\n$ go ${args.map((arg) => (/\s/.test(arg) ? `'${arg}'` : arg)).join(' ')}\n`);
   const started = performance.now();
@@ -191,14 +215,15 @@ async function runGo(
     HEARTBEAT_MS,
   );
   try {
-    const proc = await supervise('go', 'go', args, { ...options, env: goEnv(), graceSeconds: 5 });
+    const proc = await supervise('go', 'go', args, {
+      ...spawnOptions,
+      logPath,
+      env: goEnv(),
+      graceSeconds: 5,
+    });
     const exit = await proc.exited;
     if (exit.code === 0) return;
-    const hint =
-      exit.code === 127
-        ? '\nGo 1.24 or newer must be on PATH to build the control plane (or set CAUSEWAY_ETCD, ' +
-          'CAUSEWAY_KUBE_APISERVER and CAUSEWAY_KUBE_CONTROLLER_MANAGER to existing binaries).'
-        : '';
+    const hint = exit.code === 127 ? `\n${missingGo}` : '';
     throw new Error(
       `go ${args[0]} failed while ${step} (${describeExit(exit)})${hint}\n${await logTail(logPath)}`,
     );

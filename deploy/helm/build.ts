@@ -1,10 +1,8 @@
-import { constants } from 'node:fs';
-import { access, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { cacheRoot, KUBERNETES } from '../control-plane/build.ts';
+import { cachedBinary } from '../control-plane/cached-binary.ts';
 import { buildGoPrograms, type GoMainModule } from '../control-plane/go-build.ts';
-import { withLock } from '../control-plane/lock.ts';
-import { type Progress, seconds, silent } from '../control-plane/progress.ts';
+import { type Progress, silent } from '../control-plane/progress.ts';
 
 /** The latest helm on the control plane's Kubernetes libraries (1.34), whose build it shares. */
 export const HELM_VERSION = 'v3.19.5';
@@ -25,38 +23,16 @@ const HELM: GoMainModule = {
 
 /**
  * The helm binary: CAUSEWAY_HELM if set, else the cached build of HELM_VERSION, built from the Go module
- * proxy on first use and published by an atomic rename, like the control plane's binaries. Built after
- * them (ensureBinaries), it compiles little of its own.
+ * proxy on first use, like the control plane's binaries. Built after them (ensureBinaries), it compiles
+ * little of its own.
  */
 export async function ensureHelm({ onProgress = silent }: { onProgress?: Progress } = {}): Promise<string> {
   if (process.env.CAUSEWAY_HELM) return process.env.CAUSEWAY_HELM;
-  const root = join(cacheRoot(), 'helm', HELM_VERSION);
-  const binary = join(root, 'bin', 'helm');
-  if (await isExecutable(binary)) return binary;
-  await mkdir(join(root, 'bin'), { recursive: true });
-  const onWait = (pid: number) => onProgress(`waiting for another process (pid ${pid}) to build helm…`);
-  await withLock(join(root, 'build.lock'), onWait, async () => {
-    // Another process may have built it while this one waited.
-    if (await isExecutable(binary)) return;
-    const started = performance.now();
-    const logPath = join(root, 'build.log');
-    await writeFile(logPath, '');
-    onProgress(`building helm ${HELM_VERSION} from its Go module (first run only; log: ${logPath})…`);
-    const workDir = await mkdtemp(join(root, 'build-'));
-    try {
-      const builtDir = await buildGoPrograms(HELM, HELM.programs, { workDir, logPath, onProgress });
-      await rename(join(builtDir, 'helm'), binary);
-    } finally {
-      await rm(workDir, { recursive: true, force: true });
-    }
-    onProgress(`built helm in ${seconds(started)}`);
+  return cachedBinary(join(cacheRoot(), 'helm', HELM_VERSION), 'helm', {
+    name: 'helm',
+    from: `helm ${HELM_VERSION} from its Go module`,
+    make: async ({ workDir, logPath }) =>
+      join(await buildGoPrograms(HELM, HELM.programs, { workDir, logPath, onProgress }), 'helm'),
+    onProgress,
   });
-  return binary;
-}
-
-async function isExecutable(path: string): Promise<boolean> {
-  return access(path, constants.X_OK).then(
-    () => true,
-    () => false,
-  );
 }

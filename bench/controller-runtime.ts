@@ -6,9 +6,13 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cacheRoot } from '../deploy/control-plane/build.ts';
-import { cachedBinary, contentKey } from '../deploy/control-plane/cached-binary.ts';
-import { buildGoModule, requirements } from '../deploy/control-plane/go-build.ts';
+import {
+  buildGoModule,
+  cachedBinary,
+  cacheRoot,
+  contentKey,
+  requirements,
+} from '../deploy/control-plane/index.ts';
 import type { Command } from './common.ts';
 
 const SOURCES = new URL('operators/controller-runtime', import.meta.url).pathname;

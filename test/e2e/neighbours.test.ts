@@ -66,34 +66,53 @@ function rewritten(id: string, change: Record<string, unknown>) {
   };
 }
 
-/** 15 MiB of JSON, its length declared, sent 1 MiB every 20 ms: refused once read (it holds no outcomes). */
-function floodReply(): Response {
-  const encoder = new TextEncoder();
-  const head = encoder.encode(`{"protocol":"${PROTOCOL}","padding":"`);
-  const tail = encoder.encode('"}');
-  const piece = new Uint8Array(MiB).fill(0x78);
-  let sent = 0;
-  return new Response(
-    new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        if (sent === 0) controller.enqueue(head);
-        if (sent === 15) {
-          controller.enqueue(tail);
-          controller.close();
-          return;
-        }
-        await new Promise((paced) => setTimeout(paced, 20));
-        sent++;
-        controller.enqueue(piece);
+/** Replies of the flood that must be under way together: five of 15 MiB are more than its 64 MiB budget. */
+const FLOOD_TOGETHER = 5;
+
+/**
+ * The flood's replies: 15 MiB of JSON each, the length declared, sent 1 MiB every 20 ms once
+ * FLOOD_TOGETHER replies have begun (their headers sent, so the gateway has asked its budget for each
+ * declared length), and refused once read (they hold no outcomes).
+ */
+function flood() {
+  let begun = 0;
+  let together: () => void = () => {};
+  const allBegun = new Promise<void>((resolve) => {
+    together = resolve;
+  });
+  return (): Response => {
+    begun++;
+    if (begun >= FLOOD_TOGETHER) together();
+    const encoder = new TextEncoder();
+    const head = encoder.encode(`{"protocol":"${PROTOCOL}","padding":"`);
+    const tail = encoder.encode('"}');
+    const piece = new Uint8Array(MiB).fill(0x78);
+    let sent = 0;
+    return new Response(
+      new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          if (sent === 0) {
+            await allBegun;
+            controller.enqueue(head);
+          }
+          if (sent === 15) {
+            controller.enqueue(tail);
+            controller.close();
+            return;
+          }
+          await new Promise((paced) => setTimeout(paced, 20));
+          sent++;
+          controller.enqueue(piece);
+        },
+      }),
+      {
+        headers: {
+          'content-type': 'application/json',
+          'content-length': String(head.byteLength + 15 * MiB + tail.byteLength),
+        },
       },
-    }),
-    {
-      headers: {
-        'content-type': 'application/json',
-        'content-length': String(head.byteLength + 15 * MiB + tail.byteLength),
-      },
-    },
-  );
+    );
+  };
 }
 
 /** Each hostile neighbour, its pin, and the reason its attack is refused with, as the log says it. */
@@ -177,7 +196,7 @@ function neighbours(namespace: string) {
     },
     {
       // Replies of 15 MiB on every call at once: more than its budget of bytes in flight (point 7).
-      service: neighbour('flooder', 'flood_fn', { answer: () => floodReply() }),
+      service: neighbour('flooder', 'flood_fn', { answer: flood() }),
       pin: { resources: [KOPFEXAMPLES] },
       refusal: /handler failed temporarily .*service=flooder/,
     },

@@ -14,7 +14,7 @@ import { part } from '../manager/manager.ts';
 import { checkOwnRights } from '../rbac/at-start.ts';
 import { Indexes } from '../resource/indexes.ts';
 import { Activities } from '../services/activities.ts';
-import type { Ground } from './ground.ts';
+import { type Ground, startStep } from './ground.ts';
 import type { Observability } from './observability.ts';
 import { type Credentials, clusterClient } from './trust.ts';
 
@@ -63,6 +63,7 @@ export async function functionServices(
   metrics?.watchBreakers(() => services.current.map(({ name, down }) => [name, down !== undefined]));
   metrics?.watchBudgets(() => budgets.readings(services.current.map(({ name }) => name)));
   await services.connect(options.functions, stopping.signal);
+  startStep(logger, 'function services connected');
   await manager.add('services', part('function services', 'every replica', { stop: () => services.close() }));
   const { rbacCheck } = options;
   if (rbacCheck) {
@@ -75,6 +76,7 @@ export async function functionServices(
       logger,
     };
     await checkOwnRights(rbacCheck, starting);
+    startStep(logger, 'own rights checked');
   }
   const activities = new Activities({
     services: () => services.current,
@@ -83,10 +85,12 @@ export async function functionServices(
   });
   // Before any watch: a startup that fails fails the start (and startGateway stops what started).
   await activities.startup();
+  startStep(logger, 'startup handlers done');
   const login = { from: options.loginFrom, services: services.current, activities };
   const client = await clusterClient(credentials, login, stopping.signal, logger, observeRequest);
   const discovery = earlyDiscovery ?? new DiscoveryCache(client);
   scope.discover(discovery, client);
+  startStep(logger, 'cluster client ready');
   await manager.add(
     'cleanup',
     part('cleanup handlers', 'every replica', {

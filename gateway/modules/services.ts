@@ -35,6 +35,8 @@ export async function functionServices(
 ): Promise<Services> {
   const { options, identity, settings, logger, manager, stopping } = ground;
   const earlyDiscovery = credentials.client ? new DiscoveryCache(credentials.client) : undefined;
+  // Loaded while the manifests are read: their scope check, the rights check and the binding share it.
+  void earlyDiscovery?.reload();
   const scope = new ScopeCheck(identity, earlyDiscovery, options.ownNamespace);
   const budgets = new Budgets(settings.calls, metrics?.budgetWaited);
   const indexes = new Indexes({

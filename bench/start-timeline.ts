@@ -127,15 +127,18 @@ async function main(): Promise<void> {
       }
     }
     for (const [name, rounds] of timelines) {
-      say(`\ncauseway run --standalone, ${name}: ms since the spawn`);
+      say(
+        `\ncauseway run --standalone, ${name}: ms since the spawn, and the step's own (since the one before)`,
+      );
       const steps = rounds[0]?.map(([step]) => step) ?? [];
+      const at = (timeline: Timeline, step: string | undefined) =>
+        step === undefined ? 0 : (timeline.find(([named]) => named === step)?.[1] ?? Number.NaN);
       for (const line of table(
-        ['step', 'median', ...rounds.map((_, index) => `#${index + 1}`)],
-        steps.map((step) => {
-          const each = rounds.map(
-            (timeline) => timeline.find(([named]) => named === step)?.[1] ?? Number.NaN,
-          );
-          return [step, String(median(each)), ...each.map(String)];
+        ['step', 'median', 'its own, median', ...rounds.map((_, index) => `#${index + 1}`)],
+        steps.map((step, index) => {
+          const each = rounds.map((timeline) => at(timeline, step));
+          const own = rounds.map((timeline) => at(timeline, step) - at(timeline, steps[index - 1]));
+          return [step, String(median(each)), String(median(own)), ...each.map(String)];
         }),
       ))
         say(line);

@@ -3,7 +3,7 @@
  * before it, as users get it (the tarball `npm pack` makes, installed into a project outside the
  * repository, as bench/startup.ts does) and from this repository's TypeScript sources; timed from the
  * process's spawn to the first status write, with the step lines its `--verbose` log writes as the start passes each (modules/ground.ts's
- * startStep: milliseconds since the process started). A fresh namespace and backlog each round.
+ * startStep), placed by the log's clock. A fresh namespace and backlog each round.
  *
  *   npm run bench:start-timeline -- [--rounds 5] [--objects 100]
  */
@@ -35,7 +35,13 @@ const FIRST_WRITE = 'first status write (seen by a watch)';
 /** One round: each step's milliseconds since the spawn, in the order they came. */
 type Timeline = [step: string, ms: number][];
 
-const STEP = /start: (.*?) sinceProcessStartMs=(\d+)/;
+/** A step line of the text log: its time (ISO, in ms), the step, and the ms since its Node started. */
+const STEP = /^(\S+) .*start: (.*?) sinceProcessStartMs=(\d+)/;
+/**
+ * The installed CLI replaces its Node with one started with its memory settings (launch.ts's execve):
+ * the steps count from that second start, the timeline from the spawn, by the log's clock.
+ */
+const NODE_STARTED = 'Node started (after the launcher execve, if any)';
 
 const FLAGS = ['--verbose', '--log-format', 'text', '--standalone', '--namespace'];
 
@@ -51,6 +57,7 @@ async function round(
 ): Promise<Timeline> {
   const timeline: Timeline = [];
   const spawned = performance.now();
+  const spawnedAt = Date.now();
   const child = spawn(file, args, {
     cwd: cwd ?? ROOT,
     env: { ...(env ?? process.env), KUBECONFIG: kubeconfig },
@@ -63,7 +70,10 @@ async function round(
     pending = lines.pop() ?? '';
     for (const line of lines) {
       const step = STEP.exec(line);
-      if (step?.[1] && step[2]) timeline.push([step[1], Number(step[2])]);
+      if (!step?.[1] || !step[2] || !step[3]) continue;
+      const at = Date.parse(step[1]) - spawnedAt;
+      if (timeline.length === 0) timeline.push([NODE_STARTED, at - Number(step[3])]);
+      timeline.push([step[2], at]);
     }
   });
   const exited = new Promise<void>((settle) => child.once('exit', () => settle()));

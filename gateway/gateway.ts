@@ -5,7 +5,7 @@
  * all are made, and stops them in the reverse. docs/architecture.md has the picture.
  */
 import { fleet } from './modules/fleet.ts';
-import { type Ground, groundOf } from './modules/ground.ts';
+import { type Ground, groundOf, startStep } from './modules/ground.ts';
 import { observability } from './modules/observability.ts';
 import { functionServices } from './modules/services.ts';
 import { serving } from './modules/serving.ts';
@@ -25,13 +25,18 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 }
 
 async function assemble(ground: Ground): Promise<Gateway> {
-  const { manager, stopping } = ground;
+  const { manager, stopping, logger } = ground;
+  startStep(logger, 'the gateway starts');
   const observed = await observability(ground);
   const credentials = await trust(ground, observed);
+  startStep(logger, 'credentials read');
   const services = await functionServices(ground, observed, credentials);
   const served = await serving(ground, observed, services);
+  startStep(logger, 'handlers bound');
   await fleet(ground, observed, services);
+  startStep(logger, 'fleet made');
   await manager.start();
+  startStep(logger, 'every part started');
   return {
     synced: served.synced(),
     liveness: served.health?.url,

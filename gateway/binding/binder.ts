@@ -171,7 +171,7 @@ export class HandlerBinder {
    */
   async #locate(pending: Unresolved[], announce: boolean) {
     const { discovery, logger } = this.#options;
-    const current = await discovery.reload();
+    const current = await discovery.fresh();
     const left: Unresolved[] = [];
     const byResource = new Map<string, Group>();
     const add = (resource: DiscoveredResource, item: Unresolved) => {

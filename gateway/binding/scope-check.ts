@@ -56,7 +56,7 @@ export class ScopeCheck implements AnswerGuard {
           'which its results would overwrite: the service is not served',
       );
     }
-    const refused = this.#atStart && firstOutsideScope(service, await this.#atStart.reload());
+    const refused = this.#atStart && firstOutsideScope(service, await this.#atStart.fresh());
     if (refused) throw new ScopeError(`${refused}: the service is not served`);
   }
 

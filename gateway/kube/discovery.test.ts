@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { KubeClient } from './client.ts';
 import {
   collectionPath,
+  DISCOVERY_FRESH_MS,
   type DiscoveredResource,
   Discovery,
+  DiscoveryCache,
   describe as describeSelector,
   ResourceNotFound,
   selectsSeveral,
@@ -179,5 +182,52 @@ describe('resource selection by category and by *', () => {
       describeSelector({ category: 'kopf', group: 'kopf.dev', version: 'v1' }),
       'category kopf of kopf.dev/v1',
     );
+  });
+});
+
+describe('discovery kept for the steps of the start', () => {
+  /** A client whose discovery answers count its loads; `failing` makes the next ones fail. */
+  function countingClient() {
+    const state = { loads: 0, failing: false };
+    const client = {
+      request: async (path: string) => {
+        if (path === '/api') state.loads++;
+        if (state.failing) throw new Error('the apiserver is unreachable');
+        return { kind: 'APIGroupDiscoveryList', items: [] };
+      },
+    } as unknown as KubeClient;
+    return { state, client };
+  }
+
+  it('shares one load between the steps that ask within a second of it, in flight or done', async (t) => {
+    t.mock.timers.enable({ apis: ['Date'], now: 0 });
+    const { state, client } = countingClient();
+    const cache = new DiscoveryCache(client);
+    const started = cache.reload(); // before the manifests are read
+    const [inFlight] = await Promise.all([cache.fresh(), started]);
+    assert.equal(inFlight, await started);
+    t.mock.timers.tick(DISCOVERY_FRESH_MS - 1);
+    assert.equal(await cache.fresh(), await started);
+    assert.equal(state.loads, 1);
+  });
+
+  it('loads again once the last load is a second old', async (t) => {
+    t.mock.timers.enable({ apis: ['Date'], now: 0 });
+    const { state, client } = countingClient();
+    const cache = new DiscoveryCache(client);
+    await cache.reload();
+    t.mock.timers.tick(DISCOVERY_FRESH_MS);
+    await cache.fresh();
+    assert.equal(state.loads, 2);
+  });
+
+  it('loads again after a load that failed, rather than fail the same way', async () => {
+    const { state, client } = countingClient();
+    const cache = new DiscoveryCache(client);
+    state.failing = true;
+    await assert.rejects(cache.reload(), /unreachable/);
+    state.failing = false;
+    await cache.fresh();
+    assert.equal(state.loads, 2);
   });
 });

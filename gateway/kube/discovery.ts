@@ -152,6 +152,9 @@ export function selectsSeveral(selector: ResourceSelector): boolean {
   return selector.category !== undefined || splitGroup(selector).name === EVERY_RESOURCE;
 }
 
+/** How often discovery is loaded at most: a lookup of a name it does not know waits this long to reload. */
+export const DISCOVERY_FRESH_MS = 1000;
+
 /** Discovery kept between lookups, reloaded (at most once a second) when a name is not found. */
 export class DiscoveryCache {
   readonly #client: KubeClient;
@@ -164,15 +167,30 @@ export class DiscoveryCache {
 
   reload(): Promise<Discovery> {
     this.#loadedAt = Date.now();
-    this.#current = Discovery.load(this.#client);
-    return this.#current;
+    const loading = Discovery.load(this.#client);
+    this.#current = loading;
+    // A load that failed is not kept: the next lookup loads again rather than fail the same way.
+    loading.catch(() => {
+      if (this.#current === loading) this.#current = undefined;
+    });
+    return loading;
+  }
+
+  /**
+   * Discovery loaded (or being loaded) less than DISCOVERY_FRESH_MS ago, else loaded again: the steps
+   * of the start (the manifests' scope check, the rights check, the binding) share one load.
+   */
+  fresh(): Promise<Discovery> {
+    if (this.#current && Date.now() - this.#loadedAt < DISCOVERY_FRESH_MS) return this.#current;
+    return this.reload();
   }
 
   async resolve(selector: ResourceSelector): Promise<DiscoveredResource> {
     try {
       return (await (this.#current ?? this.reload())).resolve(selector);
     } catch (error) {
-      if (!(error instanceof ResourceNotFound) || Date.now() - this.#loadedAt < 1000) throw error;
+      if (!(error instanceof ResourceNotFound) || Date.now() - this.#loadedAt < DISCOVERY_FRESH_MS)
+        throw error;
       return (await this.reload()).resolve(selector);
     }
   }

@@ -29,3 +29,11 @@ export function groundOf(options: GatewayOptions): Ground {
     manager: new Manager(logger),
   };
 }
+
+/**
+ * A debug line as the start passes a step, with the time since the process started: `--verbose` shows
+ * where a start's time goes (bench/start-timeline.ts reads these lines).
+ */
+export function startStep(logger: Logger, step: string): void {
+  logger.debug(`start: ${step}`, { sinceProcessStartMs: Math.round(performance.now()) });
+}

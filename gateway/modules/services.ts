@@ -14,7 +14,7 @@ import { part } from '../manager/manager.ts';
 import { checkOwnRights } from '../rbac/at-start.ts';
 import { Indexes } from '../resource/indexes.ts';
 import { Activities } from '../services/activities.ts';
-import type { Ground } from './ground.ts';
+import { type Ground, startStep } from './ground.ts';
 import type { Observability } from './observability.ts';
 import { type Credentials, clusterClient } from './trust.ts';
 
@@ -35,6 +35,8 @@ export async function functionServices(
 ): Promise<Services> {
   const { options, identity, settings, logger, manager, stopping } = ground;
   const earlyDiscovery = credentials.client ? new DiscoveryCache(credentials.client) : undefined;
+  // Loaded while the manifests are read: their scope check, the rights check and the binding share it.
+  void earlyDiscovery?.reload();
   const scope = new ScopeCheck(identity, earlyDiscovery, options.ownNamespace);
   const budgets = new Budgets(settings.calls, metrics?.budgetWaited);
   const indexes = new Indexes({
@@ -63,6 +65,7 @@ export async function functionServices(
   metrics?.watchBreakers(() => services.current.map(({ name, down }) => [name, down !== undefined]));
   metrics?.watchBudgets(() => budgets.readings(services.current.map(({ name }) => name)));
   await services.connect(options.functions, stopping.signal);
+  startStep(logger, 'function services connected');
   await manager.add('services', part('function services', 'every replica', { stop: () => services.close() }));
   const { rbacCheck } = options;
   if (rbacCheck) {
@@ -75,6 +78,7 @@ export async function functionServices(
       logger,
     };
     await checkOwnRights(rbacCheck, starting);
+    startStep(logger, 'own rights checked');
   }
   const activities = new Activities({
     services: () => services.current,
@@ -83,10 +87,12 @@ export async function functionServices(
   });
   // Before any watch: a startup that fails fails the start (and startGateway stops what started).
   await activities.startup();
+  startStep(logger, 'startup handlers done');
   const login = { from: options.loginFrom, services: services.current, activities };
   const client = await clusterClient(credentials, login, stopping.signal, logger, observeRequest);
   const discovery = earlyDiscovery ?? new DiscoveryCache(client);
   scope.discover(discovery, client);
+  startStep(logger, 'cluster client ready');
   await manager.add(
     'cleanup',
     part('cleanup handlers', 'every replica', {

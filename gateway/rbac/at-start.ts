@@ -39,7 +39,7 @@ export interface StartingGateway {
   signer: Signer | undefined;
   /** The CA to trust for services over https that name none. */
   ca: string | undefined;
-  /** The gateway's discovery: loaded once for the check, the pipelines then resolve with it. */
+  /** The gateway's discovery: loaded once for the start's steps (this check among them), the pipelines then resolve with it. */
   discovery?: DiscoveryCache;
   logger: Logger;
 }
@@ -58,7 +58,7 @@ export async function checkOwnRights(
   const objectServices = await servicesOfObjects(flags, gateway, client);
   try {
     const services = [...gateway.services, ...objectServices];
-    const discovery = await (gateway.discovery ?? new DiscoveryCache(client)).reload();
+    const discovery = await (gateway.discovery ?? new DiscoveryCache(client)).fresh();
     const { objects, unserved } = await gatewayRbac(client, flags, services, discovery, logger);
     // The gateway serves such a resource once its CustomResourceDefinition is installed: no refusal.
     for (const handler of unserved)

@@ -1,5 +1,6 @@
 /** `causeway run <module>`: one process, in which the gateway calls the module's fetch handler directly, still signed and verified. */
 import { startGateway } from '../../../gateway.ts';
+import { startStep } from '../../../modules/ground.ts';
 import { ensureProcessSecret } from '../../../secret.ts';
 import { startTracing } from '../../../tracing/sdk.ts';
 import { CLUSTER_NOTE } from '../../cluster.ts';
@@ -26,6 +27,7 @@ export const runCommand = command({
   note: CLUSTER_NOTE,
   groups: [OBJECTS, ACTIVITIES, ADMISSION, PEERING, IDENTITY, IMPERSONATION, RIGHTS_AT_START, OBSERVABILITY],
   async run({ args: { module }, values, logger }) {
+    startStep(logger, 'the command runs');
     const options = gatewayOptions(values, readText, whereabouts());
     const rbacCheck = rbacCheckOptions({ ...values, module }, readText, whereabouts());
     const warning = namespacesWarning(values);
@@ -33,7 +35,9 @@ export const runCommand = command({
     const secret = ensureProcessSecret();
     // The gateway's spans and the module's handlers', exported together.
     const tracing = await startTracing('causeway', logger);
+    startStep(logger, 'tracing started');
     const functions = await loadOperatorModule(module);
+    startStep(logger, 'operator module loaded');
     const gateway = await startGateway({
       ...options,
       logger,

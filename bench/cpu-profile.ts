@@ -4,16 +4,19 @@
  * is mapped back through the bundle's source maps to the function, file and line it was written as.
  * Prints the idle, GC and program shares, then the functions with the most self and total time.
  *
- *   node bench/cpu-profile.ts <profile.cpuprofile[.gz]> [--bundle <dir with the bundle's .map files>] [--top 25]
+ *   node bench/cpu-profile.ts <profile.cpuprofile[.gz]> [--bundle <dir>] [--root <checkout>] [--top 25]
+ *     [--write <mapped.cpuprofile.gz>]
  *
+ * `--write` saves the profile with its frames so mapped, gzipped: it opens in Chrome's DevTools with
+ * the sources' names and lines, without the bundle.
  * `--bundle` is the `bundle` folder the benchmarks copy beside the profiles; without it the frames keep
  * the bundle's names.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { SourceMap } from 'node:module';
-import { basename, join, relative } from 'node:path';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { gunzipSync } from 'node:zlib';
+import { gunzipSync, gzipSync } from 'node:zlib';
 
 interface CallFrame {
   functionName: string;
@@ -36,7 +39,12 @@ interface Profile {
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { bundle: { type: 'string' }, top: { type: 'string', default: '25' } },
+  options: {
+    bundle: { type: 'string' },
+    root: { type: 'string', default: process.cwd() },
+    top: { type: 'string', default: '25' },
+    write: { type: 'string' },
+  },
 });
 const [file] = positionals;
 if (!file) throw new Error('usage: node bench/cpu-profile.ts <profile> [--bundle <dir>] [--top N]');
@@ -57,19 +65,25 @@ function sourceMapOf(url: string): SourceMap | undefined {
   return maps.get(url);
 }
 
-/** The frame as written: its function's name and where it is, mapped through the bundle's source map. */
-function frameName({ functionName, url, lineNumber, columnNumber }: CallFrame): string {
+/**
+ * The frame as written: its function, and the file (from `--root`, or from node_modules) and line it
+ * was written at, mapped through the bundle's source map; the frame as it is when there is none.
+ */
+function sourceFrame(frame: CallFrame): CallFrame {
+  const entry = sourceMapOf(frame.url)?.findEntry(frame.lineNumber, frame.columnNumber);
+  if (!entry || !('originalSource' in entry) || !entry.originalSource) return frame;
+  // The map's sources are relative to the bundle where it was when profiled.
+  const source = resolve(dirname(frame.url.replace(/^file:\/\//, '')), entry.originalSource);
+  const url = source.includes('/node_modules/')
+    ? source.slice(source.lastIndexOf('node_modules/'))
+    : relative(values.root, source);
+  return { ...frame, url, lineNumber: entry.originalLine, columnNumber: entry.originalColumn };
+}
+
+function frameName(frame: CallFrame): string {
+  const { functionName, url, lineNumber } = sourceFrame(frame);
   const name = functionName || '(anonymous)';
-  if (!url) return name;
-  const entry = sourceMapOf(url)?.findEntry(lineNumber, columnNumber);
-  if (entry && 'originalSource' in entry && entry.originalSource) {
-    const source = entry.originalSource.replace(/^file:\/\//, '');
-    const shown = source.includes('node_modules/')
-      ? source.slice(source.lastIndexOf('node_modules/'))
-      : relative(values.bundle ?? '.', source).replace(/^(\.\.\/)+/, '');
-    return `${name} ${shown}:${entry.originalLine + 1}`;
-  }
-  return `${name} ${url.replace(/^file:\/\//, '')}:${lineNumber + 1}`;
+  return url ? `${name} ${url.replace(/^file:\/\//, '')}:${lineNumber + 1}` : name;
 }
 
 // Each sample's time is the delta to the next one; a node's self time is the sum over its samples.
@@ -114,6 +128,20 @@ const sorted = (by: Map<string, number>) =>
 console.log(`\nself time, top ${top}:`);
 for (const [name, us] of sorted(selfByName).slice(0, top))
   console.log(`  ${ms(us)} ms ${share(us)}  ${name}`);
+const selfByFile = new Map<string, number>();
+for (const [name, us] of selfByName) {
+  const file = name.startsWith('(') ? name : (name.split(' ').at(-1)?.replace(/:\d+$/, '') ?? name);
+  selfByFile.set(file, (selfByFile.get(file) ?? 0) + us);
+}
+console.log(`\nself time by file, top ${top}:`);
+for (const [file, us] of sorted(selfByFile).slice(0, top))
+  console.log(`  ${ms(us)} ms ${share(us)}  ${file}`);
 console.log(`\ntotal time (self and callees), top ${top}:`);
 for (const [name, us] of sorted(totalByName).slice(0, top))
   console.log(`  ${ms(us)} ms ${share(us)}  ${name}`);
+
+if (values.write) {
+  const nodes = profile.nodes.map((node) => ({ ...node, callFrame: sourceFrame(node.callFrame) }));
+  writeFileSync(values.write, gzipSync(JSON.stringify({ ...profile, nodes })));
+  console.log(`\nwritten, its frames mapped: ${values.write}`);
+}

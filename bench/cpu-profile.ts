@@ -119,18 +119,20 @@ const ms = (us: number) => (us / 1000).toFixed(0).padStart(7);
 const share = (us: number) => `${((100 * us) / total).toFixed(1).padStart(5)}%`;
 const busy = total - (selfByName.get('(idle)') ?? 0);
 console.log(`profile ${basename(file)}: ${ms(total)} ms in all, ${ms(busy)} ms not idle`);
-for (const special of ['(idle)', '(garbage collector)', '(program)']) {
+/** V8's own entries, not functions: shown first, apart. */
+const SPECIAL = ['(idle)', '(garbage collector)', '(program)', '(root)'];
+for (const special of SPECIAL.slice(0, 3)) {
   const us = selfByName.get(special) ?? 0;
   console.log(`  ${special.padEnd(22)} ${ms(us)} ms ${share(us)}`);
 }
 const sorted = (by: Map<string, number>) =>
-  [...by].filter(([name]) => !name.startsWith('(')).sort((a, b) => b[1] - a[1]);
+  [...by].filter(([name]) => !SPECIAL.includes(name)).sort((a, b) => b[1] - a[1]);
 console.log(`\nself time, top ${top}:`);
 for (const [name, us] of sorted(selfByName).slice(0, top))
   console.log(`  ${ms(us)} ms ${share(us)}  ${name}`);
 const selfByFile = new Map<string, number>();
 for (const [name, us] of selfByName) {
-  const file = name.startsWith('(') ? name : (name.split(' ').at(-1)?.replace(/:\d+$/, '') ?? name);
+  const file = SPECIAL.includes(name) ? name : (name.split(' ').at(-1)?.replace(/:\d+$/, '') ?? name);
   selfByFile.set(file, (selfByFile.get(file) ?? 0) + us);
 }
 console.log(`\nself time by file, top ${top}:`);

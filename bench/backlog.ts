@@ -8,9 +8,9 @@
  * writes sent straight to it. Each operator's RSS is read again once it is idle: every object handled
  * and its processes quiet for a moment.
  *
- * `--compare <ref>` adds the two apart at another commit, bundled as this one is: an A/B in one run,
- * the baseline after this commit's, or before it with `--baseline-first` (alternate runs to cancel out
- * what the order does). `--with-metrics` adds both shapes again with `--metrics` on (the metrics kept,
+ * `--compare <ref>` adds both shapes (`causeway run`, and the two apart) at another commit, bundled as
+ * this one is: an A/B in one run, each shape beside its baseline, after it, or before it with
+ * `--baseline-first` (alternate runs to cancel out what the order does). `--with-metrics` adds both shapes again with `--metrics` on (the metrics kept,
  * not scraped during the run), each after the same without, or before it with `--metrics-first`.
  *
  *   npm run bench -- [--objects 1000] [--only kopf|controller-runtime|causeway|apiserver] [--node-flags="…"]
@@ -98,8 +98,12 @@ async function main(): Promise<void> {
   // Built (or found in the cache) only when it runs: the first build takes minutes.
   const goController = chosen(CONTROLLER_RUNTIME_NAME) ? await ensureControllerRuntime(say) : undefined;
   const [port] = await freePorts(1);
-  const baseline = commands.baseline ? [apartAt(commands.baseline, port as number)] : [];
-  const first = values['baseline-first'] ? baseline : [];
+  const { baseline } = commands;
+  // Each shape beside the same at the baseline, after it or before it (`--baseline-first`).
+  const beside = (own: Contender, atBaseline: (ref: NonNullable<typeof baseline>) => Contender) => {
+    if (!baseline) return [own];
+    return values['baseline-first'] ? [atBaseline(baseline), own] : [own, atBaseline(baseline)];
+  };
   const metrics = ['--metrics', '127.0.0.1:0'];
   const withMetrics: Contender[] = values['with-metrics']
     ? [
@@ -139,25 +143,29 @@ async function main(): Promise<void> {
           },
         ]
       : []),
-    {
-      name: 'causeway',
-      start: (namespace, _client, kubeconfig) =>
-        operatorProcess(commands.causeway('causeway-operator.ts', namespace), kubeconfig),
-    },
-    ...first,
-    {
-      // As deployed: the gateway calls the function service over HTTPS, trusting its CA only.
-      name: 'causeway, functions apart',
-      start: (namespace, client, kubeconfig) =>
-        startTogether(
-          [
-            commands.causewayGateway(port as number, namespace),
-            commands.causewayServe('causeway-operator.ts', port as number),
-          ],
-          { client, kubeconfig, namespace },
-        ),
-    },
-    ...(first.length > 0 ? [] : baseline),
+    ...beside(
+      {
+        name: 'causeway',
+        start: (namespace, _client, kubeconfig) =>
+          operatorProcess(commands.causeway('causeway-operator.ts', namespace), kubeconfig),
+      },
+      runAt,
+    ),
+    ...beside(
+      {
+        // As deployed: the gateway calls the function service over HTTPS, trusting its CA only.
+        name: 'causeway, functions apart',
+        start: (namespace, client, kubeconfig) =>
+          startTogether(
+            [
+              commands.causewayGateway(port as number, namespace),
+              commands.causewayServe('causeway-operator.ts', port as number),
+            ],
+            { client, kubeconfig, namespace },
+          ),
+      },
+      (ref) => apartAt(ref, port as number),
+    ),
     { name: 'apiserver alone', start: (namespace, client) => directWrites(namespace, client) },
   ];
   // Each with metrics on right after the same without (or before it, `--metrics-first`): alternate
@@ -185,6 +193,15 @@ async function main(): Promise<void> {
     report(results);
     await saveResults('backlog', results, goController ? controllerRuntimeVersions(goController) : {});
   });
+}
+
+/** `causeway run`, at the commit `--compare` names. */
+function runAt(baseline: NonNullable<Contenders['baseline']>): Contender {
+  return {
+    name: `causeway@${baseline.ref}`,
+    start: (namespace, _client, kubeconfig) =>
+      operatorProcess(baseline.causeway('causeway-operator.ts', namespace), kubeconfig),
+  };
 }
 
 /** The gateway and the function service apart, at the commit `--compare` names. */

@@ -14,6 +14,7 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
+import { cp } from 'node:fs/promises';
 import {
   cpus,
   version as kernelBuild,
@@ -340,6 +341,11 @@ export async function prepareContenders(nodeFlags: string[] = [], compare?: stri
   const dir = scratchDir('bench');
   const bundle = await bundleCli(dir);
   const operators = await bundleOperators(join(dir, 'operators'));
+  // A profile of the bundle names its long lines only: the bundle and its source maps go beside the
+  // profiles (`bundle`, and `bundle-baseline` for `--compare`), for bench/cpu-profile.ts to map each
+  // frame back to its source.
+  const profiles = nodeFlags.find((flag) => flag.startsWith('--cpu-prof-dir='))?.split('=')[1];
+  if (profiles) await cp(dir, join(profiles, 'bundle'), { recursive: true });
   // Without the hooks this repository's scripts load (NODE_OPTIONS), nor Node's type stripper, which
   // they bring in and which alone holds some 18 MiB.
   const { NODE_OPTIONS: _hooks, ...env } = process.env;
@@ -390,6 +396,7 @@ export async function prepareContenders(nodeFlags: string[] = [], compare?: stri
     const { entry, checkout } = await bundleCliAt(compare, baselineDir);
     // Its operators with its own SDK: what the function service verifies and answers with is the ref's too.
     const baselineOperators = await bundleOperators(join(baselineDir, 'operators'), checkout);
+    if (profiles) await cp(join(baselineDir, 'cli'), join(profiles, 'bundle-baseline'), { recursive: true });
     // The gateway's own help; a CLI older than per-command help prints all of it for any command.
     const help = execFileSync(process.execPath, [entry, 'gateway', '--help'], { env, encoding: 'utf8' });
     const run = cliOf(entry);

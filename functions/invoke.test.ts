@@ -488,6 +488,20 @@ describe('memo', () => {
     assert.equal('memo' in unchanged, false);
   });
 
+  it('starts each call from an empty memo when the request has one, and leaves the request as it was', async () => {
+    const run = service((on) => {
+      on.create('kex', function count({ memo }) {
+        memo.count = ((memo.count as number | undefined) ?? 0) + 1;
+      });
+    });
+    const memo = {};
+    const first = await run(invocation(['count'], {}, { memo }));
+    const second = await run(invocation(['count'], {}, { memo }));
+    assert.deepEqual(first.memo, { count: 1 });
+    assert.deepEqual(second.memo, { count: 1 });
+    assert.deepEqual(memo, {});
+  });
+
   it('logs, and does not keep, a value JSON cannot hold', async () => {
     const response = await service((on) => {
       on.create('kex', function keep({ memo }) {

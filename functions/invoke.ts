@@ -45,7 +45,8 @@ export async function invoke(
   // Every handler of a call sees the same body: one must not change what the next one sees.
   const frozen = deepFreeze(request);
   const before = frozen.memo ?? {};
-  const memo: Record<string, unknown> = structuredClone(before);
+  // Most objects keep no memo: nothing to copy then.
+  const memo: Record<string, unknown> = isEmpty(before) ? {} : structuredClone(before);
   const logs: LogLine[] = [];
   const outcomes: [string, Outcome][] = [];
   const indexes = indexMaps(frozen.indexes);
@@ -115,6 +116,11 @@ export async function invokeBatch(
     }),
   );
   return { protocol: PROTOCOL, batch };
+}
+
+function isEmpty(value: object): boolean {
+  for (const _ in value) return false;
+  return true;
 }
 
 /** A stop call: each daemon named that runs here is told why; the answer comes at once. */

@@ -74,6 +74,28 @@ describe('the logger, as text', () => {
   });
 });
 
+describe("the logger's children", () => {
+  it('write below their level nothing, and at it every field of theirs and their parents, however late', () => {
+    const lines = logged(
+      (logger) => {
+        const parent = logger.child({ resource: 'kopfexamples.kopf.dev/v1' });
+        const quiet = parent.child({ object: 'ns/quiet' });
+        const late = parent.child({ object: 'ns/late' });
+        quiet.debug('below the level');
+        parent.info('the parent first');
+        late.warning('the child later', { handler: 'create_fn' });
+        quiet.info('now at it');
+      },
+      { level: 'info' },
+    );
+    assert.deepEqual(lines.map(body), [
+      'the parent first resource=kopfexamples.kopf.dev/v1\n',
+      '[ns/late] the child later resource=kopfexamples.kopf.dev/v1 handler=create_fn\n',
+      '[ns/quiet] now at it resource=kopfexamples.kopf.dev/v1\n',
+    ]);
+  });
+});
+
 describe('the logger, as JSON', () => {
   it('writes one JSON object per line, with the level by name, the time, the message and every field', () => {
     const lines = logged(

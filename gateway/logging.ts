@@ -59,13 +59,22 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     },
     destination,
   );
-  return wrap(engine);
+  return wrap(
+    () => engine,
+    (level) => engine.isLevelEnabled(level),
+  );
 }
 
 type Engine = pino.Logger<keyof typeof LEVELS, boolean>;
 
-function wrap(engine: Engine): Logger {
+/**
+ * A child's pino logger is made at its first line written: a cycle makes a child for each object,
+ * and at the usual levels most of them write nothing. Children share their root's level.
+ */
+function wrap(engineOf: () => Engine, enabled: (level: LogLevel) => boolean): Logger {
   const log = (level: LogLevel, message: string, fields?: LogFields) => {
+    if (!enabled(level)) return;
+    const engine = engineOf();
     if (fields) engine[level](fields, message);
     else engine[level](message);
   };
@@ -75,7 +84,10 @@ function wrap(engine: Engine): Logger {
     info: (message, fields) => log('info', message, fields),
     warning: (message, fields) => log('warning', message, fields),
     error: (message, fields) => log('error', message, fields),
-    child: (fields) => wrap(engine.child(fields)),
+    child: (fields) => {
+      let child: Engine | undefined;
+      return wrap(() => (child ??= engineOf().child(fields)), enabled);
+    },
   };
 }
 

@@ -134,11 +134,20 @@ export function isAdmissionKind(kind: HandlerKind): boolean {
   return (HANDLER_KINDS[kind].reasons as readonly Reason[]).includes('admission');
 }
 
-/** The kinds `reason` always calls. */
-export function kindsFor(reason: Reason): HandlerKind[] {
-  return HANDLER_KIND_NAMES.filter((kind) =>
-    (HANDLER_KINDS[kind].reasons as readonly Reason[]).includes(reason),
-  );
+const kindsByReason = new Map<Reason, readonly HandlerKind[]>();
+
+/** The kinds `reason` always calls; found once per reason, as each cause of each object asks. */
+export function kindsFor(reason: Reason): readonly HandlerKind[] {
+  let kinds = kindsByReason.get(reason);
+  if (kinds === undefined) {
+    kinds = Object.freeze(
+      HANDLER_KIND_NAMES.filter((kind) =>
+        (HANDLER_KINDS[kind].reasons as readonly Reason[]).includes(reason),
+      ),
+    );
+    kindsByReason.set(reason, kinds);
+  }
+  return kinds;
 }
 
 /**

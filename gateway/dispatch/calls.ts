@@ -5,7 +5,7 @@
  * asked: its handlers have no outcome, and wait for it. An activity's handlers (about no object) are
  * called the same way, one service at a time. Knows the protocol, not the reactor.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { type Attributes, SpanKind } from '@opentelemetry/api';
 import {
   type ActivityKind,
@@ -255,5 +255,6 @@ function traceIdOf(traceparent: string | undefined): string | undefined {
 
 /** The same for the same parts, whoever computes it: what makes a retried or repeated call recognisable. */
 export function idempotencyKey(...parts: string[]): string {
-  return createHash('sha256').update(parts.join('\0')).digest('base64url').slice(0, 32);
+  // The one-shot hash: a Hash object per call was a sixth of this function's time over a backlog.
+  return hash('sha256', parts.join('\0'), 'base64url').slice(0, 32);
 }

@@ -17,6 +17,7 @@ import { testNamespace } from '../support/cluster.ts';
 import { type HostileCall, hostileService } from '../support/hostile-service.ts';
 import { sample, scrape } from '../support/metrics.ts';
 import {
+  admissionRefusal,
   applyFile,
   createKopfExample,
   eventually,
@@ -307,23 +308,7 @@ describe('a well-behaved service among hostile neighbours', () => {
     }
 
     // Its webhook answers: no neighbour's configuration broke it.
-    const denied = await eventually('good’s webhook in effect', async () => {
-      try {
-        await client.request(`/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`, {
-          method: 'POST',
-          query: { dryRun: 'All' },
-          body: {
-            apiVersion: 'kopf.dev/v1',
-            kind: 'KopfExample',
-            metadata: { name: 'probe' },
-            spec: { field: 'forbidden' },
-          },
-        });
-        return undefined;
-      } catch (error) {
-        return error instanceof ApiError ? error.message : undefined;
-      }
-    });
+    const denied = await admissionRefusal(namespace, { field: 'forbidden' });
     assert.match(denied, /good says spec\.field must not be "forbidden"/);
 
     // Each attack refused (or, for a failing neighbour, its failure kept) with its reason in the log.

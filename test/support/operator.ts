@@ -9,10 +9,11 @@ import type { FetchHandler } from '../../gateway/dispatch/transport.ts';
 import { type Gateway, type GatewayOptions, startGateway } from '../../gateway/gateway.ts';
 import { applyManifests, parseManifests } from '../../gateway/kube/apply.ts';
 import { KubeClient } from '../../gateway/kube/client.ts';
-import { ignoreNotFound } from '../../gateway/kube/errors.ts';
+import { ApiError, ignoreNotFound } from '../../gateway/kube/errors.ts';
 import { createLogger, type Logger } from '../../gateway/logging.ts';
 import { FUNCTION_SERVICE, functionServicesPath } from '../../gateway/services/function-service-objects.ts';
 import { PUBLIC_KEYS_FILE } from '../../gateway/services/signing-keys.ts';
+import type { Progress } from '../../gateway/state/storage.ts';
 import { IN_PROCESS, type KubernetesObject, type ServiceScope } from '../../protocol/index.ts';
 import { testCluster } from './cluster.ts';
 
@@ -55,6 +56,25 @@ export async function createKopfExample(
     body: { apiVersion: 'kopf.dev/v1', kind: 'KopfExample', metadata: { ...metadata, name }, spec },
   });
   return `${collection}/${name}`;
+}
+
+/**
+ * What the apiserver answers a KopfExample of `spec` created with `dryRun=All`, once it refuses it: a
+ * webhook's configuration is taken up shortly after it is written, so until then this asks again.
+ */
+export function admissionRefusal(namespace: string, spec: Record<string, unknown>): Promise<string> {
+  return eventually(`a KopfExample of ${JSON.stringify(spec)} refused at admission`, async () => {
+    try {
+      await (await kubeClient()).request(`/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`, {
+        method: 'POST',
+        query: { dryRun: 'All' },
+        body: { apiVersion: 'kopf.dev/v1', kind: 'KopfExample', metadata: { name: 'probe' }, spec },
+      });
+      return undefined;
+    } catch (error) {
+      return error instanceof ApiError ? error.message : undefined;
+    }
+  });
 }
 
 /** Creates a FunctionService (causeway.dev/v1alpha1) in `namespace`, as whoever deploys a service would. */
@@ -257,24 +277,17 @@ export async function statusOnceThere(path: string, key: string, timeoutMs = 30_
   );
 }
 
-/** A handler's progress record, as the gateway keeps it: `status.<statusKey>.progress.<service>.<id>`. */
-export interface ProgressRecord {
-  started: string;
-  retries: number;
-  delayedUntil?: string;
-  success?: true;
-  failure?: true;
-  message?: string;
-}
-
-/** The progress records of a service's handlers on an object, by handler id; undefined when none is kept. */
+/**
+ * The progress records of a service's handlers on an object (`status.<statusKey>.progress.<service>`),
+ * by handler id; undefined when none is kept.
+ */
 export function progressOf(
   object: KubernetesObject,
   service: string,
   statusKey = 'causeway',
-): Record<string, ProgressRecord> | undefined {
+): Record<string, Progress> | undefined {
   const state = object.status?.[statusKey] as
-    | { progress?: Record<string, Record<string, ProgressRecord>> }
+    | { progress?: Record<string, Record<string, Progress>> }
     | undefined;
   return state?.progress?.[service];
 }

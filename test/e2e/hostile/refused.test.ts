@@ -15,11 +15,11 @@ import { AdmissionError, type Operator, operator } from '../../../functions/inde
 import { type RunningServer, serveFetch } from '../../../gateway/cli/commands/serve/serve.ts';
 import { type Gateway, startGateway } from '../../../gateway/gateway.ts';
 import type { KubeClient } from '../../../gateway/kube/client.ts';
-import { ApiError } from '../../../gateway/kube/errors.ts';
 import type { KubernetesObject, ServiceScope } from '../../../protocol/index.ts';
 import { testNamespace } from '../../support/cluster.ts';
 import { sample, samples, scrape } from '../../support/metrics.ts';
 import {
+  admissionRefusal,
   applyFile,
   createKopfExample,
   eventually,
@@ -103,23 +103,7 @@ describe('a function service refused, beside one served', () => {
 
   /** The apiserver refuses what good's webhook denies, once the configuration is in effect. */
   async function goodWebhookAnswers(namespace: string): Promise<void> {
-    const message = await eventually('good’s webhook in effect', async () => {
-      try {
-        await client.request(`/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`, {
-          method: 'POST',
-          query: { dryRun: 'All' },
-          body: {
-            apiVersion: 'kopf.dev/v1',
-            kind: 'KopfExample',
-            metadata: { name: 'probe' },
-            spec: { field: 'forbidden' },
-          },
-        });
-        return undefined;
-      } catch (error) {
-        return error instanceof ApiError ? error.message : undefined;
-      }
-    });
+    const message = await admissionRefusal(namespace, { field: 'forbidden' });
     assert.match(message, /good says spec\.field must not be "forbidden"/);
   }
 
@@ -283,23 +267,7 @@ describe('a function service refused, beside one served', () => {
       return now.metric === 0 ? now : undefined;
     });
     assert.deepEqual(served, { metric: 0, status: 200, ready: true, why: undefined });
-    const message = await eventually('its webhook in effect', async () => {
-      try {
-        await client.request(`/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples`, {
-          method: 'POST',
-          query: { dryRun: 'All' },
-          body: {
-            apiVersion: 'kopf.dev/v1',
-            kind: 'KopfExample',
-            metadata: { name: 'probe' },
-            spec: { field: 'long-forbidden' },
-          },
-        });
-        return undefined;
-      } catch (error) {
-        return error instanceof ApiError ? error.message : undefined;
-      }
-    });
+    const message = await admissionRefusal(namespace, { field: 'long-forbidden' });
     assert.match(message, /the long one says no/);
   });
 });

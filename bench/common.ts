@@ -5,6 +5,7 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import {
+  copyFileSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -42,6 +43,7 @@ import {
   type WatchEvent,
   Watcher,
 } from '../gateway/internals.ts';
+import { packPackage, userEnvironment, userProject } from '../test/package/project.ts';
 import { startPrivateCluster } from '../test/support/private-cluster.ts';
 import { ensureKopf, KOPF_VERSION } from './kopf.ts';
 
@@ -772,4 +774,38 @@ export async function saveResults(
   writeFileSync(file, gzipSync(text, { level: 9 }));
   const { commit, changed } = AT_START;
   say(`\nraw figures: ${file} (commit ${commit.slice(0, 7)}${changed ? ', with uncommitted changes' : ''})`);
+}
+
+/**
+ * `causeway run` of the backlog's operator as a user starts it, `flags` then the namespace: from
+ * `project`, where the packed package is installed with the operator beside it (a project npm would
+ * make), and from the sources, with the same operator.
+ */
+export async function causewayRunStarts(
+  project: string,
+  flags: readonly string[],
+): Promise<{ installed(namespace: string): Command; sources(namespace: string): Command }> {
+  await userProject(project, [await packPackage(project)]);
+  copyFileSync(join(ROOT, 'bench/operators/causeway-operator.ts'), join(project, 'operator.ts'));
+  return {
+    installed: (namespace) => ({
+      file: join(project, 'node_modules/.bin/causeway'),
+      args: ['run', 'operator.ts', ...flags, namespace],
+      cwd: project,
+      env: userEnvironment(),
+    }),
+    sources: (namespace) => ({
+      file: process.execPath,
+      args: [
+        '--import',
+        join(ROOT, 'test/support/sources.ts'),
+        join(ROOT, 'gateway/cli/main.ts'),
+        'run',
+        join(ROOT, 'bench/operators/causeway-operator.ts'),
+        ...flags,
+        namespace,
+      ],
+      env: userEnvironment(),
+    }),
+  };
 }

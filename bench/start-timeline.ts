@@ -8,12 +8,10 @@
  *   npm run bench:start-timeline -- [--rounds 5] [--objects 100]
  */
 import { spawn } from 'node:child_process';
-import { copyFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { packPackage, userEnvironment, userProject } from '../test/package/project.ts';
 import {
   type Command,
+  causewayRunStarts,
   createBacklog,
   followResults,
   median,
@@ -94,34 +92,10 @@ async function round(
 async function main(): Promise<void> {
   const project = scratchDir('start-timeline');
   say(`installing the packed package into ${project}`);
-  await userProject(project, [await packPackage(project)]);
-  copyFileSync(join(ROOT, 'bench/operators/causeway-operator.ts'), join(project, 'operator.ts'));
+  const starts = await causewayRunStarts(project, FLAGS);
   const contenders: Contender[] = [
-    {
-      name: 'installed package',
-      command: (namespace) => ({
-        file: join(project, 'node_modules/.bin/causeway'),
-        args: ['run', 'operator.ts', ...FLAGS, namespace],
-        cwd: project,
-        env: userEnvironment(),
-      }),
-    },
-    {
-      name: 'sources',
-      command: (namespace) => ({
-        file: process.execPath,
-        args: [
-          '--import',
-          join(ROOT, 'test/support/sources.ts'),
-          join(ROOT, 'gateway/cli/main.ts'),
-          'run',
-          join(ROOT, 'bench/operators/causeway-operator.ts'),
-          ...FLAGS,
-          namespace,
-        ],
-        env: userEnvironment(),
-      }),
-    },
+    { name: 'installed package', command: starts.installed },
+    { name: 'sources', command: starts.sources },
   ];
   await withCluster(async ({ controlPlane, client }) => {
     const timelines = new Map<string, Timeline[]>(contenders.map(({ name }) => [name, []]));

@@ -8,21 +8,20 @@
  *
  *   npm run bench:startup -- [--rounds 5]
  */
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { KubernetesObject } from '../protocol/index.ts';
-import { packPackage, userEnvironment, userProject } from '../test/package/project.ts';
 import {
   type Command,
+  causewayRunStarts,
   createNamespace,
   KOPF_NAME,
   KOPFEXAMPLES,
   median,
   operatorProcess,
   prepareContenders,
-  ROOT,
   saveResults,
   say,
   table,
@@ -43,36 +42,11 @@ async function main(): Promise<void> {
   const project = mkdtempSync(join(tmpdir(), 'causeway-startup-'));
   try {
     say(`installing the packed package into ${project}`);
-    await userProject(project, [await packPackage(project)]);
-    copyFileSync(join(ROOT, 'bench/operators/causeway-operator.ts'), join(project, 'operator.ts'));
+    const starts = await causewayRunStarts(project, ['--quiet', '--standalone', '--namespace']);
     const contenders: Contender[] = [
       { name: KOPF_NAME, command: (namespace) => commands.kopf('kopf_operator.py', namespace) },
-      {
-        name: 'causeway (installed package)',
-        command: (namespace) => ({
-          file: join(project, 'node_modules/.bin/causeway'),
-          args: ['run', 'operator.ts', '--quiet', '--standalone', '--namespace', namespace],
-          cwd: project,
-          env: userEnvironment(),
-        }),
-      },
-      {
-        name: 'causeway (sources)',
-        command: (namespace) => ({
-          file: process.execPath,
-          args: [
-            '--import',
-            join(ROOT, 'test/support/sources.ts'),
-            join(ROOT, 'gateway/cli/main.ts'),
-            'run',
-            join(ROOT, 'bench/operators/causeway-operator.ts'),
-            '--quiet',
-            '--standalone',
-            '--namespace',
-            namespace,
-          ],
-        }),
-      },
+      { name: 'causeway (installed package)', command: starts.installed },
+      { name: 'causeway (sources)', command: starts.sources },
     ];
     await withCluster(async ({ controlPlane, client }) => {
       const seconds = new Map<string, number[]>(contenders.map(({ name }) => [name, []]));

@@ -42,15 +42,17 @@ export const functionServiceCaller =
     const uid = subject.object.metadata.uid;
     const keys = new Map<DueCall<FunctionService>, string>();
     const answers = await callServices(
-      [...byService].map(([service, calls]) => ({
-        service,
-        handlers: calls.map((call) => {
-          const shared = subject.othersResults(service.name).has(call.spec.id);
-          const handler = dueHandler(call, uid, subject.reason, subject.stored, shared);
-          keys.set(call, handler.idempotencyKey);
-          return handler;
-        }),
-      })),
+      [...byService].map(([service, calls]) => {
+        const others = subject.othersResults(service.name);
+        return {
+          service,
+          handlers: calls.map((call) => {
+            const handler = dueHandler(call, uid, subject.reason, subject.stored, others.has(call.spec.id));
+            keys.set(call, handler.idempotencyKey);
+            return handler;
+          }),
+        };
+      }),
       { ...subject, othersResults: (service) => subject.othersResults(service.name) },
       retryDelaysS,
       log,

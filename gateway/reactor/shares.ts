@@ -51,7 +51,9 @@ export class WorkerShares {
     }
     this.#options.onWait?.(service);
     return new Promise((resolve) => {
-      this.#waiting.set(service, [...(this.#waiting.get(service) ?? []), resolve]);
+      const line = this.#waiting.get(service);
+      if (line) line.push(resolve);
+      else this.#waiting.set(service, [resolve]);
     });
   }
 

@@ -328,6 +328,15 @@ describe('a well-behaved service among hostile neighbours', () => {
     assert.deepEqual(settings.data, { upstream: 'https://kept' });
     assert.equal(settings.metadata.ownerReferences, undefined);
 
+    // The twin's create_fn and the well-behaved one's are called with keys of their own.
+    const keyOf = (service: string) =>
+      logged(
+        new RegExp(`/one\\] handler .*handler=create_fn service=${service} .*idempotencyKey=(\\S+)`),
+      ).then((line) => /idempotencyKey=(\S+)/.exec(line)?.[1]);
+    const [goodKey, twinKey] = await Promise.all([keyOf('good'), keyOf('twin')]);
+    assert.ok(goodKey && twinKey);
+    assert.notEqual(goodKey, twinKey, 'two services never share an idempotency key');
+
     // The twin's and the wedger's failures are their own: the well-behaved service's progress is not theirs.
     const shared = await client.get<KubernetesObject>(paths[0] as string);
     const twin = await eventually('the twin’s progress', async () => {

@@ -46,7 +46,11 @@ function good(): Operator {
   return op;
 }
 
-/** A neighbour with one create handler `id`, whose answers (or manifest) its attack rewrites. */
+/**
+ * A neighbour with one create handler `id`, whose answers (or manifest) its attack rewrites. It takes
+ * no batches: each call is sent on its own, the one invocation whose answer the attack rewrites (a
+ * batch's answer would reach the gateway as the honest service gave it).
+ */
 function neighbour(
   name: string,
   id: string,
@@ -55,7 +59,10 @@ function neighbour(
 ): NamedHandler {
   const op = operator({ name, secret: TEST_SECRET });
   op.on.create('kopfexamples', { id }, handler);
-  return hostileService(op, attack);
+  return hostileService(op, {
+    ...attack,
+    manifest: (honest) => ({ ...((attack.manifest?.(honest) ?? honest) as object), batches: false }),
+  });
 }
 
 /** The answer with the outcome of handler `id` changed by `change`. */
@@ -72,8 +79,9 @@ const FLOOD_TOGETHER = 5;
 
 /**
  * The flood's replies: 15 MiB of JSON each, the length declared, sent 1 MiB every 20 ms once
- * FLOOD_TOGETHER replies have begun (their headers sent, so the gateway has asked its budget for each
- * declared length), and refused once read (they hold no outcomes).
+ * FLOOD_TOGETHER replies (one per object: neighbours take no batches) have begun, their headers sent,
+ * so that the gateway has asked its budget for each declared length; refused once read (they hold no
+ * outcomes).
  */
 function flood() {
   let begun = 0;
